@@ -1,0 +1,62 @@
+"""Dictionary encoding: every term becomes the 64-bit id ``xxhash64(term)`` (see ``hashing``).
+
+Because the id is a function of the term, encoding a table is a projection and decoding a join
+with the dictionary table ``(id, term)``. Building the dictionary checks that no two distinct
+terms share an id; a collision is reported with the terms involved (it would silently merge
+them otherwise).
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from reasoner.schema import ID, O, P, S, TERM, require_columns
+
+
+class HashCollisionError(RuntimeError):
+    """Two distinct terms hash to the same 64-bit id."""
+
+    def __init__(self, collisions: list[tuple[int, list[str]]]):
+        self.collisions = collisions
+        shown = "; ".join(f"id {i}: {', '.join(terms)}" for i, terms in collisions[:5])
+        super().__init__(f"{len(collisions)} dictionary hash collision(s) between distinct terms: {shown}. "
+                         f"The 64-bit dictionary cannot encode this data; rename one of the terms.")
+
+
+def encode_column(column: str) -> F.Column:
+    """The id of the term held in string column ``column``."""
+    return F.xxhash64(F.col(column))
+
+
+def build_dictionary(triples: DataFrame, check: bool = True) -> DataFrame:
+    """Distinct ``(id, term)`` of all terms of string triples; raises on hash collisions."""
+    require_columns(triples, (S, P, O), "build_dictionary")
+    terms = (triples.select(F.col(S).alias(TERM))
+             .unionAll(triples.select(F.col(P).alias(TERM)))
+             .unionAll(triples.select(F.col(O).alias(TERM)))
+             .distinct()
+             .select(encode_column(TERM).alias(ID), TERM))
+    if check:
+        clashes = (terms.groupBy(ID).agg(F.count(F.lit(1)).alias("n"), F.sort_array(F.collect_list(TERM)).alias("terms"))
+                   .filter(F.col("n") > 1).limit(100).collect())
+        if clashes:
+            raise HashCollisionError([(row[ID], list(row["terms"])) for row in clashes])
+    return terms
+
+
+def encode_triples(triples: DataFrame) -> DataFrame:
+    """String triples to id triples (distinct)."""
+    require_columns(triples, (S, P, O), "encode_triples")
+    return triples.select(encode_column(S).alias(S), encode_column(P).alias(P), encode_column(O).alias(O)).distinct()
+
+
+def decode(df: DataFrame, dictionary: DataFrame, columns: tuple[str, ...]) -> DataFrame:
+    """Replace the id columns ``columns`` of ``df`` by their terms (column order kept)."""
+    require_columns(df, columns, "decode")
+    require_columns(dictionary, (ID, TERM), "decode (dictionary)")
+    out = df
+    for column in columns:
+        lookup = dictionary.select(F.col(ID).alias(f"_id_{column}"), F.col(TERM).alias(f"_term_{column}"))
+        out = out.join(lookup, out[column] == lookup[f"_id_{column}"], "left")
+        out = out.drop(column, f"_id_{column}").withColumnRenamed(f"_term_{column}", column)
+    return out.select(*df.columns)

@@ -1,0 +1,274 @@
+"""Read RDF sources into a DataFrame of N-Triples strings ``(s, p, o)``.
+
+Two readers:
+
+* N-Triples (``.nt``, ``.ntriples``) is read by Spark, line-parallel: every line is matched
+  against the N-Triples grammar with SQL regular expressions (no Python UDF). A bad line does
+  not stop the load: it goes to the ``rejects`` DataFrame with file, line number, reason and the
+  raw text, and :attr:`Loaded.rejected` counts them.
+* Turtle, RDF/XML (``.rdf``, ``.owl``, ``.xml``), N3 and other formats rdflib knows are parsed by
+  rdflib on the driver (files that fit in memory). A syntax error stops the load with
+  :class:`RDFLoadError` naming file, line and column. RDF/XML is parsed without resolving
+  external entities: a document declaring one is refused.
+
+``owl:imports`` are not followed unless ``follow_imports=True``; then ``file:`` IRIs and paths
+relative to the importing file are loaded too, and any other IRI is an error.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import urllib.parse
+from collections.abc import Sequence
+from pathlib import Path
+
+import rdflib
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S
+from reasoner.terms import from_rdflib
+from reasoner.vocab import OWL_IMPORTS, XSD_STRING
+
+TRIPLE_SCHEMA = StructType([StructField(S, StringType(), False), StructField(P, StringType(), False),
+                            StructField(O, StringType(), False)])
+
+_RDFLIB_FORMATS = {
+    ".ttl": "turtle", ".turtle": "turtle", ".n3": "n3", ".rdf": "xml", ".owl": "xml", ".xml": "xml",
+    ".jsonld": "json-ld", ".trig": "trig", ".nq": "nquads",
+}
+_NT_SUFFIXES = (".nt", ".ntriples")
+FORMATS = sorted({"ntriples", *_RDFLIB_FORMATS.values()})
+
+
+class RDFLoadError(ValueError):
+    """A source cannot be read: names the file, line and column (where known) and the problem."""
+
+    def __init__(self, file: str, problem: str, line: int | None = None, column: int | None = None):
+        self.file, self.problem, self.line, self.column = file, problem, line, column
+        where = file if line is None else f"{file}:{line}" + ("" if column is None else f":{column}")
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """One input file as recorded in a manifest."""
+
+    path: str
+    format: str
+    sha256: str
+    bytes: int
+
+
+@dataclasses.dataclass
+class Loaded:
+    triples: DataFrame  # (s, p, o) N-Triples strings, duplicates possible
+    rejects: DataFrame  # (file, line, reason, raw)
+    sources: list[Source]
+
+    @property
+    def rejected(self) -> int:
+        return self.rejects.count()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def detect_format(path: Path, explicit: str | None = None) -> str:
+    if explicit:
+        if explicit not in FORMATS:
+            raise RDFLoadError(str(path), f"unknown format {explicit!r}; expected one of {', '.join(FORMATS)}")
+        return explicit
+    suffix = path.suffix.lower()
+    if suffix in _NT_SUFFIXES:
+        return "ntriples"
+    if suffix in _RDFLIB_FORMATS:
+        return _RDFLIB_FORMATS[suffix]
+    raise RDFLoadError(str(path), f"cannot tell the RDF format from the extension {suffix!r}; expected one of "
+                                  f"{', '.join(sorted(set(_NT_SUFFIXES) | set(_RDFLIB_FORMATS)))}")
+
+
+# --- N-Triples on Spark -------------------------------------------------------------------
+# RDF 1.1 N-Triples grammar [2]-[18], as Java regular expressions (Spark's regex engine).
+_UCHAR = r"\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}"
+_IRI = r"<(?:[^<>\"{}|^`\\\x00-\x20]|" + _UCHAR + r")*>"
+_BNODE = r"_:[^\s<>\"]*[^\s<>\".]"
+_LITERAL = (r"\"(?:[^\"\\\n\r]|\\[tbnrf\"'\\]|" + _UCHAR + r")*\""
+            r"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^" + _IRI + r")?")
+_WS = r"[ \t]*"
+_SUBJECT = rf"^{_WS}({_IRI}|{_BNODE})"
+_PREDICATE = rf"{_SUBJECT}{_WS}({_IRI})"
+_OBJECT = rf"{_PREDICATE}{_WS}({_IRI}|{_BNODE}|{_LITERAL})"
+_STATEMENT = rf"{_OBJECT}{_WS}\."
+_LINE = rf"{_STATEMENT}{_WS}(?:#.*)?$"
+_BLANK_OR_COMMENT = rf"^{_WS}(?:#.*)?$"
+
+
+def _column_after(prefix_regex: str, line: Column) -> Column:
+    """1-based column just after what ``prefix_regex`` matched, skipping blanks."""
+    return F.length(F.regexp_extract(line, prefix_regex + _WS, 0)) + 1
+
+
+def _reject_reason(line: Column) -> Column:
+    """Why a line is not an N-Triples statement, with the column where parsing stopped."""
+    def at(column: Column, text: str) -> Column:
+        return F.concat(F.lit(text + " at column "), column.cast("string"))
+
+    return (
+        F.when(F.instr(line, "\ufffd") > 0, F.lit("invalid UTF-8 byte sequence"))
+        .when(~line.rlike(_SUBJECT), at(_column_after("^", line), "expected a subject (IRI <...> or blank node _:x)"))
+        .when(~line.rlike(_PREDICATE), at(_column_after(_SUBJECT, line), "expected a predicate IRI <...>"))
+        .when(~line.rlike(_OBJECT), at(_column_after(_PREDICATE, line),
+                                       "expected an object (IRI, blank node or literal \"...\")"))
+        .when(~line.rlike(_STATEMENT), at(_column_after(_OBJECT, line), "expected '.' to end the statement"))
+        .otherwise(at(_column_after(_STATEMENT, line), "unexpected text after '.'"))
+    )
+
+
+def _canonical(term: Column) -> Column:
+    """Lower-case language tags, drop ``^^xsd:string`` (RDF 1.1 simple literals)."""
+    tagged = r'^(".*")@([a-zA-Z0-9-]+)$'
+    lang = F.regexp_extract(term, tagged, 2)
+    with_lang = F.concat(F.regexp_extract(term, tagged, 1), F.lit("@"), F.lower(lang))
+    plain = F.regexp_replace(term, "\\^\\^" + re.escape(XSD_STRING) + "$", "")
+    return F.when(lang != "", with_lang).otherwise(plain)
+
+
+def _scope_bnode(term: Column, scope: Column) -> Column:
+    """Blank-node labels are local to a file: ``_:x`` in file k becomes ``_:fk.x``."""
+    return F.when(term.startswith("_:"), F.concat(F.lit("_:f"), scope, F.lit("."), F.substring(term, 3, 1 << 30))).otherwise(term)
+
+
+def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[int]) -> tuple[DataFrame, DataFrame]:
+    """Line-parallel N-Triples reader: ``(triples, rejects)``; rejects carry 1-based line numbers."""
+    uris = [p.resolve().as_uri() for p in paths]
+    scope_of = F.create_map(*[x for uri, k in zip(uris, scopes) for x in (F.lit(uri), F.lit(str(k)))])
+    raw = spark.read.text([str(p) for p in paths]).select(
+        F.col("value").alias(RAW),
+        F.col("_metadata.file_path").alias(FILE),
+        F.col("_metadata.file_block_start").alias("_block"),
+        F.monotonically_increasing_id().alias("_row"),
+    )
+    content = raw.filter(~F.col(RAW).rlike(_BLANK_OR_COMMENT))
+    good = content.filter(F.col(RAW).rlike(_LINE) & (F.instr(F.col(RAW), "\ufffd") == 0))
+    scope = F.coalesce(scope_of[F.col(FILE)], F.lit("x"))
+    triples = good.select(
+        _scope_bnode(F.regexp_extract(RAW, _LINE, 1), scope).alias(S),
+        F.regexp_extract(RAW, _LINE, 2).alias(P),
+        _scope_bnode(_canonical(F.regexp_extract(RAW, _LINE, 3)), scope).alias(O),
+    )
+    # Line numbers: rows of one file block come out in order, so a row's line is the number of
+    # lines in the file's earlier blocks plus its offset inside its block.
+    blocks = raw.groupBy(FILE, "_block").agg(F.count(F.lit(1)).alias("_n"), F.min("_row").alias("_first"))
+    earlier = Window.partitionBy(FILE).orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
+    blocks = blocks.withColumn("_before", F.coalesce(F.sum("_n").over(earlier), F.lit(0)))
+    bad = content.filter(~(F.col(RAW).rlike(_LINE) & (F.instr(F.col(RAW), "\ufffd") == 0)))
+    rejects = bad.join(F.broadcast(blocks), [FILE, "_block"]).select(
+        F.col(FILE),
+        (F.col("_before") + F.col("_row") - F.col("_first") + 1).alias(LINE),
+        _reject_reason(F.col(RAW)).alias(REASON),
+        F.col(RAW),
+    )
+    return triples, rejects
+
+
+# --- rdflib formats -----------------------------------------------------------------------
+_EXTERNAL_ENTITY = re.compile(rb"<!ENTITY\s+%?\s*[^\s>]+\s+(SYSTEM|PUBLIC)\b")
+
+
+def _refuse_external_entities(path: Path, data: bytes) -> None:
+    match = _EXTERNAL_ENTITY.search(data)
+    if match:
+        line = data.count(b"\n", 0, match.start()) + 1
+        column = match.start() - (data.rfind(b"\n", 0, match.start()) + 1) + 1
+        raise RDFLoadError(str(path), "the document declares an external entity; external entities are not "
+                                      "resolved (inline the content or declare an internal entity)", line, column)
+
+
+def parse_with_rdflib(path: Path, fmt: str, scope: int) -> rdflib.Graph:
+    """Parse one file with rdflib, turning its exceptions into a located :class:`RDFLoadError`."""
+    data = path.read_bytes()
+    if fmt == "xml":
+        _refuse_external_entities(path, data)
+    graph = rdflib.Graph()
+    try:
+        graph.parse(data=data, format=fmt, publicID=path.resolve().as_uri())
+    except SyntaxError as exc:  # rdflib's Turtle/N3 BadSyntax
+        text, offset = getattr(exc, "_str", b""), getattr(exc, "_i", None)
+        line = getattr(exc, "lines", None)
+        column = None
+        if isinstance(text, bytes) and offset is not None:
+            column = offset - (text.rfind(b"\n", 0, offset) + 1) + 1
+        why = getattr(exc, "_why", None) or str(exc)
+        raise RDFLoadError(str(path), f"bad {fmt} syntax: {why}", None if line is None else line + 1, column) from None
+    except Exception as exc:  # noqa: BLE001 - every parser error becomes a located load error
+        line = exc.getLineNumber() if hasattr(exc, "getLineNumber") else None
+        column = exc.getColumnNumber() if hasattr(exc, "getColumnNumber") else None
+        message = exc.getMessage() if hasattr(exc, "getMessage") else str(exc)
+        raise RDFLoadError(str(path), f"bad {fmt} document: {message}", line, column) from None
+    return graph
+
+
+def _import_target(importer: Path, iri: str) -> Path:
+    if iri.startswith("file:"):
+        return Path(urllib.parse.unquote(urllib.parse.urlparse(iri).path))
+    raise RDFLoadError(str(importer), f"owl:imports <{iri}> cannot be followed: only file: IRIs are loaded; "
+                                      f"pass the imported ontology as another source instead")
+
+
+def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str, str] | None = None,
+         follow_imports: bool = False) -> Loaded:
+    """Load RDF files (see module doc). ``formats`` maps a path to an explicit format name."""
+    formats = formats or {}
+    queue = [Path(p) for p in paths]
+    seen: set[Path] = set()
+    sources: list[Source] = []
+    nt_paths: list[Path] = []
+    nt_scopes: list[int] = []
+    rows: list[tuple[str, str, str]] = []
+    while queue:
+        path = queue.pop(0)
+        resolved = path.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        if not path.is_file():
+            raise RDFLoadError(str(path), "no such file")
+        fmt = detect_format(path, formats.get(str(path)))
+        scope = len(sources)
+        sources.append(Source(str(path), fmt, file_sha256(path), path.stat().st_size))
+        imports: list[str] = []
+        if fmt == "ntriples":
+            nt_paths.append(path)
+            nt_scopes.append(scope)
+            if follow_imports:
+                imports = [r[0] for r in spark.read.text(str(path))
+                           .filter(F.col("value").contains(OWL_IMPORTS)).limit(10_000).collect()]
+                imports = [m.group(1) for line in imports if (m := re.search(r"<([^>]*)>\s*\.\s*$", line))]
+        else:
+            graph = parse_with_rdflib(path, fmt, scope)
+            tag = f"f{scope}."
+            rows.extend((from_rdflib(s, tag), from_rdflib(p, tag), from_rdflib(o, tag)) for s, p, o in graph)
+            if follow_imports:
+                imports = [str(o) for o in graph.objects(None, rdflib.OWL.imports)]
+        for iri in imports:
+            target = _import_target(path, iri) if ":" in iri.split("/")[0] else (path.parent / iri)
+            queue.append(target)
+    parts: list[DataFrame] = []
+    rejects = spark.createDataFrame([], f"{FILE} string, {LINE} long, {REASON} string, {RAW} string")
+    if nt_paths:
+        triples, rejects = read_ntriples(spark, nt_paths, nt_scopes)
+        parts.append(triples)
+    if rows or not parts:
+        parts.append(spark.createDataFrame(rows, TRIPLE_SCHEMA))
+    triples = parts[0]
+    for part in parts[1:]:
+        triples = triples.unionByName(part)
+    return Loaded(triples, rejects, sources)
