@@ -1,0 +1,331 @@
+"""Text → syntax tree (``paths.syntax``). The only module that imports lark.
+
+``parse(text, prefixes, base)`` runs the LALR(1) parser built from ``grammar.lark`` and a lark
+Transformer that yields the frozen dataclasses of ``paths.syntax`` (in the style of lark's
+``examples/advanced/create_ast.py``). Every error — lexical, syntactic, an unknown prefix, a
+relative IRI without a base — is a :class:`PathSyntaxError` naming the line, the column and what
+was expected there.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path as _FilePath
+from urllib.parse import urljoin, urlsplit
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, \
+    VisitError
+
+from paths import syntax as S
+
+__all__ = ["parse", "PathSyntaxError"]
+
+
+class PathSyntaxError(ValueError):
+    """A path that cannot be read.
+
+    ``line`` and ``column`` are 1-based; ``expected`` lists, in words, what would have been
+    accepted there (empty when the problem is not a missing token, e.g. an unknown prefix lists the
+    declared prefixes instead). ``str(error)`` shows the offending line with a caret under the
+    column.
+    """
+
+    def __init__(self, reason: str, text: str, line: int, column: int,
+                 expected: tuple[str, ...] = ()) -> None:
+        self.reason = reason
+        self.text = text
+        self.line = line
+        self.column = column
+        self.expected = tuple(expected)
+        lines = text.splitlines() or [""]
+        shown = lines[line - 1] if 0 < line <= len(lines) else ""
+        message = f"line {line}, column {column}: {reason}"
+        if self.expected:
+            message += "; expected " + _one_of(self.expected)
+        message += f"\n  {shown}\n  {' ' * (column - 1)}^"
+        super().__init__(message)
+
+
+def _one_of(items: tuple[str, ...]) -> str:
+    if len(items) == 1:
+        return items[0]
+    return "one of " + ", ".join(items)
+
+
+_GRAMMAR_FILE = _FilePath(__file__).with_name("grammar.lark")
+_LARK = Lark(_GRAMMAR_FILE.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
+             propagate_positions=True, maybe_placeholders=False)
+
+# What each named terminal means to a reader of an error message.
+_TERMINAL_WORDS = {
+    "IRIREF": "an IRI <...>",
+    "PNAME": "a prefixed name",
+    "A": "'a'",
+    "AXIS": "an axis (self, next, edge, node)",
+    "AXIS_TEST": "an axis with a test (next::t, next::[path])",
+    "PATH_MOD": "a modifier (?, * or +)",
+    "NIL": "'()'",
+    "STRING": "a string",
+    "NUMERIC": "a number",
+    "TRUE": "'true'",
+    "FALSE": "'false'",
+    "BLANK_NODE_LABEL": "a blank node _:label",
+    "LANGTAG": "a language tag",
+    "$END": "the end of the path",
+}
+
+
+def _words(terminals) -> tuple[str, ...]:
+    words = set()
+    for name in terminals:
+        if name in _TERMINAL_WORDS:
+            words.add(_TERMINAL_WORDS[name])
+            continue
+        try:
+            pattern = _LARK.get_terminal(name).pattern
+        except KeyError:
+            words.add(name)
+            continue
+        words.add(repr(pattern.value) if type(pattern).__name__ == "PatternStr" else name)
+    return tuple(sorted(words))
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    lines = text.split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
+def _accepted(text: str) -> set[str] | None:
+    """The terminals the parser would have accepted where ``text`` goes wrong.
+
+    The sets lark attaches to its errors are read after LALR's default reductions, from states
+    shared by several contexts (after ``:p`` at the top, lark's own set says only "end"); so parse
+    again, token by token, and ask a copy of the state from just before the failing token.
+    """
+    parser = _LARK.parse_interactive(text)
+    tokens = parser.lexer_thread.lex(parser.parser_state)
+    while True:
+        try:
+            token = next(tokens)
+        except StopIteration:
+            break
+        except UnexpectedInput:                  # the lexer failed: the live state is the one
+            return set(parser.accepts())
+        before = parser.copy()
+        try:
+            parser.feed_token(token)
+        except UnexpectedInput:
+            return set(before.accepts())
+    before = parser.copy()
+    try:
+        parser.feed_eof()
+    except UnexpectedInput:
+        return set(before.accepts())
+    return None
+
+
+def _translate(error: UnexpectedInput, text: str) -> PathSyntaxError:
+    try:
+        accepted = _accepted(text)
+    except AttributeError:                       # lark's interactive API moved: use its own sets
+        accepted = None
+    if isinstance(error, UnexpectedCharacters):
+        char = text[error.pos_in_stream] if error.pos_in_stream < len(text) else ""
+        return PathSyntaxError(f"unexpected character {char!r}", text, error.line, error.column,
+                               _words(accepted if accepted is not None else error.allowed or ()))
+    expected = _words(accepted if accepted is not None else error.expected or ())
+    if isinstance(error, UnexpectedEOF) or (
+            isinstance(error, UnexpectedToken) and error.token.type == "$END"):
+        line, column = _end_position(text)
+        return PathSyntaxError("unexpected end of the path", text, line, column, expected)
+    if isinstance(error, UnexpectedToken):
+        token = error.token
+        return PathSyntaxError(f"unexpected {str(token)!r}", text, token.line, token.column,
+                               expected)
+    return PathSyntaxError(str(error), text, getattr(error, "line", 1) or 1,
+                           getattr(error, "column", 1) or 1)
+
+
+class _Located(Exception):
+    """Raised inside the transformer; becomes a PathSyntaxError with the whole text."""
+
+    def __init__(self, reason: str, line: int, column: int, expected: tuple[str, ...] = ()):
+        super().__init__(reason)
+        self.reason, self.line, self.column, self.expected = reason, line, column, expected
+
+
+def _span(meta) -> S.Span:
+    return S.Span(meta.line, meta.column, meta.end_line, meta.end_column, meta.start_pos,
+                  meta.end_pos)
+
+
+def _token_span(token: Token) -> S.Span:
+    return S.Span(token.line, token.column, token.end_line, token.end_column, token.start_pos,
+                  token.end_pos)
+
+
+_UCHAR = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+_ECHAR_IN = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'",
+             "\\": "\\"}
+_STRING_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([tbnrf\"'\\]))")
+_LOCAL_ESCAPE = re.compile(r"\\([_~.\-!$&'()*+,;=/?#@%])")
+
+
+def _decode_uchar(text: str) -> str:
+    return _UCHAR.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+
+
+def _decode_string(body: str) -> str:
+    def one(match: re.Match) -> str:
+        if match.group(3):
+            return _ECHAR_IN[match.group(3)]
+        return chr(int(match.group(1) or match.group(2), 16))
+    return _STRING_ESCAPE.sub(one, body)
+
+
+@v_args(meta=True)
+class _ToSyntax(Transformer):
+    """lark parse tree → ``paths.syntax`` dataclasses; resolves prefixed names and relative IRIs."""
+
+    def __init__(self, prefixes: Mapping[str, str], base: str | None) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+        self.base = base
+
+    # -- paths
+    def start(self, meta, children):
+        return children[0]
+
+    def alternative(self, meta, children):
+        return S.Alternative(tuple(children), span=_span(meta))
+
+    def sequence(self, meta, children):
+        return S.Sequence(tuple(children), span=_span(meta))
+
+    def inverse(self, meta, children):
+        return S.Inverse(children[0], span=_span(meta))
+
+    def modified(self, meta, children):
+        path, modifier = children
+        return S.Modified(path, str(modifier), span=_span(meta))
+
+    def filtered(self, meta, children):
+        path, test = children
+        return S.Filtered(path, test, span=_span(meta))
+
+    def test_step(self, meta, children):
+        return S.TestStep(children[0], span=_span(meta))
+
+    def nested_test(self, meta, children):
+        term = children[1] if len(children) > 1 else None
+        return S.NestedTest(children[0], term, span=_span(meta))
+
+    def empty_path(self, meta, children):
+        return S.EmptyPath(span=_span(meta))
+
+    def negated(self, meta, children):
+        return S.NegatedPropertySet(children[0], span=_span(meta))
+
+    def path_negated_property_set(self, meta, children):
+        return tuple(children)
+
+    def forward_member(self, meta, children):
+        return S.NegatedMember(children[0], False, span=_span(meta))
+
+    def backward_member(self, meta, children):
+        return S.NegatedMember(children[0], True, span=_span(meta))
+
+    # -- nSPARQL axes
+    def _axis(self, token: Token) -> tuple[str, bool]:
+        name = str(token).rstrip(":")
+        inverse = name.endswith("^-1")
+        axis = name[:-3] if inverse else name
+        if inverse and axis == "self":
+            raise _Located("'self^-1' is not an nSPARQL axis (self is its own inverse); "
+                           "write 'self'",
+                           token.line, token.column, ("'self'",))
+        return axis, inverse
+
+    def axis(self, meta, children):
+        axis, inverse = self._axis(children[0])
+        return S.AxisStep(axis, inverse, span=_span(meta))
+
+    def axis_term(self, meta, children):
+        axis, inverse = self._axis(children[0])
+        return S.AxisStep(axis, inverse, term=children[1], span=_span(meta))
+
+    def axis_nested(self, meta, children):
+        axis, inverse = self._axis(children[0])
+        return S.AxisStep(axis, inverse, test=children[1], span=_span(meta))
+
+    # -- terms
+    def type_keyword(self, meta, children):
+        return S.TypeKeyword(span=_span(meta))
+
+    def iri_ref(self, meta, children):
+        token = children[0]
+        text = str(token)[1:-1]
+        value = _decode_uchar(text)
+        if not urlsplit(value).scheme:
+            if self.base is None:
+                raise _Located(f"relative IRI <{text}> and no base IRI to resolve it against",
+                               token.line, token.column, ("an absolute IRI",))
+            value = urljoin(self.base, value)
+        return S.IriRef(text, value, span=_token_span(token))
+
+    def prefixed_name(self, meta, children):
+        token = children[0]
+        prefix, _, local = str(token).partition(":")
+        if prefix not in self.prefixes:
+            declared = tuple(sorted(f"'{name}:'" for name in self.prefixes))
+            raise _Located(f"unknown prefix {prefix + ':'!r}", token.line, token.column,
+                           declared or ("a declared prefix (none were given)",))
+        value = self.prefixes[prefix] + _LOCAL_ESCAPE.sub(r"\1", local)
+        return S.PrefixedName(prefix, local, value, span=_token_span(token))
+
+    def rdf_literal(self, meta, children):
+        token = children[0]
+        raw = str(token)
+        quote = 3 if raw[:3] in ('"""', "'''") else 1
+        lexical = _decode_string(raw[quote:-quote])
+        language = datatype = None
+        if len(children) > 1:
+            extra = children[1]
+            if isinstance(extra, Token) and extra.type == "LANGTAG":
+                language = str(extra)[1:]
+            else:
+                datatype = extra
+        return S.StringLiteral(lexical, language, datatype, span=_span(meta))
+
+    def numeric_literal(self, meta, children):
+        return S.NumericLiteral(str(children[0]), span=_span(meta))
+
+    def boolean_literal(self, meta, children):
+        return S.BooleanLiteral(children[0].type == "TRUE", span=_span(meta))
+
+    def blank_node(self, meta, children):
+        return S.BlankNode(str(children[0])[2:], span=_span(meta))
+
+
+def parse(text: str, prefixes: Mapping[str, str] | None = None,
+          base: str | None = None) -> S.PathNode:
+    """Parse a property path / nested regular expression into a syntax tree.
+
+    ``prefixes`` maps prefix names (without the colon; ``""`` for ``:``) to namespace IRIs;
+    ``base`` resolves relative ``<iri>`` references. Raises :class:`PathSyntaxError`.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse() takes the path as a str, not {type(text).__name__}")
+    try:
+        tree = _LARK.parse(text)
+    except UnexpectedInput as error:
+        raise _translate(error, text) from None
+    try:
+        return _ToSyntax(dict(prefixes or {}), base).transform(tree)
+    except VisitError as error:
+        located = error.orig_exc
+        if isinstance(located, _Located):
+            raise PathSyntaxError(located.reason, text, located.line, located.column,
+                                  located.expected) from None
+        raise
