@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from reasoner.schema import SUB, SUP
+from reasoner.sparkutil import cut
 
 STRATEGIES = ("dataframe", "graphframes")
 
@@ -45,14 +46,14 @@ def _compose(left: DataFrame, right: DataFrame) -> DataFrame:
 
 def closure_dataframe(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     """Semi-naive closure by squaring (see module doc)."""
-    closure = edges.select(SUB, SUP).distinct().localCheckpoint()
+    closure = edges.select(SUB, SUP).distinct().transform(cut)
     delta = closure
     for _ in range(max_rounds):
         new = (_compose(delta, closure).unionAll(_compose(closure, delta)).distinct()
-               .join(closure, [SUB, SUP], "left_anti").localCheckpoint())
+               .join(closure, [SUB, SUP], "left_anti").transform(cut))
         if new.isEmpty():
             return closure
-        closure = closure.unionAll(new).localCheckpoint()
+        closure = closure.unionAll(new)  # a union of checkpointed pieces: the lineage stays flat
         delta = new
     raise FixpointError(f"transitive closure did not converge within {max_rounds} rounds "
                         f"(the closure grows by squaring, so this means a path longer than 2^{max_rounds})")
@@ -90,9 +91,9 @@ def closure_graphframes(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     cyclic = (dag.filter(F.col("src") == F.col("dst")).select(F.col("src").alias("c"))
               .union(members.groupBy("component").count().filter("count > 1").select(F.col("component").alias("c")))
               .distinct())
-    dag = dag.filter(F.col("src") != F.col("dst")).localCheckpoint()
+    dag = dag.filter(F.col("src") != F.col("dst")).transform(cut)
     nodes = members.select(F.col("component").alias("id")).distinct()
-    ancestors = nodes.withColumn("anc", F.array().cast("array<long>")).localCheckpoint()
+    ancestors = nodes.withColumn("anc", F.array().cast("array<long>")).transform(cut)
     for _ in range(max_rounds):
         graph = GraphFrame(ancestors, dag)
         msgs = graph.aggregateMessages(
@@ -101,7 +102,7 @@ def closure_graphframes(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
         updated = (ancestors.join(msgs, "id", "left")
                    .select("id", F.array_sort(F.array_distinct(F.concat(F.col("anc"), F.coalesce(
                        F.col("got"), F.array().cast("array<long>"))))).alias("anc"))
-                   .localCheckpoint())
+                   .transform(cut))
         changed = updated.join(ancestors.withColumnRenamed("anc", "old"), "id").filter(F.col("anc") != F.col("old"))
         ancestors = updated
         if changed.isEmpty():

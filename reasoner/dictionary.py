@@ -7,10 +7,12 @@ them otherwise).
 """
 from __future__ import annotations
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from reasoner.schema import ID, O, P, S, TERM, require_columns
+from reasoner.vocab import ENTAILMENT_VOCABULARY
 
 
 class HashCollisionError(RuntimeError):
@@ -29,19 +31,24 @@ def encode_column(column: str) -> F.Column:
 
 
 def build_dictionary(triples: DataFrame, check: bool = True) -> DataFrame:
-    """Distinct ``(id, term)`` of all terms of string triples; raises on hash collisions."""
+    """Distinct ``(id, term)`` of all terms of string triples; raises on hash collisions.
+
+    One aggregation does both: grouping all term occurrences by id, a group whose smallest and
+    largest term differ is a collision.
+    """
     require_columns(triples, (S, P, O), "build_dictionary")
-    terms = (triples.select(F.col(S).alias(TERM))
-             .unionAll(triples.select(F.col(P).alias(TERM)))
-             .unionAll(triples.select(F.col(O).alias(TERM)))
-             .distinct()
-             .select(encode_column(TERM).alias(ID), TERM))
-    if check:
-        clashes = (terms.groupBy(ID).agg(F.count(F.lit(1)).alias("n"), F.sort_array(F.collect_list(TERM)).alias("terms"))
-                   .filter(F.col("n") > 1).limit(100).collect())
-        if clashes:
-            raise HashCollisionError([(row[ID], list(row["terms"])) for row in clashes])
-    return terms
+    occurrences = F.explode(F.array(F.col(S), F.col(P), F.col(O))).alias(TERM)
+    vocabulary = triples.sparkSession.createDataFrame([(v,) for v in ENTAILMENT_VOCABULARY], f"{TERM} string")
+    grouped = (triples.select(occurrences).unionAll(vocabulary).select(encode_column(TERM).alias(ID), TERM)
+               .groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias("_other")))
+    if not check:
+        return grouped.select(ID, TERM)
+    grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
+    clashes = grouped.filter(F.col(TERM) != F.col("_other")).limit(100).collect()
+    if clashes:
+        grouped.unpersist()
+        raise HashCollisionError([(row[ID], [row[TERM], row["_other"]]) for row in clashes])
+    return grouped.select(ID, TERM)
 
 
 def encode_triples(triples: DataFrame) -> DataFrame:

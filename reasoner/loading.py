@@ -98,9 +98,9 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
 # --- N-Triples on Spark -------------------------------------------------------------------
 # RDF 1.1 N-Triples grammar [2]-[18], as Java regular expressions (Spark's regex engine).
 _UCHAR = r"\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}"
-_IRI = r"<(?:[^<>\"{}|^`\\\x00-\x20]|" + _UCHAR + r")*>"
+_IRI = r"<(?:[^<>\"{}|^`\\\x00-\x20]++|" + _UCHAR + r")*+>"
 _BNODE = r"_:[^\s<>\"]*[^\s<>\".]"
-_LITERAL = (r"\"(?:[^\"\\\n\r]|\\[tbnrf\"'\\]|" + _UCHAR + r")*\""
+_LITERAL = (r"\"(?:[^\"\\\n\r]++|\\[tbnrf\"'\\]|" + _UCHAR + r")*+\""
             r"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^" + _IRI + r")?")
 _WS = r"[ \t]*"
 _SUBJECT = rf"^{_WS}({_IRI}|{_BNODE})"
@@ -157,19 +157,21 @@ def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[i
         F.monotonically_increasing_id().alias("_row"),
     )
     content = raw.filter(~F.col(RAW).rlike(_BLANK_OR_COMMENT))
-    good = content.filter(F.col(RAW).rlike(_LINE) & (F.instr(F.col(RAW), "\ufffd") == 0))
+    # One regex evaluation per line: the three groups joined by LF (which no line contains).
+    parts = F.split(F.regexp_replace(F.col(RAW), _LINE, "$1\n$2\n$3"), "\n")
+    is_good = (F.size(parts) == 3) & (F.instr(F.col(RAW), "\ufffd") == 0)
     scope = F.coalesce(scope_of[F.col(FILE)], F.lit("x"))
-    triples = good.select(
-        _scope_bnode(F.regexp_extract(RAW, _LINE, 1), scope).alias(S),
-        F.regexp_extract(RAW, _LINE, 2).alias(P),
-        _scope_bnode(_canonical(F.regexp_extract(RAW, _LINE, 3)), scope).alias(O),
+    triples = content.select(parts.alias("_t"), is_good.alias("_ok"), scope.alias("_scope")).filter("_ok").select(
+        _scope_bnode(F.col("_t")[0], F.col("_scope")).alias(S),
+        F.col("_t")[1].alias(P),
+        _scope_bnode(_canonical(F.col("_t")[2]), F.col("_scope")).alias(O),
     )
     # Line numbers: rows of one file block come out in order, so a row's line is the number of
     # lines in the file's earlier blocks plus its offset inside its block.
     blocks = raw.groupBy(FILE, "_block").agg(F.count(F.lit(1)).alias("_n"), F.min("_row").alias("_first"))
     earlier = Window.partitionBy(FILE).orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
     blocks = blocks.withColumn("_before", F.coalesce(F.sum("_n").over(earlier), F.lit(0)))
-    bad = content.filter(~(F.col(RAW).rlike(_LINE) & (F.instr(F.col(RAW), "\ufffd") == 0)))
+    bad = content.filter(~is_good)
     rejects = bad.join(F.broadcast(blocks), [FILE, "_block"]).select(
         F.col(FILE),
         (F.col("_before") + F.col("_row") - F.col("_first") + 1).alias(LINE),

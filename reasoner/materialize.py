@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from reasoner import rules
 from reasoner.closure import FixpointError
+from reasoner.sparkutil import cut
 from reasoner.schema import CLASS, INSTANCE, O, P, PROPERTY, S, SUB, SUP
 
 BROADCAST_ROWS = 2_000_000
@@ -78,7 +79,7 @@ def _schema(triples: DataFrame, strategy: str) -> _Schema:
         "sym": rules.typed(triples, rules.SYMMETRIC).distinct(),
         "trans": rules.typed(triples, rules.TRANSITIVE).distinct(),
     }
-    parts = {k: v.localCheckpoint() for k, v in parts.items()}
+    parts = {k: v.transform(cut) for k, v in parts.items()}
     counts = {k: v.count() for k, v in parts.items()}
     return _Schema(**{k: _small(v, counts[k]) for k, v in parts.items()}, counts=counts)
 
@@ -95,7 +96,7 @@ def _property_fixpoint(triples: DataFrame, schema: _Schema, literals: DataFrame,
     if not active:
         return triples.limit(0), 0
     targets = active | _ids(schema.sp, SUP) | _ids(schema.inv, SUP)
-    known = triples.filter(F.col(P).isin(list(targets))).localCheckpoint()
+    known = triples.filter(F.col(P).isin(list(targets))).transform(cut)
     delta = known.filter(F.col(P).isin(list(active)))
     added = None
     for iteration in range(1, max_iterations + 1):
@@ -104,11 +105,11 @@ def _property_fixpoint(triples: DataFrame, schema: _Schema, literals: DataFrame,
                    .unionAll(rules.prp_symp(delta, schema.sym))
                    .unionAll(rules.prp_trp(delta, known, schema.trans)))
         new = (derived.join(literals.select(F.col("id").alias(S)), S, "left_anti")  # no literal subjects
-               .distinct().join(known, [S, P, O], "left_anti").localCheckpoint())
+               .distinct().join(known, [S, P, O], "left_anti").transform(cut))
         if new.isEmpty():
             return (added if added is not None else triples.limit(0)), iteration
-        known = known.unionAll(new).localCheckpoint()
-        added = new if added is None else added.unionAll(new).localCheckpoint()
+        known = known.unionAll(new).transform(cut)
+        added = new if added is None else added.unionAll(new).transform(cut)
         delta = new
     raise FixpointError(f"property rules (rdfs7, prp-inv, prp-symp, prp-trp) did not reach a fixpoint within "
                         f"{max_iterations} iterations; raise max_iterations if the data has very long chains")
@@ -148,7 +149,7 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         timings[f"round{round_}_types_planned"] = time.perf_counter() - t0
         if not _needs_another_round(schema, added, base_types):
             break
-        current = inferred.localCheckpoint()
+        current = inferred.transform(cut)
         base_types.unpersist()
     else:
         raise FixpointError(f"materialization did not converge within {max_rounds} rounds")

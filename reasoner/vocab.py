@@ -35,3 +35,7 @@ XSD_STRING = iri(XSD_NS + "string")
 XSD_INTEGER = iri(XSD_NS + "integer")
 XSD_DECIMAL = iri(XSD_NS + "decimal")
 XSD_DOUBLE = iri(XSD_NS + "double")
+
+#: Terms the entailment rules write even when the input never mentions them: the dictionary
+#: always holds them so that every inferred triple decodes.
+ENTAILMENT_VOCABULARY = (RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF)

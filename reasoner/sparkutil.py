@@ -1,0 +1,23 @@
+"""Small DataFrame helpers shared by the iterative algorithms."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+_CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
+
+
+def cut(df: DataFrame) -> DataFrame:
+    """Materialise ``df`` and cut its lineage (``localCheckpoint``).
+
+    Constraint propagation is switched off while checkpointing: Spark 4.0's checkpoint rewrites
+    the plan's constraints by attribute and fails ("key not found") on unions whose constraints
+    name the attributes of a later branch. A checkpointed frame then simply carries no
+    constraints, which costs nothing here (its consumers are joins on ids).
+    """
+    conf = df.sparkSession.conf
+    previous = conf.get(_CONSTRAINTS, "true")
+    conf.set(_CONSTRAINTS, "false")
+    try:
+        return df.localCheckpoint()
+    finally:
+        conf.set(_CONSTRAINTS, previous)
