@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ontologies.data import data_dir
+from reasoner.terms import literal
 from reasoner.vocab import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASSOF, iri
 
 PLANTS_NS = "http://example.org/plants#"
@@ -40,8 +41,6 @@ TRACHEOBIONTA_ID = "subkingdom:Tracheobionta"
 # ":" becomes "_"; everything else, "_" included, is percent-encoded (UTF-8, uppercase hex), so the
 # mapping is injective under RDF's IRI equality (simple string comparison).
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.~")
-# Canonical N-Triples (RDF 1.1 §4): only these four characters are escaped, with ECHAR.
-_LITERAL_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
 # Characters not allowed in an N-Triples IRIREF (besides those <= U+0020).
 _IRI_FORBIDDEN = frozenset('<>"{}|^`\\')
 _CHUNK_DIGITS = 5
@@ -83,7 +82,7 @@ TRACHEOBIONTA = class_iri(TRACHEOBIONTA_ID)
 
 def nt_string(value: str) -> str:
     """A plain string literal in canonical N-Triples form."""
-    return f'"{value.translate(_LITERAL_ESCAPES)}"'
+    return literal(value)
 
 
 def taxonomy_path(directory: Path, species_level: bool = False) -> Path:

@@ -44,14 +44,27 @@ def _compose(left: DataFrame, right: DataFrame) -> DataFrame:
     return l.join(r, F.col(f"l.{SUP}") == F.col(f"r.{SUB}")).select(F.col(f"l.{SUB}").alias(SUB), F.col(f"r.{SUP}").alias(SUP))
 
 
+#: A delta with at most this many pairs is broadcast to the joins of the next round.
+BROADCAST_PAIRS = 2_000_000
+
+
 def closure_dataframe(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
-    """Semi-naive closure by squaring (see module doc)."""
+    """Semi-naive closure by squaring (see module doc).
+
+    Each round is one shuffle: the candidate pairs Δ∘R ∪ R∘Δ (map-side joins against the
+    broadcast delta while it is small) are grouped together with R, and a pair is new when no
+    copy of it came from R — deduplication and the anti-join in one aggregation.
+    """
     closure = edges.select(SUB, SUP).distinct().transform(cut)
-    delta = closure
+    delta, size = closure, closure.count()
     for _ in range(max_rounds):
-        new = (_compose(delta, closure).unionAll(_compose(closure, delta)).distinct()
-               .join(closure, [SUB, SUP], "left_anti").transform(cut))
-        if new.isEmpty():
+        d = F.broadcast(delta) if size <= BROADCAST_PAIRS else delta
+        candidates = _compose(d, closure).unionAll(_compose(closure, d)).withColumn("_known", F.lit(False))
+        new = (candidates.unionAll(closure.withColumn("_known", F.lit(True)))
+               .groupBy(SUB, SUP).agg(F.max("_known").alias("_known"))
+               .filter(~F.col("_known")).select(SUB, SUP).transform(cut))
+        size = new.count()
+        if size == 0:
             return closure
         closure = closure.unionAll(new)  # a union of checkpointed pieces: the lineage stays flat
         delta = new

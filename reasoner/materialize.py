@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from reasoner import rules
 from reasoner.closure import FixpointError
 from reasoner.sparkutil import cut
-from reasoner.schema import CLASS, INSTANCE, O, P, PROPERTY, S, SUB, SUP
+from reasoner.schema import CLASS, ID, INSTANCE, O, P, PROPERTY, S, SUB, SUP
 
 BROADCAST_ROWS = 2_000_000
 
@@ -51,65 +51,89 @@ def _small(df: DataFrame, rows: int) -> DataFrame:
     return F.broadcast(df) if rows <= BROADCAST_ROWS else df
 
 
+#: Property-level schema rows are collected to the driver (their number is bounded by the
+#: number of properties, not by the data); more than this is refused rather than collected.
+MAX_PROPERTY_SCHEMA_ROWS = 1_000_000
+
+
 @dataclasses.dataclass
 class _Schema:
-    sc: DataFrame  # transitive closure of subClassOf (+ equivalences)
-    sp: DataFrame
-    dom: DataFrame
-    rng: DataFrame
-    inv: DataFrame
-    sym: DataFrame
-    trans: DataFrame
-    counts: dict[str, int]
+    """One round's schema: the class hierarchy as a DataFrame, property-level parts as sets."""
+
+    sc: DataFrame  # transitive closure of subClassOf (+ equivalences), (sub, sup)
+    sc_rows: int
+    sp: frozenset[tuple[int, int]]  # transitive closure of subPropertyOf (+ equivalences)
+    dom: frozenset[tuple[int, int]]
+    rng: frozenset[tuple[int, int]]
+    inv: frozenset[tuple[int, int]]  # both directions
+    sym: frozenset[int]
+    trans: frozenset[int]
+    owl_classes: frozenset[int]  # owl:Symmetric/TransitiveProperty and their subclasses
 
     @property
-    def signature(self) -> tuple[int, ...]:
-        return tuple(self.counts[k] for k in sorted(self.counts))
+    def signature(self) -> tuple:
+        return (self.sc_rows, self.sp, self.dom, self.rng, self.inv, self.sym, self.trans)
+
+    def frame(self, spark, name: str) -> DataFrame:
+        """A property-level part as a small broadcast DataFrame ``(sub, sup)`` or ``(sub)``."""
+        value = getattr(self, name)
+        if name in ("sym", "trans"):
+            return F.broadcast(spark.createDataFrame([(v,) for v in sorted(value)], f"{SUB} long"))
+        return F.broadcast(spark.createDataFrame(sorted(value), f"{SUB} long, {SUP} long"))
 
 
 def _schema(triples: DataFrame, strategy: str) -> _Schema:
-    sc_edges = rules.pairs(triples, rules.SC).unionAll(rules.scm_eqc1(triples))
-    sp_edges = rules.pairs(triples, rules.SP).unionAll(rules.scm_eqp1(triples))
-    parts = {
-        "sc": rules.rdfs11(sc_edges, strategy),
-        "sp": rules.rdfs5(sp_edges, strategy),
-        "dom": rules.pairs(triples, rules.DOM).distinct(),
-        "rng": rules.pairs(triples, rules.RANGE).distinct(),
-        "inv": rules.both_ways(rules.pairs(triples, rules.INV)).distinct(),
-        "sym": rules.typed(triples, rules.SYMMETRIC).distinct(),
-        "trans": rules.typed(triples, rules.TRANSITIVE).distinct(),
-    }
-    parts = {k: v.transform(cut) for k, v in parts.items()}
-    counts = {k: v.count() for k, v in parts.items()}
-    return _Schema(**{k: _small(v, counts[k]) for k, v in parts.items()}, counts=counts)
-
-
-def _ids(df: DataFrame, column: str) -> set[int]:
-    return {row[0] for row in df.select(column).distinct().collect()}
+    owl = [rules.SYMMETRIC, rules.TRANSITIVE]
+    schema_triples = triples.filter(
+        F.col(P).isin(rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV)
+        | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl))).transform(cut)
+    properties = schema_triples.filter(~F.col(P).isin(rules.SC, rules.EQC)).limit(MAX_PROPERTY_SCHEMA_ROWS + 1).collect()
+    if len(properties) > MAX_PROPERTY_SCHEMA_ROWS:
+        raise ValueError(f"more than {MAX_PROPERTY_SCHEMA_ROWS} property-level schema triples (subPropertyOf, domain, "
+                         f"range, inverseOf, equivalentProperty, property types): not a schema this reasoner supports")
+    by_p: dict[int, set[tuple[int, int]]] = {}
+    for row in properties:
+        by_p.setdefault(row[P], set()).add((row[S], row[O]))
+    sp_edges = by_p.get(rules.SP, set()) | rules.both_ways_set(by_p.get(rules.EQP, set()))
+    types = by_p.get(rules.TYPE, set())
+    sc = rules.rdfs11(rules.pairs(schema_triples, rules.SC).unionAll(rules.scm_eqc1(schema_triples)), strategy)
+    sc_rows = sc.count()
+    owl_classes = set(owl) | {row[0] for row in sc.filter(F.col(SUP).isin(owl)).select(SUB).collect()}
+    return _Schema(
+        sc=_small(sc, sc_rows), sc_rows=sc_rows,
+        sp=frozenset(rules.rdfs5(sp_edges)),
+        dom=frozenset(by_p.get(rules.DOM, set())), rng=frozenset(by_p.get(rules.RANGE, set())),
+        inv=frozenset(rules.both_ways_set(by_p.get(rules.INV, set()))),
+        sym=frozenset(s for s, o in types if o == rules.SYMMETRIC),
+        trans=frozenset(s for s, o in types if o == rules.TRANSITIVE),
+        owl_classes=frozenset(owl_classes),
+    )
 
 
 def _property_fixpoint(triples: DataFrame, schema: _Schema, literals: DataFrame,
-                       max_iterations: int) -> tuple[DataFrame, int]:
+                       max_iterations: int) -> tuple[DataFrame | None, int]:
     """Semi-naive fixpoint of rdfs7, prp-inv, prp-symp, prp-trp; returns (new triples, iterations)."""
-    # Properties are few (schema-sized): collected to build the filters.
-    active = (_ids(schema.sp, SUB) | _ids(schema.inv, SUB) | _ids(schema.sym, SUB) | _ids(schema.trans, SUB))
+    active = {s for s, _ in schema.sp} | {s for s, _ in schema.inv} | schema.sym | schema.trans
     if not active:
-        return triples.limit(0), 0
-    targets = active | _ids(schema.sp, SUP) | _ids(schema.inv, SUP)
-    known = triples.filter(F.col(P).isin(list(targets))).transform(cut)
-    delta = known.filter(F.col(P).isin(list(active)))
+        return None, 0
+    spark = triples.sparkSession
+    sp, inv, sym, trans = (schema.frame(spark, n) for n in ("sp", "inv", "sym", "trans"))
+    targets = active | {o for _, o in schema.sp}
+    known = triples.filter(F.col(P).isin(sorted(targets))).transform(cut)
+    delta = known.filter(F.col(P).isin(sorted(active)))
     added = None
     for iteration in range(1, max_iterations + 1):
-        derived = (rules.rdfs7(delta, schema.sp)
-                   .unionAll(rules.prp_inv(delta, schema.inv))
-                   .unionAll(rules.prp_symp(delta, schema.sym))
-                   .unionAll(rules.prp_trp(delta, known, schema.trans)))
-        new = (derived.join(literals.select(F.col("id").alias(S)), S, "left_anti")  # no literal subjects
+        derived = (rules.rdfs7(delta, sp)
+                   .unionAll(rules.prp_inv(delta, inv))
+                   .unionAll(rules.prp_symp(delta, sym))
+                   .unionAll(rules.prp_trp(delta, known, trans)))
+        new = (derived.join(literals.select(F.col(ID).alias(S)), S, "left_anti")  # no literal subjects
                .distinct().join(known, [S, P, O], "left_anti").transform(cut))
         if new.isEmpty():
-            return (added if added is not None else triples.limit(0)), iteration
-        known = known.unionAll(new).transform(cut)
-        added = new if added is None else added.unionAll(new).transform(cut)
+            return added, iteration
+        # unions of checkpointed pieces: the lineage stays flat without another checkpoint
+        known = known.unionAll(new)
+        added = new if added is None else added.unionAll(new)
         delta = new
     raise FixpointError(f"property rules (rdfs7, prp-inv, prp-symp, prp-trp) did not reach a fixpoint within "
                         f"{max_iterations} iterations; raise max_iterations if the data has very long chains")
@@ -124,6 +148,7 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
     timings: dict[str, float] = {}
     start = time.perf_counter()
     current = triples.select(S, P, O)
+    spark = triples.sparkSession
     iterations = 0
     for round_ in range(1, max_rounds + 1):
         t0 = time.perf_counter()
@@ -132,16 +157,17 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         t0 = time.perf_counter()
         added, its = _property_fixpoint(current, schema, literals, max_iterations)
         iterations += its
-        with_props = current.unionAll(added)
+        with_props = current if added is None else current.unionAll(added)
         timings[f"round{round_}_properties"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         base_types = (with_props.filter(F.col(P) == rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
-                      .unionAll(rules.rdfs2(with_props, schema.dom))
-                      .unionAll(rules.rdfs3(with_props, schema.rng, literals))
+                      .unionAll(rules.rdfs2(with_props, schema.frame(spark, "dom")))
+                      .unionAll(rules.rdfs3(with_props, schema.frame(spark, "rng"), literals))
                       .distinct().persist(StorageLevel.MEMORY_AND_DISK))
         types = base_types.unionAll(rules.rdfs9(base_types, schema.sc)).distinct()
+        sp = schema.frame(spark, "sp")
         closure_triples = (schema.sc.select(F.col(SUB).alias(S), F.lit(rules.SC).alias(P), F.col(SUP).alias(O))
-                           .unionAll(schema.sp.select(F.col(SUB).alias(S), F.lit(rules.SP).alias(P), F.col(SUP).alias(O))))
+                           .unionAll(sp.select(F.col(SUB).alias(S), F.lit(rules.SP).alias(P), F.col(SUP).alias(O))))
         # Predicates are disjoint between the three parts, so no global distinct is needed.
         inferred = (with_props.filter(~F.col(P).isin(rules.TYPE, rules.SC, rules.SP))
                     .unionAll(types.select(F.col(INSTANCE).alias(S), F.lit(rules.TYPE).alias(P), F.col(CLASS).alias(O)))
@@ -155,39 +181,41 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         raise FixpointError(f"materialization did not converge within {max_rounds} rounds")
     # The bulk tables are read twice (own table, inferred): keep them on local disk once.
     types = types.persist(StorageLevel.DISK_ONLY)
-    transitive_ids = list(_ids(schema.trans, SUB))
-    transitive = inferred.filter(F.col(P).isin(transitive_ids)).select(F.col(P).alias(PROPERTY), S, O)
+    transitive = inferred.filter(F.col(P).isin(sorted(schema.trans))).select(F.col(P).alias(PROPERTY), S, O)
+    schema_classes = {c for _, c in schema.dom | schema.rng}
     classes = (schema.sc.select(F.col(SUB).alias("c")).union(schema.sc.select(F.col(SUP).alias("c")))
                .union(base_types.select(F.col(CLASS).alias("c")))
-               .union(schema.dom.select(F.col(SUP).alias("c"))).union(schema.rng.select(F.col(SUP).alias("c")))
+               .union(spark.createDataFrame([(c,) for c in sorted(schema_classes)], "c long"))
                .distinct())
     subclass = schema.sc.unionAll(classes.select(F.col("c").alias(SUB), F.col("c").alias(SUP))).distinct()
-    properties = (schema.sp.select(F.col(SUB).alias("q")).union(schema.sp.select(F.col(SUP).alias("q")))
-                  .union(with_props.select(F.col(P).alias("q")))
+    schema_properties = ({q for pair in schema.sp | schema.inv for q in pair} | {p for p, _ in schema.dom | schema.rng}
+                         | schema.sym | schema.trans)
+    properties = (with_props.select(F.col(P).alias("q"))
                   .union(closure_triples.select(F.col(P).alias("q")))
                   .union(base_types.limit(1).select(F.lit(rules.TYPE).alias("q")))
-                  .union(schema.dom.select(F.col(SUB).alias("q"))).union(schema.rng.select(F.col(SUB).alias("q")))
-                  .union(schema.inv.select(F.col(SUB).alias("q"))).union(schema.sym.select(F.col(SUB).alias("q")))
-                  .union(schema.trans.select(F.col(SUB).alias("q")))
+                  .union(spark.createDataFrame([(q,) for q in sorted(schema_properties)], "q long"))
                   .distinct())
-    subproperty = schema.sp.unionAll(properties.select(F.col("q").alias(SUB), F.col("q").alias(SUP))).distinct()
+    subproperty = sp.unionAll(properties.select(F.col("q").alias(SUB), F.col("q").alias(SUP))).distinct()
     timings["plan_total"] = time.perf_counter() - start
     return Closure(subclass, subproperty, types, transitive, inferred, round_, iterations, timings)
 
 
-def _needs_another_round(schema: _Schema, added: DataFrame, base_types: DataFrame) -> bool:
+def _needs_another_round(schema: _Schema, added: DataFrame | None, base_types: DataFrame) -> bool:
     """Did this round derive triples that the rules read as input (see module doc)?"""
     rule_predicates = [rules.SC, rules.SP, rules.DOM, rules.RANGE, rules.EQC, rules.EQP, rules.INV]
-    if not added.filter(F.col(P).isin(rule_predicates)).isEmpty():
+    if added is not None and not added.filter(F.col(P).isin(rule_predicates)).isEmpty():
         return True  # e.g. a sub-property of rdfs:subClassOf produced new schema
-    owl = [rules.SYMMETRIC, rules.TRANSITIVE]
-    owl_classes = schema.sc.filter(F.col(SUP).isin(owl)).select(F.col(SUB).alias(CLASS), F.col(SUP).alias("owl"))
-    owl_types = (base_types.filter(F.col(CLASS).isin(owl)).select(INSTANCE, F.col(CLASS).alias("owl"))
-                 .unionAll(base_types.join(owl_classes, CLASS).select(INSTANCE, "owl")).distinct())
-    if owl_types.count() > schema.counts["sym"] + schema.counts["trans"]:
-        return True  # a property became symmetric/transitive by rdfs2/3/9
-    readers = _ids(schema.sp, SUB) | _ids(schema.inv, SUB) | _ids(schema.sym, SUB) | _ids(schema.trans, SUB) \
-        | _ids(schema.dom, SUB) | _ids(schema.rng, SUB)
+    readers = ({s for s, _ in schema.sp | schema.inv | schema.dom | schema.rng} | schema.sym | schema.trans)
     # rdf:type / subClassOf / subPropertyOf triples are added after the property rules ran:
     # if the rules read those predicates, the new triples need another round.
-    return bool(readers & {rules.TYPE, rules.SC, rules.SP})
+    if readers & {rules.TYPE, rules.SC, rules.SP}:
+        return True
+    # a property became symmetric/transitive through rdfs2/3/9 (types of owl classes and subclasses)
+    owl_types = base_types.filter(F.col(CLASS).isin(sorted(schema.owl_classes)))
+    derived = owl_types.join(schema.sc.filter(F.col(SUP).isin(rules.SYMMETRIC, rules.TRANSITIVE))
+                             .select(F.col(SUB).alias(CLASS), F.col(SUP).alias("owl")), CLASS)
+    found = {(r[INSTANCE], r["owl"]) for r in derived.select(INSTANCE, "owl").distinct().collect()}
+    found |= {(r[INSTANCE], r[CLASS]) for r in owl_types.filter(F.col(CLASS).isin(rules.SYMMETRIC, rules.TRANSITIVE))
+              .select(INSTANCE, CLASS).distinct().collect()}
+    known = {(p, rules.SYMMETRIC) for p in schema.sym} | {(p, rules.TRANSITIVE) for p in schema.trans}
+    return bool(found - known)

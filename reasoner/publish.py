@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -47,7 +48,8 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
         timings["load_and_dictionary"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         dictionary = spark.read.parquet(str(version.staging / DICTIONARY))
-        triples = encode_triples(loaded.triples)
+        # Read and parse the sources once more, then keep the encoded triples (3 longs a row).
+        triples = encode_triples(loaded.triples).persist(StorageLevel.MEMORY_AND_DISK)
         literals = dictionary.filter(F.col(TERM).startswith('"')).select(ID)
         closure = materialize(triples, literals, strategy=strategy)
         for name, df in ((SUBCLASS, closure.subclass), (SUBPROPERTY, closure.subproperty), (TYPES, closure.types),
@@ -56,6 +58,7 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
             counts[name] = version.write_table(name, df)
             timings[f"write_{name}"] = time.perf_counter() - t1
         closure.types.unpersist()
+        triples.unpersist()
         timings["materialize"] = time.perf_counter() - t0
         summary = {
             "version": version.version,

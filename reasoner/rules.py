@@ -63,6 +63,10 @@ def both_ways(edges: DataFrame) -> DataFrame:
     return edges.unionAll(edges.select(F.col(SUP).alias(SUB), F.col(SUB).alias(SUP)))
 
 
+def both_ways_set(pairs_: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    return pairs_ | {(b, a) for a, b in pairs_}
+
+
 def scm_eqc1(triples: DataFrame) -> DataFrame:
     """scm-eqc1: (c owl:equivalentClass d) ⟹ (c rdfs:subClassOf d), (d rdfs:subClassOf c)."""
     return both_ways(pairs(triples, EQC))
@@ -73,9 +77,25 @@ def scm_eqp1(triples: DataFrame) -> DataFrame:
     return both_ways(pairs(triples, EQP))
 
 
-def rdfs5(sp_edges: DataFrame, strategy: str = "dataframe") -> DataFrame:
-    """rdfs5: (p sp q), (q sp r) ⟹ (p sp r) — the transitive closure of subPropertyOf."""
-    return transitive_closure(sp_edges, strategy)
+def rdfs5(sp_edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """rdfs5: (p sp q), (q sp r) ⟹ (p sp r) — the transitive closure of subPropertyOf.
+
+    Property hierarchies are schema-sized (bounded by the number of properties), so this runs on
+    the driver over the collected edges; class hierarchies (rdfs11) run on Spark.
+    """
+    successors: dict[int, set[int]] = {}
+    for a, b in sp_edges:
+        successors.setdefault(a, set()).add(b)
+    closure = set()
+    for start in successors:
+        stack, seen = list(successors[start]), set()
+        while stack:
+            node = stack.pop()
+            if node not in seen:
+                seen.add(node)
+                stack.extend(successors.get(node, ()))
+        closure.update((start, node) for node in seen)
+    return closure
 
 
 def rdfs11(sc_edges: DataFrame, strategy: str = "dataframe") -> DataFrame:

@@ -16,6 +16,8 @@ def spark():
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.sql.adaptive.enabled": "false",
+        # tiny inputs: compiling whole-stage Java for every new plan costs more than it saves
+        "spark.sql.codegen.wholeStage": "false",
     })
     session.sparkContext.setLogLevel("ERROR")
     yield session
