@@ -168,10 +168,13 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         sp = schema.frame(spark, "sp")
         closure_triples = (schema.sc.select(F.col(SUB).alias(S), F.lit(rules.SC).alias(P), F.col(SUP).alias(O))
                            .unionAll(sp.select(F.col(SUB).alias(S), F.lit(rules.SP).alias(P), F.col(SUP).alias(O))))
-        # Predicates are disjoint between the three parts, so no global distinct is needed.
+        # Predicates are disjoint between the three parts, so no global distinct is needed. The
+        # subClassOf/subPropertyOf part keeps what the property rules derived this round too
+        # (a sub-property of rdfs:subClassOf); the next round's schema closes it.
+        hierarchy = closure_triples.unionAll(with_props.filter(F.col(P).isin(rules.SC, rules.SP))).distinct()
         inferred = (with_props.filter(~F.col(P).isin(rules.TYPE, rules.SC, rules.SP))
                     .unionAll(types.select(F.col(INSTANCE).alias(S), F.lit(rules.TYPE).alias(P), F.col(CLASS).alias(O)))
-                    .unionAll(closure_triples))
+                    .unionAll(hierarchy))
         timings[f"round{round_}_types_planned"] = time.perf_counter() - t0
         if not _needs_another_round(schema, added, base_types):
             break

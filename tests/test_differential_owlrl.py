@@ -82,7 +82,7 @@ def ontologies(draw) -> list[set[tuple[str, str, str]]]:
     return [draw(ontology(f"http://example.org/r{i}#")) for i in range(count)]
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ontologies())
 def test_random_ontologies_match_owlrl(spark, onts):
     """Random ontologies (with cycles, sub-properties, domains/ranges on literals, meta-level sp)."""
