@@ -148,11 +148,13 @@ def _scope_bnode(term: Column, scope: Column) -> Column:
 
 def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[int]) -> tuple[DataFrame, DataFrame]:
     """Line-parallel N-Triples reader: ``(triples, rejects)``; rejects carry 1-based line numbers."""
-    uris = [p.resolve().as_uri() for p in paths]
-    scope_of = F.create_map(*[x for uri, k in zip(uris, scopes) for x in (F.lit(uri), F.lit(str(k)))])
-    raw = spark.read.text([str(p) for p in paths]).select(
+    locals_ = [str(p.resolve()) for p in paths]
+    scope_of = F.create_map(*[x for path, k in zip(locals_, scopes) for x in (F.lit(path), F.lit(str(k)))])
+    # _metadata.file_path is a URI (file:/… or file:///…, percent-encoded): back to a local path
+    local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
+    raw = spark.read.text(locals_).select(
         F.col("value").alias(RAW),
-        F.col("_metadata.file_path").alias(FILE),
+        local_path.alias(FILE),
         F.col("_metadata.file_block_start").alias("_block"),
         F.monotonically_increasing_id().alias("_row"),
     )
