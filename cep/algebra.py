@@ -1,0 +1,972 @@
+"""The CQELS-CEP algebra: a closed set of frozen dataclasses, built by smart constructors.
+
+This is what the runtimes see (``cep.reference``, ``cep.evaluate``); they never see syntax trees.
+``cep.lower`` builds it from a syntax tree (``cep.syntax``). Terms are N-Triples strings, exactly as
+``paths.algebra.Term``; variables are :class:`Var` (name without ``?``).
+
+Sources: Dao-Tran & Le-Phuoc, "Towards Enriching CQELS with Complex Event Processing and Path
+Navigation" (HiDeSt 2015), ``../shared/papers/002_...``: §3.2 (the model Q = (V, P, D, EC)), §4.1
+(windows), §4.2 (operators on mappings with intervals), §4.3 equations (1)-(17); C-SPARQL (Barbieri
+et al.) for ``RANGE .. STEP`` / ``TUMBLING`` / ``TRIPLES n`` windows; DESIGN.md fixes the readings.
+
+A *mapping with interval* is ⟨μ, [t1, t2]⟩, t1 ≤ t2. Meaning of each pattern node at time t
+(μ1 ~ μ2: compatible; DESIGN.md "Operators on sets of mappings with intervals"):
+
+==================================  ==============================================================
+node                                ⟦node, t⟧
+==================================  ==============================================================
+``BGP(ps)``                         inside a window: {⟨μ, [t1,t2]⟩ | dom(μ) = var(ps), μ(ps) ⊆ g,
+                                    ⟨g, [t1,t2]⟩ ∈ w(S, t)} — ONE stream item matches the whole
+                                    BGP (eq. 16); over the background: SPARQL BGP matching (eq. 17)
+``Join(l, r)``                      JOIN: ⟨μ1 ∪ μ2, [max(t1,t3), min(t2,t4)]⟩, μ1 ~ μ2, non-empty
+                                    intersection (§4.2; eq. 1, 2)
+``Union(l, r)``                     OR: ⟦l⟧ ∪ ⟦r⟧ (§4.2)
+``LeftJoin(l, r, c)``               OPTIONAL (SPARQL 1.1 §18.5 LeftJoin), background only; the
+                                    intervals of a kept pair intersect as in JOIN
+``Filter(c, p)``                    the mappings of ⟦p⟧ for which ``c`` is true (SPARQL §17)
+``Sequence(l, r)``                  SEQ: ⟨μ1 ∪ μ2, [t1, t4]⟩, μ1 ~ μ2, t2 < t3 (eq. 3, 4, 10, 11)
+``SeqWithout(l, n, r)``             SEQ_WO: ⟨μ1 ∪ μ3, [t1, t6]⟩, μ1 ~ μ3, t2 < t5, and no ⟨μ2,[t3,t4]⟩
+                                    ∈ ⟦n⟧ with μ2 ~ μ1 ∪ μ3, [t3,t4] ⊆ [t2,t5] (eq. 5, 8, 12, 15)
+``NoHead(n, r)``                    NO_HEAD: ⟨μ2,[t3,t4]⟩ ∈ ⟦r⟧ with no ⟨μ1,[t1,t2]⟩ ∈ ⟦n⟧,
+                                    μ1 ~ μ2, t2 < t3 (eq. 6, 13)
+``NoTail(l, n)``                    NO_TAIL(⟦l⟧, ⟦n⟧, t): ⟨μ1,[t1,t2]⟩ ∈ ⟦l⟧ with no ⟨μ2,[t3,t4]⟩ ∈
+                                    ⟦n⟧, μ1 ~ μ2, t2 < t3, t4 ≤ t (eq. 7, 14)
+``StreamPattern(w, s, win, p)``     ⟦p⟧ over w_win(S_s, t) (eq. 9, 16)
+``Background(g, p)``                ⟦p⟧ over the static graph g with interval [t1, t], D unchanged
+                                    since t1 (eq. 17)
+``Project(vs, distinct, p)``        {⟨μ|V, [t1,t2]⟩ | ⟨μ,[t1,t2]⟩ ∈ ⟦p⟧} (eq. 1)
+``Construct(template, p)``          the template instantiated with each mapping of ⟦p⟧
+==================================  ==============================================================
+
+A query's pattern is ``JOIN(EC_1, ..., EC_m, Background(D, P))`` (eq. 1, 2), right-associated.
+``sequence`` builds a sequence with at most one negated element exactly per eq. (3)-(8) and
+(10)-(15); it is the one place where those equations are written down.
+
+``str(node)`` is a readable algebra form (``SEQ(...)``, ``NO_TAIL(...)``, ``{?v <p> ?s}``); it is
+for people and error messages, not parsed back.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from fractions import Fraction
+import typing as _t
+from typing import Iterator
+
+from paths import algebra as PA
+from paths.algebra import Term, is_term
+
+__all__ = [
+    "Term", "Var", "is_term",
+    "TriplePattern", "PathPattern", "BGP", "Join", "Union", "LeftJoin", "Filter", "Sequence",
+    "SeqWithout", "NoHead", "NoTail", "StreamPattern", "Background", "Project", "Construct",
+    "Duration", "Range", "Triples", "Now", "All", "Window",
+    "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
+    "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
+    "Query", "Pattern", "PATTERN_TYPES", "Form", "TIME_UNITS",
+    "triple", "path_pattern", "bgp", "join", "union", "left_join", "filter_", "sequence",
+    "seq", "seq_without", "no_head", "no_tail", "stream", "background", "project", "construct",
+    "children", "walk", "variables", "expr_variables", "event_clauses", "background_patterns",
+    "stream_patterns",
+]
+
+# --- variables and terms -----------------------------------------------------------------------
+
+# SPARQL 1.1 [166] VARNAME ::= ( PN_CHARS_U | [0-9] ) ( PN_CHARS_U | [0-9] | #x00B7 |
+#   [#x0300-#x036F] | [#x203F-#x2040] )*
+_VARNAME = re.compile(
+    r"[A-Za-z_0-9\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D"
+    r"\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\U00010000-\U000EFFFF]"
+    r"[A-Za-z_0-9\u00B7\u0300-\u036F\u203F-\u2040\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF"
+    r"\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF"
+    r"\uFDF0-\uFFFD\U00010000-\U000EFFFF]*")
+
+
+@dataclass(frozen=True)
+class Var:
+    """A query variable ``?name`` (SPARQL 1.1 [108]); ``name`` has no ``?``/``$``."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _VARNAME.fullmatch(self.name):
+            raise ValueError(f"Var.name must be a SPARQL VARNAME without '?', got {self.name!r}")
+
+    def __str__(self) -> str:
+        return f"?{self.name}"
+
+
+def _check_term(value: object, what: str) -> None:
+    if not is_term(value):
+        raise TypeError(f"{what} must be an N-Triples term (<iri>, \"literal\", _:b), "
+                        f"got {value!r}")
+
+
+def _check_var_or_term(value: object, what: str) -> None:
+    if not isinstance(value, Var):
+        _check_term(value, what)
+
+
+def _check_iri(value: object, what: str) -> None:
+    if not (isinstance(value, str) and value.startswith("<") and value.endswith(">")
+            and len(value) > 2):
+        raise TypeError(f"{what} must be an IRI in N-Triples form <...>, got {value!r}")
+
+
+# --- expressions (SPARQL 1.1 §17; FILTER) ------------------------------------------------------
+
+COMPARE_OPS = ("=", "!=", "<", "<=", ">", ">=")   # [114] RelationalExpression
+ARITH_OPS = ("+", "-", "*", "/")                  # [116] AdditiveExpression, [117] Multiplicative
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant in an expression (an N-Triples term)."""
+
+    term: Term
+
+    def __post_init__(self) -> None:
+        _check_term(self.term, "Const.term")
+
+    def __str__(self) -> str:
+        return self.term
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right``, op in ``COMPARE_OPS`` (SPARQL 1.1 [114], §17.3 operator mapping;
+    numeric/datatype-aware comparison is the runtime's job)."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self) -> None:
+        if self.op not in COMPARE_OPS:
+            raise ValueError(f"Compare.op must be one of {COMPARE_OPS}, got {self.op!r}")
+        _check_expr(self.left, "Compare.left")
+        _check_expr(self.right, "Compare.right")
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+@dataclass(frozen=True)
+class Arith:
+    """``left op right``, op in ``ARITH_OPS`` (SPARQL 1.1 [116], [117]; numeric, §17.4.1)."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self) -> None:
+        if self.op not in ARITH_OPS:
+            raise ValueError(f"Arith.op must be one of {ARITH_OPS}, got {self.op!r}")
+        _check_expr(self.left, "Arith.left")
+        _check_expr(self.right, "Arith.right")
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+@dataclass(frozen=True)
+class And:
+    """``left && right`` (SPARQL 1.1 [112], §17.2 logical-and with errors)."""
+
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self) -> None:
+        _check_expr(self.left, "And.left")
+        _check_expr(self.right, "And.right")
+
+    def __str__(self) -> str:
+        return f"({self.left} && {self.right})"
+
+
+@dataclass(frozen=True)
+class Or:
+    """``left || right`` (SPARQL 1.1 [111], §17.2 logical-or with errors)."""
+
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self) -> None:
+        _check_expr(self.left, "Or.left")
+        _check_expr(self.right, "Or.right")
+
+    def __str__(self) -> str:
+        return f"({self.left} || {self.right})"
+
+
+@dataclass(frozen=True)
+class Not:
+    """``!e`` (SPARQL 1.1 [118], fn:not of the effective boolean value)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        _check_expr(self.expr, "Not.expr")
+
+    def __str__(self) -> str:
+        return f"!{self.expr}"
+
+
+@dataclass(frozen=True)
+class Neg:
+    """``-e`` (SPARQL 1.1 [118], op:numeric-unary-minus)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        _check_expr(self.expr, "Neg.expr")
+
+    def __str__(self) -> str:
+        return f"-{self.expr}"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``BOUND(?v)`` (SPARQL 1.1 [121], §17.4.1.1)."""
+
+    var: Var
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.var, Var):
+            raise TypeError(f"Bound.var must be a Var, got {self.var!r}")
+
+    def __str__(self) -> str:
+        return f"BOUND({self.var})"
+
+
+@dataclass(frozen=True)
+class Regex:
+    """``REGEX(text, pattern[, flags])`` (SPARQL 1.1 [122], §17.4.3.14)."""
+
+    text: "Expr"
+    pattern: "Expr"
+    flags: "Expr | None" = None
+
+    def __post_init__(self) -> None:
+        _check_expr(self.text, "Regex.text")
+        _check_expr(self.pattern, "Regex.pattern")
+        if self.flags is not None:
+            _check_expr(self.flags, "Regex.flags")
+
+    def __str__(self) -> str:
+        extra = "" if self.flags is None else f", {self.flags}"
+        return f"REGEX({self.text}, {self.pattern}{extra})"
+
+
+@dataclass(frozen=True)
+class Str:
+    """``STR(e)`` (SPARQL 1.1 [121], §17.4.2.5)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        _check_expr(self.expr, "Str.expr")
+
+    def __str__(self) -> str:
+        return f"STR({self.expr})"
+
+
+@dataclass(frozen=True)
+class Lang:
+    """``LANG(e)`` (SPARQL 1.1 [121], §17.4.2.6)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        _check_expr(self.expr, "Lang.expr")
+
+    def __str__(self) -> str:
+        return f"LANG({self.expr})"
+
+
+@dataclass(frozen=True)
+class Datatype:
+    """``DATATYPE(e)`` (SPARQL 1.1 [121], §17.4.2.7)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        _check_expr(self.expr, "Datatype.expr")
+
+    def __str__(self) -> str:
+        return f"DATATYPE({self.expr})"
+
+
+Expr = _t.Union[Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype]
+EXPR_TYPES = (Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype)
+"""Every expression node type."""
+
+
+def _check_expr(value: object, what: str) -> None:
+    if not isinstance(value, EXPR_TYPES):
+        raise TypeError(f"{what} must be an Expr, got {value!r}")
+
+
+def expr_variables(expr: Expr) -> frozenset[Var]:
+    """The variables mentioned in ``expr``."""
+    if isinstance(expr, Var):
+        return frozenset((expr,))
+    if isinstance(expr, Bound):
+        return frozenset((expr.var,))
+    if isinstance(expr, Const):
+        return frozenset()
+    out: frozenset[Var] = frozenset()
+    for f in fields(expr):
+        value = getattr(expr, f.name)
+        if isinstance(value, EXPR_TYPES):
+            out |= expr_variables(value)
+    return out
+
+
+# --- windows (§4.1; C-SPARQL) ------------------------------------------------------------------
+
+TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+"""Duration units, in milliseconds."""
+
+
+@dataclass(frozen=True)
+class Duration:
+    """``amount`` of ``unit`` (``"ms"``, ``"s"``, ``"m"``, ``"h"``, ``"d"``), or of the stream's own
+    time units when ``unit`` is None (a plain number in the query, ``[RANGE 10]``)."""
+
+    amount: int | float
+    unit: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.amount, bool) or not isinstance(self.amount, (int, float)):
+            raise TypeError(f"Duration.amount must be a number, got {self.amount!r}")
+        if self.amount < 0:
+            raise ValueError(f"Duration.amount must not be negative, got {self.amount!r}")
+        if self.unit is not None and self.unit not in TIME_UNITS:
+            raise ValueError(f"Duration.unit must be one of {tuple(TIME_UNITS)} or None, "
+                             f"got {self.unit!r}")
+
+    def ticks(self, time_unit: str = "ms") -> int:
+        """This duration as a whole number of ``time_unit`` ticks (the unit of the stream's
+        timestamps). A unit-less duration is already in ticks. Raises ValueError when the duration
+        is not a whole number of ticks (``500ms`` in seconds)."""
+        if time_unit not in TIME_UNITS:
+            raise ValueError(f"time_unit must be one of {tuple(TIME_UNITS)}, got {time_unit!r}")
+        amount = Fraction(str(self.amount)) if isinstance(self.amount, float) \
+            else Fraction(self.amount)
+        if self.unit is not None:
+            amount = amount * TIME_UNITS[self.unit] / TIME_UNITS[time_unit]
+        if amount.denominator != 1:
+            raise ValueError(f"duration {self} is not a whole number of {time_unit} "
+                             f"(it is {float(amount)} {time_unit})")
+        return int(amount)
+
+    def __str__(self) -> str:
+        amount = self.amount
+        text = str(int(amount)) if isinstance(amount, float) and amount.is_integer() else str(amount)
+        return text + (self.unit or "")
+
+
+@dataclass(frozen=True)
+class Range:
+    """``[RANGE d]`` (sliding by 1 tick, §4.1 w_RANGE), ``[RANGE d STEP s]`` (C-SPARQL: slides by
+    s, reports when a window closes) or ``[RANGE d TUMBLING]`` (= ``STEP d``)."""
+
+    range: Duration
+    step: Duration | None = None
+    tumbling: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.range, Duration):
+            raise TypeError(f"Range.range must be a Duration, got {self.range!r}")
+        if self.step is not None and not isinstance(self.step, Duration):
+            raise TypeError(f"Range.step must be a Duration or None, got {self.step!r}")
+        if self.tumbling and self.step is not None:
+            raise ValueError("a TUMBLING window has no separate STEP (its step is its range)")
+
+    def step_ticks(self, time_unit: str = "ms") -> int:
+        """The slide in ticks: ``step``, the range when tumbling, else 1 (§4.1, slide 1)."""
+        if self.tumbling:
+            return self.range.ticks(time_unit)
+        return 1 if self.step is None else self.step.ticks(time_unit)
+
+    def __str__(self) -> str:
+        if self.tumbling:
+            return f"[RANGE {self.range} TUMBLING]"
+        if self.step is not None:
+            return f"[RANGE {self.range} STEP {self.step}]"
+        return f"[RANGE {self.range}]"
+
+
+@dataclass(frozen=True)
+class Triples:
+    """``[TRIPLES n]``: the last n stream items (a count-based window, C-SPARQL / CQL)."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"Triples.n must be a positive int, got {self.n!r}")
+
+    def __str__(self) -> str:
+        return f"[TRIPLES {self.n}]"
+
+
+@dataclass(frozen=True)
+class Now:
+    """``[NOW]``: the items valid at the evaluation time t (CQL's NOW window)."""
+
+    def __str__(self) -> str:
+        return "[NOW]"
+
+
+@dataclass(frozen=True)
+class All:
+    """``[ALL]``: the landmark window, every item up to t (CQL's UNBOUNDED window)."""
+
+    def __str__(self) -> str:
+        return "[ALL]"
+
+
+Window = _t.Union[Range, Triples, Now, All]
+_WINDOW_TYPES = (Range, Triples, Now, All)
+
+
+# --- patterns ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TriplePattern:
+    """``s p o``, each a Var or an N-Triples term (SPARQL 1.1 §18.1.4)."""
+
+    s: "Var | Term"
+    p: "Var | Term"
+    o: "Var | Term"
+
+    def __post_init__(self) -> None:
+        _check_var_or_term(self.s, "TriplePattern.s")
+        _check_var_or_term(self.p, "TriplePattern.p")
+        _check_var_or_term(self.o, "TriplePattern.o")
+
+    def variables(self) -> frozenset[Var]:
+        return frozenset(x for x in (self.s, self.p, self.o) if isinstance(x, Var))
+
+    def __str__(self) -> str:
+        return f"{self.s} {self.p} {self.o}"
+
+
+@dataclass(frozen=True)
+class PathPattern:
+    """``s path o`` with a non-trivial ``paths.algebra`` path (an extended triple pattern, §2.3);
+    ``s :p o`` is a TriplePattern (use :func:`path_pattern`, which makes that choice)."""
+
+    s: "Var | Term"
+    path: PA.Path
+    o: "Var | Term"
+
+    def __post_init__(self) -> None:
+        _check_var_or_term(self.s, "PathPattern.s")
+        _check_var_or_term(self.o, "PathPattern.o")
+        if not isinstance(self.path, PA.NODE_TYPES):
+            raise TypeError(f"PathPattern.path must be a paths.algebra Path, got {self.path!r}")
+
+    def variables(self) -> frozenset[Var]:
+        return frozenset(x for x in (self.s, self.o) if isinstance(x, Var))
+
+    def __str__(self) -> str:
+        return f"{self.s} {self.path} {self.o}"
+
+
+@dataclass(frozen=True)
+class BGP:
+    """A basic (extended) graph pattern: a set of triple / path patterns, kept in written order,
+    without duplicates (use :func:`bgp`). ``BGP(())`` is the empty pattern (one empty mapping)."""
+
+    patterns: tuple["TriplePattern | PathPattern", ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.patterns, tuple):
+            raise TypeError(f"BGP.patterns must be a tuple, got {self.patterns!r}")
+        for item in self.patterns:
+            if not isinstance(item, (TriplePattern, PathPattern)):
+                raise TypeError(f"BGP.patterns[] must be TriplePattern or PathPattern, "
+                                f"got {item!r}")
+
+    def __str__(self) -> str:
+        return "{" + " . ".join(str(item) for item in self.patterns) + "}"
+
+
+def _check_pattern(value: object, what: str) -> None:
+    if not isinstance(value, PATTERN_TYPES):
+        raise TypeError(f"{what} must be a pattern node, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Join:
+    """JOIN(Ω1, Ω2): compatible mappings, intervals intersected (§4.2; eq. 1, 2)."""
+
+    left: "Pattern"
+    right: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "Join.left")
+        _check_pattern(self.right, "Join.right")
+
+    def __str__(self) -> str:
+        return f"JOIN({self.left}, {self.right})"
+
+
+@dataclass(frozen=True)
+class Union:
+    """OR(Ω1, Ω2) = Ω1 ∪ Ω2 (§4.2; SPARQL UNION)."""
+
+    left: "Pattern"
+    right: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "Union.left")
+        _check_pattern(self.right, "Union.right")
+
+    def __str__(self) -> str:
+        return f"OR({self.left}, {self.right})"
+
+
+@dataclass(frozen=True)
+class LeftJoin:
+    """OPTIONAL (SPARQL 1.1 §18.5 LeftJoin(Ω1, Ω2, expr)); background patterns only."""
+
+    left: "Pattern"
+    right: "Pattern"
+    condition: "Expr | None" = None
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "LeftJoin.left")
+        _check_pattern(self.right, "LeftJoin.right")
+        if self.condition is not None:
+            _check_expr(self.condition, "LeftJoin.condition")
+
+    def __str__(self) -> str:
+        extra = "" if self.condition is None else f", {self.condition}"
+        return f"LEFTJOIN({self.left}, {self.right}{extra})"
+
+
+@dataclass(frozen=True)
+class Filter:
+    """FILTER: the mappings of ``inner`` whose ``condition`` is true (SPARQL 1.1 §18.5)."""
+
+    condition: Expr
+    inner: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_expr(self.condition, "Filter.condition")
+        _check_pattern(self.inner, "Filter.inner")
+
+    def __str__(self) -> str:
+        return f"FILTER({self.condition}, {self.inner})"
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """SEQ(Ω1, Ω2): ⟨μ1 ∪ μ2, [t1, t4]⟩ with μ1 ~ μ2 and t2 < t3 (§4.2; eq. 3, 4, 10, 11)."""
+
+    left: "Pattern"
+    right: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "Sequence.left")
+        _check_pattern(self.right, "Sequence.right")
+
+    def __str__(self) -> str:
+        return f"SEQ({self.left}, {self.right})"
+
+
+@dataclass(frozen=True)
+class SeqWithout:
+    """SEQ_WO(Ω1, Ω2, Ω3): sequences of Ω1 then Ω3 with no compatible Ω2 mapping inside
+    [t2, t5] (§4.2 with DESIGN.md's μ3 reading; eq. 5, 8, 12, 15)."""
+
+    left: "Pattern"
+    negated: "Pattern"
+    right: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "SeqWithout.left")
+        _check_pattern(self.negated, "SeqWithout.negated")
+        _check_pattern(self.right, "SeqWithout.right")
+
+    def __str__(self) -> str:
+        return f"SEQ_WO({self.left}, {self.negated}, {self.right})"
+
+
+@dataclass(frozen=True)
+class NoHead:
+    """NO_HEAD(Ω1, Ω2): mappings of Ω2 with no compatible earlier Ω1 mapping (§4.2; eq. 6, 13)."""
+
+    negated: "Pattern"
+    right: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.negated, "NoHead.negated")
+        _check_pattern(self.right, "NoHead.right")
+
+    def __str__(self) -> str:
+        return f"NO_HEAD({self.negated}, {self.right})"
+
+
+@dataclass(frozen=True)
+class NoTail:
+    """NO_TAIL(Ω1, Ω2, t): mappings of Ω1 with no compatible later Ω2 mapping ending by the
+    evaluation time t (§4.2; eq. 7, 14)."""
+
+    left: "Pattern"
+    negated: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "NoTail.left")
+        _check_pattern(self.negated, "NoTail.negated")
+
+    def __str__(self) -> str:
+        return f"NO_TAIL({self.left}, {self.negated}, t)"
+
+
+@dataclass(frozen=True)
+class StreamPattern:
+    """A window specification W = (s, ω, TSP) (§3.2) evaluated as ⟦TSP, t⟧ over w_ω(S_s, t)
+    (eq. 9, 16). ``name`` is the window IRI term (``:W``), ``stream`` the stream IRI term;
+    ``pattern`` is a BGP, a Sequence/SeqWithout/NoHead/NoTail tree of BGPs, or a Filter of those.
+    A BGP in a window matches inside ONE stream item (eq. 16)."""
+
+    name: Term
+    stream: Term
+    window: Window
+    pattern: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_iri(self.name, "StreamPattern.name")
+        _check_iri(self.stream, "StreamPattern.stream")
+        if not isinstance(self.window, _WINDOW_TYPES):
+            raise TypeError(f"StreamPattern.window must be Range/Triples/Now/All, "
+                            f"got {self.window!r}")
+        _check_pattern(self.pattern, "StreamPattern.pattern")
+
+    def __str__(self) -> str:
+        return f"WINDOW {self.name} ON {self.stream} {self.window} {self.pattern}"
+
+
+@dataclass(frozen=True)
+class Background:
+    """⟦P, t⟧_D: ``pattern`` over the static graph ``graph`` (an IRI term, or None for the default
+    graph), every mapping with interval [t1, t], D unchanged since t1 (eq. 17)."""
+
+    graph: Term | None
+    pattern: "Pattern"
+
+    def __post_init__(self) -> None:
+        if self.graph is not None:
+            _check_iri(self.graph, "Background.graph")
+        _check_pattern(self.pattern, "Background.pattern")
+
+    def __str__(self) -> str:
+        where = "default" if self.graph is None else self.graph
+        return f"BACKGROUND({where}, {self.pattern})"
+
+
+Pattern = _t.Union[BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
+                StreamPattern, Background]
+PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
+                 StreamPattern, Background)
+"""Every pattern node type; a runtime that handles these handles every query."""
+
+
+@dataclass(frozen=True)
+class Project:
+    """SELECT: ⟨μ|V, [t1, t2]⟩ for each result of ``inner`` (eq. 1); ``distinct`` removes
+    duplicate (mapping, interval) pairs."""
+
+    variables: tuple[Var, ...]
+    distinct: bool
+    inner: Pattern
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.variables, tuple) or not all(isinstance(v, Var)
+                                                            for v in self.variables):
+            raise TypeError(f"Project.variables must be a tuple of Var, got {self.variables!r}")
+        if len(set(self.variables)) != len(self.variables):
+            raise ValueError(f"Project.variables has duplicates: {self.variables!r}")
+        _check_pattern(self.inner, "Project.inner")
+
+    def __str__(self) -> str:
+        head = "SELECT " + ("DISTINCT " if self.distinct else "")
+        return head + " ".join(str(v) for v in self.variables) + f" WHERE {self.inner}"
+
+
+@dataclass(frozen=True)
+class Construct:
+    """CONSTRUCT { template } (SPARQL 1.1 §16.2): each result mapping instantiates the template;
+    a triple with an unbound variable is left out; each output triple keeps the interval."""
+
+    template: tuple[TriplePattern, ...]
+    inner: Pattern
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.template, tuple) or not all(isinstance(t, TriplePattern)
+                                                           for t in self.template):
+            raise TypeError(f"Construct.template must be a tuple of TriplePattern, "
+                            f"got {self.template!r}")
+        _check_pattern(self.inner, "Construct.inner")
+
+    def __str__(self) -> str:
+        return ("CONSTRUCT {" + " . ".join(str(t) for t in self.template) + "} WHERE "
+                + str(self.inner))
+
+
+Form = _t.Union[Project, Construct]
+
+
+@dataclass(frozen=True)
+class Query:
+    """A lowered query. ``form.inner`` is the whole pattern, JOIN(EC_1, ..., EC_m, Background(D, P))
+    per eq. (1)-(2) (possibly under top-level FILTERs). ``prefixes`` (name → namespace IRI) and
+    ``base`` are kept for printing results; they take no part in equality.
+
+    The paper's model Q = (V, P, D, EC) (§3.2) is :meth:`model`.
+    """
+
+    form: Form
+    prefixes: dict = field(default_factory=dict, compare=False)
+    base: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.form, (Project, Construct)):
+            raise TypeError(f"Query.form must be Project or Construct, got {self.form!r}")
+
+    @property
+    def pattern(self) -> Pattern:
+        return self.form.inner
+
+    def model(self) -> tuple:
+        """(V, P, D, EC) of §3.2: V the projected variables (or the CONSTRUCT template), P the
+        background patterns, D their graphs (None = default), EC the event clauses — the
+        operands of the top-level JOIN that are not Background."""
+        V = self.form.variables if isinstance(self.form, Project) else self.form.template
+        return (V, background_patterns(self.pattern),
+                tuple(dict.fromkeys(b.graph for b in background_patterns(self.pattern))),
+                event_clauses(self.pattern))
+
+    def __str__(self) -> str:
+        return str(self.form)
+
+
+# --- traversal ---------------------------------------------------------------------------------
+
+def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
+    """The sub-patterns of ``node``, left to right."""
+    if isinstance(node, (Join, Union, LeftJoin, Sequence, NoTail)):
+        return (node.left, node.right) if not isinstance(node, NoTail) else (node.left,
+                                                                              node.negated)
+    if isinstance(node, SeqWithout):
+        return (node.left, node.negated, node.right)
+    if isinstance(node, NoHead):
+        return (node.negated, node.right)
+    if isinstance(node, (Filter, Project, Construct)):
+        return (node.inner,)
+    if isinstance(node, (StreamPattern, Background)):
+        return (node.pattern,)
+    if isinstance(node, BGP):
+        return ()
+    raise TypeError(f"not a pattern: {node!r}")
+
+
+def walk(node: "Pattern | Form") -> Iterator[Pattern]:
+    """``node`` and all its sub-patterns, pre-order."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
+
+
+def variables(node: "Pattern | Form") -> frozenset[Var]:
+    """The variables a pattern can bind (in-scope variables, SPARQL 1.1 §18.2.1): the negated
+    element of SEQ_WO / NO_HEAD / NO_TAIL binds nothing; OPTIONAL's right side may bind."""
+    if isinstance(node, BGP):
+        out: frozenset[Var] = frozenset()
+        for item in node.patterns:
+            out |= item.variables()
+        return out
+    if isinstance(node, (Join, Union, LeftJoin, Sequence)):
+        return variables(node.left) | variables(node.right)
+    if isinstance(node, SeqWithout):
+        return variables(node.left) | variables(node.right)
+    if isinstance(node, NoHead):
+        return variables(node.right)
+    if isinstance(node, NoTail):
+        return variables(node.left)
+    if isinstance(node, Filter):
+        return variables(node.inner)
+    if isinstance(node, (StreamPattern, Background)):
+        return variables(node.pattern)
+    if isinstance(node, Project):
+        return frozenset(node.variables)
+    if isinstance(node, Construct):
+        return variables(node.inner)
+    raise TypeError(f"not a pattern: {node!r}")
+
+
+def _top_joined(node: Pattern) -> list[Pattern]:
+    while isinstance(node, Filter):
+        node = node.inner
+    if isinstance(node, Join):
+        return _top_joined(node.left) + _top_joined(node.right)
+    return [node]
+
+
+def event_clauses(node: Pattern) -> tuple[Pattern, ...]:
+    """The event clauses of a query pattern: the operands of the top-level JOIN (eq. 2) that are
+    not Background (a StreamPattern, or a SEQ tree of them)."""
+    return tuple(p for p in _top_joined(node) if not isinstance(p, Background))
+
+
+def background_patterns(node: Pattern) -> tuple[Background, ...]:
+    """The Background operands of the top-level JOIN (eq. 1)."""
+    return tuple(p for p in _top_joined(node) if isinstance(p, Background))
+
+
+def stream_patterns(node: "Pattern | Form") -> tuple[StreamPattern, ...]:
+    """Every StreamPattern in ``node``, left to right, each once."""
+    return tuple(dict.fromkeys(p for p in walk(node) if isinstance(p, StreamPattern)))
+
+
+# --- smart constructors ------------------------------------------------------------------------
+
+def triple(s: "Var | Term", p: "Var | Term", o: "Var | Term") -> TriplePattern:
+    """``s p o``."""
+    return TriplePattern(s, p, o)
+
+
+def path_pattern(s: "Var | Term", path: "PA.Path | Var | Term", o: "Var | Term"):
+    """``s path o``: a TriplePattern when the path is a variable, a term, or the single forward
+    link ``next::p`` (= ``:p``); a PathPattern otherwise."""
+    if isinstance(path, (Var, str)):
+        return TriplePattern(s, path, o)
+    if (isinstance(path, PA.Axis) and path.kind is PA.AxisKind.NEXT and not path.inverse
+            and isinstance(path.test, str)):
+        return TriplePattern(s, path.test, o)
+    return PathPattern(s, path, o)
+
+
+def bgp(*patterns: "TriplePattern | PathPattern | BGP") -> BGP:
+    """A BGP of the given patterns (BGPs are flattened), without duplicates, in written order."""
+    flat: list = []
+    for item in patterns:
+        flat.extend(item.patterns if isinstance(item, BGP) else (item,))
+    return BGP(tuple(dict.fromkeys(flat)))
+
+
+def _fold_right(make, parts: tuple) -> Pattern:
+    if not parts:
+        raise ValueError("needs at least one pattern")
+    out = parts[-1]
+    for part in reversed(parts[:-1]):
+        out = make(part, out)
+    return out
+
+
+def join(*parts: Pattern) -> Pattern:
+    """JOIN(p1, JOIN(p2, ...)) right-associated as eq. (2); one part is that part."""
+    for part in parts:
+        _check_pattern(part, "join() part")
+    return _fold_right(Join, tuple(parts))
+
+
+def union(*parts: Pattern) -> Pattern:
+    """OR(p1, OR(p2, ...)); one part is that part."""
+    for part in parts:
+        _check_pattern(part, "union() part")
+    return _fold_right(Union, tuple(parts))
+
+
+def left_join(left: Pattern, right: Pattern, condition: Expr | None = None) -> Pattern:
+    """OPTIONAL; OPTIONAL {} (an empty BGP) changes nothing."""
+    if isinstance(right, BGP) and not right.patterns and condition is None:
+        return left
+    return LeftJoin(left, right, condition)
+
+
+def filter_(condition: Expr, inner: Pattern) -> Pattern:
+    """FILTER(condition, inner)."""
+    return Filter(condition, inner)
+
+
+def seq(*parts: Pattern) -> Pattern:
+    """A positive sequence, right-associated: SEQ(P1, SEQ(P2, ..., Pn)) (eq. 3-4, 10-11); one part
+    is that part."""
+    for part in parts:
+        _check_pattern(part, "seq() part")
+    return _fold_right(Sequence, tuple(parts))
+
+
+def seq_without(left: Pattern, negated: Pattern, right: Pattern) -> SeqWithout:
+    """SEQ_WO(left, negated, right) (eq. 8, 15)."""
+    return SeqWithout(left, negated, right)
+
+
+def no_head(negated: Pattern, right: Pattern) -> NoHead:
+    """NO_HEAD(negated, right) (eq. 6, 13)."""
+    return NoHead(negated, right)
+
+
+def no_tail(left: Pattern, negated: Pattern) -> NoTail:
+    """NO_TAIL(left, negated, t) (eq. 7, 14)."""
+    return NoTail(left, negated)
+
+
+def sequence(*parts: Pattern, negated: int | None = None) -> Pattern:
+    """SEQ(P1, ..., Pn) with at most one negated element ``parts[negated]`` (0-based), exactly as
+    the paper's equations (3)-(8) for windows and (10)-(15) for graph patterns:
+
+    * no negation: ``seq(P1, ..., Pn)``, right-associated (eq. 3-4 / 10-11);
+    * negated element inside, 0 < i < n-1: SEQ_WO(SEQ(P1..Pi-1), Pi, SEQ(Pi+1..Pn)) (eq. 5, 8 /
+      12, 15);
+    * negated head: NO_HEAD(P1, SEQ(P2..Pn)) (eq. 6 / 13);
+    * negated tail: NO_TAIL(SEQ(P1..Pn-1), Pn) (eq. 7 / 14).
+
+    A negated element needs at least one positive one (§3.2: "a sequence ... having at most one
+    element negated"; a lone ``!P`` has no meaning in §4.2): ValueError otherwise.
+    """
+    parts = tuple(parts)
+    if not parts:
+        raise ValueError("sequence() needs at least one pattern")
+    for part in parts:
+        _check_pattern(part, "sequence() part")
+    if negated is None:
+        return seq(*parts)
+    if isinstance(negated, bool) or not isinstance(negated, int) or not 0 <= negated < len(parts):
+        raise ValueError(f"negated must be an index into the {len(parts)} parts, got {negated!r}")
+    if len(parts) < 2:
+        raise ValueError("a negated element needs at least one positive element in its sequence")
+    last = len(parts) - 1
+    if negated == 0:
+        return NoHead(parts[0], seq(*parts[1:]))                            # eq. 6, 13
+    if negated == last:
+        return NoTail(seq(*parts[:-1]), parts[-1])                          # eq. 7, 14
+    return SeqWithout(seq(*parts[:negated]), parts[negated],               # eq. 5, 12
+                      seq(*parts[negated + 1:]))
+
+
+def stream(name: Term, stream_iri: Term, window: Window, pattern: Pattern) -> StreamPattern:
+    """A window specification W = (s, ω, TSP) (eq. 9)."""
+    return StreamPattern(name, stream_iri, window, pattern)
+
+
+def background(graph: Term | None, pattern: Pattern) -> Background:
+    """⟦P, t⟧_D (eq. 17)."""
+    return Background(graph, pattern)
+
+
+def project(variables_: "tuple[Var, ...] | list[Var]", inner: Pattern,
+            distinct: bool = False) -> Project:
+    """SELECT [DISTINCT] vars (eq. 1); duplicates in ``variables_`` are dropped."""
+    return Project(tuple(dict.fromkeys(variables_)), bool(distinct), inner)
+
+
+def construct(template, inner: Pattern) -> Construct:
+    """CONSTRUCT { template }; duplicate template triples are dropped."""
+    return Construct(tuple(dict.fromkeys(template)), inner)
