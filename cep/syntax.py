@@ -1,0 +1,393 @@
+"""Syntax tree of a CQELS-CEP query: what was written, with where it was written.
+
+One frozen dataclass per construct of ``cep/grammar.lark``; nothing here evaluates anything.
+``cep.lower`` turns a tree into the algebra (``cep.algebra``) and checks what the grammar cannot.
+Spans (``paths.syntax.Span``) take no part in equality: two trees are equal when they say the same
+thing, wherever it was written. Terms and paths are the nodes of ``paths.syntax`` (IriRef,
+PrefixedName, StringLiteral, ..., and every path node), so a predicate may be any path.
+
+``str(node)`` gives concrete syntax that parses back to an equal tree, with two normalisations the
+tree already made: property lists (``;`` and ``,``) are written out as one triple each, and
+expressions are fully parenthesised. The prologue is printed too, so prefixed names resolve.
+
+Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPARQL = C-SPARQL §3)
+
+==================================  ==========================================================
+``Query``                           prologue, SELECT/CONSTRUCT, FROM clauses, WHERE   [2]
+``PrefixDecl``, ``BaseDecl``        ``PREFIX p: <iri>``, ``BASE <iri>``               [4]-[6]
+``Select(distinct, variables)``     ``SELECT [DISTINCT] ?a ?b`` or ``*`` (variables None)  [9]
+``ConstructTemplate(triples)``      ``CONSTRUCT { ... }``                             [10], [73]
+``FromGraph(iri)``                  ``FROM <g>``: the static background D             [13], [14]
+``FromWindow(name, stream, win)``   ``FROM NAMED WINDOW :W ON <s> [window]``          CQELS Ex. 6
+``RangeWindow``, ``TriplesWindow``, ``[RANGE d]``, ``[RANGE d STEP d]``, ``[RANGE d TUMBLING]``,
+``NowWindow``, ``AllWindow``        ``[TRIPLES n]``, ``[NOW]``, ``[ALL]``             CSPARQL, CQL
+``DurationLiteral(amount, unit)``   ``10m``, ``500ms``, ``3`` (stream time units)     CSPARQL
+``Group(elements)``                 ``{ ... }``                                       [53], [54]
+``TriplesBlock(triples)``           triples, ``.``-separated                          [55], [52]
+``Triple(s, p, o)``                 one triple; ``p`` a Variable or any path          [75]-[86]
+``OptionalPattern(group)``          ``OPTIONAL { ... }``                              [57]
+``UnionPattern(groups)``            ``{ ... } UNION { ... }`` (one group: a nested group)  [67]
+``FilterPattern(expr)``             ``FILTER (...)``                                  [68], [69]
+``WindowBlock(name, ..., body)``    ``WINDOW :W [ON <s> [window]] { TSP }``           CQELS WinSpec
+``TspSequence(elements)``           ``SEQ({...}, !{...}, ...)`` inside a window       CQELS TSP
+``TspElement(negated, triples)``    one ``{...}`` / ``!{...}`` of it
+``EventSequence(elements)``         ``SEQ(:W1, !:W2, ...)`` across windows            CQELS EC
+``EventElement(negated, name)``     one ``:W`` / ``!:W`` of it
+``Variable(name)``                  ``?v`` / ``$v`` (printed ``?v``)                  [108]
+``Binary(op, left, right)``         ``||  &&  = != < > <= >=  + - * /``               [111]-[117]
+``Unary(op, operand)``              ``! -`` (a unary ``+`` is dropped)                [118]
+``Call(name, args)``                ``STR LANG DATATYPE BOUND REGEX``                 [121], [122]
+==================================  ==========================================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from paths.syntax import (NO_SPAN, AxisStep, BlankNode, BooleanLiteral, IriRef, Node,
+                          NumericLiteral, PathNode, PrefixedName, Span, StringLiteral, TypeKeyword,
+                          is_native)
+
+__all__ = [
+    "Span", "NO_SPAN", "Node", "IriRef", "PrefixedName", "StringLiteral", "NumericLiteral",
+    "BooleanLiteral", "BlankNode", "TypeKeyword", "PathNode", "AxisStep", "is_native",
+    "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "UnionPattern",
+    "FilterPattern", "WindowBlock", "TspSequence", "TspElement", "EventSequence", "EventElement",
+    "DurationLiteral", "RangeWindow", "TriplesWindow", "NowWindow", "AllWindow", "WindowSyntax",
+    "FromGraph", "FromWindow", "PrefixDecl", "BaseDecl", "Select", "ConstructTemplate", "Query",
+    "Binary", "Unary", "Call", "ExprNode", "GroupElement", "CALLS",
+]
+
+
+# --- variables and expressions -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Variable(Node):
+    """``?name`` or ``$name`` [108]; the sigil is not kept (SPARQL: they are the same variable)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"?{self.name}"
+
+
+@dataclass(frozen=True)
+class Binary(Node):
+    """``left op right``: op one of ``||``, ``&&``, a comparison, ``+ - * /`` [111]-[117]."""
+
+    op: str
+    left: "ExprNode"
+    right: "ExprNode"
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+@dataclass(frozen=True)
+class Unary(Node):
+    """``!e`` or ``-e`` [118]."""
+
+    op: str
+    operand: "ExprNode"
+
+    def __str__(self) -> str:
+        return f"{self.op}{self.operand}"
+
+
+CALLS = ("STR", "LANG", "DATATYPE", "BOUND", "REGEX")
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    """A built-in call [121]: ``name`` upper-cased, one of ``CALLS``."""
+
+    name: str
+    args: tuple["ExprNode", ...]
+
+    def __str__(self) -> str:
+        return f"{self.name}(" + ", ".join(str(arg) for arg in self.args) + ")"
+
+
+ExprNode = Union[Binary, Unary, Call, Variable, IriRef, PrefixedName, StringLiteral,
+                 NumericLiteral, BooleanLiteral]
+
+
+# --- triples and group patterns ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Triple(Node):
+    """One triple pattern: subject and object a Variable or a term; ``p`` a Variable or a path
+    (an IRI, ``a``, or any path of ``paths/grammar.lark``)."""
+
+    s: "Variable | IriRef | PrefixedName | StringLiteral | NumericLiteral | BooleanLiteral | BlankNode"
+    p: "Variable | PathNode"
+    o: "Variable | IriRef | PrefixedName | StringLiteral | NumericLiteral | BooleanLiteral | BlankNode"
+
+    def __str__(self) -> str:
+        return f"{self.s} {self.p} {self.o}"
+
+
+@dataclass(frozen=True)
+class TriplesBlock(Node):
+    """Triples written one after the other [55] / [52] (property lists written out)."""
+
+    triples: tuple[Triple, ...]
+
+    def __str__(self) -> str:
+        return " . ".join(str(triple) for triple in self.triples) + " ."
+
+
+@dataclass(frozen=True)
+class Group(Node):
+    """``{ ... }`` [53]: its elements in written order."""
+
+    elements: tuple["GroupElement", ...]
+
+    def __str__(self) -> str:
+        if not self.elements:
+            return "{ }"
+        return "{ " + " ".join(str(element) for element in self.elements) + " }"
+
+
+@dataclass(frozen=True)
+class OptionalPattern(Node):
+    """``OPTIONAL { ... }`` [57]."""
+
+    group: Group
+
+    def __str__(self) -> str:
+        return f"OPTIONAL {self.group}"
+
+
+@dataclass(frozen=True)
+class UnionPattern(Node):
+    """``{...} UNION {...} ...`` [67]; a single group is a nested group ``{ ... }``."""
+
+    groups: tuple[Group, ...]
+
+    def __str__(self) -> str:
+        return " UNION ".join(str(group) for group in self.groups)
+
+
+@dataclass(frozen=True)
+class FilterPattern(Node):
+    """``FILTER (expr)`` [68]."""
+
+    expr: ExprNode
+
+    def __str__(self) -> str:
+        text = str(self.expr)
+        return f"FILTER {text}" if text.startswith("(") else f"FILTER ({text})"
+
+
+@dataclass(frozen=True)
+class TspElement(Node):
+    """One element ``{ triples }`` or ``!{ triples }`` of a triple sequence pattern (CQELS §3.1)."""
+
+    negated: bool
+    triples: TriplesBlock
+
+    def __str__(self) -> str:
+        return ("!" if self.negated else "") + "{ " + str(self.triples) + " }"
+
+
+@dataclass(frozen=True)
+class TspSequence(Node):
+    """``SEQ({P1}, ..., !{Pi}, ..., {Pn})`` inside a window (CQELS §3.1 TSP, §3.2)."""
+
+    elements: tuple[TspElement, ...]
+
+    def __str__(self) -> str:
+        return "SEQ(" + ", ".join(str(element) for element in self.elements) + ")"
+
+
+@dataclass(frozen=True)
+class EventElement(Node):
+    """One element ``:W`` or ``!:W`` of an event clause (CQELS §3.1 EC)."""
+
+    negated: bool
+    name: "IriRef | PrefixedName"
+
+    def __str__(self) -> str:
+        return ("!" if self.negated else "") + str(self.name)
+
+
+@dataclass(frozen=True)
+class EventSequence(Node):
+    """``SEQ(:W1, ..., !:Wi, ..., :Wn)`` across windows (CQELS §3.1 EC, §3.2)."""
+
+    elements: tuple[EventElement, ...]
+
+    def __str__(self) -> str:
+        return "SEQ(" + ", ".join(str(element) for element in self.elements) + ")"
+
+
+# --- windows -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DurationLiteral(Node):
+    """``10m``, ``1.5s``, ``3`` (C-SPARQL Number TimeUnit; no unit: the stream's time units)."""
+
+    amount: int | float
+    unit: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.amount}{self.unit or ''}"
+
+
+@dataclass(frozen=True)
+class RangeWindow(Node):
+    """``RANGE d``, ``RANGE d STEP s`` (``SLIDE`` is read as ``STEP``), ``RANGE d TUMBLING``."""
+
+    range: DurationLiteral
+    step: DurationLiteral | None = None
+    tumbling: bool = False
+
+    def __str__(self) -> str:
+        if self.tumbling:
+            return f"[RANGE {self.range} TUMBLING]"
+        if self.step is not None:
+            return f"[RANGE {self.range} STEP {self.step}]"
+        return f"[RANGE {self.range}]"
+
+
+@dataclass(frozen=True)
+class TriplesWindow(Node):
+    """``TRIPLES n`` (also ``RANGE TRIPLES n``, C-SPARQL's form)."""
+
+    n: int
+
+    def __str__(self) -> str:
+        return f"[TRIPLES {self.n}]"
+
+
+@dataclass(frozen=True)
+class NowWindow(Node):
+    """``NOW``."""
+
+    def __str__(self) -> str:
+        return "[NOW]"
+
+
+@dataclass(frozen=True)
+class AllWindow(Node):
+    """``ALL``: the landmark window."""
+
+    def __str__(self) -> str:
+        return "[ALL]"
+
+
+WindowSyntax = Union[RangeWindow, TriplesWindow, NowWindow, AllWindow]
+
+
+@dataclass(frozen=True)
+class WindowBlock(Node):
+    """``WINDOW :W { TSP }`` or, declaring the window in place (the paper's WinSpec),
+    ``WINDOW :W ON <stream> [window] { TSP }``. ``body`` is the TSP (a TriplesBlock or a
+    TspSequence) with any FILTERs around it, in written order."""
+
+    name: "IriRef | PrefixedName"
+    stream: "IriRef | PrefixedName | None"
+    window: WindowSyntax | None
+    body: tuple["TriplesBlock | TspSequence | FilterPattern", ...]
+
+    def __str__(self) -> str:
+        head = f"WINDOW {self.name}"
+        if self.stream is not None:
+            head += f" ON {self.stream} {self.window}"
+        inner = " ".join(str(item) for item in self.body)
+        return f"{head} {{ {inner} }}" if inner else f"{head} {{ }}"
+
+
+GroupElement = Union[TriplesBlock, OptionalPattern, UnionPattern, FilterPattern, WindowBlock,
+                     EventSequence]
+
+
+# --- query -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PrefixDecl(Node):
+    """``PREFIX name: <iri>`` [6]."""
+
+    name: str
+    iri: IriRef
+
+    def __str__(self) -> str:
+        return f"PREFIX {self.name}: {self.iri}"
+
+
+@dataclass(frozen=True)
+class BaseDecl(Node):
+    """``BASE <iri>`` [5]."""
+
+    iri: IriRef
+
+    def __str__(self) -> str:
+        return f"BASE {self.iri}"
+
+
+@dataclass(frozen=True)
+class FromGraph(Node):
+    """``FROM <g>`` [14]: the static background graph D."""
+
+    iri: "IriRef | PrefixedName"
+
+    def __str__(self) -> str:
+        return f"FROM {self.iri}"
+
+
+@dataclass(frozen=True)
+class FromWindow(Node):
+    """``FROM NAMED WINDOW :W ON <stream> [window]`` (CQELS Example 6)."""
+
+    name: "IriRef | PrefixedName"
+    stream: "IriRef | PrefixedName"
+    window: WindowSyntax
+
+    def __str__(self) -> str:
+        return f"FROM NAMED WINDOW {self.name} ON {self.stream} {self.window}"
+
+
+@dataclass(frozen=True)
+class Select(Node):
+    """``SELECT [DISTINCT] vars`` or ``SELECT [DISTINCT] *`` (``variables`` None) [9]."""
+
+    distinct: bool
+    variables: tuple[Variable, ...] | None
+
+    def __str__(self) -> str:
+        head = "SELECT " + ("DISTINCT " if self.distinct else "")
+        if self.variables is None:
+            return head + "*"
+        return head + " ".join(str(v) for v in self.variables)
+
+
+@dataclass(frozen=True)
+class ConstructTemplate(Node):
+    """``CONSTRUCT { triples }`` [10], [73]."""
+
+    triples: tuple[Triple, ...]
+
+    def __str__(self) -> str:
+        if not self.triples:
+            return "CONSTRUCT { }"
+        return "CONSTRUCT { " + " . ".join(str(t) for t in self.triples) + " . }"
+
+
+@dataclass(frozen=True)
+class Query(Node):
+    """A whole query [2]. ``text`` is the source it was parsed from (for error messages; not
+    compared)."""
+
+    prologue: tuple["PrefixDecl | BaseDecl", ...]
+    form: "Select | ConstructTemplate"
+    datasets: tuple["FromGraph | FromWindow", ...]
+    where: Group
+    text: str = field(default="", compare=False, repr=False)
+
+    def __str__(self) -> str:
+        lines = [str(decl) for decl in self.prologue]
+        lines.append(str(self.form))
+        lines.extend(str(dataset) for dataset in self.datasets)
+        lines.append(f"WHERE {self.where}")
+        return "\n".join(lines)
