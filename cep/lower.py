@@ -1,0 +1,401 @@
+"""Syntax tree (``cep.syntax``) → algebra (``cep.algebra``), with the checks the grammar cannot do.
+
+``lower(tree)`` builds the paper's model Q = (V, P, D, EC) (CQELS-CEP §3.2) as one algebra tree:
+
+* ``[[Q, t]] = π_V JOIN([[EC, t]], [[P, t]]_D)`` (eq. 1), the event clauses joined right-associated
+  (eq. 2): ``Project(V, JOIN(EC_1, JOIN(EC_2, ..., Background(D, P))))``.
+* An event clause is a window ``WINDOW :W { TSP }`` (a ``StreamPattern``, eq. 9) or a sequence of
+  windows ``SEQ(:W1, ..., !:Wi, ..., :Wn)`` naming WINDOW blocks; a TSP is a BGP or a sequence of
+  BGPs ``SEQ({P1}, ..., !{Pi}, ..., {Pn})``. Both kinds of sequence are built by
+  ``cep.algebra.sequence``: right-associated (eq. 3, 10), a negated element inside is
+  ``SEQ_WO(SEQ(prefix), neg, SEQ(suffix))`` (eq. 5, 12), at the head ``NO_HEAD`` (eq. 6, 13), at the
+  tail ``NO_TAIL`` (eq. 7, 14); a sequence of one element is that element.
+* Everything else in WHERE — triples (with paths), OPTIONAL, UNION, nested groups — is the
+  background pattern P over D: ``Background(graph, P)``, graph = the ``FROM`` IRI or None (the
+  default graph) when there is no FROM (eq. 17). P is translated as SPARQL 1.1 §18.2.2.6 does a
+  group (adjacent triples one BGP, OPTIONAL a LeftJoin of what precedes it, UNION an OR); the
+  WINDOW blocks and SEQ clauses are taken out of the group first, so an OPTIONAL's left side is the
+  background elements written before it.
+* FILTERs of the top group restrict the whole join (SPARQL: a filter applies to its whole group);
+  FILTERs in a WINDOW block restrict that window's TSP; FILTERs in a nested group, that group.
+
+Decisions the paper leaves open (documented here, tested in tests/test_cep_lower.py):
+
+* A window named in an event-clause SEQ is evaluated there only; it is not joined a second time
+  on its own. A WINDOW block named by no SEQ is an event clause of its own. Event clauses are
+  joined in the order written (JOIN is commutative), the background last.
+* A query with no window is a background-only query: ``Project(V, Background(D, P))``. A query
+  with windows and no background triples has no Background node.
+* A window is declared by ``FROM NAMED WINDOW :W ON <s> [w]`` or in place, ``WINDOW :W ON <s> [w]
+  { TSP }`` (the paper's WinSpec); a declared window without a WINDOW block and unused is ignored,
+  as SPARQL ignores an unused FROM NAMED.
+
+Errors (``CepSemanticError``, with the line and column of the offending part):
+
+* a window named in a SEQ or a WINDOW block that is not declared; a window declared twice; two
+  WINDOW blocks for one window; a window named in a SEQ that has no WINDOW block;
+* two negated elements in one sequence (§3.1, §3.2: "at most one element negated"); a sequence
+  whose only element is negated (NO_HEAD / NO_TAIL / SEQ_WO need a positive side, §4.2);
+* a property path inside a window (TSP ::= TrTemp, §3.1: triples templates only; paths are for the
+  background, §3.2 "P is an extended graph pattern"); a WINDOW block without a pattern;
+* WINDOW / SEQ inside OPTIONAL, UNION or a nested group (event clauses belong to the query, §3.2);
+* more than one FROM graph (§3.2 assumes |D| = 1);
+* a SELECTed variable that no pattern binds (one that occurs only in a negated element binds
+  nothing: NO_HEAD / NO_TAIL / SEQ_WO keep the positive side's mapping, §4.2);
+* blank nodes in triple patterns and CONSTRUCT templates, and paths in templates (not supported;
+  use a variable / an IRI).
+
+The paper puts no restriction on the variables of a negated element (SEQ_WO only asks its mappings
+to be compatible); neither do we.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cep import algebra as A
+from cep import syntax as S
+from cep.parser import CepSemanticError, parse
+from paths import algebra as PA
+from reasoner.vocab import RDF_TYPE
+
+__all__ = ["lower", "compile_query"]
+
+
+def _error(tree_text: str, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
+    span = node.span
+    return CepSemanticError(reason, tree_text, max(span.start_line, 1), max(span.start_column, 1),
+                            expected)
+
+
+def _where(node: S.Node) -> str:
+    return f"line {node.span.start_line}, column {node.span.start_column}"
+
+
+class _Lowering:
+    def __init__(self, tree: S.Query) -> None:
+        self.tree = tree
+        self.text = tree.text
+
+    def fail(self, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
+        return _error(self.text, node, reason, expected)
+
+    # -- terms and triples
+    def term(self, node) -> A.Term:
+        if isinstance(node, (S.IriRef, S.PrefixedName)):
+            return f"<{node.value}>"
+        if isinstance(node, S.TypeKeyword):
+            return RDF_TYPE
+        if isinstance(node, S.StringLiteral):
+            datatype = None if node.datatype is None else f"<{node.datatype.value}>"
+            return PA.literal_term(node.lexical, node.language, datatype)
+        if isinstance(node, S.NumericLiteral):
+            text = node.text
+            datatype = (PA.XSD_DOUBLE if "e" in text or "E" in text
+                        else PA.XSD_DECIMAL if "." in text else PA.XSD_INTEGER)
+            return PA.literal_term(text, None, datatype)
+        if isinstance(node, S.BooleanLiteral):
+            return PA.literal_term("true" if node.value else "false", None, PA.XSD_BOOLEAN)
+        if isinstance(node, S.BlankNode):
+            raise self.fail(node, "blank nodes in patterns are not supported; use a variable",
+                            ("a variable", "an IRI", "a literal"))
+        raise TypeError(f"not a term: {node!r}")
+
+    def var_or_term(self, node):
+        if isinstance(node, S.Variable):
+            return A.Var(node.name)
+        return self.term(node)
+
+    def triple(self, node: S.Triple, *, paths_allowed: bool, where: str):
+        s, o = self.var_or_term(node.s), self.var_or_term(node.o)
+        if isinstance(node.p, S.Variable):
+            return A.TriplePattern(s, A.Var(node.p.name), o)
+        pattern = A.path_pattern(s, PA.lower(node.p), o)
+        if isinstance(pattern, A.PathPattern) and not paths_allowed:
+            raise self.fail(node.p, f"a property path is not allowed {where}: only triples "
+                            f"(CQELS-CEP §3.1, TSP ::= TrTemp); paths belong to the background",
+                            ("an IRI", "'a'", "a variable"))
+        return pattern
+
+    def bgp(self, block: S.TriplesBlock, *, paths_allowed: bool, where: str) -> A.BGP:
+        return A.bgp(*(self.triple(t, paths_allowed=paths_allowed, where=where)
+                       for t in block.triples))
+
+    # -- expressions (SPARQL 1.1 §17)
+    def expr(self, node) -> A.Expr:
+        if isinstance(node, S.Variable):
+            return A.Var(node.name)
+        if isinstance(node, S.Binary):
+            left, right = self.expr(node.left), self.expr(node.right)
+            if node.op == "||":
+                return A.Or(left, right)
+            if node.op == "&&":
+                return A.And(left, right)
+            if node.op in A.COMPARE_OPS:
+                return A.Compare(node.op, left, right)
+            return A.Arith(node.op, left, right)
+        if isinstance(node, S.Unary):
+            inner = self.expr(node.operand)
+            return A.Not(inner) if node.op == "!" else A.Neg(inner)
+        if isinstance(node, S.Call):
+            args = node.args
+            if node.name == "BOUND":
+                return A.Bound(A.Var(args[0].name))
+            if node.name == "REGEX":
+                return A.Regex(*(self.expr(arg) for arg in args))
+            inner = self.expr(args[0])
+            return {"STR": A.Str, "LANG": A.Lang, "DATATYPE": A.Datatype}[node.name](inner)
+        return A.Const(self.term(node))
+
+    def conjunction(self, filters: list[S.FilterPattern]) -> A.Expr | None:
+        condition = None
+        for item in filters:
+            expr = self.expr(item.expr)
+            condition = expr if condition is None else A.And(condition, expr)
+        return condition
+
+    # -- windows
+    def duration(self, node: S.DurationLiteral) -> A.Duration:
+        return A.Duration(node.amount, node.unit)
+
+    def window(self, node) -> A.Window:
+        if isinstance(node, S.RangeWindow):
+            step = None if node.step is None else self.duration(node.step)
+            return A.Range(self.duration(node.range), step, node.tumbling)
+        if isinstance(node, S.TriplesWindow):
+            return A.Triples(node.n)
+        if isinstance(node, S.NowWindow):
+            return A.Now()
+        if isinstance(node, S.AllWindow):
+            return A.All()
+        raise TypeError(f"not a window: {node!r}")
+
+    def check_negations(self, elements) -> int | None:
+        """The index of the negated element, after checking there is at most one and that it is
+        not alone (§3.1-§3.2)."""
+        negated = [i for i, element in enumerate(elements) if element.negated]
+        if len(negated) > 1:
+            first = elements[negated[0]]
+            raise self.fail(elements[negated[1]],
+                            "a sequence has at most one negated element (CQELS-CEP §3.1-§3.2); "
+                            f"the first one is at {_where(first)}")
+        if negated and len(elements) == 1:
+            raise self.fail(elements[0], "a negated element needs at least one positive element "
+                            "in its sequence (NO_HEAD, NO_TAIL and SEQ_WO, CQELS-CEP §4.2)")
+        return negated[0] if negated else None
+
+    def tsp(self, block: S.WindowBlock) -> A.Pattern:
+        where = f"in window {block.name}"
+        filters = [item for item in block.body if isinstance(item, S.FilterPattern)]
+        patterns = [item for item in block.body if not isinstance(item, S.FilterPattern)]
+        if not patterns:
+            raise self.fail(block, f"window {block.name} has no pattern: a WINDOW block holds "
+                            "triples or SEQ(...) (CQELS-CEP §3.1 TSP)",
+                            ("triples", "SEQ(...)"))
+        (body,) = patterns
+        if isinstance(body, S.TriplesBlock):
+            pattern = self.bgp(body, paths_allowed=False, where=where)
+        else:
+            negated = self.check_negations(body.elements)
+            parts = [self.bgp(e.triples, paths_allowed=False, where=where) for e in body.elements]
+            pattern = A.sequence(*parts, negated=negated)               # eq. 10-15
+        condition = self.conjunction(filters)
+        return pattern if condition is None else A.Filter(condition, pattern)
+
+    # -- background groups (SPARQL 1.1 §18.2.2.6)
+    def group(self, group: S.Group, elements=None) -> A.Pattern:
+        elements = group.elements if elements is None else elements
+        pattern: A.Pattern = A.BGP(())
+        filters = []
+        for element in elements:
+            if isinstance(element, S.FilterPattern):
+                filters.append(element)
+            elif isinstance(element, S.TriplesBlock):
+                block = self.bgp(element, paths_allowed=True, where="")
+                pattern = A.bgp(pattern, block) if isinstance(pattern, A.BGP) \
+                    else _join(pattern, block)
+            elif isinstance(element, S.OptionalPattern):
+                inner = self.group(element.group)
+                if isinstance(inner, A.Filter):
+                    pattern = A.left_join(pattern, inner.inner, inner.condition)
+                else:
+                    pattern = A.left_join(pattern, inner)
+            elif isinstance(element, S.UnionPattern):
+                pattern = _join(pattern, A.union(*(self.group(g) for g in element.groups)))
+            elif isinstance(element, (S.WindowBlock, S.EventSequence)):
+                raise self.fail(element, "WINDOW blocks and SEQ(...) event clauses belong at the "
+                                "top level of WHERE, not inside OPTIONAL, UNION or a nested group "
+                                "(CQELS-CEP §3.2: Q = (V, P, D, EC))")
+            else:
+                raise TypeError(f"not a group element: {element!r}")
+        condition = self.conjunction(filters)
+        return pattern if condition is None else A.Filter(condition, pattern)
+
+    # -- the query
+    def lower(self) -> A.Query:
+        tree = self.tree
+        graphs = [d for d in tree.datasets if isinstance(d, S.FromGraph)]
+        if len(graphs) > 1:
+            raise self.fail(graphs[1], "at most one FROM graph: the background D is one graph "
+                            f"(CQELS-CEP §3.2); the first FROM is at {_where(graphs[0])}")
+        graph = self.term(graphs[0].iri) if graphs else None
+
+        declared: dict[str, tuple[A.Term, A.Window, S.Node]] = {}
+
+        def declare(name_node, stream_node, window_node, at: S.Node):
+            name = self.term(name_node)
+            if name in declared:
+                raise self.fail(name_node, f"window {name_node} is declared twice; the first "
+                                f"declaration is at {_where(declared[name][2])}")
+            declared[name] = (self.term(stream_node), self.window(window_node), at)
+
+        for dataset in tree.datasets:
+            if isinstance(dataset, S.FromWindow):
+                declare(dataset.name, dataset.stream, dataset.window, dataset)
+
+        top = tree.where.elements
+        blocks: dict[str, S.WindowBlock] = {}
+        for element in top:
+            if isinstance(element, S.WindowBlock):
+                if element.stream is not None:
+                    declare(element.name, element.stream, element.window, element)
+                name = self.term(element.name)
+                if name in blocks:
+                    raise self.fail(element, f"window {element.name} has two WINDOW blocks; the "
+                                    f"first is at {_where(blocks[name])}")
+                blocks[name] = element
+
+        streams: dict[str, A.StreamPattern] = {}
+        for name, block in blocks.items():
+            if name not in declared:
+                raise self.fail(block.name, f"window {block.name} is not declared",
+                                _declare_hint(block.name))
+            stream_iri, window, _ = declared[name]
+            streams[name] = A.StreamPattern(name, stream_iri, window, self.tsp(block))  # eq. 9
+
+        in_sequences = set()
+        for element in top:
+            if isinstance(element, S.EventSequence):
+                for item in element.elements:
+                    name = self.term(item.name)
+                    if name not in declared:
+                        raise self.fail(item.name, f"window {item.name} is not declared",
+                                        _declare_hint(item.name))
+                    if name not in blocks:
+                        raise self.fail(item.name, f"window {item.name} has no WINDOW block "
+                                        "giving its pattern",
+                                        (f"WINDOW {item.name} {{ ... }} in WHERE",))
+                    in_sequences.add(name)
+
+        events: list[A.Pattern] = []
+        for element in top:
+            if isinstance(element, S.EventSequence):
+                negated = self.check_negations(element.elements)
+                parts = [streams[self.term(item.name)] for item in element.elements]
+                events.append(A.sequence(*parts, negated=negated))           # eq. 3-8
+            elif isinstance(element, S.WindowBlock):
+                name = self.term(element.name)
+                if name not in in_sequences:
+                    events.append(streams[name])
+
+        rest = [e for e in top if not isinstance(e, (S.WindowBlock, S.EventSequence,
+                                                       S.FilterPattern))]
+        background_pattern = self.group(tree.where, rest)
+        parts = list(events)
+        if not events or background_pattern != A.BGP(()):
+            parts.append(A.Background(graph, background_pattern))           # eq. 17
+        pattern = A.join(*parts)                                             # eq. 1, 2
+        condition = self.conjunction([e for e in top if isinstance(e, S.FilterPattern)])
+        if condition is not None:
+            pattern = A.Filter(condition, pattern)
+
+        form = tree.form
+        if isinstance(form, S.Select):
+            bound = A.variables(pattern)
+            if form.variables is None:
+                projected = _ordered_variables(pattern)
+            else:
+                for variable in form.variables:
+                    if A.Var(variable.name) not in bound:
+                        raise self.fail(variable, self._unbound_reason(variable, pattern))
+                projected = [A.Var(v.name) for v in form.variables]
+            result = A.project(projected, pattern, form.distinct)
+        else:
+            template = []
+            for triple in form.triples:
+                if not isinstance(triple.p, (S.Variable, S.IriRef, S.PrefixedName,
+                                             S.TypeKeyword)):
+                    raise self.fail(triple.p, "a CONSTRUCT template holds triples, not paths",
+                                    ("an IRI", "'a'", "a variable"))
+                template.append(A.TriplePattern(self.var_or_term(triple.s),
+                                                self.var_or_term(triple.p),
+                                                self.var_or_term(triple.o)))
+            result = A.construct(template, pattern)
+
+        prefixes = {}
+        base = None
+        for decl in tree.prologue:
+            if isinstance(decl, S.PrefixDecl):
+                prefixes[decl.name] = decl.iri.value
+            else:
+                base = decl.iri.value
+        return A.Query(result, prefixes, base)
+
+    def _unbound_reason(self, variable: S.Variable, pattern: A.Pattern) -> str:
+        var = A.Var(variable.name)
+        mentioned = any(isinstance(node, A.BGP) and var in A.variables(node)
+                        for node in A.walk(pattern))
+        if mentioned:
+            return (f"{variable} occurs only in a negated element, which binds nothing "
+                    "(NO_HEAD, NO_TAIL and SEQ_WO keep the positive mappings, CQELS-CEP §4.2)")
+        return f"{variable} is selected but no pattern of WHERE binds it"
+
+
+def _declare_hint(name) -> tuple[str, ...]:
+    return (f"FROM NAMED WINDOW {name} ON <stream> [RANGE ...]",
+            f"WINDOW {name} ON <stream> [RANGE ...] {{ ... }}")
+
+
+def _join(left: A.Pattern, right: A.Pattern) -> A.Pattern:
+    if isinstance(left, A.BGP) and not left.patterns:
+        return right
+    return A.Join(left, right)
+
+
+def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
+    """The in-scope variables of ``pattern`` in the order they are first written (SELECT *)."""
+    seen: dict[A.Var, None] = {}
+
+    def visit(node) -> None:
+        if isinstance(node, A.BGP):
+            for item in node.patterns:
+                for x in (item.s, getattr(item, "p", None), item.o):
+                    if isinstance(x, A.Var):
+                        seen.setdefault(x, None)
+            return
+        if isinstance(node, A.SeqWithout):
+            visit(node.left)
+            visit(node.right)
+        elif isinstance(node, A.NoHead):
+            visit(node.right)
+        elif isinstance(node, A.NoTail):
+            visit(node.left)
+        else:
+            for child in A.children(node):
+                visit(child)
+
+    visit(pattern)
+    return list(seen)
+
+
+def lower(tree: S.Query) -> A.Query:
+    """Lower a parsed query (``cep.parse``) to the algebra, per equations (1)-(17) of
+    CQELS-CEP; raises :class:`cep.parser.CepSemanticError` for the errors listed above."""
+    if not isinstance(tree, S.Query):
+        raise TypeError(f"lower() takes a cep.syntax.Query, not {type(tree).__name__}")
+    return _Lowering(tree).lower()
+
+
+def compile_query(text: str, prefixes: Mapping[str, str] | None = None,
+                  base: str | None = None) -> A.Query:
+    """``lower(parse(text, prefixes, base))``: query text → algebra Query."""
+    return lower(parse(text, prefixes, base))
