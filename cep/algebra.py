@@ -842,13 +842,14 @@ def triple(s: "Var | Term", p: "Var | Term", o: "Var | Term") -> TriplePattern:
 
 
 def path_pattern(s: "Var | Term", path: "PA.Path | Var | Term", o: "Var | Term"):
-    """``s path o``: a TriplePattern when the path is a variable, a term, or the single forward
-    link ``next::p`` (= ``:p``); a PathPattern otherwise."""
+    """``s path o``: a TriplePattern when the path is a variable, a term, the single link
+    ``next::p`` (= ``:p``) or its inverse ``next^-1::p`` (= ``^:p``: ``o p s``, SPARQL 1.1
+    §18.2.2.4); a PathPattern otherwise."""
     if isinstance(path, (Var, str)):
         return TriplePattern(s, path, o)
-    if (isinstance(path, PA.Axis) and path.kind is PA.AxisKind.NEXT and not path.inverse
+    if (isinstance(path, PA.Axis) and path.kind is PA.AxisKind.NEXT
             and isinstance(path.test, str)):
-        return TriplePattern(s, path.test, o)
+        return TriplePattern(o, path.test, s) if path.inverse else TriplePattern(s, path.test, o)
     return PathPattern(s, path, o)
 
 

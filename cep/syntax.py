@@ -91,7 +91,13 @@ class Unary(Node):
     operand: "ExprNode"
 
     def __str__(self) -> str:
-        return f"{self.op}{self.operand}"
+        # '-' 1 would read back as the literal -1, and [118] takes a PrimaryExpression after the
+        # operator: wrap numbers after '-' and nested unary expressions in parentheses
+        text = str(self.operand)
+        if isinstance(self.operand, Unary) or (self.op == "-" and
+                                               isinstance(self.operand, NumericLiteral)):
+            text = f"({text})"
+        return f"{self.op}{text}"
 
 
 CALLS = ("STR", "LANG", "DATATYPE", "BOUND", "REGEX")

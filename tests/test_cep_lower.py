@@ -3,6 +3,8 @@ Q = (V, P, D, EC) of Example 7, the documented decisions and every semantic erro
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cep
 from cep import CepSemanticError, CepSyntaxError
@@ -258,6 +260,54 @@ def test_algebra_rejects_malformed_nodes():
         A.Triples(0)
     assert A.path_pattern(S_, PA.axis(PA.AxisKind.NEXT, False, iri("p")), V) == \
         A.TriplePattern(S_, iri("p"), V)
+    assert A.path_pattern(S_, PA.axis(PA.AxisKind.NEXT, True, iri("p")), V) == \
+        A.TriplePattern(V, iri("p"), S_)                 # s ^:p o  =  o :p s
+    edge = PA.axis(PA.AxisKind.EDGE, False, iri("p"))
+    assert A.path_pattern(S_, edge, V) == A.PathPattern(S_, edge, V)
+
+
+def test_inverse_link_is_a_triple_even_in_a_window():
+    query = compile_("SELECT ?v WHERE { WINDOW :W ON ex:s [NOW] { ?s ^:p1 ?v } }")
+    assert query.pattern.pattern == P1
+
+
+def _flatten(node):
+    """(elements, index of the negated one) of a sequence tree, checking right association."""
+    if isinstance(node, A.Sequence):
+        assert not isinstance(node.left, A.Sequence)           # right-associated (eq. 3, 10)
+        right, negated = _flatten(node.right)
+        assert negated is None
+        return [node.left] + right, None
+    if isinstance(node, A.SeqWithout):
+        left, n1 = _flatten(node.left)
+        right, n2 = _flatten(node.right)
+        assert n1 is None and n2 is None and node.negated in PARTS
+        return left + [node.negated] + right, len(left)
+    if isinstance(node, A.NoHead):
+        right, n = _flatten(node.right)
+        assert n is None
+        return [node.negated] + right, 0
+    if isinstance(node, A.NoTail):
+        left, n = _flatten(node.left)
+        assert n is None
+        return left + [node.negated], len(left)
+    assert node in PARTS
+    return [node], None
+
+
+PARTS = [P(i) for i in range(1, 9)]
+
+
+@given(st.integers(1, 8).flatmap(lambda n: st.tuples(
+    st.just(n), st.one_of(st.none(), st.integers(0, n - 1)) if n > 1 else st.none())))
+@settings(max_examples=80, deadline=None)
+def test_any_sequence_rebuilds_its_elements(case):
+    n, negated = case
+    tree = A.sequence(*PARTS[:n], negated=negated)
+    assert _flatten(tree) == (PARTS[:n], negated)
+    text = ", ".join(("!" if i == negated else "") + f"{{?v :p{i + 1} ?s}}" for i in range(n))
+    query = compile_(f"SELECT ?v WHERE {{ WINDOW :W ON ex:s [NOW] {{ SEQ({text}) }} }}")
+    assert query.pattern.pattern == tree
 
 
 # --- semantic errors, with line and column -----------------------------------------------------

@@ -3,6 +3,8 @@ located errors. Spark-free."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cep import CepSyntaxError, parse
 from cep.syntax import (AllWindow, Binary, Call, ConstructTemplate, DurationLiteral, EventElement,
@@ -205,6 +207,33 @@ ROUND_TRIP = [
 def test_round_trip(text):
     tree = parse(text)
     assert parse(str(tree)) == tree
+
+
+_LEAVES = st.one_of(
+    st.sampled_from("abxyz").map(Variable),
+    st.sampled_from(["0", "1", "-1", "+2", "1.5", "-.5e3"]).map(NumericLiteral),
+    st.sampled_from(["", "x", 'q"uote', "l\\ne\n"]).map(StringLiteral),
+    st.sampled_from(["p", "q"]).map(pn),
+    st.just(IriRef("http://t/", "http://t/")),
+    st.booleans().map(PS.BooleanLiteral))
+_EXPRESSIONS = st.recursive(_LEAVES, lambda inner: st.one_of(
+    st.builds(Binary, st.sampled_from(["||", "&&", "=", "!=", "<", ">", "<=", ">=", "+", "-",
+                                       "*", "/"]), inner, inner),
+    st.builds(Unary, st.sampled_from(["!", "-"]), inner),
+    st.builds(lambda e: Call("STR", (e,)), inner),
+    st.builds(lambda e: Call("LANG", (e,)), inner),
+    st.builds(lambda e: Call("DATATYPE", (e,)), inner),
+    st.builds(lambda name: Call("BOUND", (Variable(name),)), st.sampled_from("ab")),
+    st.builds(lambda a, b: Call("REGEX", (a, b)), inner, inner),
+    st.builds(lambda a, b, c: Call("REGEX", (a, b, c)), inner, inner, inner)), max_leaves=8)
+
+
+@given(_EXPRESSIONS)
+@settings(max_examples=150, deadline=None)
+def test_expression_round_trip(expression):
+    query = parse(PRE + f"SELECT * WHERE {{ FILTER({expression}) }}")
+    assert query.where.elements[0].expr == expression
+    assert parse(str(query)) == query
 
 
 def test_keywords_are_case_insensitive():
