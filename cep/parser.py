@@ -173,6 +173,9 @@ class _ToCep(_ToSyntax):
     del _name
     expr_iri_ref = _ToSyntax.__dict__["iri_ref"]
     expr_prefixed_name = _ToSyntax.__dict__["prefixed_name"]
+    expr_rdf_literal = _ToSyntax.__dict__["rdf_literal"]
+    expr_numeric_literal = _ToSyntax.__dict__["numeric_literal"]
+    expr_boolean_literal = _ToSyntax.__dict__["boolean_literal"]
 
     def __init__(self, prefixes: Mapping[str, str], base: str | None, text: str) -> None:
         super().__init__(dict(prefixes), base)

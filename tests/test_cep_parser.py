@@ -337,3 +337,25 @@ def test_error_message_shows_a_caret():
 def test_not_a_string():
     with pytest.raises(TypeError):
         parse(b"SELECT * {}")
+
+
+@pytest.mark.parametrize("text", [
+    "?s :p* :o",                     # '*' after a path's iri is a modifier ...
+    "?s :p+ ?o . ?s next::1* ?o",
+    "?s :p? ?o",
+    'FILTER("1"^^:t*2 = ?x)',        # ... and after an expression's literal an operator
+    "FILTER(?x<3&&?x>2)",            # '<3&&?x>' is not an IRI here
+    "FILTER(?x+1 = ?y-1)",           # '+1' after an operand is '+' 1
+])
+def test_lexer_contexts(text):
+    tree = where(text)
+    assert parse(str(parse(PRE + f"SELECT * WHERE {{ {text} }}"))).where == tree
+
+
+def test_operators_and_modifiers_are_told_apart():
+    (block,) = where("?s :p* :o").elements
+    assert block.triples[0].p == PS.Modified(pn("p"), "*")
+    assert expr('"1"^^:t*2 = ?x') == Binary("=", Binary("*", StringLiteral("1", None, pn("t")),
+                                                       NumericLiteral("2")), v("x"))
+    assert expr("?x<3&&?x>2") == Binary("&&", Binary("<", v("x"), NumericLiteral("3")),
+                                        Binary(">", v("x"), NumericLiteral("2")))
