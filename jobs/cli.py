@@ -3,6 +3,7 @@
     rsp-sidecar setup [--require-graphframes]     fetch GraphFrames' JVM jar into the cache
     rsp-sidecar materialize --ontology ... --out DIR [--if-changed] [--export-ntriples F]
     rsp-sidecar demo [--data-dir D] [--out DIR]   the end-to-end demo of the README
+    rsp-sidecar paths --data F ... --path EXPR [--from T] [--to T] [--format tsv|csv|json]
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import argparse
 import sys
 
 from jobs import demo, jars, materialize
+from jobs import paths as paths_job
 from jobs.errors import run_cli
 
 
@@ -38,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     dem = sub.add_parser("demo", help="run the end-to-end demo")
     demo.add_arguments(dem)
     dem.set_defaults(run=demo.run)
+    pth = sub.add_parser("paths", help="evaluate a property path over RDF files (SPARQL 1.1 results)")
+    paths_job.add_arguments(pth)
+    pth.set_defaults(run=paths_job.run)
     args = parser.parse_args(argv)
     return run_cli(args.run, args)
 
