@@ -20,4 +20,4 @@ compile = compile_query  # noqa: A001 - the name the issue asks for; shadows the
 __all__ = ["parse", "lower", "compile", "compile_query", "CepSyntaxError", "CepSemanticError"]
 
 # --- runtime (helper C2 owns the next line) ---------------------------------------------------
-# from cep.evaluate import evaluate
+from cep.evaluate import evaluate  # noqa: E402  (helper C2)

@@ -1,0 +1,284 @@
+"""Operators on Spark DataFrames of mappings with intervals (CQELS-CEP §4.1-4.2).
+
+A DataFrame of mappings with intervals has one ``long`` column per variable
+(``cep.columns.var_column``; the term id, ``null`` = unbound) and ``T_START``, ``T_END``
+(``reasoner.schema``). Every operator returns a new DataFrame with set semantics (``distinct``,
+as the paper's set comprehensions) and its columns in canonical order: variable columns sorted by
+name, then ``T_START``, ``T_END``. ``cep.reference`` is the same semantics in pure Python (the
+oracle of the differential tests).
+
+Compatibility μ1 ~ μ2 (§4.2): ∀x ∈ dom(μ1) ∩ dom(μ2): μ1(x) = μ2(x). With unbound variables as
+nulls, for a variable column ``x`` present on both sides this is exactly
+``l.x = r.x OR l.x IS NULL OR r.x IS NULL`` (a null on either side is compatible), and the merged
+value of μ1 ∪ μ2 is ``coalesce(l.x, r.x)`` (the non-null one; both equal when both bound). When
+the schemas say neither side can be null (Spark's ``nullable`` flag is sound: ``False`` only when
+no row can hold a null — a BGP's columns are filtered ``isNotNull``, which clears the flag) the
+condition is the plain ``l.x = r.x``, an equi-join key Spark can hash on; otherwise the null-aware
+disjunction is a residual condition (still exact, only slower). Variables on one side only impose
+nothing.
+
+Operators (DESIGN.md "Operators"; §4.2 of the paper):
+
+* :func:`join`    JOIN(Ω1, Ω2) = {<μ1 ∪ μ2, [max(t1,t3), min(t2,t4)]> | μ1 ~ μ2, max(t1,t3) ≤ min(t2,t4)}
+* :func:`union`   OR(Ω1, Ω2) = Ω1 ∪ Ω2 (columns missing on one side are null = unbound)
+* :func:`seq`     SEQ(Ω1, Ω2) = {<μ1 ∪ μ2, [t1, t4]> | μ1 ~ μ2, t2 < t3}               (eq. 4, 11)
+* :func:`seq_wo`  SEQ_WO(Ω1, Ω2, Ω3) = {<μ1 ∪ μ3, [t1, t6]> | μ1 ~ μ3, t2 < t5, ∄<μ2,[t3,t4]> ∈ Ω2:
+  μ2 ~ μ1 ∪ μ3 ∧ [t3,t4] ⊆ [t2,t5]} — the paper's head μ1 ∪ μ2 and μ1 ~ μ2 are typos for μ3
+  (DESIGN.md); a negated event exactly at t2 or t5 is inside [t2, t5] and blocks   (eq. 8, 15)
+* :func:`no_head` NO_HEAD(Ω1, Ω2) = {<μ2,[t3,t4]> ∈ Ω2 | ∄<μ1,[t1,t2]> ∈ Ω1: μ1 ~ μ2, t2 < t3}    (eq. 6, 13)
+* :func:`no_tail` NO_TAIL(Ω1, Ω2, t) = {<μ1,[t1,t2]> ∈ Ω1 | ∄<μ2,[t3,t4]> ∈ Ω2: μ1 ~ μ2, t2 < t3,
+  t4 ≤ t}                                                                          (eq. 7, 14)
+* :func:`left_join` OPTIONAL for background patterns (SPARQL 1.1 §18.5 LeftJoin, with JOIN's
+  interval intersection for the kept pairs).
+
+Negations are ``left_anti`` joins on the compatibility + interval condition. No Python UDFs.
+
+Windows (§4.1; a stream is a DataFrame ``(item, s, p, o, t_start, t_end)``; each function returns
+the window content with the items' intervals clipped):
+
+* :func:`w_range` RANGE T (slide 1): the paper's w_RANGE, see its comment;
+* :func:`w_now` NOW = w_RANGE(S, t, 0), the items valid at t;
+* :func:`w_all` ALL (landmark) = w_RANGE(S, t, ∞): every item started by t, t2 clipped to t;
+* :func:`w_triples` TRIPLES n: the last n *triples* started by t, most recent first by
+  (t_start, t_end) and then by (item, s, p, o) descending to break ties deterministically,
+  clipped like ALL; a graph item may be cut (only its triples in the window are matched);
+* :func:`w_step` RANGE T STEP s / TUMBLING (s = T): C-SPARQL's report policy "on window close".
+  Windows close at the multiples of s (time origin 0); at time t the content is the last closed
+  window, c = ⌊t/s⌋·s (:func:`close_instant`), evaluated as w_RANGE(S, c, T). Between two closes
+  the answer therefore does not change. (CQELS/EP-SPARQL's "on content change" is the slide-1
+  RANGE window evaluated at each arrival time, which callers get by choosing those t.)
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from cep.columns import ITEM, T_END, T_START, scratch, var_columns
+from reasoner.schema import O, P, S, require_columns
+
+__all__ = [
+    "MIN_TIME", "MAX_TIME", "canonical", "empty", "join", "union", "seq", "seq_wo", "no_head",
+    "no_tail", "left_join", "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
+    "STREAM_COLUMNS",
+]
+
+#: The smallest / largest representable time (signed 64-bit). A static background has been
+#: unchanged "since forever": its mappings carry [MIN_TIME, t] (eq. 17; see cep.evaluate).
+MIN_TIME = -(1 << 63)
+MAX_TIME = (1 << 63) - 1
+
+STREAM_COLUMNS = (ITEM, S, P, O, T_START, T_END)
+
+_L, _R, _N, _M = "l", "r", "n", "m"
+
+
+def _check(df: DataFrame, what: str) -> None:
+    require_columns(df, (T_START, T_END), what)
+
+
+def canonical(df: DataFrame) -> DataFrame:
+    """Variable columns sorted by name (cast to long), then T_START, T_END; other columns dropped."""
+    _check(df, "mappings")
+    return df.select(*[F.col(c).cast("long").alias(c) for c in sorted(var_columns(df))],
+                     F.col(T_START).cast("long").alias(T_START), F.col(T_END).cast("long").alias(T_END))
+
+
+def empty(spark, variables: list[str] | tuple[str, ...] = ()) -> DataFrame:
+    """The empty set of mappings over the given variable columns."""
+    fields = ", ".join(f"`{c}` long" for c in sorted(variables))
+    schema = (fields + ", " if fields else "") + f"{T_START} long, {T_END} long"
+    return spark.createDataFrame([], schema)
+
+
+def _prefixed(df: DataFrame, side: str) -> DataFrame:
+    """All columns renamed ``_<side>_<column>`` (so both sides of a join have distinct names)."""
+    return df.select(*[F.col(c).alias(scratch(side, c)) for c in df.columns])
+
+
+def _nullable(df: DataFrame, column: str) -> bool:
+    return df.schema[column].nullable
+
+
+def _compatible(left: DataFrame, lside: str | None, right: DataFrame, rside: str | None) -> Column:
+    """μ1 ~ μ2 over the variable columns of ``left`` and ``right`` (module docstring).
+
+    ``lside``/``rside``: the prefix the side's columns carry in the joined frame (None = none).
+    """
+    def name(side, c):
+        return c if side is None else scratch(side, c)
+
+    cond = F.lit(True)
+    for c in sorted(set(var_columns(left)) & set(var_columns(right))):
+        a, b = F.col(name(lside, c)), F.col(name(rside, c))
+        if _nullable(left, c) or _nullable(right, c):
+            cond = cond & ((a == b) | a.isNull() | b.isNull())
+        else:
+            cond = cond & (a == b)
+    return cond
+
+
+def _merged(left: DataFrame, lside: str, right: DataFrame, rside: str) -> list[Column]:
+    """The variable columns of μ1 ∪ μ2 (coalesce on shared variables: the bound value)."""
+    lv, rv = set(var_columns(left)), set(var_columns(right))
+    out = []
+    for c in sorted(lv | rv):
+        if c in lv and c in rv:
+            out.append(F.coalesce(F.col(scratch(lside, c)), F.col(scratch(rside, c))).alias(c))
+        elif c in lv:
+            out.append(F.col(scratch(lside, c)).alias(c))
+        else:
+            out.append(F.col(scratch(rside, c)).alias(c))
+    return out
+
+
+def _col(side: str | None, column: str) -> Column:
+    return F.col(column if side is None else scratch(side, column))
+
+
+# ---------------------------------------------------------------------------------------------
+# operators (§4.2)
+
+def join(o1: DataFrame, o2: DataFrame) -> DataFrame:
+    """JOIN(Ω1, Ω2): compatible pairs whose intervals intersect; the intersection (§4.2, eq. 1-2)."""
+    _check(o1, "JOIN left")
+    _check(o2, "JOIN right")
+    l, r = _prefixed(o1, _L), _prefixed(o2, _R)
+    start = F.greatest(_col(_L, T_START), _col(_R, T_START))
+    end = F.least(_col(_L, T_END), _col(_R, T_END))
+    cond = _compatible(o1, _L, o2, _R) & (start <= end)
+    joined = l.join(r, cond, "inner")
+    return joined.select(*_merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END)).distinct()
+
+
+def union(o1: DataFrame, o2: DataFrame) -> DataFrame:
+    """OR(Ω1, Ω2) = Ω1 ∪ Ω2; a variable of one side only is unbound (null) in the other's rows."""
+    a, b = canonical(o1), canonical(o2)
+    return canonical(a.unionByName(b, allowMissingColumns=True).distinct())
+
+
+def seq(o1: DataFrame, o2: DataFrame) -> DataFrame:
+    """SEQ(Ω1, Ω2) = {<μ1 ∪ μ2, [t1, t4]> | μ1 ~ μ2, t2 < t3} (eq. 4, 11)."""
+    _check(o1, "SEQ left")
+    _check(o2, "SEQ right")
+    l, r = _prefixed(o1, _L), _prefixed(o2, _R)
+    cond = _compatible(o1, _L, o2, _R) & (_col(_L, T_END) < _col(_R, T_START))
+    joined = l.join(r, cond, "inner")
+    return joined.select(*_merged(o1, _L, o2, _R), _col(_L, T_START).alias(T_START),
+                         _col(_R, T_END).alias(T_END)).distinct()
+
+
+def seq_wo(o1: DataFrame, o2: DataFrame, o3: DataFrame) -> DataFrame:
+    """SEQ_WO(Ω1, Ω2, Ω3): the sequences Ω1 then Ω3 with no compatible negated Ω2 mapping whose
+    interval lies within [t2, t5] (eq. 8, 15; the head's μ2 read as μ3, DESIGN.md)."""
+    for df, what in ((o1, "SEQ_WO left"), (o2, "SEQ_WO negated"), (o3, "SEQ_WO right")):
+        _check(df, what)
+    gap_start, gap_end = scratch("gap", "start"), scratch("gap", "end")
+    l, r = _prefixed(o1, _L), _prefixed(o3, _R)
+    cond = _compatible(o1, _L, o3, _R) & (_col(_L, T_END) < _col(_R, T_START))
+    pairs = l.join(r, cond, "inner").select(
+        *_merged(o1, _L, o3, _R), _col(_L, T_START).alias(T_START), _col(_R, T_END).alias(T_END),
+        _col(_L, T_END).alias(gap_start), _col(_R, T_START).alias(gap_end))
+    neg = _prefixed(o2, _N)
+    blocked = (_compatible(pairs, None, o2, _N) & (_col(_N, T_START) >= F.col(gap_start))
+               & (_col(_N, T_END) <= F.col(gap_end)))
+    kept = pairs.join(neg, blocked, "left_anti")
+    return canonical(kept).distinct()
+
+
+def no_head(o1: DataFrame, o2: DataFrame) -> DataFrame:
+    """NO_HEAD(Ω1, Ω2): the mappings of Ω2 with no compatible Ω1 mapping ending before they start
+    (eq. 6, 13). Ω1 is the negated head."""
+    _check(o1, "NO_HEAD negated")
+    _check(o2, "NO_HEAD right")
+    neg = _prefixed(o1, _N)
+    blocked = _compatible(o2, None, o1, _N) & (_col(_N, T_END) < F.col(T_START))
+    return canonical(o2.join(neg, blocked, "left_anti")).distinct()
+
+
+def no_tail(o1: DataFrame, o2: DataFrame, t: int) -> DataFrame:
+    """NO_TAIL(Ω1, Ω2, t): the mappings of Ω1 with no compatible Ω2 mapping that starts after they
+    end and has ended by the evaluation time t (eq. 7, 14). Ω2 is the negated tail."""
+    _check(o1, "NO_TAIL left")
+    _check(o2, "NO_TAIL negated")
+    neg = _prefixed(o2, _N)
+    blocked = (_compatible(o1, None, o2, _N) & (F.col(T_END) < _col(_N, T_START))
+               & (_col(_N, T_END) <= F.lit(int(t))))
+    return canonical(o1.join(neg, blocked, "left_anti")).distinct()
+
+
+def left_join(o1: DataFrame, o2: DataFrame, keep=None) -> DataFrame:
+    """OPTIONAL: LeftJoin(Ω1, Ω2, expr) (SPARQL 1.1 §18.5) on mappings with intervals.
+
+    The compatible pairs with intersecting intervals that satisfy ``keep`` (a function from a
+    DataFrame of merged mappings to its rows satisfying the OPTIONAL's condition; None = all),
+    with JOIN's intersection, plus every Ω1 mapping that has no such pair, as it is.
+    """
+    _check(o1, "OPTIONAL left")
+    _check(o2, "OPTIONAL right")
+    l, r = _prefixed(o1, _L), _prefixed(o2, _R)
+    start = F.greatest(_col(_L, T_START), _col(_R, T_START))
+    end = F.least(_col(_L, T_END), _col(_R, T_END))
+    left_cols = [scratch(_L, c) for c in o1.columns]
+    pairs = l.join(r, _compatible(o1, _L, o2, _R) & (start <= end), "inner").select(
+        *left_cols, *_merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END))
+    if keep is not None:
+        pairs = keep(pairs)
+    matched = pairs.select(*[F.col(scratch(_L, c)).alias(scratch(_M, c)) for c in o1.columns]).distinct()
+    same = F.lit(True)
+    for c in o1.columns:
+        same = same & F.col(scratch(_L, c)).eqNullSafe(F.col(scratch(_M, c)))
+    unmatched = l.join(matched, same, "left_anti").select(*[F.col(scratch(_L, c)).alias(c) for c in o1.columns])
+    return union(canonical(pairs), canonical(unmatched))
+
+
+# ---------------------------------------------------------------------------------------------
+# windows (§4.1)
+
+def _check_stream(stream: DataFrame) -> None:
+    require_columns(stream, STREAM_COLUMNS, "stream")
+
+
+def w_range(stream: DataFrame, t: int, T: int) -> DataFrame:
+    """The time-based window with slide 1 at time t over the last T time units:
+
+    w_RANGE(S, t, T) = { <g, [max(t1, t−T), min(t2, t)]> | <g, [t1, t2]> ∈ S, t1 ≤ t, t2 ≥ t−T }
+    (the clipping of t1 is our reading of a garbled formula — DESIGN.md "Window")
+    """
+    _check_stream(stream)
+    lo, hi = int(t) - int(T), int(t)
+    return (stream.filter((F.col(T_START) <= F.lit(hi)) & (F.col(T_END) >= F.lit(lo)))
+            .select(ITEM, S, P, O, F.greatest(F.col(T_START), F.lit(lo)).alias(T_START),
+                    F.least(F.col(T_END), F.lit(hi)).alias(T_END)))
+
+
+def w_now(stream: DataFrame, t: int) -> DataFrame:
+    """NOW = w_RANGE(S, t, 0): the items valid at t, each with interval [t, t]."""
+    return w_range(stream, t, 0)
+
+
+def w_all(stream: DataFrame, t: int) -> DataFrame:
+    """ALL (landmark) = w_RANGE(S, t, ∞): every item started by t, its end clipped to t."""
+    _check_stream(stream)
+    return (stream.filter(F.col(T_START) <= F.lit(int(t)))
+            .select(ITEM, S, P, O, T_START, F.least(F.col(T_END), F.lit(int(t))).alias(T_END)))
+
+
+def w_triples(stream: DataFrame, t: int, n: int) -> DataFrame:
+    """TRIPLES n: the n most recent triples started by t (module docstring for the order), clipped
+    like ALL. ``orderBy(...).limit(n)`` runs as one top-n (no global sort)."""
+    latest = w_all(stream, t)
+    order = [F.col(c).desc() for c in (T_START, T_END, ITEM, S, P, O)]
+    return latest.orderBy(*order).limit(int(n))
+
+
+def close_instant(t: int, step: int) -> int:
+    """The last close of a STEP/TUMBLING window at or before t: ⌊t / step⌋ · step (origin 0)."""
+    if step <= 0:
+        raise ValueError(f"a window step must be positive, got {step}")
+    return (int(t) // int(step)) * int(step)
+
+
+def w_step(stream: DataFrame, t: int, T: int, step: int) -> DataFrame:
+    """RANGE T STEP s (TUMBLING: s = T), reported on window close (C-SPARQL): the last closed
+    window at t, i.e. w_RANGE(S, close_instant(t, s), T)."""
+    return w_range(stream, close_instant(t, step), T)
