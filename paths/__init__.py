@@ -6,9 +6,11 @@ Three trees, three modules (DESIGN.md "Engineering rules"):
   dataclasses with source spans); errors are :class:`PathSyntaxError` with line and column;
 * ``paths.algebra.lower`` — syntax tree → algebra (``paths.algebra``: closed set of frozen
   dataclasses built by simplifying smart constructors; ``str()`` is nSPARQL native syntax);
-* compilers of the algebra: ``paths.reference.evaluate`` (pure Python, the oracle for tests) and,
-  later, the Spark compiler, whose ``evaluate`` will be exported from here. The front end (parser,
-  syntax, algebra, reference, named) does not import pyspark.
+* compilers of the algebra: ``paths.reference.evaluate`` (pure Python, the oracle for tests) and
+  ``paths.spark.evaluate`` (iterative Spark joins over an id-encoded graph), exported here as
+  ``evaluate`` together with ``PathGraph``. The front end (parser, syntax, algebra, reference,
+  named) does not import pyspark; ``evaluate``/``PathGraph`` import ``paths.spark`` (and so
+  pyspark) on first use.
 
 ``paths.named`` holds the nSPARQL RDFS expressions (``SC_STAR``, ``TYPE``, ...).
 
@@ -19,4 +21,14 @@ Three trees, three modules (DESIGN.md "Engineering rules"):
 from paths.algebra import lower
 from paths.parser import PathSyntaxError, parse
 
-__all__ = ["parse", "lower", "PathSyntaxError"]
+__all__ = ["parse", "lower", "PathSyntaxError", "evaluate", "PathGraph", "PathIterationLimit"]
+
+_SPARK_NAMES = ("evaluate", "PathGraph", "PathIterationLimit")
+
+
+def __getattr__(name):  # PEP 562: the Spark compiler is imported lazily
+    if name in _SPARK_NAMES:
+        from paths import spark
+
+        return getattr(spark, name)
+    raise AttributeError(f"module 'paths' has no attribute {name!r}")
