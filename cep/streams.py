@@ -64,6 +64,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from cep.algebra import TIME_UNITS
+from cep.columns import ITEM  # the stream-item column: a long id shared by the triples of one item
 # The N-Triples grammar pieces and term normalisation of the static loader, reused as they are.
 from reasoner.loading import (_BLANK_OR_COMMENT, _BNODE, _IRI, _LITERAL, _OBJECT, _WS, RDFLoadError, _canonical,
                               _column_after, _reject_reason, _scope_bnode)
@@ -73,9 +74,6 @@ from reasoner.vocab import RDF_TYPE
 
 __all__ = ["ITEM", "STREAM_COLUMNS", "FORMATS", "Stream", "read_stream", "detect_stream_format"]
 
-#: The stream-item column (a long id shared by all triples of one item). Not yet in
-#: reasoner.schema (lead-owned); cep modules import it from here.
-ITEM = "item"
 #: Columns of :attr:`Stream.triples` / :attr:`Stream.terms`, in order.
 STREAM_COLUMNS = (ITEM, S, P, O, T_START, T_END)
 

@@ -1,0 +1,341 @@
+"""Evaluate a CQELS-CEP query once, at a time T, over static graphs and stream files.
+
+    python -m jobs.query QUERY_FILE [--static FILE ...] [--static IRI=FILE ...] [--stream IRI=FILE ...]
+                         --at T [--time-unit ms|s|m|h|d] [--format tsv|csv|json] [--rejects FILE] [--out FILE]
+    spark-submit jobs/query.py ...            (same arguments)
+    rsp-sidecar query ...                     (same arguments)
+
+Prints the answers ⟦Q, T⟧ (CQELS-CEP eq. 1) as W3C SPARQL 1.1 query results (TSV, CSV or JSON;
+``jobs/results.py``), sorted. A query with event clauses (windows over streams) gets two more
+columns, ``_start`` and ``_end``: the interval of each answer, as ``xsd:integer`` ticks of
+``--time-unit``. A ``CONSTRUCT`` query prints its triples as N-Triples (distinct, sorted; the
+intervals are not printed; ``--format`` does not apply).
+
+* ``QUERY_FILE``: the query (``cep`` grammar: SPARQL 1.1 SELECT/CONSTRUCT with ``FROM NAMED WINDOW``,
+  ``WINDOW`` blocks, ``SEQ`` and nested regular expressions). A syntax or meaning error prints
+  ``error: FILE: line L, column C: ...`` naming what was expected.
+* ``--static FILE ...``: files of the default graph (N-Triples read by Spark line-parallel, Turtle,
+  RDF/XML, ... parsed by rdflib; ``reasoner.loading``). ``--static IRI=FILE`` binds the graph a
+  query names with ``FROM IRI`` (an ``<iri>``, an absolute IRI, or a prefixed name declared in the
+  query); a query with ``FROM <g>`` and no ``--static <g>=...`` uses the default graph files (the
+  FROM graph *is* the background D, §3.2), and an error is raised when there are none. Each
+  static graph is materialized with the reasoner first (RDFS + the OWL extras of
+  ``reasoner.materialize``, ``reasoner.api.encoded_closure``), so background patterns see the
+  entailed triples (e.g. ``?v a :vehicle`` matches a ``:subway`` instance when ``:subway
+  rdfs:subClassOf :vehicle``). Graphs are closed one by one, never merged.
+* ``--stream IRI=FILE``: the file of a stream the query reads (``cep.streams.read_stream``: JSON
+  Lines or timestamped N-Triples, by extension). Prefixed names in JSON Lines streams are resolved
+  with the query's ``PREFIX`` declarations. Every stream the query reads must be bound; a bound
+  stream the query does not read is reported on stderr and ignored.
+* ``--at T``: the evaluation time, an integer number of ``--time-unit`` ticks or an ISO-8601
+  date-time (converted to ticks since the Unix epoch, rounded down; no offset = UTC).
+  ``--time-unit`` (default ``ms``) is the unit of the stream timestamps and of ``--at``.
+* Rejects: bad lines of stream files and N-Triples static files are not loaded; their count is
+  printed on stderr, and ``--rejects FILE`` writes them as JSON Lines ``{"file", "line",
+  "reason", "raw"}``.
+
+Expected failures — a query error, an unknown stream or graph, a missing file, a bad ``--at`` —
+print one ``error:`` line and exit with code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cep.algebra import TIME_UNITS  # noqa: E402
+from jobs.errors import run_cli  # noqa: E402
+from jobs.results import FORMATS, write_results  # noqa: E402
+
+#: The extra result columns of a query with event clauses: the answer's interval.
+START_VAR, END_VAR = "_start", "_end"
+XSD_INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
+
+
+class QueryError(ValueError):
+    """An expected failure of the query job, with a one-line message."""
+
+
+# --- the command line, checked before any Spark work ----------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", metavar="QUERY_FILE", help="the CQELS-CEP query")
+    parser.add_argument("--static", action="extend", nargs="+", default=[], metavar="[IRI=]FILE",
+                        help="background files: FILE joins the default graph, IRI=FILE the graph FROM IRI")
+    parser.add_argument("--stream", action="extend", nargs="+", default=[], metavar="IRI=FILE",
+                        help="the file of stream IRI (.jsonl JSON Lines, .nt timestamped N-Triples)")
+    parser.add_argument("--at", required=True, metavar="T",
+                        help="evaluation time: integer ticks of --time-unit or an ISO-8601 date-time")
+    parser.add_argument("--time-unit", choices=tuple(TIME_UNITS), default="ms",
+                        help="unit of the stream timestamps and of --at (default ms)")
+    parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
+    parser.add_argument("--rejects", metavar="FILE", help="write the rejected input lines here (JSON Lines)")
+    parser.add_argument("--out", metavar="FILE", help="write the results here instead of stdout")
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def parse_at(text: str, time_unit: str) -> int:
+    """``--at``: integer ticks, or an ISO-8601 date-time as ticks since the epoch (floor; naive = UTC)."""
+    text = text.strip()
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    try:
+        moment = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise QueryError(f"--at {text!r}: expected an integer number of {time_unit} or an ISO-8601 date-time "
+                         f"(e.g. 2024-05-01T10:00:00Z)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.timezone.utc)
+    delta = moment - _EPOCH
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return micros // (TIME_UNITS[time_unit] * 1000)
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split("\n")[0].split())
+
+
+def _iri_term(text: str, prefixes: dict[str, str]) -> str | None:
+    """``text`` as an IRI term when it names one (<iri>, a declared prefixed name, an absolute IRI)."""
+    if text.startswith("<") and text.endswith(">") and len(text) > 2:
+        return text
+    prefix, colon, local = text.partition(":")
+    if not colon:
+        return None
+    if prefix in prefixes and not local.startswith("//"):
+        return f"<{prefixes[prefix]}{local}>"
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9+.\-]*", prefix) and not any(c in text for c in ' <>"{}|\\^`'):
+        return f"<{text}>"
+    return None
+
+
+def _binding(item: str, prefixes: dict[str, str], option: str) -> tuple[str | None, Path]:
+    """``IRI=FILE`` → (IRI term, path); ``FILE`` → (None, path)."""
+    name, sep, file = item.partition("=")
+    iri = _iri_term(name.strip(), prefixes) if sep else None
+    if iri is None:
+        if option == "--stream":
+            raise QueryError(f"--stream {item!r}: expected IRI=FILE (an <iri>, an absolute IRI or a prefixed "
+                             f"name the query declares, then '=' and the stream file)")
+        return None, Path(item)
+    return iri, Path(file)
+
+
+def _existing(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise QueryError(f"{path}: no such file ({what})")
+    return path
+
+
+@dataclass
+class Plan:
+    """What the command line asks for, checked before Spark starts."""
+
+    query: object                      # cep.algebra.Query
+    at: int
+    time_unit: str
+    graphs: dict[str | None, list[Path]] = field(default_factory=dict)   # None = default graph
+    streams: dict[str, Path] = field(default_factory=dict)
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
+    from cep import CepSyntaxError, compile_query
+    from cep.algebra import background_patterns, stream_patterns
+
+    at = parse_at(args.at, args.time_unit)
+    query_path = _existing(Path(args.query), "the query file")
+    text = query_path.read_text(encoding="utf-8")
+    try:
+        query = compile_query(text)
+    except CepSyntaxError as exc:
+        raise QueryError(f"{query_path}: {_one_line(exc)}") from None
+    prefixes = dict(query.prefixes)
+    result = Plan(query, at, args.time_unit)
+    for item in args.static:
+        iri, path = _binding(item, prefixes, "--static")
+        result.graphs.setdefault(iri, []).append(_existing(path, f"static graph {iri or 'default'}"))
+    for item in args.stream:
+        iri, path = _binding(item, prefixes, "--stream")
+        if iri in result.streams:
+            raise QueryError(f"--stream {iri} is bound twice ({result.streams[iri]} and {path})")
+        result.streams[iri] = _existing(path, f"stream {iri}")
+    read = list(dict.fromkeys(sp.stream for sp in stream_patterns(query.pattern)))
+    for iri in read:
+        if iri not in result.streams:
+            bound = ", ".join(result.streams) or "none"
+            raise QueryError(f"the query reads stream {iri}, which no --stream binds (bound: {bound}); "
+                             f"pass --stream {iri}=FILE")
+    for iri in result.streams:
+        if iri not in read:
+            print(f"warning: --stream {iri} is not read by the query; ignored", file=sys.stderr)
+    for graph in dict.fromkeys(b.graph for b in background_patterns(query.pattern)):
+        if graph is not None and graph not in result.graphs and None not in result.graphs:
+            raise QueryError(f"the query's background graph FROM {graph} has no file: pass --static {graph}=FILE "
+                             f"(or --static FILE for the default graph)")
+    return result
+
+
+# --- running it -----------------------------------------------------------------------------
+
+def _dictionary_check(dictionary):
+    """Raise ``HashCollisionError`` when two distinct terms of the union share an id."""
+    from pyspark.sql import functions as F
+
+    from reasoner.dictionary import HashCollisionError
+    from reasoner.schema import ID, TERM
+
+    clashes = (dictionary.groupBy(ID).agg(F.min(TERM).alias("_a"), F.max(TERM).alias("_b"))
+               .filter(F.col("_a") != F.col("_b")).limit(100).collect())
+    if clashes:
+        raise HashCollisionError([(row[ID], [row["_a"], row["_b"]]) for row in clashes])
+
+
+def _query_terms(query) -> set[str]:
+    """Every constant of the query (they may be bound to variables, so they must decode)."""
+    from cep import algebra as A
+
+    found: set[str] = set()
+
+    def visit(value) -> None:
+        if isinstance(value, str):
+            if A.is_term(value):
+                found.add(value)
+        elif isinstance(value, (tuple, list)):
+            for x in value:
+                visit(x)
+        elif hasattr(value, "__dataclass_fields__"):
+            for name in value.__dataclass_fields__:
+                visit(getattr(value, name))
+
+    visit(query.form)
+    return found
+
+
+def _write_rejects(frames, path: str) -> None:
+    from reasoner.schema import FILE, LINE, RAW, REASON
+
+    with open(path, "w", encoding="utf-8") as out:
+        for frame in frames:
+            for row in frame.orderBy(FILE, LINE).toLocalIterator():
+                out.write(json.dumps({"file": row[FILE], "line": row[LINE], "reason": row[REASON], "raw": row[RAW]},
+                                     ensure_ascii=False) + "\n")
+
+
+def _select_rows(decoded, names: Sequence[str], columns: Sequence[str], events: bool) -> Iterator[dict]:
+    from reasoner.schema import T_END, T_START
+
+    for row in decoded.toLocalIterator():
+        out = {name: row[column] for name, column in zip(names, columns)}
+        if events:
+            out[START_VAR] = f'"{row[T_START]}"^^{XSD_INTEGER}'
+            out[END_VAR] = f'"{row[T_END]}"^^{XSD_INTEGER}'
+        yield out
+
+
+def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = None) -> int:
+    """Load, evaluate and print; returns the number of answers (triples for CONSTRUCT)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from cep import algebra as A
+    from cep import evaluate
+    from cep.columns import var_column
+    from cep.streams import read_stream
+    from jobs.spark import build_session
+    from reasoner.api import encoded_closure
+    from reasoner.dictionary import decode
+    from reasoner.hashing import term_id
+    from reasoner.loading import load
+    from reasoner.schema import ID, O, P, S, T_END, T_START, TERM
+
+    spark = build_session("rsp-sidecar query")
+    query = p.query
+    background, dictionaries, reject_frames = {}, [], []
+    for graph, files in p.graphs.items():
+        loaded = load(spark, files)
+        closure, dictionary = encoded_closure(loaded.triples)
+        background[graph] = closure.inferred
+        dictionaries.append(dictionary)
+        if any(str(f).lower().endswith((".nt", ".ntriples")) for f in files):
+            count = loaded.rejected
+            if count:
+                print(f"static {graph or 'default graph'}: {count} rejected line(s)", file=sys.stderr)
+                reject_frames.append(loaded.rejects)
+    if None not in background and not p.graphs:
+        background[None] = spark.createDataFrame([], f"{S} long, {P} long, {O} long")
+    streams = {}
+    read = set(sp.stream for sp in A.stream_patterns(query.pattern))
+    for iri, path in p.streams.items():
+        if iri not in read:
+            continue
+        stream = read_stream(spark, path, prefixes=dict(query.prefixes), time_unit=p.time_unit)
+        streams[iri] = stream.triples
+        dictionaries.append(stream.dictionary)
+        count = stream.rejected
+        print(f"stream {iri} ({path}): {count} rejected line(s)", file=sys.stderr)
+        if count:
+            reject_frames.append(stream.rejects)
+    if rejects_path:
+        _write_rejects(reject_frames, rejects_path)
+    constants = spark.createDataFrame([(term_id(t), t) for t in sorted(_query_terms(query))], f"{ID} long, {TERM} string")
+    dictionary = constants
+    for d in dictionaries:
+        dictionary = dictionary.unionByName(d)
+    dictionary = dictionary.distinct().persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        _dictionary_check(dictionary)
+        result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary)
+        if isinstance(query.form, A.Construct):
+            decoded = decode(result.select(S, P, O).distinct(), dictionary, (S, P, O)).orderBy(S, P, O)
+            count = 0
+            for row in decoded.toLocalIterator():
+                out.write(f"{row[S]} {row[P]} {row[O]} .\n")
+                count += 1
+            return count
+        names = [v.name for v in query.form.variables]
+        events = bool(A.stream_patterns(query.pattern))
+        if events and (START_VAR in names or END_VAR in names):
+            raise QueryError(f"the query projects ?{START_VAR} or ?{END_VAR}, the names of the interval columns; "
+                             f"rename the variable")
+        columns = [var_column(n) for n in names]
+        kept = columns + ([T_START, T_END] if events else [])
+        decoded = decode(result.select(*kept), dictionary, tuple(columns))
+        decoded = decoded.orderBy(*[F.col(c).asc_nulls_first() for c in kept])
+        return write_results(_select_rows(decoded, names, columns, events),
+                             names + ([START_VAR, END_VAR] if events else []), fmt, out)
+    finally:
+        dictionary.unpersist()
+
+
+def run(args: argparse.Namespace) -> int:
+    p = plan(args)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8", newline="") as out:
+            execute(p, out, args.format, args.rejects)
+    else:
+        execute(p, sys.stdout, args.format, args.rejects)
+        sys.stdout.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="query", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run_cli(run, parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
