@@ -4,6 +4,7 @@
     rsp-sidecar materialize --ontology ... --out DIR [--if-changed] [--export-ntriples F]
     rsp-sidecar demo [--data-dir D] [--out DIR]   the end-to-end demo of the README
     rsp-sidecar paths --data F ... --path EXPR [--from T] [--to T] [--format tsv|csv|json]
+    rsp-sidecar query QUERY_FILE [--static [IRI=]F ...] [--stream IRI=F ...] --at T [--time-unit U] [--format F]
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 
 from jobs import demo, jars, materialize
 from jobs import paths as paths_job
+from jobs import query as query_job
 from jobs.errors import run_cli
 
 
@@ -43,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     pth = sub.add_parser("paths", help="evaluate a property path over RDF files (SPARQL 1.1 results)")
     paths_job.add_arguments(pth)
     pth.set_defaults(run=paths_job.run)
+    qry = sub.add_parser("query", help="evaluate a CQELS-CEP query at a time T over static graphs and stream files")
+    query_job.add_arguments(qry)
+    qry.set_defaults(run=query_job.run)
     args = parser.parse_args(argv)
     return run_cli(args.run, args)
 

@@ -1,0 +1,191 @@
+"""jobs.query end to end: the running example (DESIGN.md; CQELS-CEP Example 6) and the error cases.
+
+The Spark runs call ``jobs.query.main`` in-process (the session fixture is reused by
+``build_session``'s getOrCreate); the error cases fail before Spark starts, and one of them runs as
+``python -m jobs.query`` and one through ``spark-submit jobs/query.py``, to check those entry points.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs import query as job
+
+REPO = Path(__file__).resolve().parent.parent
+VIENNA = "http://example.org/vienna#"
+XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+
+# CQELS-CEP Example 6 (the paper's text, with the prefixes it leaves out)
+EXAMPLE_6 = """PREFIX : <http://example.org/vienna#>
+PREFIX ex: <http://example.org/>
+PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
+SELECT ?s
+FROM ex:transportationMap
+FROM NAMED WINDOW :W ON ex:publicTransport [RANGE 10m]
+WHERE {
+  WINDOW :W {
+    SEQ ({?v :delayAt ?s}, {?v :delayAt ?s}, !{?v :arriveAt ?s })
+  }
+  ?v rdf:type :subway .
+  ?s (^:beg/[:means :subway]/:end)+ :c.
+}
+"""
+
+# The running example's background with one change that only RDFS reasoning undoes: :a1 is a
+# :metroTrain, a subclass of :subway (so ?v rdf:type :subway holds for :a1 only by rdfs9).
+BACKGROUND_RDFS = """@prefix : <http://example.org/vienna#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+:conn1 :beg :m ; :end :b ; :means :subway ; :dur "PT3M"^^xsd:duration .
+:conn2 :beg :b ; :end :c ; :means :subway ; :dur "PT2M"^^xsd:duration .
+:conn3 :beg :h ; :end :g ; :means :subway ; :dur "PT3M"^^xsd:duration .
+:conn4 :beg :g ; :end :c ; :means :tram ; :dur "PT5M"^^xsd:duration .
+:metroTrain rdfs:subClassOf :subway .
+:a1 a :metroTrain .
+:d1 a :subway .
+"""
+
+# The running example's stream, (:a1 :delayAt :m)@10, (:d1 :delayAt :h)@12, @14, (:a1 :delayAt :m)@16,
+# as JSON Lines (prefixed names from the query) with one bad line, and as timestamped N-Triples.
+STREAM_JSONL = "\n".join([
+    '{"s": ":a1", "p": ":delayAt", "o": ":m", "t": 10}',
+    '{"s": ":d1", "p": ":delayAt", "o": ":h", "t": 12}',
+    '{"s": ":d1", "p": ":delayAt", "o": ":h", "t": 14}',
+    '{"s": ":a1", "p": ":delayAt", "o": ":m"}',
+    '{"s": ":a1", "p": ":delayAt", "o": ":m", "t": 16}',
+]) + "\n"
+STREAM_TSNT = "".join(f'<{VIENNA}{v}> <{VIENNA}delayAt> <{VIENNA}{s}> "{t}" .\n'
+                      for v, s, t in (("a1", "m", 10), ("d1", "h", 12), ("d1", "h", 14), ("a1", "m", 16)))
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "q.rq").write_text(EXAMPLE_6, encoding="utf-8")
+    (tmp_path / "map.ttl").write_text(BACKGROUND_RDFS, encoding="utf-8")
+    (tmp_path / "s.jsonl").write_text(STREAM_JSONL, encoding="utf-8")
+    (tmp_path / "s.nt").write_text(STREAM_TSNT, encoding="utf-8")
+    return tmp_path
+
+
+def _run(capsys, argv):
+    code = job.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_example_6_at_14_has_no_answer(spark, files, capsys):
+    """t=14: :h reaches :c only by tram; the original vienna_example.ttl as the FROM graph."""
+    code, out, err = _run(capsys, [files / "q.rq", "--static", f"ex:transportationMap={REPO}/ontologies/vienna_example.ttl",
+                                   "--stream", f"<http://example.org/publicTransport>={files / 's.nt'}",
+                                   "--at", "14", "--time-unit", "m"])
+    assert code == 0, err
+    assert out == "?s\t?_start\t?_end\n"
+    assert "0 rejected" in err
+
+
+def test_example_6_at_16_exactly_m_from_10_to_16(spark, files, capsys):
+    """t=16: exactly ?s = :m, interval [10, 16]; :a1 is a :subway only by RDFS entailment here,
+    the stream has a bad line (reported, written to --rejects, not loaded)."""
+    rejects = files / "rejects.jsonl"
+    code, out, err = _run(capsys, [files / "q.rq", "--static", f"ex:transportationMap={files / 'map.ttl'}",
+                                   "--stream", f"ex:publicTransport={files / 's.jsonl'}",
+                                   "--at", "16", "--time-unit", "m", "--format", "json", "--rejects", rejects])
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["head"]["vars"] == ["s", "_start", "_end"]
+    assert result["results"]["bindings"] == [{
+        "s": {"type": "uri", "value": VIENNA + "m"},
+        "_start": {"type": "literal", "datatype": XSD_INTEGER, "value": "10"},
+        "_end": {"type": "literal", "datatype": XSD_INTEGER, "value": "16"},
+    }]
+    assert "1 rejected line(s)" in err
+    (reject,) = [json.loads(line) for line in rejects.read_text(encoding="utf-8").splitlines()]
+    assert reject["line"] == 4 and "missing or null key 't'" in reject["reason"]
+    assert reject["file"].endswith("s.jsonl") and reject["raw"] == STREAM_JSONL.splitlines()[3]
+
+
+def test_parse_at():
+    assert job.parse_at("16", "m") == 16
+    assert job.parse_at("-3", "ms") == -3
+    assert job.parse_at("1970-01-01T00:16:00Z", "m") == 16
+    assert job.parse_at("1970-01-01T01:16:30+01:00", "m") == 16
+    assert job.parse_at("1970-01-01T00:00:01.5", "ms") == 1500
+    assert job.parse_at("1969-12-31T23:59:59.5Z", "s") == -1
+    with pytest.raises(job.QueryError, match="--at 'soon'"):
+        job.parse_at("soon", "ms")
+
+
+def _error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_parse_error_names_line_and_column(files, capsys):
+    (files / "bad.rq").write_text("PREFIX : <http://example.org/vienna#>\nSELECT ?s\nWHERE { ?s :p }\n", encoding="utf-8")
+    code, out, err = _run(capsys, [files / "bad.rq", "--at", "1"])
+    assert code == 2 and out == ""
+    line = _error_line(err)
+    assert "bad.rq: line 3, column 15: unexpected '}'" in line and "expected" in line
+
+
+def test_unknown_stream_iri(files, capsys):
+    code, _, err = _run(capsys, [files / "q.rq", "--static", f"ex:transportationMap={files / 'map.ttl'}",
+                                 "--stream", f"ex:otherStream={files / 's.jsonl'}", "--at", "16"])
+    assert code == 2
+    assert "reads stream <http://example.org/publicTransport>, which no --stream binds" in _error_line(err)
+
+
+def test_unbound_from_graph(files, capsys):
+    code, _, err = _run(capsys, [files / "q.rq", "--stream", f"ex:publicTransport={files / 's.jsonl'}", "--at", "16"])
+    assert code == 2
+    assert "FROM <http://example.org/transportationMap> has no file" in _error_line(err)
+
+
+def test_missing_files(files, capsys):
+    code, _, err = _run(capsys, [files / "nope.rq", "--at", "1"])
+    assert code == 2 and "nope.rq: no such file" in _error_line(err)
+    code, _, err = _run(capsys, [files / "q.rq", "--static", files / "nope.ttl",
+                                 "--stream", f"ex:publicTransport={files / 's.jsonl'}", "--at", "1"])
+    assert code == 2 and "nope.ttl: no such file" in _error_line(err)
+    code, _, err = _run(capsys, [files / "q.rq", "--static", files / "map.ttl",
+                                 "--stream", f"ex:publicTransport={files / 'nope.jsonl'}", "--at", "1"])
+    assert code == 2 and "nope.jsonl: no such file" in _error_line(err)
+
+
+def test_bad_at_and_bad_stream_binding(files, capsys):
+    code, _, err = _run(capsys, [files / "q.rq", "--static", files / "map.ttl", "--at", "yesterday"])
+    assert code == 2 and "--at 'yesterday'" in _error_line(err)
+    code, _, err = _run(capsys, [files / "q.rq", "--stream", str(files / "s.jsonl"), "--at", "1"])
+    assert code == 2 and "expected IRI=FILE" in _error_line(err)
+
+
+def test_python_m_entry_point(files):
+    done = subprocess.run([sys.executable, "-m", "jobs.query", str(files / "q.rq"), "--at", "later"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "--at 'later'" in _error_line(done.stderr)
+
+
+def test_rsp_sidecar_query_subcommand(files, capsys):
+    from jobs import cli
+
+    code = cli.main(["query", str(files / "q.rq"), "--at", "later"])
+    assert code == 2
+    assert "--at 'later'" in _error_line(capsys.readouterr().err)
+
+
+@pytest.mark.skipif(shutil.which("spark-submit") is None, reason="spark-submit is not on PATH")
+def test_spark_submit_entry_point(files):
+    done = subprocess.run(["spark-submit", "--master", "local[1]", str(REPO / "jobs" / "query.py"),
+                           str(files / "q.rq"), "--at", "later"],
+                          cwd=files, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("error: ")] == \
+        ["error: --at 'later': expected an integer number of ms or an ISO-8601 date-time (e.g. 2024-05-01T10:00:00Z)"]
