@@ -1,0 +1,297 @@
+"""Benchmark: property paths on the Vienna network, ours against pyoxigraph and rdflib, plus a scale curve.
+
+    python bench/paths.py [--data-dir D] [--queries running all-pairs reach] [--scale 100000 1000000 10000000]
+                          [--baselines oxigraph rdflib] [--timeout 300] [--baseline-max-edges 1000000]
+
+Queries on the real Wiener Linien network (``ontologies/vienna.py``: stations are the nodes,
+connections link them; ~115k triples):
+
+1. ``running`` — the running example ``?s (^:beg/[:means :subway]/:end)+ :c``, :c = Stephansplatz.
+   SPARQL 1.1 cannot express it over this graph: a property path cannot test a property of the
+   intermediate node (the connection's ``:means``), and SPARQL 1.1 has no recursion over a derived
+   relation (a FILTER or a subquery cannot sit inside ``+``). What a SPARQL 1.1 engine *can* do is
+   precompute the derived edge and close over it. So the baselines run a two-step equivalent —
+   ``INSERT { ?x :subwayHop ?y } WHERE { ?c :beg ?x ; :means :subway ; :end ?y }`` (SPARQL 1.1
+   Update), then ``?s :subwayHop+ :c`` — and their time includes the update. It gives the same
+   answer (checked: the counts must agree); it is labelled "precomputed" in the table.
+2. ``all-pairs`` — ``?x (^:beg/:end)+ ?y``, all pairs of stations connected by some trip.
+3. ``reach`` — ``:s0 (^:beg/:end)+ ?x`` from one station (Stephansplatz): everything reachable.
+
+Every query is counted (``SELECT (COUNT(*) AS ?n)``; ours: ``evaluate(...).count()``), and the
+counts of all engines must agree (the table says so). Our time: warm session — each query is run
+once to warm up, then timed once. pyoxigraph: warmed the same way. rdflib: one timed run (it is
+slow enough that a warm-up would double the wait). Baselines run in child processes (their
+loading is not timed) killed after ``--timeout`` seconds, reported as "> T s".
+
+Scale curve for query 3 on synthetic random graphs generated directly as encoded Spark DataFrames
+(no files): ``--scale E`` gives E edges = E triples — E/2 connections, each ``:beg`` and ``:end``
+one of E/4 stations drawn with ``xxhash64`` (average out-degree 2), so the reachable set is the
+giant component. Baselines get the same rows (as N-Triples written from the DataFrame) only up to
+``--baseline-max-edges``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ontologies import vienna  # noqa: E402
+from ontologies.data import data_dir  # noqa: E402
+
+V = vienna.VIENNA_NS
+PREFIX = f"PREFIX : <{V}>\n"
+QUERIES = ("running", "all-pairs", "reach")
+SYNTHETIC_NS = "http://example.org/synthetic/"
+_STATION_OFFSET = 1 << 40  # synthetic ids: stations are u + offset, connections their row number
+
+# One child process per baseline measurement. argv: engine, N-Triples file, query, update or "", warm (0/1).
+BASELINE_CHILD = r"""
+import json, sys, time
+engine, nt, query, update, warm = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+started = time.perf_counter()
+if engine == "oxigraph":
+    import pyoxigraph as ox
+    store = ox.Store()
+    store.bulk_load(path=nt, format=ox.RdfFormat.N_TRIPLES)
+    def run():
+        if update:
+            store.update(update)
+        return int(next(iter(store.query(query)))[0].value)
+else:
+    import rdflib, threading
+    # rdflib evaluates a path recursively, one Python frame per hop: give it room (else RecursionError)
+    sys.setrecursionlimit(1_000_000)
+    threading.stack_size(1 << 29)
+    graph = rdflib.Graph()
+    graph.parse(nt, format="nt")
+    def run():
+        if update:
+            graph.update(update)
+        return int(next(iter(graph.query(query)))[0])
+loaded = time.perf_counter() - started
+result = {"load": loaded}
+def measure():
+    if warm:
+        run()
+    started = time.perf_counter()
+    result["count"] = run()
+    result["seconds"] = time.perf_counter() - started
+worker = threading.Thread(target=measure) if engine == "rdflib" else None
+if worker:
+    worker.start()
+    worker.join()
+else:
+    measure()
+print(json.dumps(result))
+"""
+
+
+def baseline(engine: str, nt: Path, query: str, update: str, timeout: float) -> dict:
+    warm = "1" if engine == "oxigraph" else "0"
+    try:
+        done = subprocess.run([sys.executable, "-c", BASELINE_CHILD, engine, str(nt), query, update, warm],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"seconds": None, "shown": f"> {timeout:.0f} s"}
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return {"seconds": None, "shown": f"failed ({last.split(':')[0][:30]})"}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if "seconds" not in result:  # the measuring thread died (its traceback is on stderr)
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return {"seconds": None, "shown": f"failed ({last.split(':')[0][:30]})"}
+    result["shown"] = f"{result['seconds']:.2f}"
+    return result
+
+
+def timed(fn) -> tuple[float, object]:
+    started = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - started, value
+
+
+# --- the Vienna graph ------------------------------------------------------------------------
+
+def vienna_graph(spark, directory: Path, work: Path):
+    """(encoded triples DataFrame, N-Triples file, triple count) of the real network."""
+    from pyspark import StorageLevel
+
+    from reasoner.dictionary import encode_triples
+
+    network = vienna.build(directory)
+    nt = work / "vienna.nt"
+    count = vienna.write_ntriples(network, nt)
+    rows = [tuple(line[:-3].split(" ", 2)) for line in vienna.triples(network)]
+    strings = spark.createDataFrame(rows, "s string, p string, o string")
+    encoded = encode_triples(strings).persist(StorageLevel.MEMORY_AND_DISK)
+    encoded.count()
+    return encoded, nt, count
+
+
+def vienna_queries(selected: list[str]) -> list[dict]:
+    c, s0 = vienna.STEPHANSPLATZ, vienna.STEPHANSPLATZ
+    specs = {
+        "running": {
+            "name": "(1) ?s (^:beg/[:means :subway]/:end)+ :c",
+            "path": "(^:beg/[:means :subway]/:end)+", "start": None, "end": c,
+            "sparql": PREFIX + f"SELECT (COUNT(*) AS ?n) WHERE {{ ?s :subwayHop+ {c} }}",
+            "update": PREFIX + "INSERT { ?x :subwayHop ?y } WHERE { ?c :beg ?x ; :means :subway ; :end ?y }",
+            "note": "baselines: precomputed :subwayHop (SPARQL Update) + path; not expressible as one SPARQL 1.1 path",
+        },
+        "all-pairs": {
+            "name": "(2) ?x (^:beg/:end)+ ?y",
+            "path": "(^:beg/:end)+", "start": None, "end": None,
+            "sparql": PREFIX + "SELECT (COUNT(*) AS ?n) WHERE { ?x (^:beg/:end)+ ?y }", "update": "",
+            "note": "",
+        },
+        "reach": {
+            "name": "(3) :s0 (^:beg/:end)+ ?x",
+            "path": "(^:beg/:end)+", "start": s0, "end": None,
+            "sparql": PREFIX + f"SELECT (COUNT(*) AS ?n) WHERE {{ {s0} (^:beg/:end)+ ?x }}", "update": "",
+            "note": ":s0 = Stephansplatz",
+        },
+    }
+    return [specs[q] for q in selected]
+
+
+# --- synthetic graphs ------------------------------------------------------------------------
+
+def synthetic_graph(spark, edges: int):
+    """Encoded (s, p, o) with ``edges`` triples: edges/2 connections over edges/4 stations."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from reasoner.hashing import term_id
+
+    connections = max(1, edges // 2)
+    stations = max(2, edges // 4)
+    conns = spark.range(connections).select(
+        F.col("id").alias("c"),
+        (F.pmod(F.xxhash64(F.col("id"), F.lit(1)), F.lit(stations)) + _STATION_OFFSET).alias("u"),
+        (F.pmod(F.xxhash64(F.col("id"), F.lit(2)), F.lit(stations)) + _STATION_OFFSET).alias("v"),
+    )
+    triples = conns.select(F.col("c").alias("s"), F.lit(term_id(vienna.BEG)).alias("p"), F.col("u").alias("o")) \
+        .unionByName(conns.select(F.col("c").alias("s"), F.lit(term_id(vienna.END)).alias("p"), F.col("v").alias("o")))
+    triples = triples.persist(StorageLevel.MEMORY_AND_DISK)
+    count = triples.count()
+    start = conns.filter(F.col("c") == 0).first()["u"]  # a station with an outgoing connection
+    return triples, count, start
+
+
+def synthetic_ntriples(triples, path: Path) -> None:
+    """The synthetic graph as N-Triples for the baselines (ids become IRIs; predicates :beg / :end)."""
+    from pyspark.sql import functions as F
+
+    from reasoner.hashing import term_id
+
+    names = {term_id(vienna.BEG): vienna.BEG, term_id(vienna.END): vienna.END}
+    pred = F.when(F.col("p") == F.lit(term_id(vienna.BEG)), F.lit(names[term_id(vienna.BEG)])) \
+        .otherwise(F.lit(names[term_id(vienna.END)]))
+    lines = triples.select(F.concat(F.lit(f"<{SYNTHETIC_NS}"), F.col("s").cast("string"), F.lit("> "), pred,
+                                    F.lit(f" <{SYNTHETIC_NS}"), F.col("o").cast("string"), F.lit("> .")).alias("l"))
+    with open(path, "w", encoding="utf-8") as out:
+        for row in lines.toLocalIterator():
+            out.write(row["l"] + "\n")
+
+
+# --- table -----------------------------------------------------------------------------------
+
+def ratio(ours: float, theirs: dict) -> str:
+    if theirs.get("seconds") is None:
+        return "-"
+    return f"{ours / theirs['seconds']:.2f}"
+
+
+def agree(count: int, *others: dict) -> str:
+    counts = [o["count"] for o in others if "count" in o]
+    if not counts:
+        return "(no baseline)"
+    return "yes" if all(c == count for c in counts) else "NO: " + "/".join(map(str, counts))
+
+
+def print_table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths))  # noqa: E731
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print(line(r))
+    sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir")
+    parser.add_argument("--work", help="scratch directory (default: a temporary one)")
+    parser.add_argument("--queries", nargs="*", choices=QUERIES, default=list(QUERIES))
+    parser.add_argument("--scale", type=int, nargs="*", default=[100_000, 1_000_000, 10_000_000],
+                        help="synthetic graph sizes in edges (= triples) for query 3")
+    parser.add_argument("--baselines", nargs="*", choices=("oxigraph", "rdflib"), default=["oxigraph", "rdflib"])
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per baseline run")
+    parser.add_argument("--baseline-max-edges", type=int, default=1_000_000,
+                        help="largest synthetic graph the baselines are run on")
+    args = parser.parse_args(argv)
+
+    from jobs.spark import build_session
+    from paths import evaluate, lower, parse
+
+    work = Path(args.work or tempfile.mkdtemp(prefix="rsp-bench-paths-"))
+    work.mkdir(parents=True, exist_ok=True)
+    spark = build_session("rsp-sidecar bench paths")
+    spark.sparkContext.setLogLevel("ERROR")
+    prefixes = {"": V}
+    header = ["query", "graph", "triples", "result", "ours s", "oxigraph s", "rdflib s", "ours/ox", "ours/rdflib",
+              "counts agree", "note"]
+
+    if args.queries:
+        encoded, nt, size = vienna_graph(spark, data_dir(args.data_dir), work)
+        rows = []
+        for spec in vienna_queries(args.queries):
+            path = lower(parse(spec["path"], prefixes))
+            run = lambda: evaluate(encoded, path, start=spec["start"], end=spec["end"]).count()  # noqa: E731
+            run()  # warm-up, not counted
+            ours, count = timed(run)
+            theirs = {e: baseline(e, nt, spec["sparql"], spec["update"], args.timeout) for e in args.baselines}
+            ox, rd = theirs.get("oxigraph", {"shown": "-"}), theirs.get("rdflib", {"shown": "-"})
+            rows.append([spec["name"], "Vienna", size, count, f"{ours:.2f}", ox["shown"], rd["shown"],
+                         ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd), spec["note"]])
+            print(f"# done: {spec['name']}", file=sys.stderr)
+        print_table(rows, header)
+        print()
+        encoded.unpersist()
+
+    if args.scale:
+        reach = lower(parse("(^:beg/:end)+", prefixes))
+        rows = []
+        for edges in args.scale:
+            triples, size, start = synthetic_graph(spark, edges)
+            run = lambda: evaluate(triples, reach, start=start).count()  # noqa: E731
+            run()
+            ours, count = timed(run)
+            ox = rd = {"shown": "-"}
+            if edges <= args.baseline_max_edges and args.baselines:
+                nt = work / f"synthetic-{edges}.nt"
+                synthetic_ntriples(triples, nt)
+                query = PREFIX + f"SELECT (COUNT(*) AS ?n) WHERE {{ <{SYNTHETIC_NS}{start}> (^:beg/:end)+ ?x }}"
+                if "oxigraph" in args.baselines:
+                    ox = baseline("oxigraph", nt, query, "", args.timeout)
+                if "rdflib" in args.baselines:
+                    rd = baseline("rdflib", nt, query, "", args.timeout)
+                nt.unlink()
+            rows.append(["(3) :s0 (^:beg/:end)+ ?x", f"synthetic {edges:,}", size, count, f"{ours:.2f}",
+                         ox["shown"], rd["shown"], ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd),
+                         "random, out-degree 2"])
+            triples.unpersist()
+            print(f"# done: synthetic {edges}", file=sys.stderr)
+        print_table(rows, header)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
