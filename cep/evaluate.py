@@ -277,7 +277,8 @@ class _Runtime:
             if o_var:
                 cols.append(F.col(END).alias(var_column(tp.o.name)))
         out = pairs.select(*cols)
-        return out.filter(_all_not_null(var_columns(out))).distinct()
+        out = out.filter(_all_not_null(var_columns(out)))
+        return out.select(*[_non_null(c).alias(c) for c in var_columns(out)]).distinct()
 
 
 def _all_not_null(columns) -> Column:
@@ -289,8 +290,8 @@ def _all_not_null(columns) -> Column:
 
 def _triple_part(tp: A.TriplePattern, triples: DataFrame, keep: tuple[str, ...]) -> DataFrame:
     """The matches of one triple pattern: constants compared by id, a repeated variable compared
-    within the triple, one column per variable (filtered not null, which Spark records as
-    non-nullable, so later joins on it are plain equi-joins); ``keep``: extra columns kept."""
+    within the triple, one column per variable (filtered not null and marked non-nullable, see
+    ``_non_null``, so later joins on it are plain equi-joins); ``keep``: extra columns kept."""
     cond = F.lit(True)
     first: dict[str, str] = {}
     for part, column in ((tp.s, S), (tp.p, P), (tp.o, O)):
@@ -302,8 +303,19 @@ def _triple_part(tp: A.TriplePattern, triples: DataFrame, keep: tuple[str, ...])
                 cond = cond & F.col(column).isNotNull()
         else:
             cond = cond & (F.col(column) == F.lit(term_id(part)))
-    cols = [F.col(column).alias(var_column(name)) for name, column in first.items()]
+    cols = [_non_null(column).alias(var_column(name)) for name, column in first.items()]
     return triples.filter(cond).select(*keep, *cols)
+
+
+def _non_null(column: str) -> Column:
+    """``column`` after a ``isNotNull`` filter, marked non-nullable in the DataFrame's schema.
+
+    Spark clears the nullable flag of a filtered column only in the physical plan; the coalesce
+    (whose default is never taken: the rows with a null are gone) clears it in the schema, which
+    is what ``cep.intervals`` reads to join on plain equality (a hash/sort-merge key) instead of
+    the null-aware compatibility test.
+    """
+    return F.coalesce(F.col(column), F.lit(0).cast("long"))
 
 
 def _bgp_in_items(node: A.BGP, items: DataFrame) -> DataFrame:

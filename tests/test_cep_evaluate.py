@@ -205,7 +205,7 @@ FROM :transportationMap
 FROM NAMED WINDOW :W ON :publicTransport [RANGE 10m]
 WHERE { WINDOW :W { SEQ({?v :delayAt ?s}, {?v :delayAt ?s}) } ?v rdf:type :subway . }"""
     q = compile_query(text)
-    got = {(r[S], r[P], r[O], r[T_START], r[T_END]) for r in run(data, q, 16).collect()}
+    got = {(r[S], r[P], r[O], r[T_START], r[T_END]) for r in run(data, text, 16).collect()}  # text: compiled by evaluate
     expected = {((term_id(a), term_id(b), term_id(c)), t1, t2) for ((a, b, c), t1, t2) in reference(q, 16)}
     assert {((s, p, o), t1, t2) for (s, p, o, t1, t2) in got} == expected
     assert ((term_id(ex("a1")), term_id(ex("delayedAt")), term_id(ex("m"))), 10, 16) in expected
