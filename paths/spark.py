@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Path, Plus, Seq,
@@ -159,10 +159,18 @@ def _hint(df: DataFrame, small: bool) -> DataFrame:
     return F.broadcast(df) if small else df
 
 
+def _cut_counted(df: DataFrame) -> tuple[DataFrame, int]:
+    """``cut(df)`` and its row count from the same Spark job (an ``Observation`` on the
+    checkpointed plan), so an iteration costs one job, not two."""
+    observation = Observation()
+    observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
+    cutted = cut(observed)
+    return cutted, int(observation.get["rows"])
+
+
 def _materialized_end(ids: DataFrame, bound: bool) -> tuple[_End, int]:
-    """Cut ``ids`` (one column ``id``) and size it; returns the end and its row count."""
-    ids = cut(ids.select(ID).distinct())
-    rows = ids.count()
+    """Cut ``ids`` (one column ``id``, made distinct) and size it; returns the end and its rows."""
+    ids, rows = _cut_counted(ids.select(ID).distinct())
     return _End(ids, bound, rows <= BROADCAST_ROWS), rows
 
 
@@ -178,9 +186,10 @@ def _diag(ids: DataFrame) -> DataFrame:
     return ids.select(F.col(ID).alias(START), F.col(ID).alias(END))
 
 
-def _compose(left: DataFrame, right: DataFrame, right_small: bool = False) -> DataFrame:
+def _compose(left: DataFrame, right: DataFrame, right_small: bool = False,
+             left_small: bool = False) -> DataFrame:
     """{(x, y) | ∃z: (x, z) ∈ left, (z, y) ∈ right} (distinct)."""
-    l = left.select(START, F.col(END).alias(_MID))
+    l = _hint(left.select(START, F.col(END).alias(_MID)), left_small and not right_small)
     r = _hint(right.select(F.col(START).alias(_MID), END), right_small)
     return l.join(r, _MID).select(START, END).distinct()
 
@@ -336,10 +345,10 @@ class _Compiler:
             elif isinstance(part, (Axis, NegatedSet)):
                 acc = _compose(acc, self._oriented(part, None, far, forward))
             else:
-                acc = cut(acc.distinct())
-                rows = acc.count()
-                frontier = _End(acc.select(F.col(END).alias(ID)).distinct(), False, rows <= BROADCAST_ROWS)
-                acc = _compose(acc, self._oriented(part, frontier, far, forward))
+                acc, rows = _cut_counted(acc.distinct())
+                small = rows <= BROADCAST_ROWS
+                frontier = _End(acc.select(F.col(END).alias(ID)).distinct(), False, small)
+                acc = _compose(acc, self._oriented(part, frontier, far, forward), left_small=small)
         return acc
 
     def _filter_end(self, acc: DataFrame, part: Path, far: _End | None) -> DataFrame:
@@ -380,36 +389,36 @@ class _Compiler:
     def _expand(self, path: Path, seeds: _End, forward: bool) -> DataFrame:
         """Pairs (seed, node) of ⟦path⟧+ from the seeds (to the seeds when not ``forward``: the
         pairs are then swapped back at the end). Each step binds its frontier iff ``seeds.bound``."""
-        reached = cut(self._step(path, seeds, forward).distinct())
-        delta, size = reached, reached.count()
-        iteration = 0
+        reached, size = _cut_counted(self._step(path, seeds, forward).distinct())
+        delta, total, iteration = reached, size, 0
         while size:
             iteration += 1
             if iteration > self.max_iterations:
                 raise PathIterationLimit(Plus(path), self.max_iterations)
-            frontier = _End(delta.select(F.col(END).alias(ID)).distinct(), seeds.bound, size <= BROADCAST_ROWS)
+            small = size <= BROADCAST_ROWS
+            frontier = _End(delta.select(F.col(END).alias(ID)).distinct(), seeds.bound, small)
             step = self._step(path, frontier, forward)
-            new = cut(_compose(delta, step).join(reached, [START, END], "left_anti"))
-            size = new.count()
+            candidates = _compose(delta, step, left_small=small)
+            new, size = _cut_counted(candidates.join(_hint(reached, total <= BROADCAST_ROWS),
+                                                     [START, END], "left_anti"))
             reached = reached.unionAll(new)  # a union of cut pieces: the lineage stays flat
-            delta = new
+            delta, total = new, total + size
         return reached if forward else _swap(reached)
 
     def _fixpoint(self, path: Path) -> DataFrame:
         """⟦path⟧+ with both ends free: semi-naive, Δ_{k+1} = Δ_k ∘ ⟦path⟧ minus what is known."""
-        base = cut(self.rel(path, None, None).distinct())
-        rows = base.count()
+        base, rows = _cut_counted(self.rel(path, None, None).distinct())
         base_small = rows <= BROADCAST_ROWS
-        closure, delta, size = base, base, rows
-        iteration = 0
+        closure, delta, size, total, iteration = base, base, rows, rows, 0
         while size:
             iteration += 1
             if iteration > self.max_iterations:
                 raise PathIterationLimit(Plus(path), self.max_iterations)
-            new = cut(_compose(delta, base, base_small).join(closure, [START, END], "left_anti"))
-            size = new.count()
+            candidates = _compose(delta, base, base_small, left_small=size <= BROADCAST_ROWS)
+            new, size = _cut_counted(candidates.join(_hint(closure, total <= BROADCAST_ROWS),
+                                                     [START, END], "left_anti"))
             closure = closure.unionAll(new)
-            delta = new
+            delta, total = new, total + size
         return closure
 
     # closure tables ---------------------------------------------------------------------------
