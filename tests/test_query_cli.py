@@ -187,5 +187,6 @@ def test_spark_submit_entry_point(files):
                            str(files / "q.rq"), "--at", "later"],
                           cwd=files, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
-    assert [line for line in done.stderr.splitlines() if line.startswith("error: ")] == \
+    # spark-submit's PythonRunner merges the Python process's stderr into its own stdout
+    assert [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error: ")] == \
         ["error: --at 'later': expected an integer number of ms or an ISO-8601 date-time (e.g. 2024-05-01T10:00:00Z)"]
