@@ -117,3 +117,48 @@ def test_differential_harness_sees_a_difference():
     assert run(A.sequence(p0, p1, p0, negated=1)) == set()          # the p1 event at 2 is in between
     assert run(A.sequence(p0, p1, negated=1)) == {(mu, 3, 3)}       # NO_TAIL: p1 at 2 is after p0 at 1 only
     assert run(A.sequence(p1, p0, negated=0)) == {(mu, 1, 1)}       # NO_HEAD: p0 at 3 is after p1
+
+
+# --- the operators themselves on mappings with unbound variables --------------------------------
+# Every mapping binds ``case`` (never null): mappings of different cases are incompatible, so one
+# DataFrame holds many independent cases and each operator runs once for all of them. ``v`` and
+# ``s`` are often unbound (null), exercising the null-aware compatibility test.
+
+mappings = st.lists(st.tuples(st.integers(0, 3), st.sampled_from([None, 1, 2]), st.sampled_from([None, 1, 2]),
+                              st.integers(0, 8), st.sampled_from([0, 0, 1, 2])), max_size=16).map(
+    lambda rows: {(R.mapping(case=c, v=a, s=b), t1, t1 + d) for (c, a, b, t1, d) in rows})
+
+
+def mapping_frame(spark, omega):
+    names = ["case", "v", "s"]
+    schema = ", ".join([f"`{var_column('case')}` long not null", f"`{var_column('v')}` long",
+                        f"`{var_column('s')}` long", f"{T_START} long", f"{T_END} long"])
+    return spark.createDataFrame(R.to_records(omega, names), schema)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(o1=mappings, o2=mappings, o3=mappings, t=st.integers(0, 10))
+def test_operators_with_unbound_variables_spark_equals_reference(spark, o1, o2, o3, t):
+    from cep import intervals as I
+
+    d1, d2, d3 = (mapping_frame(spark, o) for o in (o1, o2, o3))
+    ops = {
+        "join": (I.join(d1, d2), R.join(o1, o2)),
+        "or": (I.union(d1, d3), R.union(o1, o3)),
+        "seq": (I.seq(d1, d2), R.seq(o1, o2)),
+        "seq_wo": (I.seq_wo(d1, d2, d3), R.seq_wo(o1, o2, o3)),
+        "no_head": (I.no_head(d1, d3), R.no_head(o1, o3)),
+        "no_tail": (I.no_tail(d1, d2, t), R.no_tail(o1, o2, t)),
+    }
+    frames = [out.select(F.lit(name).alias("_op"), F.to_json(F.struct(*[c for c in out.columns if c not in (T_START, T_END)])).alias("_m"),
+                         T_START, T_END) for name, (out, _ref) in ops.items()]
+    union = frames[0]
+    for f in frames[1:]:
+        union = union.unionByName(f)
+    got = {name: set() for name in ops}
+    for r in union.collect():
+        mu = frozenset((column_var(k), val) for k, val in json.loads(r["_m"]).items() if val is not None)
+        got[r["_op"]].add((mu, r[T_START], r[T_END]))
+    for name, (_out, expected) in ops.items():
+        assert got[name] == expected, name

@@ -111,9 +111,12 @@ def test_running_example_at_14_and_16(spark, data):
     q = compile_query(QUERY)
     at14, at16 = run(data, q, 14), run(data, q, 16)
     assert at16.columns == [var_column("s"), T_START, T_END]
-    # one Spark job for both instants
-    both = at14.withColumn("_at", F.lit(14)).unionByName(at16.withColumn("_at", F.lit(16)))
-    got = {14: set(), 16: set()}
+    # a background unchanged only since 12 (eq. 17: [12, 16]) cuts the answer's interval (JOIN)
+    since12 = evaluate(q, data["background"], data["streams"], at=16, time_unit="m", since=12)
+    # one Spark job for all three
+    both = (at14.withColumn("_at", F.lit(14)).unionByName(at16.withColumn("_at", F.lit(16)))
+            .unionByName(since12.withColumn("_at", F.lit(-16))))
+    got = {14: set(), 16: set(), -16: set()}
     rows = both.collect()
     known = {term_id(ex("m")): ex("m"), term_id(ex("h")): ex("h"), term_id(ex("b")): ex("b")}
     for r in rows:
@@ -121,6 +124,7 @@ def test_running_example_at_14_and_16(spark, data):
     assert got[14] == set()                     # h reaches c only through the tram connection
     assert got[16] == {(frozenset({("s", ex("m"))}), 10, 16)}
     assert reference(q, 14) == got[14] and reference(q, 16) == got[16]
+    assert got[-16] == {(frozenset({("s", ex("m"))}), 12, 16)}
 
 
 def test_running_example_intermediate_result(spark, data):
