@@ -153,7 +153,7 @@ class Plan:
 def plan(args: argparse.Namespace) -> Plan:
     """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
     from cep import CepSyntaxError, compile_query
-    from cep.algebra import background_patterns, stream_patterns
+    from cep.algebra import BGP, Project, background_patterns, stream_patterns
 
     at = parse_at(args.at, args.time_unit)
     query_path = _existing(Path(args.query), "the query file")
@@ -181,26 +181,42 @@ def plan(args: argparse.Namespace) -> Plan:
     for iri in result.streams:
         if iri not in read:
             print(f"warning: --stream {iri} is not read by the query; ignored", file=sys.stderr)
-    for graph in dict.fromkeys(b.graph for b in background_patterns(query.pattern)):
-        if graph is not None and graph not in result.graphs and None not in result.graphs:
-            raise QueryError(f"the query's background graph FROM {graph} has no file: pass --static {graph}=FILE "
+    for b in background_patterns(query.pattern):
+        if b.graph is not None and b.graph not in result.graphs and None not in result.graphs:
+            raise QueryError(f"the query's background graph FROM {b.graph} has no file: pass --static {b.graph}=FILE "
                              f"(or --static FILE for the default graph)")
+        if b.graph is None and None not in result.graphs and b.pattern != BGP(()):
+            print("warning: the query has background patterns but no --static FILE gives a default graph; "
+                  "it is empty", file=sys.stderr)
+    if isinstance(query.form, Project) and stream_patterns(query.pattern):
+        clash = [f"?{v.name}" for v in query.form.variables if v.name in (START_VAR, END_VAR)]
+        if clash:
+            raise QueryError(f"the query projects {', '.join(clash)}: with event clauses the answers carry "
+                             f"?{START_VAR} and ?{END_VAR} (their interval); rename the variable")
     return result
 
 
 # --- running it -----------------------------------------------------------------------------
 
-def _dictionary_check(dictionary):
-    """Raise ``HashCollisionError`` when two distinct terms of the union share an id."""
+def _checked_dictionary(parts):
+    """The union of dictionaries ``(id, term)``, one row per id, persisted; raises
+    ``HashCollisionError`` when two distinct terms share an id (one aggregation does both)."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from reasoner.dictionary import HashCollisionError
     from reasoner.schema import ID, TERM
 
-    clashes = (dictionary.groupBy(ID).agg(F.min(TERM).alias("_a"), F.max(TERM).alias("_b"))
-               .filter(F.col("_a") != F.col("_b")).limit(100).collect())
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    grouped = (union.groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias("_other"))
+               .persist(StorageLevel.MEMORY_AND_DISK))
+    clashes = grouped.filter(F.col(TERM) != F.col("_other")).limit(100).collect()
     if clashes:
-        raise HashCollisionError([(row[ID], [row["_a"], row["_b"]]) for row in clashes])
+        grouped.unpersist()
+        raise HashCollisionError([(row[ID], [row[TERM], row["_other"]]) for row in clashes])
+    return grouped.select(ID, TERM), grouped
 
 
 def _query_terms(query) -> set[str]:
@@ -224,14 +240,26 @@ def _query_terms(query) -> set[str]:
     return found
 
 
-def _write_rejects(frames, path: str) -> None:
+def _rejects(spark, named_frames, path: str | None) -> None:
+    """Report each source's reject count on stderr; with ``path``, write them all (JSON Lines).
+    One Spark job per source either way (writing counts as it goes)."""
     from reasoner.schema import FILE, LINE, RAW, REASON
 
-    with open(path, "w", encoding="utf-8") as out:
-        for frame in frames:
-            for row in frame.orderBy(FILE, LINE).toLocalIterator():
-                out.write(json.dumps({"file": row[FILE], "line": row[LINE], "reason": row[REASON], "raw": row[RAW]},
-                                     ensure_ascii=False) + "\n")
+    out = open(path, "w", encoding="utf-8") if path else None
+    try:
+        for what, frame in named_frames:
+            if out is None:
+                count = frame.count()
+            else:
+                count = 0
+                for row in frame.orderBy(FILE, LINE).toLocalIterator():
+                    out.write(json.dumps({"file": row[FILE], "line": row[LINE], "reason": row[REASON],
+                                          "raw": row[RAW]}, ensure_ascii=False) + "\n")
+                    count += 1
+            print(f"{what}: {count} rejected line(s)", file=sys.stderr)
+    finally:
+        if out is not None:
+            out.close()
 
 
 def _select_rows(decoded, names: Sequence[str], columns: Sequence[str], events: bool) -> Iterator[dict]:
@@ -247,7 +275,6 @@ def _select_rows(decoded, names: Sequence[str], columns: Sequence[str], events: 
 
 def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = None) -> int:
     """Load, evaluate and print; returns the number of answers (triples for CONSTRUCT)."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from cep import algebra as A
@@ -270,11 +297,8 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         background[graph] = closure.inferred
         dictionaries.append(dictionary)
         if any(str(f).lower().endswith((".nt", ".ntriples")) for f in files):
-            count = loaded.rejected
-            if count:
-                print(f"static {graph or 'default graph'}: {count} rejected line(s)", file=sys.stderr)
-                reject_frames.append(loaded.rejects)
-    if None not in background and not p.graphs:
+            reject_frames.append((f"static {graph or 'default graph'}", loaded.rejects))
+    if None not in background:  # no default graph given: an empty one (a FROM graph is bound, see plan())
         background[None] = spark.createDataFrame([], f"{S} long, {P} long, {O} long")
     streams = {}
     read = set(sp.stream for sp in A.stream_patterns(query.pattern))
@@ -284,19 +308,11 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         stream = read_stream(spark, path, prefixes=dict(query.prefixes), time_unit=p.time_unit)
         streams[iri] = stream.triples
         dictionaries.append(stream.dictionary)
-        count = stream.rejected
-        print(f"stream {iri} ({path}): {count} rejected line(s)", file=sys.stderr)
-        if count:
-            reject_frames.append(stream.rejects)
-    if rejects_path:
-        _write_rejects(reject_frames, rejects_path)
+        reject_frames.append((f"stream {iri} ({path})", stream.rejects))
+    _rejects(spark, reject_frames, rejects_path)
     constants = spark.createDataFrame([(term_id(t), t) for t in sorted(_query_terms(query))], f"{ID} long, {TERM} string")
-    dictionary = constants
-    for d in dictionaries:
-        dictionary = dictionary.unionByName(d)
-    dictionary = dictionary.distinct().persist(StorageLevel.MEMORY_AND_DISK)
+    dictionary, cached = _checked_dictionary([constants, *dictionaries])
     try:
-        _dictionary_check(dictionary)
         result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary)
         if isinstance(query.form, A.Construct):
             decoded = decode(result.select(S, P, O).distinct(), dictionary, (S, P, O)).orderBy(S, P, O)
@@ -307,9 +323,6 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
             return count
         names = [v.name for v in query.form.variables]
         events = bool(A.stream_patterns(query.pattern))
-        if events and (START_VAR in names or END_VAR in names):
-            raise QueryError(f"the query projects ?{START_VAR} or ?{END_VAR}, the names of the interval columns; "
-                             f"rename the variable")
         columns = [var_column(n) for n in names]
         kept = columns + ([T_START, T_END] if events else [])
         decoded = decode(result.select(*kept), dictionary, tuple(columns))
@@ -317,7 +330,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         return write_results(_select_rows(decoded, names, columns, events),
                              names + ([START_VAR, END_VAR] if events else []), fmt, out)
     finally:
-        dictionary.unpersist()
+        cached.unpersist()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -190,3 +190,25 @@ def test_spark_submit_entry_point(files):
     # spark-submit's PythonRunner merges the Python process's stderr into its own stdout
     assert [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error: ")] == \
         ["error: --at 'later': expected an integer number of ms or an ISO-8601 date-time (e.g. 2024-05-01T10:00:00Z)"]
+
+
+def test_construct_over_a_stream_only(spark, files, capsys):
+    """CONSTRUCT prints N-Triples (distinct, sorted); no static graph; --at as an ISO date-time."""
+    (files / "c.rq").write_text("""PREFIX : <http://example.org/vienna#>
+PREFIX ex: <http://example.org/>
+CONSTRUCT { ?v :delayedTwiceAt ?s }
+WHERE { WINDOW :W ON ex:publicTransport [RANGE 10m] { SEQ ({?v :delayAt ?s}, {?v :delayAt ?s}) } }
+""", encoding="utf-8")
+    code, out, err = _run(capsys, [files / "c.rq", "--stream", f"ex:publicTransport={files / 's.nt'}",
+                                   "--at", "1970-01-01T00:16:00Z", "--time-unit", "m"])
+    assert code == 0, err
+    assert out.splitlines() == [f"<{VIENNA}a1> <{VIENNA}delayedTwiceAt> <{VIENNA}m> .",
+                                f"<{VIENNA}d1> <{VIENNA}delayedTwiceAt> <{VIENNA}h> ."]
+
+
+def test_interval_column_names_are_reserved(files, capsys):
+    (files / "r.rq").write_text("""PREFIX : <http://example.org/vienna#>
+SELECT ?_start WHERE { WINDOW :W ON :st [RANGE 5] { ?_start :p ?o } }
+""", encoding="utf-8")
+    code, _, err = _run(capsys, [files / "r.rq", "--stream", f":st={files / 's.nt'}", "--at", "1"])
+    assert code == 2 and "the query projects ?_start" in _error_line(err)
