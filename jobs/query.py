@@ -188,6 +188,11 @@ def plan(args: argparse.Namespace) -> Plan:
         if b.graph is None and None not in result.graphs and b.pattern != BGP(()):
             print("warning: the query has background patterns but no --static FILE gives a default graph; "
                   "it is empty", file=sys.stderr)
+    used = {b.graph if b.graph in result.graphs else None for b in background_patterns(query.pattern)}
+    for graph in [g for g in result.graphs if g not in used]:
+        print(f"warning: --static {'default graph files' if graph is None else graph} not read by the query; "
+              f"not loaded", file=sys.stderr)
+        del result.graphs[graph]
     if isinstance(query.form, Project) and stream_patterns(query.pattern):
         clash = [f"?{v.name}" for v in query.form.variables if v.name in (START_VAR, END_VAR)]
         if clash:
