@@ -46,7 +46,7 @@ from cep import algebra as A
 from cep import intervals as I
 from cep.columns import ITEM, T_END, T_START, scratch, var_column, var_columns
 from reasoner.hashing import term_id
-from reasoner.schema import ID, O, P, S, TERM, require_columns
+from reasoner.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 
 __all__ = ["evaluate", "window", "MIN_TIME"]
 
@@ -114,8 +114,8 @@ class _Runtime:
         dictionaries = [dictionary] if dictionary is not None else []
         if isinstance(background, Materialized):
             self.store = background
-            dictionaries.append(background.table("dictionary"))
-            background = {None: background.table("inferred")}
+            dictionaries.append(background.table(DICTIONARY))
+            background = {None: background.table(INFERRED)}
         self.background = dict(background or {})
         self.streams = dict(streams or {})
         self.at, self.unit = at, time_unit

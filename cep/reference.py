@@ -307,6 +307,8 @@ class _Evaluator:
         raise TypeError(f"unknown window {w!r}")
 
     def graph(self, name):
+        if name not in self.background and name is not None and None in self.background:
+            name = None  # as cep.evaluate: FROM <g> read from the default graph the caller gave
         if name not in self.background:
             raise KeyError(f"no background graph {name}; graphs are {list(self.background)}")
         return self.background[name]
