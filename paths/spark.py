@@ -50,7 +50,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Path, Plus, Seq,
-                           SelfTerm, Star, Test, Term)
+                           SelfTerm, Star, Test)
 from reasoner.hashing import term_id
 from reasoner.schema import ID, INFERRED, O, P, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TRANSITIVE, \
     PROPERTY, require_columns
@@ -148,12 +148,6 @@ class _End:
     bound: bool
     small: bool
 
-    def hinted(self) -> DataFrame:
-        return F.broadcast(self.ids) if self.small else self.ids
-
-    def as_filter(self) -> "_End":
-        return _End(self.ids, False, self.small)
-
 
 def _hint(df: DataFrame, small: bool) -> DataFrame:
     return F.broadcast(df) if small else df
@@ -174,11 +168,18 @@ def _materialized_end(ids: DataFrame, bound: bool) -> tuple[_End, int]:
     return _End(ids, bound, rows <= BROADCAST_ROWS), rows
 
 
+def _semi(pairs: DataFrame, column: str, ids: DataFrame, small: bool) -> DataFrame:
+    """The pairs whose ``column`` is in ``ids`` (column ``id``), columns kept in order (a join
+    on a column name puts that column first, and unions are by position)."""
+    keys = _hint(ids.select(F.col(ID).alias(column)), small)
+    return pairs.join(keys, column, "left_semi").select(*pairs.columns)
+
+
 def _restrict(pairs: DataFrame, left: _End | None, right: _End | None) -> DataFrame:
     if left is not None:
-        pairs = pairs.join(_hint(left.ids.select(F.col(ID).alias(START)), left.small), START, "left_semi")
+        pairs = _semi(pairs, START, left.ids, left.small)
     if right is not None:
-        pairs = pairs.join(_hint(right.ids.select(F.col(ID).alias(END)), right.small), END, "left_semi")
+        pairs = _semi(pairs, END, right.ids, right.small)
     return pairs
 
 
@@ -357,12 +358,12 @@ class _Compiler:
             acc = acc.filter(F.col(END) == term_id(part.term))
         elif isinstance(part, Test):
             ids, small = self.test_set(part.path)
-            acc = acc.join(_hint(ids.select(F.col(ID).alias(END)), small), END, "left_semi")
+            acc = _semi(acc, END, ids, small)
         elif part.domain is Domain.NODES and far is not None and far.bound:
             pass                                            # (nodes(G) ∪ far) ∩ far = far
         else:
             occurrences = self.graph.voc_column() if part.domain is Domain.VOC else self.graph.nodes_column()
-            acc = acc.join(occurrences.select(F.col(ID).alias(END)), END, "left_semi")
+            acc = _semi(acc, END, occurrences, False)
         return _restrict(acc, None, far)
 
     # closures ---------------------------------------------------------------------------------
@@ -400,7 +401,7 @@ class _Compiler:
             step = self._step(path, frontier, forward)
             candidates = _compose(delta, step, left_small=small)
             new, size = _cut_counted(candidates.join(_hint(reached, total <= BROADCAST_ROWS),
-                                                     [START, END], "left_anti"))
+                                                     [START, END], "left_anti").select(START, END))
             reached = reached.unionAll(new)  # a union of cut pieces: the lineage stays flat
             delta, total = new, total + size
         return reached if forward else _swap(reached)
@@ -416,7 +417,7 @@ class _Compiler:
                 raise PathIterationLimit(Plus(path), self.max_iterations)
             candidates = _compose(delta, base, base_small, left_small=size <= BROADCAST_ROWS)
             new, size = _cut_counted(candidates.join(_hint(closure, total <= BROADCAST_ROWS),
-                                                     [START, END], "left_anti"))
+                                                     [START, END], "left_anti").select(START, END))
             closure = closure.unionAll(new)
             delta, total = new, total + size
         return closure
