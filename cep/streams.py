@@ -60,14 +60,14 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cep.algebra import TIME_UNITS
 from cep.columns import ITEM  # the stream-item column: a long id shared by the triples of one item
 # The N-Triples grammar pieces and term normalisation of the static loader, reused as they are.
-from reasoner.loading import (_BLANK_OR_COMMENT, _BNODE, _IRI, _LITERAL, _OBJECT, _WS, RDFLoadError, _canonical,
-                              _column_after, _reject_reason, _scope_bnode)
+from reasoner.loading import (NT_BLANK_OR_COMMENT, NT_BNODE, NT_IRI, NT_LITERAL, NT_OBJECT, NT_WS, RDFLoadError, canonical_term,
+                              column_after, read_lines, reject_reason, scope_bnode, with_line_numbers)
 from reasoner.dictionary import build_dictionary, encode_column
 from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START
 from reasoner.vocab import RDF_TYPE
@@ -92,11 +92,11 @@ _PN_PREFIX = r"(?:\p{L}(?:[\p{L}\p{N}_.\-]*[\p{L}\p{N}_\-])?)?"
 _PN_LOCAL = r"[^\s<>\"{}|^`\\]*"
 _PNAME = rf"^({_PN_PREFIX}):({_PN_LOCAL})$"
 _TYPED_PNAME = rf"^(\".*\")\^\^({_PN_PREFIX}):({_PN_LOCAL})$"
-_AS_SUBJECT = rf"^(?:{_IRI}|{_BNODE})$"
-_AS_PREDICATE = rf"^{_IRI}$"
-_AS_OBJECT = rf"^(?:{_IRI}|{_BNODE}|{_LITERAL})$"
-_IS_IRI = rf"^{_IRI}$"
-_IS_LITERAL = rf"^{_LITERAL}$"
+_AS_SUBJECT = rf"^(?:{NT_IRI}|{NT_BNODE})$"
+_AS_PREDICATE = rf"^{NT_IRI}$"
+_AS_OBJECT = rf"^(?:{NT_IRI}|{NT_BNODE}|{NT_LITERAL})$"
+_IS_IRI = rf"^{NT_IRI}$"
+_IS_LITERAL = rf"^{NT_LITERAL}$"
 _EXPECTED = {
     S: "an IRI <...>, a blank node _:x or a prefixed name",
     P: "an IRI <...>, a prefixed name or 'a'",
@@ -109,10 +109,10 @@ _ISO = r"^[+-]?[0-9]{4,}-[0-9]{2}-[0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?
 _NO_SECONDS = r"^([+-]?[0-9]{4,}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2})(?=$|Z|[+-])"
 
 # Timestamped N-Triples: statement, optional '.', quoted timestamp (optional datatype), optional '.'
-_TS = rf"\"([^\"\\\n\r]*)\"(?:\^\^{_IRI})?"
-_BEFORE_TS = rf"{_OBJECT}{_WS}\.?{_WS}"
+_TS = rf"\"([^\"\\\n\r]*)\"(?:\^\^{NT_IRI})?"
+_BEFORE_TS = rf"{NT_OBJECT}{NT_WS}\.?{NT_WS}"
 _UP_TO_TS = rf"{_BEFORE_TS}{_TS}"
-_TSNT_LINE = rf"{_UP_TO_TS}{_WS}\.?{_WS}(?:#.*)?$"
+_TSNT_LINE = rf"{_UP_TO_TS}{NT_WS}\.?{NT_WS}(?:#.*)?$"
 
 _BLANK = r"^\s*$"
 _REPLACEMENT_CHAR = "\ufffd"  # what Spark's text reader puts for invalid UTF-8
@@ -160,7 +160,8 @@ def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, st
         raise RDFLoadError(str(path), "no such file")
     fmt = detect_stream_format(path, fmt)
     local = str(path.resolve())
-    lines = _numbered_lines(spark, local)
+    raw = read_lines(spark, [path])
+    lines = with_line_numbers(raw, raw).select(FILE, LINE, RAW)
     scope = F.lit("s" + hashlib.sha256(local.encode("utf-8")).hexdigest()[:12])
     if fmt == JSONL:
         rows, reason = _jsonl(lines, dict(prefixes or {}), time_unit, scope)
@@ -176,28 +177,6 @@ def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, st
                            T_START, T_END)
     dictionary = build_dictionary(terms.select(S, P, O), check=False)
     return Stream(triples, terms, dictionary, rejects, str(path), fmt, time_unit)
-
-
-# --- lines with their numbers ---------------------------------------------------------------
-
-def _numbered_lines(spark: SparkSession, local: str) -> DataFrame:
-    """``(file, line, raw)`` for every line of the file, 1-based ``line``.
-
-    Same method as ``reasoner.loading.read_ntriples`` (which does it for rejects only): the rows of
-    one file block come out in order, so a row's line is the number of lines in earlier blocks
-    plus its offset inside its block. One small aggregation, broadcast back; no collect.
-    """
-    raw = spark.read.text(local).select(
-        F.col("value").alias(RAW),
-        F.lit(local).alias(FILE),
-        F.col("_metadata.file_block_start").alias("_block"),
-        F.monotonically_increasing_id().alias("_row"),
-    )
-    blocks = raw.groupBy(FILE, "_block").agg(F.count(F.lit(1)).alias("_n"), F.min("_row").alias("_first"))
-    earlier = Window.partitionBy(FILE).orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
-    blocks = blocks.withColumn("_before", F.coalesce(F.sum("_n").over(earlier), F.lit(0)))
-    return raw.join(F.broadcast(blocks), [FILE, "_block"]).select(
-        F.col(FILE), (F.col("_before") + F.col("_row") - F.col("_first") + 1).alias(LINE), F.col(RAW))
 
 
 # --- timestamps -----------------------------------------------------------------------------
@@ -260,7 +239,7 @@ def _resolve(term: Column, position: str, label: Column, prefixes: Column | None
              .when(is_typed & ~typed.rlike(_IS_LITERAL), F.concat(named("malformed literal "), _quoted(term)))
              .when(is_typed, None)
              .otherwise(F.concat(named(f"expected {_EXPECTED[position]}, got "), _quoted(term))))
-    normal = _scope_bnode(_canonical(value), scope) if position == O else _scope_bnode(value, scope)
+    normal = scope_bnode(canonical_term(value), scope) if position == O else scope_bnode(value, scope)
     return F.struct(normal.alias("v"), error.alias("e"))
 
 
@@ -331,13 +310,13 @@ def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Co
 
 def _tsnt(lines: DataFrame, time_unit: str, scope: Column) -> tuple[DataFrame, Column]:
     """Rows with ``_triples`` (one (s, p, o) struct), ``_t1``, ``_t2`` and the reject reason."""
-    content = lines.filter(~F.col(RAW).rlike(_BLANK_OR_COMMENT))
+    content = lines.filter(~F.col(RAW).rlike(NT_BLANK_OR_COMMENT))
     raw = F.col(RAW)
     # One regex evaluation per line: the four groups joined by LF (which no line contains).
     parts = F.split(F.regexp_replace(raw, _TSNT_LINE, "$1\n$2\n$3\n$4"), "\n")
     good = F.size(parts) == 4
     stamp = F.when(good, parts[3])
-    triple = _triple_struct(_scope_bnode(parts[0], scope), parts[1], _scope_bnode(_canonical(parts[2]), scope))
+    triple = _triple_struct(scope_bnode(parts[0], scope), parts[1], scope_bnode(canonical_term(parts[2]), scope))
     ticks = _ticks(stamp, time_unit)
     rows = content.select(FILE, LINE, RAW, good.alias("_good"), stamp.alias("_stamp"),
                           F.when(good, F.array(triple)).alias("_triples"), ticks.alias("_t1"), ticks.alias("_t2"))
@@ -348,11 +327,11 @@ def _tsnt(lines: DataFrame, time_unit: str, scope: Column) -> tuple[DataFrame, C
     raw = F.col(RAW)
     reason = (
         F.when(F.instr(raw, _REPLACEMENT_CHAR) > 0, F.lit("invalid UTF-8 byte sequence"))
-        .when(~raw.rlike(_OBJECT), _reject_reason(raw))  # subject / predicate / object, from the loader
+        .when(~raw.rlike(NT_OBJECT), reject_reason(raw))  # subject / predicate / object, from the loader
         .when(~raw.rlike(_BEFORE_TS + "\""),
-              at(_column_after(rf"{_OBJECT}{_WS}\.?", raw), "expected a quoted timestamp \"...\" after the object"))
-        .when(~raw.rlike(_UP_TO_TS), at(_column_after(_BEFORE_TS, raw), "malformed timestamp literal"))
-        .when(~F.col("_good"), at(_column_after(_UP_TO_TS + rf"{_WS}\.?", raw), "unexpected text after the timestamp"))
+              at(column_after(rf"{NT_OBJECT}{NT_WS}\.?", raw), "expected a quoted timestamp \"...\" after the object"))
+        .when(~raw.rlike(_UP_TO_TS), at(column_after(_BEFORE_TS, raw), "malformed timestamp literal"))
+        .when(~F.col("_good"), at(column_after(_UP_TO_TS + rf"{NT_WS}\.?", raw), "unexpected text after the timestamp"))
         .when(F.col("_t1").isNull(), _bad_timestamp("timestamp", F.col("_stamp"), time_unit))
     )
     return rows, reason

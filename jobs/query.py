@@ -203,27 +203,6 @@ def plan(args: argparse.Namespace) -> Plan:
 
 # --- running it -----------------------------------------------------------------------------
 
-def _checked_dictionary(parts):
-    """The union of dictionaries ``(id, term)``, one row per id, persisted; raises
-    ``HashCollisionError`` when two distinct terms share an id (one aggregation does both)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    from reasoner.dictionary import HashCollisionError
-    from reasoner.schema import ID, TERM
-
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part)
-    grouped = (union.groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias("_other"))
-               .persist(StorageLevel.MEMORY_AND_DISK))
-    clashes = grouped.filter(F.col(TERM) != F.col("_other")).limit(100).collect()
-    if clashes:
-        grouped.unpersist()
-        raise HashCollisionError([(row[ID], [row[TERM], row["_other"]]) for row in clashes])
-    return grouped.select(ID, TERM), grouped
-
-
 def _query_terms(query) -> set[str]:
     """Every constant of the query (they may be bound to variables, so they must decode)."""
     from cep import algebra as A
@@ -288,7 +267,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     from cep.streams import read_stream
     from jobs.spark import build_session
     from reasoner.api import encoded_closure
-    from reasoner.dictionary import decode
+    from reasoner.dictionary import checked_dictionary, decode
     from reasoner.hashing import term_id
     from reasoner.loading import load
     from reasoner.schema import ID, O, P, S, T_END, T_START, TERM
@@ -316,7 +295,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         reject_frames.append((f"stream {iri} ({path})", stream.rejects))
     _rejects(spark, reject_frames, rejects_path)
     constants = spark.createDataFrame([(term_id(t), t) for t in sorted(_query_terms(query))], f"{ID} long, {TERM} string")
-    dictionary, cached = _checked_dictionary([constants, *dictionaries])
+    dictionary, cached = checked_dictionary([constants, *dictionaries])
     try:
         result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary)
         if isinstance(query.form, A.Construct):

@@ -7,6 +7,8 @@ them otherwise).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -31,24 +33,34 @@ def encode_column(column: str) -> F.Column:
 
 
 def build_dictionary(triples: DataFrame, check: bool = True) -> DataFrame:
-    """Distinct ``(id, term)`` of all terms of string triples; raises on hash collisions.
-
-    One aggregation does both: grouping all term occurrences by id, a group whose smallest and
-    largest term differ is a collision.
-    """
+    """Distinct ``(id, term)`` of all terms of string triples; raises on hash collisions."""
     require_columns(triples, (S, P, O), "build_dictionary")
     occurrences = F.explode(F.array(F.col(S), F.col(P), F.col(O))).alias(TERM)
     vocabulary = triples.sparkSession.createDataFrame([(v,) for v in ENTAILMENT_VOCABULARY], f"{TERM} string")
-    grouped = (triples.select(occurrences).unionAll(vocabulary).select(encode_column(TERM).alias(ID), TERM)
-               .groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias("_other")))
+    terms = triples.select(occurrences).unionAll(vocabulary).select(encode_column(TERM).alias(ID), TERM)
     if not check:
-        return grouped.select(ID, TERM)
-    grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
+        return terms.groupBy(ID).agg(F.min(TERM).alias(TERM))
+    return checked_dictionary([terms])[0]
+
+
+def checked_dictionary(parts: Sequence[DataFrame]) -> tuple[DataFrame, DataFrame]:
+    """One ``(id, term)`` row per id from the union of ``parts`` (each ``(id, term)``, duplicates
+    allowed); raises :class:`HashCollisionError` when two distinct terms share an id.
+
+    One aggregation does both: grouping all term occurrences by id, a group whose smallest and
+    largest term differ is a collision. Returns the dictionary and the persisted frame behind it
+    (``unpersist()`` it when done).
+    """
+    union = parts[0].select(ID, TERM)
+    for part in parts[1:]:
+        union = union.unionAll(part.select(ID, TERM))
+    grouped = (union.groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias("_other"))
+               .persist(StorageLevel.MEMORY_AND_DISK))
     clashes = grouped.filter(F.col(TERM) != F.col("_other")).limit(100).collect()
     if clashes:
         grouped.unpersist()
         raise HashCollisionError([(row[ID], [row[TERM], row["_other"]]) for row in clashes])
-    return grouped.select(ID, TERM)
+    return grouped.select(ID, TERM), grouped
 
 
 def encode_triples(triples: DataFrame) -> DataFrame:

@@ -98,41 +98,41 @@ def detect_format(path: Path, explicit: str | None = None) -> str:
 # --- N-Triples on Spark -------------------------------------------------------------------
 # RDF 1.1 N-Triples grammar [2]-[18], as Java regular expressions (Spark's regex engine).
 _UCHAR = r"\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}"
-_IRI = r"<(?:[^<>\"{}|^`\\\x00-\x20]++|" + _UCHAR + r")*+>"
-_BNODE = r"_:[^\s<>\"]*[^\s<>\".]"
-_LITERAL = (r"\"(?:[^\"\\\n\r]++|\\[tbnrf\"'\\]|" + _UCHAR + r")*+\""
-            r"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^" + _IRI + r")?")
-_WS = r"[ \t]*"
-_SUBJECT = rf"^{_WS}({_IRI}|{_BNODE})"
-_PREDICATE = rf"{_SUBJECT}{_WS}({_IRI})"
-_OBJECT = rf"{_PREDICATE}{_WS}({_IRI}|{_BNODE}|{_LITERAL})"
-_STATEMENT = rf"{_OBJECT}{_WS}\."
-_LINE = rf"{_STATEMENT}{_WS}(?:#.*)?$"
-_BLANK_OR_COMMENT = rf"^{_WS}(?:#.*)?$"
+NT_IRI = r"<(?:[^<>\"{}|^`\\\x00-\x20]++|" + _UCHAR + r")*+>"
+NT_BNODE = r"_:[^\s<>\"]*[^\s<>\".]"
+NT_LITERAL = (r"\"(?:[^\"\\\n\r]++|\\[tbnrf\"'\\]|" + _UCHAR + r")*+\""
+            r"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^" + NT_IRI + r")?")
+NT_WS = r"[ \t]*"
+_SUBJECT = rf"^{NT_WS}({NT_IRI}|{NT_BNODE})"
+_PREDICATE = rf"{_SUBJECT}{NT_WS}({NT_IRI})"
+NT_OBJECT = rf"{_PREDICATE}{NT_WS}({NT_IRI}|{NT_BNODE}|{NT_LITERAL})"
+_STATEMENT = rf"{NT_OBJECT}{NT_WS}\."
+_LINE = rf"{_STATEMENT}{NT_WS}(?:#.*)?$"
+NT_BLANK_OR_COMMENT = rf"^{NT_WS}(?:#.*)?$"
 
 
-def _column_after(prefix_regex: str, line: Column) -> Column:
+def column_after(prefix_regex: str, line: Column) -> Column:
     """1-based column just after what ``prefix_regex`` matched, skipping blanks."""
-    return F.length(F.regexp_extract(line, prefix_regex + _WS, 0)) + 1
+    return F.length(F.regexp_extract(line, prefix_regex + NT_WS, 0)) + 1
 
 
-def _reject_reason(line: Column) -> Column:
+def reject_reason(line: Column) -> Column:
     """Why a line is not an N-Triples statement, with the column where parsing stopped."""
     def at(column: Column, text: str) -> Column:
         return F.concat(F.lit(text + " at column "), column.cast("string"))
 
     return (
         F.when(F.instr(line, "\ufffd") > 0, F.lit("invalid UTF-8 byte sequence"))
-        .when(~line.rlike(_SUBJECT), at(_column_after("^", line), "expected a subject (IRI <...> or blank node _:x)"))
-        .when(~line.rlike(_PREDICATE), at(_column_after(_SUBJECT, line), "expected a predicate IRI <...>"))
-        .when(~line.rlike(_OBJECT), at(_column_after(_PREDICATE, line),
+        .when(~line.rlike(_SUBJECT), at(column_after("^", line), "expected a subject (IRI <...> or blank node _:x)"))
+        .when(~line.rlike(_PREDICATE), at(column_after(_SUBJECT, line), "expected a predicate IRI <...>"))
+        .when(~line.rlike(NT_OBJECT), at(column_after(_PREDICATE, line),
                                        "expected an object (IRI, blank node or literal \"...\")"))
-        .when(~line.rlike(_STATEMENT), at(_column_after(_OBJECT, line), "expected '.' to end the statement"))
-        .otherwise(at(_column_after(_STATEMENT, line), "unexpected text after '.'"))
+        .when(~line.rlike(_STATEMENT), at(column_after(NT_OBJECT, line), "expected '.' to end the statement"))
+        .otherwise(at(column_after(_STATEMENT, line), "unexpected text after '.'"))
     )
 
 
-def _canonical(term: Column) -> Column:
+def canonical_term(term: Column) -> Column:
     """Lower-case language tags, drop ``^^xsd:string`` (RDF 1.1 simple literals)."""
     tagged = r'^(".*")@([a-zA-Z0-9-]+)$'
     lang = F.regexp_extract(term, tagged, 2)
@@ -141,45 +141,60 @@ def _canonical(term: Column) -> Column:
     return F.when(lang != "", with_lang).otherwise(plain)
 
 
-def _scope_bnode(term: Column, scope: Column) -> Column:
+def scope_bnode(term: Column, scope: Column) -> Column:
     """Blank-node labels are local to a file: ``_:x`` in file k becomes ``_:fk.x``."""
     return F.when(term.startswith("_:"), F.concat(F.lit("_:f"), scope, F.lit("."), F.substring(term, 3, 1 << 30))).otherwise(term)
+
+
+def read_lines(spark: SparkSession, paths: Sequence[Path]) -> DataFrame:
+    """Every line of ``paths`` as ``(raw, file, _block, _row)``, read by Spark line-parallel.
+
+    ``file`` is the local path; ``_block``/``_row`` locate the line for :func:`with_line_numbers`.
+    """
+    locals_ = [str(p.resolve()) for p in paths]
+    # _metadata.file_path is a URI (file:/… or file:///…, percent-encoded): back to a local path
+    local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
+    return spark.read.text(locals_).select(
+        F.col("value").alias(RAW),
+        local_path.alias(FILE),
+        F.col("_metadata.file_block_start").alias("_block"),
+        F.monotonically_increasing_id().alias("_row"),
+    )
+
+
+def with_line_numbers(rows: DataFrame, lines: DataFrame) -> DataFrame:
+    """``rows`` (a subset of :func:`read_lines`' ``lines``, any extra columns) with a 1-based
+    ``line`` column instead of ``_block``/``_row``.
+
+    The rows of one file block come out in order, so a row's line is the number of lines in the
+    file's earlier blocks plus its offset inside its block: one small aggregation over ``lines``,
+    broadcast back; no collect.
+    """
+    blocks = lines.groupBy(FILE, "_block").agg(F.count(F.lit(1)).alias("_n"), F.min("_row").alias("_first"))
+    earlier = Window.partitionBy(FILE).orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
+    blocks = blocks.withColumn("_before", F.coalesce(F.sum("_n").over(earlier), F.lit(0)))
+    numbered = rows.join(F.broadcast(blocks), [FILE, "_block"])
+    return numbered.withColumn(LINE, F.col("_before") + F.col("_row") - F.col("_first") + 1).drop(
+        "_block", "_row", "_n", "_first", "_before")
 
 
 def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[int]) -> tuple[DataFrame, DataFrame]:
     """Line-parallel N-Triples reader: ``(triples, rejects)``; rejects carry 1-based line numbers."""
     locals_ = [str(p.resolve()) for p in paths]
     scope_of = F.create_map(*[x for path, k in zip(locals_, scopes) for x in (F.lit(path), F.lit(str(k)))])
-    # _metadata.file_path is a URI (file:/… or file:///…, percent-encoded): back to a local path
-    local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
-    raw = spark.read.text(locals_).select(
-        F.col("value").alias(RAW),
-        local_path.alias(FILE),
-        F.col("_metadata.file_block_start").alias("_block"),
-        F.monotonically_increasing_id().alias("_row"),
-    )
-    content = raw.filter(~F.col(RAW).rlike(_BLANK_OR_COMMENT))
+    raw = read_lines(spark, paths)
+    content = raw.filter(~F.col(RAW).rlike(NT_BLANK_OR_COMMENT))
     # One regex evaluation per line: the three groups joined by LF (which no line contains).
     parts = F.split(F.regexp_replace(F.col(RAW), _LINE, "$1\n$2\n$3"), "\n")
     is_good = (F.size(parts) == 3) & (F.instr(F.col(RAW), "\ufffd") == 0)
     scope = F.coalesce(scope_of[F.col(FILE)], F.lit("x"))
     triples = content.select(parts.alias("_t"), is_good.alias("_ok"), scope.alias("_scope")).filter("_ok").select(
-        _scope_bnode(F.col("_t")[0], F.col("_scope")).alias(S),
+        scope_bnode(F.col("_t")[0], F.col("_scope")).alias(S),
         F.col("_t")[1].alias(P),
-        _scope_bnode(_canonical(F.col("_t")[2]), F.col("_scope")).alias(O),
+        scope_bnode(canonical_term(F.col("_t")[2]), F.col("_scope")).alias(O),
     )
-    # Line numbers: rows of one file block come out in order, so a row's line is the number of
-    # lines in the file's earlier blocks plus its offset inside its block.
-    blocks = raw.groupBy(FILE, "_block").agg(F.count(F.lit(1)).alias("_n"), F.min("_row").alias("_first"))
-    earlier = Window.partitionBy(FILE).orderBy("_block").rowsBetween(Window.unboundedPreceding, -1)
-    blocks = blocks.withColumn("_before", F.coalesce(F.sum("_n").over(earlier), F.lit(0)))
-    bad = content.filter(~is_good)
-    rejects = bad.join(F.broadcast(blocks), [FILE, "_block"]).select(
-        F.col(FILE),
-        (F.col("_before") + F.col("_row") - F.col("_first") + 1).alias(LINE),
-        _reject_reason(F.col(RAW)).alias(REASON),
-        F.col(RAW),
-    )
+    rejects = with_line_numbers(content.filter(~is_good), raw).select(
+        F.col(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.col(RAW))
     return triples, rejects
 
 
