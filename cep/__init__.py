@@ -17,7 +17,12 @@ from cep.parser import CepSemanticError, CepSyntaxError, parse
 
 compile = compile_query  # noqa: A001 - the name the issue asks for; shadows the builtin only here
 
-__all__ = ["parse", "lower", "compile", "compile_query", "CepSyntaxError", "CepSemanticError"]
+__all__ = ["parse", "lower", "compile", "compile_query", "CepSyntaxError", "CepSemanticError", "evaluate"]
 
-# --- runtime (helper C2 owns the next line) ---------------------------------------------------
-from cep.evaluate import evaluate  # noqa: E402  (helper C2)
+
+def __getattr__(name):  # PEP 562: the Spark runtime is imported only when asked for
+    if name == "evaluate":
+        from cep.evaluate import evaluate
+
+        return evaluate
+    raise AttributeError(f"module 'cep' has no attribute {name!r}")
