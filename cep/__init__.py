@@ -8,7 +8,7 @@ Three trees, three modules (DESIGN.md "Engineering rules"):
   :class:`CepSyntaxError` with line, column and what was expected;
 * ``cep.lower`` / ``cep.compile`` — syntax tree / text → algebra ``cep.algebra.Query`` per the
   paper's equations (1)-(17); errors of meaning are :class:`CepSemanticError` (line, column);
-* runtimes of the algebra (``cep.reference``, ``cep.evaluate``).
+* runtimes of the algebra (``cep.reference``, ``cep.spark.evaluate``).
 
 The front end (parser, syntax, algebra, lower) does not import pyspark.
 """
@@ -22,7 +22,7 @@ __all__ = ["parse", "lower", "compile", "compile_query", "CepSyntaxError", "CepS
 
 def __getattr__(name):  # PEP 562: the Spark runtime is imported only when asked for
     if name == "evaluate":
-        from cep.evaluate import evaluate
+        from cep.spark import evaluate
 
         return evaluate
     raise AttributeError(f"module 'cep' has no attribute {name!r}")

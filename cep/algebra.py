@@ -1,6 +1,6 @@
 """The CQELS-CEP algebra: a closed set of frozen dataclasses, built by smart constructors.
 
-This is what the runtimes see (``cep.reference``, ``cep.evaluate``); they never see syntax trees.
+This is what the runtimes see (``cep.reference``, ``cep.spark.evaluate``); they never see syntax trees.
 ``cep.lower`` builds it from a syntax tree (``cep.syntax``). Terms are N-Triples strings, exactly as
 ``paths.algebra.Term``; variables are :class:`Var` (name without ``?``).
 

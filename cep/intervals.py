@@ -12,7 +12,7 @@ nulls, for a variable column ``x`` present on both sides this is exactly
 ``l.x = r.x OR l.x IS NULL OR r.x IS NULL`` (a null on either side is compatible), and the merged
 value of μ1 ∪ μ2 is ``coalesce(l.x, r.x)`` (the non-null one; both equal when both bound). When
 the schemas say neither side can be null (Spark's ``nullable`` flag is sound: ``False`` only when
-no row can hold a null — ``cep.evaluate`` marks a BGP's columns so after filtering them) the
+no row can hold a null — ``cep.spark.evaluate`` marks a BGP's columns so after filtering them) the
 condition is the plain ``l.x = r.x``, an equi-join key Spark can hash on; otherwise the null-aware
 disjunction is a residual condition (still exact, only slower). Variables on one side only impose
 nothing.
@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 #: The smallest / largest representable time (signed 64-bit). A static background has been
-#: unchanged "since forever": its mappings carry [MIN_TIME, t] (eq. 17; see cep.evaluate).
+#: unchanged "since forever": its mappings carry [MIN_TIME, t] (eq. 17; see cep.spark).
 MIN_TIME = -(1 << 63)
 MAX_TIME = (1 << 63) - 1
 

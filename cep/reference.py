@@ -1,6 +1,6 @@
 """Reference evaluator: the CQELS-CEP semantics (§4) written out literally, in pure Python.
 
-The oracle for the Spark runtime (``cep.intervals``, ``cep.evaluate``) in differential tests;
+The oracle for the Spark runtime (``cep.intervals``, ``cep.spark.evaluate``) in differential tests;
 small inputs only (every operator is a nested loop over sets).
 
 * A *mapping* is a ``frozenset`` of ``(variable name, term)`` pairs (terms: N-Triples strings, or
@@ -44,7 +44,7 @@ Element = tuple  # (Mapping, t1, t2)
 Item = tuple  # (item, frozenset of triples, t1, t2)
 
 #: the smallest representable time (a signed 64-bit long): the start of a static background's
-#: interval (``cep.evaluate`` uses the same constant).
+#: interval (``cep.spark.evaluate`` uses the same constant).
 MIN_TIME = -(1 << 63)
 
 
@@ -308,7 +308,7 @@ class _Evaluator:
 
     def graph(self, name):
         if name not in self.background and name is not None and None in self.background:
-            name = None  # as cep.evaluate: FROM <g> read from the default graph the caller gave
+            name = None  # as cep.spark.evaluate: FROM <g> read from the default graph the caller gave
         if name not in self.background:
             raise KeyError(f"no background graph {name}; graphs are {list(self.background)}")
         return self.background[name]

@@ -2,7 +2,7 @@
 
     from cep.streams import read_stream
     stream = read_stream(spark, "events.jsonl", prefixes={"ex": "http://example.org/"}, time_unit="s")
-    stream.triples     # (item, s, p, o, t_start, t_end) long ids  — what cep.evaluate takes
+    stream.triples     # (item, s, p, o, t_start, t_end) long ids  — what cep.spark.evaluate takes
     stream.terms       # the same rows with N-Triples strings instead of ids
     stream.dictionary  # (id, term)
     stream.rejects     # (file, line, reason, raw);  stream.rejected -> int

@@ -1,4 +1,4 @@
-"""Randomized differential test: cep.evaluate (Spark) against cep.reference (pure Python).
+"""Randomized differential test: cep.spark.evaluate (Spark) against cep.reference (pure Python).
 
 Each hypothesis example draws one random stream of point and interval events and a batch of
 random sequence patterns (2, 3 or 4 elements, at most one negated — head, middle or tail — some

@@ -1,4 +1,4 @@
-"""cep.evaluate end to end: the paper's running example (DESIGN.md), and the other query parts
+"""cep.spark.evaluate end to end: the paper's running example (DESIGN.md), and the other query parts
 (FILTER, OPTIONAL, UNION, CONSTRUCT, windows) against cep.reference on the same data.
 
 Terms are encoded with Spark's xxhash64 (reasoner.dictionary); the stream readers of cep.streams
