@@ -400,7 +400,8 @@ class Range:
 
 @dataclass(frozen=True)
 class Triples:
-    """``[TRIPLES n]``: the last n stream items (a count-based window, C-SPARQL / CQL)."""
+    """``[TRIPLES n]``: the last n stream *triples* by time (a count-based window, C-SPARQL /
+    CQL); ``cep.intervals`` documents the order used to break ties."""
 
     n: int
 
@@ -679,8 +680,9 @@ PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHea
 
 @dataclass(frozen=True)
 class Project:
-    """SELECT: ⟨μ|V, [t1, t2]⟩ for each result of ``inner`` (eq. 1); ``distinct`` removes
-    duplicate (mapping, interval) pairs."""
+    """SELECT: ⟨μ|V, [t1, t2]⟩ for each result of ``inner`` (eq. 1). Eq. (1) defines a *set*, so
+    the runtimes return distinct (mapping, interval) rows with or without ``distinct``; the flag
+    records what was written (it is printed back)."""
 
     variables: tuple[Var, ...]
     distinct: bool
