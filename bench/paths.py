@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             ox, rd = theirs.get("oxigraph", {"shown": "-"}), theirs.get("rdflib", {"shown": "-"})
             rows.append([spec["name"], "Vienna", size, count, f"{ours:.2f}", ox["shown"], rd["shown"],
                          ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd), spec["note"]])
-            print(f"# done: {spec['name']}", file=sys.stderr)
+            print("# row: " + " | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
         print_table(rows, header)
         print()
         encoded.unpersist()
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                          ox["shown"], rd["shown"], ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd),
                          "random, out-degree 2"])
             triples.unpersist()
-            print(f"# done: synthetic {edges}", file=sys.stderr)
+            print("# row: " + " | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
         print_table(rows, header)
     return 0
 
