@@ -76,10 +76,11 @@ _POSITION_COLUMNS = (S, P, O)
 class PathIterationLimit(RuntimeError):
     """A closure (``e+`` / ``e*``) did not reach its fixpoint within the iteration cap."""
 
-    def __init__(self, path: Path, cap: int):
-        self.path, self.cap = path, cap
-        super().__init__(f"path closure {path} did not reach a fixpoint within {cap} iterations; "
-                         f"raise max_iterations if the graph has longer paths")
+    def __init__(self, path: Path, cap: int, root: Path | None = None):
+        self.path, self.cap, self.root = path, cap, root
+        within = "" if root is None or root == path else f" (in path {root})"
+        super().__init__(f"path closure {path}{within} did not reach a fixpoint within {cap} "
+                         f"iterations; raise max_iterations if the graph has longer paths")
 
 
 # --- the graph ---------------------------------------------------------------------------------
@@ -395,7 +396,7 @@ class _Compiler:
         while size:
             iteration += 1
             if iteration > self.max_iterations:
-                raise PathIterationLimit(Plus(path), self.max_iterations)
+                raise PathIterationLimit(Plus(path), self.max_iterations, self.root)
             small = size <= BROADCAST_ROWS
             frontier = _End(delta.select(F.col(END).alias(ID)).distinct(), seeds.bound, small)
             step = self._step(path, frontier, forward)
@@ -414,7 +415,7 @@ class _Compiler:
         while size:
             iteration += 1
             if iteration > self.max_iterations:
-                raise PathIterationLimit(Plus(path), self.max_iterations)
+                raise PathIterationLimit(Plus(path), self.max_iterations, self.root)
             candidates = _compose(delta, base, base_small, left_small=size <= BROADCAST_ROWS)
             new, size = _cut_counted(candidates.join(_hint(closure, total <= BROADCAST_ROWS),
                                                      [START, END], "left_anti").select(START, END))

@@ -1,0 +1,271 @@
+"""paths.spark: the Spark compiler against the pure-Python oracle (paths.reference), the running
+example, the iteration cap, and closure-table probing.
+
+Cheap by construction: the graphs are tiny, each hypothesis example evaluates several paths and
+binding modes over one graph and brings all answers back in ONE collect (tagged by case id).
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from paths import PathGraph, evaluate, lower, parse
+from paths import reference
+from paths.algebra import (AxisKind, Domain, axis, alt, identity, inverse, negated_set, opt, plus,
+                           self_term, seq, star, test)
+from paths.named import SC_PLUS, SC_STAR, SP_PLUS, SP_STAR, TYPE
+from paths.spark import END, START, PathIterationLimit
+from reasoner.dictionary import encode_triples
+from reasoner.hashing import term_id
+from reasoner.vocab import RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+
+EX = "http://ex.org/"
+
+
+def e(local: str) -> str:
+    return f"<{EX}{local}>"
+
+
+CASE = "_case"
+
+
+def encoded(spark, triples):
+    return encode_triples(spark.createDataFrame(sorted(triples), "s string, p string, o string"))
+
+
+def ids(spark, terms):
+    return spark.createDataFrame([(term_id(t),) for t in terms], "node long")
+
+
+def run(spark, graph, cases):
+    """Evaluate ``cases`` [(path, start, end)] over ``graph`` (a PathGraph or string triples) in
+    one collect; returns one set of (start term, end term) per case."""
+    if not isinstance(graph, PathGraph):
+        graph = PathGraph(encoded(spark, graph))
+    names = {term_id(t): t for t in TERMS}
+    frames = []
+    for n, (path, start, end) in enumerate(cases):
+        for value in (start, end):
+            for term in (value if isinstance(value, (set, frozenset)) else [value]):
+                if isinstance(term, str):
+                    names[term_id(term)] = term
+        s = ids(spark, start) if isinstance(start, (set, frozenset)) else start
+        o = ids(spark, end) if isinstance(end, (set, frozenset)) else end
+        frames.append(evaluate(graph, path, s, o).withColumn(CASE, F.lit(n)))
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionAll(frame)
+    rows = union.collect()
+    return [{(r[START], r[END]) for r in rows if r[CASE] == n} for n in range(len(cases))], names
+
+
+def decode(pairs, names):
+    return {(names.get(x, x), names.get(y, y)) for (x, y) in pairs}
+
+
+def expected(graph, path, start, end):
+    """The oracle; a set at an end means the union over its terms."""
+    starts = start if isinstance(start, (set, frozenset)) else [start]
+    ends = end if isinstance(end, (set, frozenset)) else [end]
+    out = set()
+    for s in starts:
+        for o in ends:
+            out |= reference.evaluate(graph, path, s, o)
+    return out
+
+
+# --- randomized differential tests against paths.reference ------------------------------------
+
+NODES = [e("a"), e("b"), e("c"), e("d")]
+PREDS = [e("p"), e("q")]
+LIT = '"x"'
+ABSENT = e("k")
+TERMS = NODES + PREDS + [LIT, ABSENT]
+
+graphs = st.sets(st.tuples(st.sampled_from(NODES + [e("p")]), st.sampled_from(PREDS),
+                           st.sampled_from(NODES + [e("q"), LIT])), min_size=1, max_size=7)
+terms = st.sampled_from(TERMS)
+kinds = st.sampled_from(list(AxisKind))
+domains = st.sampled_from(list(Domain))
+
+leaves = st.one_of(
+    st.builds(axis, kinds, st.booleans(), st.none() | st.sampled_from(PREDS + NODES[:2])),
+    st.builds(axis, st.just(AxisKind.NEXT), st.booleans(), st.sampled_from(PREDS)),
+    st.builds(self_term, terms),
+    st.builds(identity, domains),
+    st.builds(negated_set, st.sets(st.sampled_from(PREDS), min_size=1, max_size=1), st.booleans()),
+)
+
+
+def extend(sub):
+    return st.one_of(
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: seq(*xs)),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: alt(*xs)),
+        sub.map(plus),
+        st.builds(star, sub, domains),
+        st.builds(opt, sub, domains),
+        sub.map(inverse),
+        sub.map(test),
+        st.builds(axis, kinds, st.booleans(), sub),
+    )
+
+
+paths = st.recursive(leaves, extend, max_leaves=5)
+ends = st.none() | terms
+set_ends = st.frozensets(terms, min_size=1, max_size=3)
+
+# Every example runs Spark jobs: few examples, and no shrinking (a failure is reported as drawn).
+CHEAP = settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@CHEAP
+@given(graph=graphs, path=paths, start=ends, end=ends, start_set=set_ends, end_set=set_ends)
+def test_against_reference(spark, graph, path, start, end, start_set, end_set):
+    """One random path in five binding modes: free, both constants drawn (each may be None),
+    a DataFrame of starts, a DataFrame of ends, and a DataFrame start with a constant end."""
+    cases = [(path, None, None), (path, start, end), (path, start_set, None), (path, None, end_set),
+             (path, start_set, end)]
+    got, names = run(spark, graph, cases)
+    names.update({term_id(t): t for triple in graph for t in triple})
+    for (p, s, o), pairs in zip(cases, got):
+        assert decode(pairs, names) == expected(graph, p, s, o), (str(p), s, o)
+
+
+# --- targeted cases ----------------------------------------------------------------------------
+
+V = "http://example.org/vienna#"
+
+
+def v(local: str) -> str:
+    return f"<{V}{local}>"
+
+
+def background_d():
+    """DESIGN.md's background D (the Vienna example)."""
+    graph = set()
+    for conn, beg, end, means, dur in [("conn1", "m", "b", "subway", "3m"),
+                                       ("conn2", "b", "c", "subway", "2m"),
+                                       ("conn3", "h", "g", "subway", "3m"),
+                                       ("conn4", "g", "c", "tram", "5m")]:
+        graph |= {(v(conn), v("beg"), v(beg)), (v(conn), v("end"), v(end)),
+                  (v(conn), v("means"), v(means)), (v(conn), v("dur"), v(dur))}
+    graph |= {(v("a1"), RDF_TYPE, v("subway")), (v("d1"), RDF_TYPE, v("subway"))}
+    return graph
+
+
+def test_running_example(spark):
+    path = lower(parse("(^:beg/[:means :subway]/:end)+", {"": V}))
+    graph = background_d()
+    (to_c, h_to_c, free), names = run(spark, graph, [(path, None, v("c")), (path, v("h"), v("c")),
+                                                     (path, None, None)])
+    names.update({term_id(t): t for triple in graph for t in triple})
+    assert {s for (s, _) in decode(to_c, names)} == {v("m"), v("b")}
+    assert h_to_c == set()                                   # h reaches c only by tram
+    assert decode(free, names) == {(v("m"), v("b")), (v("b"), v("c")), (v("m"), v("c")),
+                                   (v("h"), v("g"))}
+
+
+def test_zero_length_constants_follow_sparql(spark):
+    """§18.5: a constant end relates to itself through ``?``/``*`` even when it is not in G, and
+    only at the end it is bound to (``:k (:p?)+ ?y`` gives :k, ``:k :p?/(:p?)* ?y`` does not)."""
+    graph = {(e("a"), e("p"), e("b"))}
+    k = ABSENT
+    cases = [(lower(parse("(:p?)+", {"": EX})), k, None),
+             (lower(parse(":p?/(:p?)*", {"": EX})), k, None),
+             (lower(parse(":p*", {"": EX})), k, k),
+             (lower(parse("(next)*", {"": EX})), None, k),
+             (lower(parse("self", {"": EX})), k, None)]
+    got, names = run(spark, graph, cases)
+    assert [decode(pairs, names) for pairs in got] == [{(k, k)}, set(), {(k, k)}, set(), set()]
+
+
+def test_iteration_cap_names_path_and_cap(spark):
+    chain = {(e(f"n{i}"), e("p"), e(f"n{i + 1}")) for i in range(6)}
+    path = plus(axis(AxisKind.NEXT, False, e("p")))
+    graph = PathGraph(encoded(spark, chain))
+    for start in (None, e("n0")):
+        with pytest.raises(PathIterationLimit) as caught:
+            evaluate(graph, path, start, max_iterations=2)
+        assert "2 iterations" in str(caught.value) and str(path) in str(caught.value)
+    assert evaluate(graph, path, e("n0"), max_iterations=6).count() == 6   # the 6th finds nothing new
+
+
+def test_end_arguments_are_checked(spark):
+    graph = PathGraph(encoded(spark, {(e("a"), e("p"), e("b"))}))
+    path = axis(AxisKind.NEXT)
+    with pytest.raises(TypeError):
+        evaluate(graph, path, "a")                           # not an N-Triples term
+    with pytest.raises(ValueError):
+        evaluate(graph, path, spark.createDataFrame([(1, 2)], "x long, y long"))
+    with pytest.raises(TypeError):
+        evaluate(graph, "next")
+    assert evaluate(graph, path, term_id(e("a"))).count() == 1
+
+
+# --- closure tables ----------------------------------------------------------------------------
+
+ONTOLOGY = f"""
+@prefix : <{EX}> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+:A rdfs:subClassOf :B . :B rdfs:subClassOf :C . :C rdfs:subClassOf :D . :D rdfs:subClassOf :B .
+:E rdfs:subClassOf :A .
+:p rdfs:subPropertyOf :q . :q rdfs:subPropertyOf :r . :r rdfs:domain :A . :s rdfs:range :E .
+:part a owl:TransitiveProperty . :x1 :part :x2 . :x2 :part :x3 . :x3 :part :x4 .
+:x1 :p :x2 . :x3 :s :x4 . :x4 a :E . :y :t :z .
+"""
+
+
+@pytest.fixture(scope="module")
+def store(spark, tmp_path_factory):
+    from reasoner.publish import materialize_sources
+    from reasoner.store import open_version
+
+    folder = tmp_path_factory.mktemp("paths-store")
+    source = folder / "ontology.ttl"
+    source.write_text(ONTOLOGY, encoding="utf-8")
+    materialize_sources(spark, [source], folder / "out")
+    return open_version(spark, folder / "out")
+
+
+def test_closure_probes_equal_iteration(spark, store):
+    from reasoner.schema import INFERRED
+
+    probing = PathGraph.from_store(store)
+    plain = PathGraph(store.table(INFERRED))
+    assert probing.probes_closures and not plain.probes_closures
+    assert PathGraph(store.table(INFERRED), closures=store).probes_closures
+    part = axis(AxisKind.NEXT, False, e("part"))
+    paths = [SC_STAR, SP_PLUS, inverse(SC_PLUS), plus(part),
+             star(axis(AxisKind.NEXT, False, RDFS_SUBCLASSOF), Domain.NODES),
+             star(axis(AxisKind.NEXT, False, RDFS_SUBPROPERTYOF), Domain.NODES), TYPE]
+    bindings = ((None, None), (e("A"), None), (None, e("B")), (e("p"), e("p")), (ABSENT, None))
+    cases = [(p, s, o) for p in paths for (s, o) in bindings]
+    probed, _ = run(spark, probing, cases)
+    iterated, _ = run(spark, plain, cases)
+    for case, a, b in zip(cases, probed, iterated):
+        assert a == b, (str(case[0]), case[1], case[2])
+    assert len(probed[0]) > 0 and len(probed[3 * len(bindings)]) > 0   # sc* and part+ not vacuous
+    # the probe really replaces the iteration: no iteration budget needed
+    for p in (SC_PLUS, SP_STAR, plus(part)):
+        evaluate(probing, p, max_iterations=0).count()
+        with pytest.raises(PathIterationLimit):
+            evaluate(plain, p, max_iterations=0).count()
+
+
+def test_closures_of_another_graph_are_not_probed(spark, store):
+    other = encoded(spark, {(e("A"), RDFS_SUBCLASSOF, e("Z"))})
+    graph = PathGraph(other, closures=store)
+    assert not graph.probes_closures
+    got, _ = run(spark, graph, [(SC_PLUS, e("A"), None)])
+    assert got == [{(term_id(e("A")), term_id(e("Z")))}]
+
+
+def test_transitive_probe_needs_the_declaration(spark, store):
+    """``:p`` is not declared transitive: ``:p+`` is iterated even over the store."""
+    probing = PathGraph.from_store(store)
+    with pytest.raises(PathIterationLimit):
+        evaluate(probing, plus(axis(AxisKind.NEXT, False, e("p"))), max_iterations=0).count()
