@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Path, Plus, Seq,
@@ -54,7 +54,7 @@ from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Pa
 from reasoner.hashing import term_id
 from reasoner.schema import ID, INFERRED, O, P, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TRANSITIVE, \
     PROPERTY, require_columns
-from reasoner.sparkutil import cut
+from reasoner.sparkutil import cut_counted
 from reasoner.vocab import OWL_TRANSITIVEPROPERTY, RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 
 __all__ = ["START", "END", "PathGraph", "evaluate", "PathIterationLimit", "DEFAULT_MAX_ITERATIONS",
@@ -154,18 +154,9 @@ def _hint(df: DataFrame, small: bool) -> DataFrame:
     return F.broadcast(df) if small else df
 
 
-def _cut_counted(df: DataFrame) -> tuple[DataFrame, int]:
-    """``cut(df)`` and its row count from the same Spark job (an ``Observation`` on the
-    checkpointed plan), so an iteration costs one job, not two."""
-    observation = Observation()
-    observed = df.observe(observation, F.count(F.lit(1)).alias("rows"))
-    cutted = cut(observed)
-    return cutted, int(observation.get["rows"])
-
-
 def _materialized_end(ids: DataFrame, bound: bool) -> tuple[_End, int]:
     """Cut ``ids`` (one column ``id``, made distinct) and size it; returns the end and its rows."""
-    ids, rows = _cut_counted(ids.select(ID).distinct())
+    ids, rows = cut_counted(ids.select(ID).distinct())
     return _End(ids, bound, rows <= BROADCAST_ROWS), rows
 
 
@@ -347,7 +338,7 @@ class _Compiler:
             elif isinstance(part, (Axis, NegatedSet)):
                 acc = _compose(acc, self._oriented(part, None, far, forward))
             else:
-                acc, rows = _cut_counted(acc.distinct())
+                acc, rows = cut_counted(acc.distinct())
                 small = rows <= BROADCAST_ROWS
                 frontier = _End(acc.select(F.col(END).alias(ID)).distinct(), False, small)
                 acc = _compose(acc, self._oriented(part, frontier, far, forward), left_small=small)
@@ -391,7 +382,7 @@ class _Compiler:
     def _expand(self, path: Path, seeds: _End, forward: bool) -> DataFrame:
         """Pairs (seed, node) of ⟦path⟧+ from the seeds (to the seeds when not ``forward``: the
         pairs are then swapped back at the end). Each step binds its frontier iff ``seeds.bound``."""
-        reached, size = _cut_counted(self._step(path, seeds, forward).distinct())
+        reached, size = cut_counted(self._step(path, seeds, forward).distinct())
         delta, total, iteration = reached, size, 0
         while size:
             iteration += 1
@@ -401,7 +392,7 @@ class _Compiler:
             frontier = _End(delta.select(F.col(END).alias(ID)).distinct(), seeds.bound, small)
             step = self._step(path, frontier, forward)
             candidates = _compose(delta, step, left_small=small)
-            new, size = _cut_counted(candidates.join(_hint(reached, total <= BROADCAST_ROWS),
+            new, size = cut_counted(candidates.join(_hint(reached, total <= BROADCAST_ROWS),
                                                      [START, END], "left_anti").select(START, END))
             reached = reached.unionAll(new)  # a union of cut pieces: the lineage stays flat
             delta, total = new, total + size
@@ -409,7 +400,7 @@ class _Compiler:
 
     def _fixpoint(self, path: Path) -> DataFrame:
         """⟦path⟧+ with both ends free: semi-naive, Δ_{k+1} = Δ_k ∘ ⟦path⟧ minus what is known."""
-        base, rows = _cut_counted(self.rel(path, None, None).distinct())
+        base, rows = cut_counted(self.rel(path, None, None).distinct())
         base_small = rows <= BROADCAST_ROWS
         closure, delta, size, total, iteration = base, base, rows, rows, 0
         while size:
@@ -417,7 +408,7 @@ class _Compiler:
             if iteration > self.max_iterations:
                 raise PathIterationLimit(Plus(path), self.max_iterations, self.root)
             candidates = _compose(delta, base, base_small, left_small=size <= BROADCAST_ROWS)
-            new, size = _cut_counted(candidates.join(_hint(closure, total <= BROADCAST_ROWS),
+            new, size = cut_counted(candidates.join(_hint(closure, total <= BROADCAST_ROWS),
                                                      [START, END], "left_anti").select(START, END))
             closure = closure.unionAll(new)
             delta, total = new, total + size

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from reasoner.schema import SUB, SUP
-from reasoner.sparkutil import cut
+from reasoner.sparkutil import cut, cut_counted
 
 STRATEGIES = ("dataframe", "graphframes")
 
@@ -55,15 +55,15 @@ def closure_dataframe(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     broadcast delta while it is small) are grouped together with R, and a pair is new when no
     copy of it came from R — deduplication and the anti-join in one aggregation.
     """
-    closure = edges.select(SUB, SUP).distinct().transform(cut)
-    delta, size = closure, closure.count()
+    closure, size = cut_counted(edges.select(SUB, SUP).distinct())
+    delta = closure
     for _ in range(max_rounds):
         d = F.broadcast(delta) if size <= BROADCAST_PAIRS else delta
         candidates = _compose(d, closure).unionAll(_compose(closure, d)).withColumn("_known", F.lit(False))
         new = (candidates.unionAll(closure.withColumn("_known", F.lit(True)))
                .groupBy(SUB, SUP).agg(F.max("_known").alias("_known"))
-               .filter(~F.col("_known")).select(SUB, SUP).transform(cut))
-        size = new.count()
+               .filter(~F.col("_known")).select(SUB, SUP))
+        new, size = cut_counted(new)
         if size == 0:
             return closure
         closure = closure.unionAll(new)  # a union of checkpointed pieces: the lineage stays flat

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 
 from reasoner import rules
 from reasoner.closure import FixpointError
-from reasoner.sparkutil import cut
+from reasoner.sparkutil import cut, cut_counted
 from reasoner.schema import CLASS, ID, INSTANCE, O, P, PROPERTY, S, SUB, SUP
 
 BROADCAST_ROWS = 2_000_000
@@ -128,8 +128,9 @@ def _property_fixpoint(triples: DataFrame, schema: _Schema, literals: DataFrame,
                    .unionAll(rules.prp_symp(delta, sym))
                    .unionAll(rules.prp_trp(delta, known, trans)))
         new = (derived.join(literals.select(F.col(ID).alias(S)), S, "left_anti")  # no literal subjects
-               .distinct().join(known, [S, P, O], "left_anti").transform(cut))
-        if new.isEmpty():
+               .distinct().join(known, [S, P, O], "left_anti"))
+        new, size = cut_counted(new)
+        if size == 0:
             return added, iteration
         # unions of checkpointed pieces: the lineage stays flat without another checkpoint
         known = known.unionAll(new)

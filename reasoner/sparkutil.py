@@ -1,7 +1,8 @@
 """Small DataFrame helpers shared by the iterative algorithms."""
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
+from pyspark.sql import functions as F
 
 _CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 
@@ -21,3 +22,11 @@ def cut(df: DataFrame) -> DataFrame:
         return df.localCheckpoint()
     finally:
         conf.set(_CONSTRAINTS, previous)
+
+
+def cut_counted(df: DataFrame) -> tuple[DataFrame, int]:
+    """:func:`cut` and the row count of ``df`` from the same Spark job (an ``Observation`` on the
+    checkpointed plan), so an iteration of a fixpoint costs one job, not two."""
+    observation = Observation()
+    cutted = cut(df.observe(observation, F.count(F.lit(1)).alias("rows")))
+    return cutted, int(observation.get["rows"])
