@@ -18,13 +18,13 @@ from pathlib import Path as _FilePath
 from urllib.parse import urljoin, urlsplit
 
 from lark import Lark, Token, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, \
-    VisitError
+from lark.exceptions import UnexpectedInput, VisitError
 
 from cep import syntax as S
 # The path transformer and its helpers are reused, not copied: a path in a query is built by the
 # very code that builds a path on its own.
-from paths.parser import PathSyntaxError, _decode_uchar, _Located, _span, _token_span, _ToSyntax
+from paths.parser import (PathSyntaxError, _decode_uchar, _Located, _span, _token_span, _ToSyntax,
+                          translate_error)
 
 __all__ = ["parse", "CepSyntaxError", "CepSemanticError"]
 
@@ -96,58 +96,6 @@ def _words(terminals) -> tuple[str, ...]:
         else:
             words.add(name)
     return tuple(sorted(words))
-
-
-def _end_position(text: str) -> tuple[int, int]:
-    lines = text.split("\n")
-    return len(lines), len(lines[-1]) + 1
-
-
-def _accepted(text: str) -> set[str] | None:
-    """The terminals the parser would have accepted where ``text`` goes wrong (see
-    ``paths.parser._accepted``: lark's own sets are read after default reductions)."""
-    parser = _LARK.parse_interactive(text)
-    tokens = parser.lexer_thread.lex(parser.parser_state)
-    while True:
-        try:
-            token = next(tokens)
-        except StopIteration:
-            break
-        except UnexpectedInput:
-            return set(parser.accepts())
-        before = parser.copy()
-        try:
-            parser.feed_token(token)
-        except UnexpectedInput:
-            return set(before.accepts())
-    before = parser.copy()
-    try:
-        parser.feed_eof()
-    except UnexpectedInput:
-        return set(before.accepts())
-    return None
-
-
-def _translate(error: UnexpectedInput, text: str) -> CepSyntaxError:
-    try:
-        accepted = _accepted(text)
-    except AttributeError:                       # lark's interactive API moved: use its own sets
-        accepted = None
-    if isinstance(error, UnexpectedCharacters):
-        char = text[error.pos_in_stream] if error.pos_in_stream < len(text) else ""
-        return CepSyntaxError(f"unexpected character {char!r}", text, error.line, error.column,
-                              _words(accepted if accepted is not None else error.allowed or ()))
-    expected = _words(accepted if accepted is not None else error.expected or ())
-    if isinstance(error, UnexpectedEOF) or (
-            isinstance(error, UnexpectedToken) and error.token.type == "$END"):
-        line, column = _end_position(text)
-        return CepSyntaxError("unexpected end of the query", text, line, column, expected)
-    if isinstance(error, UnexpectedToken):
-        token = error.token
-        return CepSyntaxError(f"unexpected {str(token)!r}", text, token.line, token.column,
-                              expected)
-    return CepSyntaxError(str(error), text, getattr(error, "line", 1) or 1,
-                          getattr(error, "column", 1) or 1)
 
 
 def _join_spans(first: S.Span, last: S.Span) -> S.Span:
@@ -381,7 +329,8 @@ def parse(text: str, prefixes: Mapping[str, str] | None = None,
     try:
         tree = _LARK.parse(text)
     except UnexpectedInput as error:
-        raise _translate(error, text) from None
+        raise translate_error(error, text, lark=_LARK, words=_words, error_cls=CepSyntaxError,
+                              subject="query") from None
     try:
         return _ToCep(dict(prefixes or {}), base, text).transform(tree)
     except VisitError as error:

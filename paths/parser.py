@@ -91,19 +91,20 @@ def _words(terminals) -> tuple[str, ...]:
     return tuple(sorted(words))
 
 
-def _end_position(text: str) -> tuple[int, int]:
+def end_position(text: str) -> tuple[int, int]:
+    """Line and column just past the end of ``text`` (1-based)."""
     lines = text.split("\n")
     return len(lines), len(lines[-1]) + 1
 
 
-def _accepted(text: str) -> set[str] | None:
-    """The terminals the parser would have accepted where ``text`` goes wrong.
+def accepted_terminals(lark: Lark, text: str) -> set[str] | None:
+    """The terminals ``lark`` (an LALR parser) would have accepted where ``text`` goes wrong.
 
     The sets lark attaches to its errors are read after LALR's default reductions, from states
     shared by several contexts (after ``:p`` at the top, lark's own set says only "end"); so parse
     again, token by token, and ask a copy of the state from just before the failing token.
     """
-    parser = _LARK.parse_interactive(text)
+    parser = lark.parse_interactive(text)
     tokens = parser.lexer_thread.lex(parser.parser_state)
     while True:
         try:
@@ -125,26 +126,28 @@ def _accepted(text: str) -> set[str] | None:
     return None
 
 
-def _translate(error: UnexpectedInput, text: str) -> PathSyntaxError:
+def translate_error(error: UnexpectedInput, text: str, *, lark: Lark, words, error_cls, subject: str):
+    """``error`` (lark's) as ``error_cls(message, text, line, column, expected)``: what was found,
+    where, and what was expected, in the reader's words (``words(terminal names)``); ``subject``
+    names what is parsed ("path", "query") in the end-of-input message. Shared by the path and
+    the CQELS-CEP parsers."""
     try:
-        accepted = _accepted(text)
+        accepted = accepted_terminals(lark, text)
     except AttributeError:                       # lark's interactive API moved: use its own sets
         accepted = None
     if isinstance(error, UnexpectedCharacters):
         char = text[error.pos_in_stream] if error.pos_in_stream < len(text) else ""
-        return PathSyntaxError(f"unexpected character {char!r}", text, error.line, error.column,
-                               _words(accepted if accepted is not None else error.allowed or ()))
-    expected = _words(accepted if accepted is not None else error.expected or ())
+        return error_cls(f"unexpected character {char!r}", text, error.line, error.column,
+                         words(accepted if accepted is not None else error.allowed or ()))
+    expected = words(accepted if accepted is not None else error.expected or ())
     if isinstance(error, UnexpectedEOF) or (
             isinstance(error, UnexpectedToken) and error.token.type == "$END"):
-        line, column = _end_position(text)
-        return PathSyntaxError("unexpected end of the path", text, line, column, expected)
+        line, column = end_position(text)
+        return error_cls(f"unexpected end of the {subject}", text, line, column, expected)
     if isinstance(error, UnexpectedToken):
         token = error.token
-        return PathSyntaxError(f"unexpected {str(token)!r}", text, token.line, token.column,
-                               expected)
-    return PathSyntaxError(str(error), text, getattr(error, "line", 1) or 1,
-                           getattr(error, "column", 1) or 1)
+        return error_cls(f"unexpected {str(token)!r}", text, token.line, token.column, expected)
+    return error_cls(str(error), text, getattr(error, "line", 1) or 1, getattr(error, "column", 1) or 1)
 
 
 class _Located(Exception):
@@ -320,7 +323,8 @@ def parse(text: str, prefixes: Mapping[str, str] | None = None,
     try:
         tree = _LARK.parse(text)
     except UnexpectedInput as error:
-        raise _translate(error, text) from None
+        raise translate_error(error, text, lark=_LARK, words=_words, error_cls=PathSyntaxError,
+                              subject="path") from None
     try:
         return _ToSyntax(dict(prefixes or {}), base).transform(tree)
     except VisitError as error:
