@@ -23,6 +23,7 @@ from lark.exceptions import UnexpectedInput, VisitError
 from cep import syntax as S
 # The path transformer and its helpers are reused, not copied: a path in a query is built by the
 # very code that builds a path on its own.
+from paths.parser import _TERMINAL_WORDS as _PATH_TERMINAL_WORDS
 from paths.parser import (PathSyntaxError, _decode_uchar, _Located, _span, _token_span, _ToSyntax,
                           translate_error)
 
@@ -48,19 +49,7 @@ _LARK = Lark(_GRAMMAR_FILE.read_text(encoding="utf-8"), parser="lalr", lexer="co
              propagate_positions=True, maybe_placeholders=False, import_paths=[_PATHS_DIR])
 
 _TERMINAL_WORDS = {
-    "IRIREF": "an IRI <...>",
-    "PNAME": "a prefixed name",
-    "A": "'a'",
-    "AXIS": "an axis (self, next, edge, node)",
-    "AXIS_TEST": "an axis with a test (next::t, next::[path])",
-    "PATH_MOD": "a modifier (?, * or +)",
-    "NIL": "'()'",
-    "STRING": "a string",
-    "NUMERIC": "a number",
-    "TRUE": "'true'",
-    "FALSE": "'false'",
-    "BLANK_NODE_LABEL": "a blank node _:label",
-    "LANGTAG": "a language tag",
+    **_PATH_TERMINAL_WORDS,  # the path rules are imported from paths/grammar.lark
     "VAR": "a variable ?name",
     "DURATION": "a duration (10m, 500ms, 2h, or a number of time units)",
     "INTEGER": "a whole number",
