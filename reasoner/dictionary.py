@@ -32,12 +32,20 @@ def encode_column(column: str) -> F.Column:
     return F.xxhash64(F.col(column))
 
 
-def build_dictionary(triples: DataFrame, check: bool = True) -> DataFrame:
-    """Distinct ``(id, term)`` of all terms of string triples; raises on hash collisions."""
-    require_columns(triples, (S, P, O), "build_dictionary")
+def dictionary_terms(triples: DataFrame) -> DataFrame:
+    """``(id, term)`` for every term occurrence of string triples (plus the entailment
+    vocabulary), duplicates included: the input of :func:`checked_dictionary`."""
+    require_columns(triples, (S, P, O), "dictionary_terms")
     occurrences = F.explode(F.array(F.col(S), F.col(P), F.col(O))).alias(TERM)
     vocabulary = triples.sparkSession.createDataFrame([(v,) for v in ENTAILMENT_VOCABULARY], f"{TERM} string")
-    terms = triples.select(occurrences).unionAll(vocabulary).select(encode_column(TERM).alias(ID), TERM)
+    return triples.select(occurrences).unionAll(vocabulary).select(encode_column(TERM).alias(ID), TERM)
+
+
+def build_dictionary(triples: DataFrame, check: bool = True) -> DataFrame:
+    """Distinct ``(id, term)`` of all terms of string triples; raises on hash collisions
+    (``check``). The checked dictionary stays cached on disk; use :func:`checked_dictionary` on
+    :func:`dictionary_terms` to release it when done."""
+    terms = dictionary_terms(triples)
     if not check:
         return terms.groupBy(ID).agg(F.min(TERM).alias(TERM))
     return checked_dictionary([terms])[0]
@@ -54,8 +62,10 @@ def checked_dictionary(parts: Sequence[DataFrame]) -> tuple[DataFrame, DataFrame
     union = parts[0].select(ID, TERM)
     for part in parts[1:]:
         union = union.unionAll(part.select(ID, TERM))
+    # On disk only: a dictionary of millions of strings must not hold the executors' memory,
+    # which the joins and aggregations of the closure need (a 1 GB driver runs out otherwise).
     grouped = (union.groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias("_other"))
-               .persist(StorageLevel.MEMORY_AND_DISK))
+               .persist(StorageLevel.DISK_ONLY))
     clashes = grouped.filter(F.col(TERM) != F.col("_other")).limit(100).collect()
     if clashes:
         grouped.unpersist()

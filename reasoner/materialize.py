@@ -164,7 +164,7 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         base_types = (with_props.filter(F.col(P) == rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
                       .unionAll(rules.rdfs2(with_props, schema.frame(spark, "dom")))
                       .unionAll(rules.rdfs3(with_props, schema.frame(spark, "rng"), literals))
-                      .distinct().persist(StorageLevel.MEMORY_AND_DISK))
+                      .distinct().persist(StorageLevel.DISK_ONLY))
         types = base_types.unionAll(rules.rdfs9(base_types, schema.sc)).distinct()
         sp = schema.frame(spark, "sp")
         closure_triples = (schema.sc.select(F.col(SUB).alias(S), F.lit(rules.SC).alias(P), F.col(SUP).alias(O))

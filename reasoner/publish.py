@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from reasoner import loading, store
 from reasoner.closure import STRATEGIES
-from reasoner.dictionary import build_dictionary, encode_triples
+from reasoner.dictionary import checked_dictionary, dictionary_terms, encode_triples
 from reasoner.materialize import materialize
 from reasoner.rules import RULES
 from reasoner.schema import DICTIONARY, ID, INFERRED, O, P, REJECTS, S, SUBCLASS, SUBPROPERTY, TERM, TRANSITIVE, TYPES
@@ -42,14 +42,16 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
     timings["load_planned"] = time.perf_counter() - started
     with store.new_version(out) as version:
         t0 = time.perf_counter()
-        dictionary = build_dictionary(loaded.triples)
+        dictionary, cached = checked_dictionary([dictionary_terms(loaded.triples)])
         counts = {DICTIONARY: version.write_table(DICTIONARY, dictionary)}
+        cached.unpersist()  # read back from Parquet below
         rejected = version.write_table(REJECTS, loaded.rejects)
         timings["load_and_dictionary"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         dictionary = spark.read.parquet(str(version.staging / DICTIONARY))
         # Read and parse the sources once more, then keep the encoded triples (3 longs a row).
-        triples = encode_triples(loaded.triples).persist(StorageLevel.MEMORY_AND_DISK)
+        # On disk (the bulk is read a few times): memory stays for the joins and aggregations.
+        triples = encode_triples(loaded.triples).persist(StorageLevel.DISK_ONLY)
         literals = dictionary.filter(F.col(TERM).startswith('"')).select(ID)
         closure = materialize(triples, literals, strategy=strategy)
         for name, df in ((SUBCLASS, closure.subclass), (SUBPROPERTY, closure.subproperty), (TYPES, closure.types),
