@@ -19,7 +19,7 @@ from paths.named import SC_PLUS, SC_STAR, SP_PLUS, SP_STAR, TYPE
 from paths.spark import END, START, PathIterationLimit
 from reasoner.dictionary import encode_triples
 from reasoner.hashing import term_id
-from reasoner.vocab import RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+from reasoner.vocab import RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 
 EX = "http://ex.org/"
 
@@ -136,24 +136,8 @@ def test_against_reference(spark, graph, path, start, end, start_set, end_set):
 
 # --- targeted cases ----------------------------------------------------------------------------
 
-V = "http://example.org/vienna#"
-
-
-def v(local: str) -> str:
-    return f"<{V}{local}>"
-
-
-def background_d():
-    """DESIGN.md's background D (the Vienna example)."""
-    graph = set()
-    for conn, beg, end, means, dur in [("conn1", "m", "b", "subway", "3m"),
-                                       ("conn2", "b", "c", "subway", "2m"),
-                                       ("conn3", "h", "g", "subway", "3m"),
-                                       ("conn4", "g", "c", "tram", "5m")]:
-        graph |= {(v(conn), v("beg"), v(beg)), (v(conn), v("end"), v(end)),
-                  (v(conn), v("means"), v(means)), (v(conn), v("dur"), v(dur))}
-    graph |= {(v("a1"), RDF_TYPE, v("subway")), (v("d1"), RDF_TYPE, v("subway"))}
-    return graph
+# DESIGN.md's background D and its namespace: the fixture of the reference evaluator's tests.
+from tests.test_paths_reference import V, background_d, v  # noqa: E402
 
 
 def test_running_example(spark):
