@@ -1,7 +1,8 @@
 """Benchmark: property paths on the Vienna network, ours against pyoxigraph and rdflib, plus a scale curve.
 
     python bench/paths.py [--data-dir D] [--queries running all-pairs reach] [--scale 100000 1000000 10000000]
-                          [--baselines oxigraph rdflib] [--timeout 300] [--baseline-max-edges 1000000]
+                          [--engines arrays local spark] [--baselines oxigraph rdflib] [--timeout 300]
+                          [--baseline-max-edges 1000000]
 
 Queries on the real Wiener Linien network (``ontologies/vienna.py``: stations are the nodes,
 connections link them; ~115k triples):
@@ -17,9 +18,17 @@ connections link them; ~115k triples):
 2. ``all-pairs`` — ``?x (^:beg/:end)+ ?y``, all pairs of stations connected by some trip.
 3. ``reach`` — ``:s0 (^:beg/:end)+ ?x`` from one station (Stephansplatz): everything reachable.
 
-Every query is counted (``SELECT (COUNT(*) AS ?n)``; ours: ``evaluate(...).count()``), and the
-counts of all engines must agree (the table says so). Our time: warm session — each query is run
-once to warm up, then timed once. pyoxigraph: warmed the same way. rdflib: one timed run (it is
+Our executors (``--engines``), one row each: ``spark`` — ``paths.evaluate(..., engine="spark")``,
+the compiler as Spark joins; ``local`` — ``engine="local"``, the same compiler on the graph's
+in-memory index in the driver (what ``engine="auto"``, the default, picks for graphs of at most
+``paths.spark.LOCAL_MAX_TRIPLES`` triples), the answer handed back as a DataFrame; ``arrays`` — the
+in-memory evaluation alone (``paths.local.evaluate``), answer as numpy arrays, no Spark job at all.
+The index is built once per graph, like the baselines' stores; its build time is printed and not
+in the query times.
+
+Every query is counted (``SELECT (COUNT(*) AS ?n)``; ours: ``evaluate(...).count()``, or the
+length of the arrays), and the counts of all engines must agree (the table says so). Our time:
+warm session — each query is run once to warm up, then timed once. pyoxigraph: warmed the same way. rdflib: one timed run (it is
 slow enough that a warm-up would double the wait). Baselines run in child processes (their
 loading is not timed) killed after ``--timeout`` seconds, reported as "> T s".
 
@@ -225,6 +234,54 @@ def print_table(rows: list[list[str]], header: list[str]) -> None:
     sys.stdout.flush()
 
 
+ENGINES = ("arrays", "local", "spark")
+ENGINE_NOTES = {
+    "arrays": "in memory, answer as arrays",
+    "local": "in memory, answer as DataFrame",
+    "spark": "Spark joins",
+}
+
+
+def engine_runs(graph, path, start, end, engines: list[str]) -> dict:
+    """One zero-argument counting function per engine: ``arrays`` is ``paths.local.evaluate`` on
+    the graph's in-memory index (what ``engine="local"`` computes, before the answer becomes a
+    DataFrame), ``local`` and ``spark`` are ``paths.evaluate(..., engine=...).count()``."""
+    from paths import evaluate
+    from paths import local as local_paths
+
+    runs = {
+        "arrays": lambda: len(local_paths.evaluate(graph.local(), path, start, end)[0]),
+        "local": lambda: evaluate(graph, path, start=start, end=end, engine="local").count(),
+        "spark": lambda: evaluate(graph, path, start=start, end=end, engine="spark").count(),
+    }
+    return {engine: runs[engine] for engine in engines}
+
+
+def measure_engines(graph, path, start, end, engines: list[str]) -> dict:
+    """{engine: (seconds, count)}: each run once to warm up, then timed once. In-memory engines
+    are skipped (None) on graphs over ``paths.spark.LOCAL_MAX_TRIPLES``, as ``auto`` would."""
+    from paths.spark import LOCAL_MAX_TRIPLES
+
+    out = {}
+    for engine, run in engine_runs(graph, path, start, end, engines).items():
+        if engine != "spark" and graph.size() > LOCAL_MAX_TRIPLES:
+            out[engine] = None
+            continue
+        run()
+        out[engine] = timed(run)
+    return out
+
+
+def index_note(graph) -> str:
+    """Builds the in-memory index (if not yet built) and says what it cost."""
+    from paths.spark import LOCAL_MAX_TRIPLES
+
+    if graph.size() > LOCAL_MAX_TRIPLES:
+        return "no in-memory index (over LOCAL_MAX_TRIPLES)"
+    seconds, _ = timed(graph.local)
+    return f"in-memory index built once in {seconds:.2f} s (not in the times)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir")
@@ -232,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", nargs="*", choices=QUERIES, default=list(QUERIES))
     parser.add_argument("--scale", type=int, nargs="*", default=[100_000, 1_000_000, 10_000_000],
                         help="synthetic graph sizes in edges (= triples) for query 3")
+    parser.add_argument("--engines", nargs="*", choices=ENGINES, default=list(ENGINES),
+                        help="our executors to time (see the module doc)")
     parser.add_argument("--baselines", nargs="*", choices=("oxigraph", "rdflib"), default=["oxigraph", "rdflib"])
     parser.add_argument("--timeout", type=float, default=300, help="seconds per baseline run")
     parser.add_argument("--baseline-max-edges", type=int, default=1_000_000,
@@ -239,29 +298,38 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from jobs.spark import build_session
-    from paths import evaluate, lower, parse
+    from paths import PathGraph, lower, parse
 
     work = Path(args.work or tempfile.mkdtemp(prefix="rsp-bench-paths-"))
     work.mkdir(parents=True, exist_ok=True)
     spark = build_session("rsp-sidecar bench paths")
     spark.sparkContext.setLogLevel("ERROR")
     prefixes = {"": V}
-    header = ["query", "graph", "triples", "result", "ours s", "oxigraph s", "rdflib s", "ours/ox", "ours/rdflib",
-              "counts agree", "note"]
+    header = ["query", "graph", "triples", "engine", "result", "ours s", "oxigraph s", "rdflib s", "ours/ox",
+              "ours/rdflib", "counts agree", "note"]
+
+    def report(rows, name, graph_name, size, measured, ox, rd, note):
+        for engine, value in measured.items():
+            if value is None:
+                rows.append([name, graph_name, size, engine, "-", "-", ox["shown"], rd["shown"], "-", "-", "-",
+                             "over LOCAL_MAX_TRIPLES"])
+            else:
+                ours, count = value
+                rows.append([name, graph_name, size, engine, count, f"{ours:.3f}", ox["shown"], rd["shown"],
+                             ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd), note])
+            print("# row: " + " | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
 
     if args.queries:
         encoded, nt, size = vienna_graph(spark, data_dir(args.data_dir), work)
+        graph = PathGraph(encoded)
+        print(f"Vienna: {index_note(graph) if set(args.engines) - {'spark'} else 'Spark only'}")
         rows = []
         for spec in vienna_queries(args.queries):
             path = lower(parse(spec["path"], prefixes))
-            run = lambda: evaluate(encoded, path, start=spec["start"], end=spec["end"]).count()  # noqa: E731
-            run()  # warm-up, not counted
-            ours, count = timed(run)
+            measured = measure_engines(graph, path, spec["start"], spec["end"], args.engines)
             theirs = {e: baseline(e, nt, spec["sparql"], spec["update"], args.timeout) for e in args.baselines}
             ox, rd = theirs.get("oxigraph", {"shown": "-"}), theirs.get("rdflib", {"shown": "-"})
-            rows.append([spec["name"], "Vienna", size, count, f"{ours:.2f}", ox["shown"], rd["shown"],
-                         ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd), spec["note"]])
-            print("# row: " + " | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
+            report(rows, spec["name"], "Vienna", size, measured, ox, rd, spec["note"])
         print_table(rows, header)
         print()
         encoded.unpersist()
@@ -271,9 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for edges in args.scale:
             triples, size, start = synthetic_graph(spark, edges)
-            run = lambda: evaluate(triples, reach, start=start).count()  # noqa: E731
-            run()
-            ours, count = timed(run)
+            graph = PathGraph(triples)
+            note = index_note(graph) if set(args.engines) - {"spark"} else ""
+            measured = measure_engines(graph, reach, start, None, args.engines)
             ox = rd = {"shown": "-"}
             if edges <= args.baseline_max_edges and args.baselines:
                 nt = work / f"synthetic-{edges}.nt"
@@ -284,11 +352,9 @@ def main(argv: list[str] | None = None) -> int:
                 if "rdflib" in args.baselines:
                     rd = baseline("rdflib", nt, query, "", args.timeout)
                 nt.unlink()
-            rows.append(["(3) :s0 (^:beg/:end)+ ?x", f"synthetic {edges:,}", size, count, f"{ours:.2f}",
-                         ox["shown"], rd["shown"], ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd),
-                         "random, out-degree 2"])
+            report(rows, "(3) :s0 (^:beg/:end)+ ?x", f"synthetic {edges:,}", size, measured, ox, rd,
+                   "; ".join(x for x in ("random, out-degree 2", note) if x))
             triples.unpersist()
-            print("# row: " + " | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
         print_table(rows, header)
     return 0
 

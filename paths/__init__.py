@@ -6,11 +6,13 @@ Three trees, three modules (DESIGN.md "Engineering rules"):
   dataclasses with source spans); errors are :class:`PathSyntaxError` with line and column;
 * ``paths.algebra.lower`` — syntax tree → algebra (``paths.algebra``: closed set of frozen
   dataclasses built by simplifying smart constructors; ``str()`` is nSPARQL native syntax);
-* compilers of the algebra: ``paths.reference.evaluate`` (pure Python, the oracle for tests) and
-  ``paths.spark.evaluate`` (iterative Spark joins over an id-encoded graph), exported here as
-  ``evaluate`` together with ``PathGraph``. The front end (parser, syntax, algebra, reference,
-  named) does not import pyspark; ``evaluate``/``PathGraph`` import ``paths.spark`` (and so
-  pyspark) on first use.
+* evaluation: ``paths.reference.evaluate`` (pure Python, the semantics written out literally: the
+  oracle for tests); ``paths.compiler`` (how to compute a path for the binding of its ends) run by
+  one of two executors — ``paths.spark`` (iterative Spark joins over an id-encoded graph) or
+  ``paths.local`` (array operations on an in-memory index of it, for small graphs).
+  ``paths.spark.evaluate`` picks one (``engine="auto"``) and is exported here as ``evaluate``
+  together with ``PathGraph``. The front end (parser, syntax, algebra, reference, named) does not
+  import pyspark; ``evaluate``/``PathGraph`` import ``paths.spark`` (and so pyspark) on first use.
 
 ``paths.named`` holds the nSPARQL RDFS expressions (``SC_STAR``, ``TYPE``, ...).
 

@@ -6,6 +6,8 @@ a bound path end) without asking Spark. ``tests/test_dictionary.py`` checks both
 """
 from __future__ import annotations
 
+import functools
+
 SEED = 42
 _M = (1 << 64) - 1
 _P1 = 11400714785074694791
@@ -64,6 +66,8 @@ def xxh64(data: bytes, seed: int = SEED) -> int:
     return h - (1 << 64) if h >= 1 << 63 else h
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def term_id(term: str) -> int:
-    """The dictionary id of a term given in N-Triples form."""
+    """The dictionary id of a term given in N-Triples form (memoized: compilers ask for the same
+    vocabulary terms on every evaluation)."""
     return xxh64(term.encode("utf-8"))

@@ -1,5 +1,6 @@
-"""paths.spark: the Spark compiler against the pure-Python oracle (paths.reference), the running
-example, the iteration cap, and closure-table probing.
+"""paths.spark: the compiler on the Spark executor (``engine="spark"``) against the pure-Python
+oracle (paths.reference), the running example, the iteration cap, closure-table probing, and the
+engine choice of ``engine="auto"``.
 
 Cheap by construction: the graphs are tiny, each hypothesis example evaluates several paths and
 binding modes over one graph and brings all answers back in ONE collect (tagged by case id).
@@ -8,27 +9,25 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from paths import PathGraph, evaluate, lower, parse
-from paths import reference
-from paths.algebra import (AxisKind, Domain, axis, alt, identity, inverse, negated_set, opt, plus,
-                           self_term, seq, star, test)
+from paths import PathGraph, lower, parse
+from paths import spark as spark_paths
+from paths.algebra import AxisKind, Domain, axis, inverse, plus, star
 from paths.named import SC_PLUS, SC_STAR, SP_PLUS, SP_STAR, TYPE
 from paths.spark import END, START, PathIterationLimit
 from reasoner.dictionary import encode_triples
 from reasoner.hashing import term_id
 from reasoner.vocab import RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
-
-EX = "http://ex.org/"
-
-
-def e(local: str) -> str:
-    return f"<{EX}{local}>"
-
+from tests.path_cases import ABSENT, EX, TERMS, decode, e, ends, expected, graphs, paths, set_ends
 
 CASE = "_case"
+
+
+def evaluate(*args, **kwargs):
+    """``paths.evaluate`` on the Spark executor: these graphs are small enough that ``auto`` would
+    evaluate them in memory."""
+    return spark_paths.evaluate(*args, engine=kwargs.pop("engine", "spark"), **kwargs)
 
 
 def encoded(spark, triples):
@@ -61,60 +60,7 @@ def run(spark, graph, cases):
     return [{(r[START], r[END]) for r in rows if r[CASE] == n} for n in range(len(cases))], names
 
 
-def decode(pairs, names):
-    return {(names.get(x, x), names.get(y, y)) for (x, y) in pairs}
-
-
-def expected(graph, path, start, end):
-    """The oracle; a set at an end means the union over its terms."""
-    starts = start if isinstance(start, (set, frozenset)) else [start]
-    ends = end if isinstance(end, (set, frozenset)) else [end]
-    out = set()
-    for s in starts:
-        for o in ends:
-            out |= reference.evaluate(graph, path, s, o)
-    return out
-
-
 # --- randomized differential tests against paths.reference ------------------------------------
-
-NODES = [e("a"), e("b"), e("c"), e("d")]
-PREDS = [e("p"), e("q")]
-LIT = '"x"'
-ABSENT = e("k")
-TERMS = NODES + PREDS + [LIT, ABSENT]
-
-graphs = st.sets(st.tuples(st.sampled_from(NODES + [e("p")]), st.sampled_from(PREDS),
-                           st.sampled_from(NODES + [e("q"), LIT])), min_size=1, max_size=7)
-terms = st.sampled_from(TERMS)
-kinds = st.sampled_from(list(AxisKind))
-domains = st.sampled_from(list(Domain))
-
-leaves = st.one_of(
-    st.builds(axis, kinds, st.booleans(), st.none() | st.sampled_from(PREDS + NODES[:2])),
-    st.builds(axis, st.just(AxisKind.NEXT), st.booleans(), st.sampled_from(PREDS)),
-    st.builds(self_term, terms),
-    st.builds(identity, domains),
-    st.builds(negated_set, st.sets(st.sampled_from(PREDS), min_size=1, max_size=1), st.booleans()),
-)
-
-
-def extend(sub):
-    return st.one_of(
-        st.lists(sub, min_size=2, max_size=3).map(lambda xs: seq(*xs)),
-        st.lists(sub, min_size=2, max_size=3).map(lambda xs: alt(*xs)),
-        sub.map(plus),
-        st.builds(star, sub, domains),
-        st.builds(opt, sub, domains),
-        sub.map(inverse),
-        sub.map(test),
-        st.builds(axis, kinds, st.booleans(), sub),
-    )
-
-
-paths = st.recursive(leaves, extend, max_leaves=5)
-ends = st.none() | terms
-set_ends = st.frozensets(terms, min_size=1, max_size=3)
 
 # Every example runs Spark jobs: few examples, and no shrinking (a failure is reported as drawn).
 CHEAP = settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
@@ -253,3 +199,33 @@ def test_transitive_probe_needs_the_declaration(spark, store):
     probing = PathGraph.from_store(store)
     with pytest.raises(PathIterationLimit):
         evaluate(probing, plus(axis(AxisKind.NEXT, False, e("p"))), max_iterations=0).count()
+
+
+# --- engine choice -----------------------------------------------------------------------------
+
+def test_auto_engine_evaluates_small_graphs_in_memory(spark, monkeypatch):
+    from paths.local import LocalTooLarge
+
+    path = lower(parse("(^:beg/[:means :subway]/:end)+", {"": V}))
+    graph = PathGraph(encoded(spark, background_d()))
+    to_c = ids(spark, {v("c")})
+
+    def answer(engine, start=None, end=None, on=graph):
+        return sorted(map(tuple, evaluate(on, path, start, end, engine=engine).collect()))
+
+    assert not graph.indexed
+    for start, end in [(None, v("c")), (None, to_c), (v("m"), None), (None, None)]:
+        assert answer("auto", start, end) == answer("spark", start, end) != []
+    assert graph.indexed                                     # auto indexed the small graph
+    # an intermediate relation over the in-memory budget: auto falls back to Spark, local refuses
+    monkeypatch.setattr(spark_paths, "LOCAL_MAX_PAIRS", 1)
+    assert answer("auto") == answer("spark")
+    with pytest.raises(LocalTooLarge, match="engine='spark'"):
+        answer("local")
+    # a graph over the size threshold is not indexed at all
+    monkeypatch.setattr(spark_paths, "LOCAL_MAX_TRIPLES", 3)
+    big = PathGraph(encoded(spark, background_d()))
+    assert answer("auto", None, v("c"), on=big) == answer("spark", None, v("c"), on=big)
+    assert not big.indexed
+    with pytest.raises(ValueError, match="engine must be one of"):
+        evaluate(graph, path, engine="gpu")

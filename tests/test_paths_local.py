@@ -1,0 +1,80 @@
+"""paths.local: the compiler on the in-memory executor against the oracle (paths.reference).
+
+No Spark: the graphs are indexed straight from their terms (``LocalGraph.from_terms``), so these
+tests afford many more random examples than the Spark executor's (``tests/test_paths_spark.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from paths import lower, parse
+from paths.algebra import AxisKind, axis, plus
+from paths.compiler import PathIterationLimit
+from paths.local import LocalGraph, LocalTooLarge, evaluate
+from reasoner.hashing import term_id
+from tests.path_cases import ABSENT, EX, TERMS, decode, e, ends, expected, graphs, paths, set_ends
+from tests.test_paths_reference import V, background_d, v
+
+
+def answer(graph, path, start, end):
+    """Evaluate in memory; a set at an end is given as ids (the union over them)."""
+    local = LocalGraph.from_terms(graph)
+    value = lambda x: [term_id(t) for t in x] if isinstance(x, (set, frozenset)) else x  # noqa: E731
+    starts, stops = evaluate(local, path, value(start), value(end))
+    names = {term_id(t): t for t in TERMS}
+    names.update({term_id(t): t for triple in graph for t in triple})
+    pairs = set(zip(starts.tolist(), stops.tolist()))
+    assert len(pairs) == len(starts), "the pairs are distinct"
+    return decode(pairs, names)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs, path=paths, start=ends, end=ends, start_set=set_ends, end_set=set_ends)
+def test_against_reference(graph, path, start, end, start_set, end_set):
+    for s, o in [(None, None), (start, end), (start_set, None), (None, end_set), (start_set, end)]:
+        assert answer(graph, path, s, o) == expected(graph, path, s, o), (str(path), s, o)
+
+
+def test_running_example():
+    path = lower(parse("(^:beg/[:means :subway]/:end)+", {"": V}))
+    graph = background_d()
+    assert {s for (s, _) in answer(graph, path, None, v("c"))} == {v("m"), v("b")}
+    assert answer(graph, path, v("h"), v("c")) == set()
+    assert answer(graph, path, None, None) == {(v("m"), v("b")), (v("b"), v("c")), (v("m"), v("c")),
+                                               (v("h"), v("g"))}
+
+
+def test_constants_outside_the_graph():
+    graph = {(e("a"), e("p"), e("b"))}
+    k = ABSENT
+    assert answer(graph, lower(parse("(:p?)+", {"": EX})), k, None) == {(k, k)}
+    assert answer(graph, lower(parse(":p?/(:p?)*", {"": EX})), k, None) == set()
+    assert answer(graph, lower(parse("self::<http://ex.org/k>", {"": EX})), None, None) == {(k, k)}
+    # free ends: ?'s identity is nodes(G) only, and k is not a node of G
+    assert answer(graph, lower(parse("self::<http://ex.org/k>/:p?", {"": EX})), None, None) == set()
+    assert answer(set(), lower(parse(":p*", {"": EX})), k, k) == {(k, k)}
+
+
+def test_iteration_cap_and_pair_budget():
+    chain = LocalGraph.from_terms({(e(f"n{i}"), e("p"), e(f"n{i + 1}")) for i in range(6)})
+    path = plus(axis(AxisKind.NEXT, False, e("p")))
+    with pytest.raises(PathIterationLimit, match="2 iterations"):
+        evaluate(chain, path, e("n0"), max_iterations=2)
+    assert len(evaluate(chain, path, e("n0"), max_iterations=6)[0]) == 6
+    with pytest.raises(LocalTooLarge, match="budget of 10"):
+        evaluate(chain, path, max_pairs=10)                 # 21 pairs in the closure
+    assert len(evaluate(chain, path, max_pairs=21)[0]) == 21
+
+
+def test_long_chain_both_directions():
+    """Frontier expansion over a 5,000-node chain (also the cost model: one array pass per step)."""
+    n = 5_000
+    ids = np.arange(n, dtype=np.int64) * 7919 + 11
+    graph = LocalGraph(ids[:-1], np.full(n - 1, 3, dtype=np.int64), ids[1:])
+    path = plus(axis(AxisKind.NEXT, False, None))
+    starts, stops = evaluate(graph, path, int(ids[0]), max_iterations=n)
+    assert sorted(stops.tolist()) == sorted(ids[1:].tolist()) and set(starts.tolist()) == {int(ids[0])}
+    starts, _ = evaluate(graph, path, None, int(ids[-1]), max_iterations=n)
+    assert len(starts) == n - 1
