@@ -115,7 +115,7 @@ def baseline(engine: str, nt: Path, query: str, update: str, timeout: float) -> 
     if "seconds" not in result:  # the measuring thread died (its traceback is on stderr)
         last = (done.stderr.strip().splitlines() or ["?"])[-1]
         return {"seconds": None, "shown": f"failed ({last.split(':')[0][:30]})"}
-    result["shown"] = f"{result['seconds']:.2f}"
+    result["shown"] = f"{result['seconds']:.3f}"
     return result
 
 

@@ -70,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
     parser.add_argument("--out", metavar="FILE", help="write the results here instead of stdout")
     parser.add_argument("--base", metavar="IRI", help="base IRI for relative <iri> references in the path")
+    parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
+                        help="executor: Spark joins, or in memory in the driver; auto (default) runs graphs "
+                             "of up to 2M triples in memory")
 
 
 def _one_line(error: Exception) -> str:
@@ -162,13 +165,15 @@ def prepare(args: argparse.Namespace) -> Query:
     return Query(files, path, start, end, prefixes)
 
 
-def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | None = None) -> int:
+def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | None = None,
+                   engine: str = "auto") -> int:
     """Load, encode, evaluate, decode and write; returns the number of result rows."""
     err = err if err is not None else sys.stderr
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from paths import evaluate
+    from paths.local import LocalTooLarge
     from paths.spark import END, START, PathGraph, PathIterationLimit
     from reasoner.dictionary import build_dictionary, decode, encode_triples
     from reasoner.hashing import term_id
@@ -190,11 +195,11 @@ def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | Non
         extra = spark.createDataFrame([(term_id(t), t) for t in constants], f"{ID} long, {TERM} string")
         dictionary = dictionary.unionByName(extra).dropDuplicates([ID])
     try:
-        pairs = evaluate(PathGraph(encoded), query.path, start=query.start, end=query.end)
+        pairs = evaluate(PathGraph(encoded), query.path, start=query.start, end=query.end, engine=engine)
         decoded = decode(pairs, dictionary, (START, END)).orderBy(F.col(START), F.col(END))
         rows = ({VARIABLES[0]: r[START], VARIABLES[1]: r[END]} for r in decoded.toLocalIterator())
         return write_results(rows, VARIABLES, fmt, out)
-    except PathIterationLimit as error:
+    except (PathIterationLimit, LocalTooLarge) as error:
         raise PathsError(str(error)) from None
     finally:
         encoded.unpersist()
@@ -217,12 +222,12 @@ def _run(args: argparse.Namespace, spark, out: TextIO | None) -> int:
 
         spark = build_session("rsp-sidecar paths")
     if out is not None:
-        evaluate_query(spark, query, out, args.format)
+        evaluate_query(spark, query, out, args.format, engine=args.engine)
     elif args.out:
         with open(args.out, "w", encoding="utf-8", newline="") as handle:
-            evaluate_query(spark, query, handle, args.format)
+            evaluate_query(spark, query, handle, args.format, engine=args.engine)
     else:
-        evaluate_query(spark, query, sys.stdout, args.format)
+        evaluate_query(spark, query, sys.stdout, args.format, engine=args.engine)
         sys.stdout.flush()
     return 0
 

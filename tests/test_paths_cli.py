@@ -25,8 +25,10 @@ def run(spark, *argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def test_running_example_tsv_with_turtle_prefixes(spark):
-    code, text = run(spark, "--data", str(EXAMPLE), "--path", "(^:beg/[:means :subway]/:end)+", "--to", ":c")
+@pytest.mark.parametrize("engine", ["auto", "spark", "local"])
+def test_running_example_tsv_with_turtle_prefixes(spark, engine):
+    code, text = run(spark, "--data", str(EXAMPLE), "--path", "(^:beg/[:means :subway]/:end)+", "--to", ":c",
+                     "--engine", engine)
     assert code == 0
     assert text == f"?start\t?end\n<{V}b>\t<{V}c>\n<{V}m>\t<{V}c>\n"  # :h reaches :c only by tram
 
