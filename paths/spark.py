@@ -103,14 +103,6 @@ class PathGraph:
     def spark(self):
         return self.triples.sparkSession
 
-    def voc_column(self) -> DataFrame:
-        """Every occurrence of a term of G, in one column ``id`` (not distinct)."""
-        return self.triples.select(F.explode(F.array(S, P, O)).alias(ID))
-
-    def nodes_column(self) -> DataFrame:
-        """Every occurrence of a subject or object of G, in one column ``id`` (not distinct)."""
-        return self.triples.select(F.explode(F.array(S, O)).alias(ID))
-
     def size(self) -> int:
         """The number of triples (counted once)."""
         if self._size is None:
@@ -301,9 +293,33 @@ def _spark(graph: PathGraph, path: Path, ends, max_iterations: int) -> DataFrame
     return compiler.rel(path, left, right).select(START, END).distinct()
 
 
-def _local(graph: PathGraph, path: Path, ends, max_iterations: int) -> DataFrame:
+#: An in-memory answer of at most this many bytes (16 per pair) becomes a LocalRelation, embedded in
+#: the plan; a larger one an RDD of Arrow batches, one per core (a plan that embeds tens of MB of
+#: rows is re-serialized into every task and exhausted a 1 GB driver on Vienna's 2.95M pairs).
+LOCAL_RELATION_BYTES = 1 << 20
+_ARROW_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+_ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+def answer_frame(spark, starts, ends) -> DataFrame:
+    """DataFrame(start, end) of two equally long arrays of ids, through Arrow (see
+    :data:`LOCAL_RELATION_BYTES`)."""
     import pyarrow as pa
 
+    table = pa.table({START: pa.array(starts, pa.int64()), END: pa.array(ends, pa.int64())})
+    conf = spark.conf
+    previous = {key: conf.get(key) for key in (_ARROW_THRESHOLD, _ARROW_BATCH)}
+    per_core = -(-table.num_rows // max(1, spark.sparkContext.defaultParallelism))
+    conf.set(_ARROW_THRESHOLD, str(LOCAL_RELATION_BYTES))
+    conf.set(_ARROW_BATCH, str(max(10_000, per_core)))
+    try:
+        return spark.createDataFrame(table)
+    finally:
+        for key, value in previous.items():
+            conf.set(key, value)
+
+
+def _local(graph: PathGraph, path: Path, ends, max_iterations: int) -> DataFrame:
     from paths import local
 
     values = [value if not isinstance(value, DataFrame)
@@ -311,8 +327,7 @@ def _local(graph: PathGraph, path: Path, ends, max_iterations: int) -> DataFrame
               for value in ends]
     starts, stops = local.evaluate(graph.local(), path, *values, max_iterations=max_iterations,
                                    max_pairs=LOCAL_MAX_PAIRS)
-    table = pa.table({START: pa.array(starts, pa.int64()), END: pa.array(stops, pa.int64())})
-    return graph.spark.createDataFrame(table)              # a LocalRelation: no job to build it
+    return answer_frame(graph.spark, starts, stops)
 
 
 def evaluate(graph: PathGraph | DataFrame, path: Path, start=None, end=None, *,

@@ -217,6 +217,10 @@ def test_auto_engine_evaluates_small_graphs_in_memory(spark, monkeypatch):
     for start, end in [(None, v("c")), (None, to_c), (v("m"), None), (None, None)]:
         assert answer("auto", start, end) == answer("spark", start, end) != []
     assert graph.indexed                                     # auto indexed the small graph
+    # a large in-memory answer is handed over as an RDD of Arrow batches, not embedded in the plan
+    monkeypatch.setattr(spark_paths, "LOCAL_RELATION_BYTES", 0)
+    assert answer("local") == answer("spark")
+    assert "LocalRelation" not in evaluate(graph, path, engine="local")._jdf.queryExecution().optimizedPlan().toString()
     # an intermediate relation over the in-memory budget: auto falls back to Spark, local refuses
     monkeypatch.setattr(spark_paths, "LOCAL_MAX_PAIRS", 1)
     assert answer("auto") == answer("spark")
