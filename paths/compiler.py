@@ -116,6 +116,7 @@ class Executor(Protocol):
     def minus(self, pairs: Pairs, known: Pairs, known_small: bool) -> Pairs: ...
     def cut(self, pairs: Pairs) -> tuple[Pairs, int]: ...
     def probe(self, path: Path) -> Pairs | None: ...             # ⟦path⟧+ from a closure table
+    def remember(self, key: tuple, build): ...                  # a value that depends on G only
 
 
 class Compiler:
@@ -125,7 +126,6 @@ class Compiler:
         self.ops = ops
         self.root = root
         self.max_iterations = max_iterations
-        self._tests: dict[Path, tuple[Ids, bool]] = {}
 
     # ends -------------------------------------------------------------------------------------
     def end(self, ids: Ids, bound: bool) -> tuple[End, int]:
@@ -195,12 +195,13 @@ class Compiler:
 
     def test_set(self, path: Path) -> tuple[Ids, bool]:
         """{x ∈ voc(G) | ∃y: (x, y) ∈ ⟦path⟧} (free ends: a test sees no constant), materialized
-        once per evaluation, and whether it is small. The nodes that satisfy ``self::[path]``; also
-        the z that satisfy ``axis::[path]`` (z is in voc(G) anyway)."""
-        if path not in self._tests:
+        once (``Executor.remember``: per evaluation, or per graph where the executor keeps it), and
+        whether it is small. The nodes that satisfy ``self::[path]``; also the z that satisfy
+        ``axis::[path]`` (z is in voc(G) anyway). It depends on the graph only."""
+        def build():
             end, _ = self.end(self.ops.members(self._starts(path), False, Domain.VOC), False)
-            self._tests[path] = (end.ids, end.small)
-        return self._tests[path]
+            return end.ids, end.small
+        return self.ops.remember(("test", path), build)
 
     def _starts(self, path: Path) -> Ids:
         ops = self.ops

@@ -137,7 +137,8 @@ class LocalGraph:
         self.is_node = is_node
         self.nodes = np.flatnonzero(is_node)
         self._by_position: dict[int, _Index] = {}
-        self._relations: dict[tuple, _Rel] = {}
+        self._relations: dict[tuple, object] = {}
+        self._numbers: dict[int, int | None] = {}
 
     @classmethod
     def from_terms(cls, triples: Iterable[tuple[str, str, str]]) -> "LocalGraph":
@@ -161,13 +162,21 @@ class LocalGraph:
         found = (self.terms[at] == ids) if self.n else np.zeros(len(ids), dtype=bool)
         return at, found
 
+    def number(self, value: int) -> int | None:
+        """The dense number of one raw id of G, or None (memoized: queries repeat their constants)."""
+        if value not in self._numbers:
+            dense, found = self.dense(np.array([value], dtype=np.int64))
+            self._numbers[value] = int(dense[0]) if found[0] else None
+        return self._numbers[value]
+
     def position(self, k: int) -> _Index:
         if k not in self._by_position:
             self._by_position[k] = _Index(self.columns[k])
         return self._by_position[k]
 
-    def relation(self, key: tuple, build) -> _Rel:
-        """A graph-derived relation (an axis, a negated set), built once and kept with its indexes."""
+    def relation(self, key: tuple, build):
+        """A value derived from the graph alone (an axis relation with its indexes, a negated set,
+        a nested test's node set), built once and kept."""
         if key not in self._relations:
             self._relations[key] = build()
         return self._relations[key]
@@ -209,10 +218,8 @@ class LocalExecutor:
 
     def _number(self, value: int) -> int | None:
         """The dense number of one raw id, or None when it is neither in G nor numbered yet."""
-        dense, found = self.graph.dense(np.array([value], dtype=np.int64))
-        if found[0]:
-            return int(dense[0])
-        return self._extra.get(int(value))
+        number = self.graph.number(value)
+        return number if number is not None else self._extra.get(int(value))
 
     def _checked(self, rows: int) -> None:
         if rows > self.max_pairs:
@@ -340,6 +347,11 @@ class LocalExecutor:
 
     def probe(self, path: Path):
         return None
+
+    def remember(self, key: tuple, build):
+        """Kept with the graph, for later evaluations too: the compiler remembers node sets of G
+        (``members(..., VOC)``), so they hold no per-evaluation number (≥ n)."""
+        return self.graph.relation(key, build)
 
 
 def evaluate(graph: LocalGraph, path: Path, start=None, end=None, *,

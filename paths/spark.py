@@ -138,9 +138,16 @@ class SparkExecutor:
         self.graph = graph
         self.spark = graph.spark
         self._transitive: dict[int, bool] = {}
+        self._memo: dict = {}
 
     def small(self, rows: int) -> bool:
         return rows <= BROADCAST_ROWS
+
+    def remember(self, key: tuple, build):
+        """Per evaluation: a materialized DataFrame is not kept beyond it."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
 
     # sets of ids ------------------------------------------------------------------------------
     def constants(self, ids: list[int]) -> DataFrame:
