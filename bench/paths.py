@@ -249,11 +249,6 @@ def print_table(rows: list[list[str]], header: list[str]) -> None:
 
 
 ENGINES = ("arrays", "local", "spark")
-ENGINE_NOTES = {
-    "arrays": "in memory, answer as arrays",
-    "local": "in memory, answer as DataFrame",
-    "spark": "Spark joins",
-}
 
 
 def engine_runs(graph, path, start, end, engines: list[str]) -> dict:
