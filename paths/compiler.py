@@ -44,6 +44,7 @@ How each node is computed:
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -52,7 +53,7 @@ from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Pa
 from reasoner.hashing import term_id
 
 __all__ = ["START", "END", "End", "Executor", "Compiler", "PathIterationLimit",
-           "DEFAULT_MAX_ITERATIONS"]
+           "DEFAULT_MAX_ITERATIONS", "constant_id"]
 
 START, END = "start", "end"
 
@@ -75,6 +76,24 @@ class PathIterationLimit(RuntimeError):
         within = "" if root is None or root == path else f" (in path {root})"
         super().__init__(f"path closure {path}{within} did not reach a fixpoint within {cap} "
                          f"iterations; raise max_iterations if the graph has longer paths")
+
+
+def constant_id(value, others: str) -> int | None:
+    """The id of a path end given as one constant — an N-Triples term or an int id — or None when
+    ``value`` is something else (a collection of ids, which the executor reads). ``others`` names
+    what else the caller accepts, for the error on a bool or a string that is not a term."""
+    if isinstance(value, bool):
+        raise TypeError(f"a path end is None, an N-Triples term, an int id or {others}, got {value!r}")
+    if isinstance(value, str):
+        from paths.algebra import is_term
+
+        if not is_term(value):
+            raise TypeError(f"a path end given as a string must be an N-Triples term (<iri>, \"lit\", "
+                            f"_:b), got {value!r}")
+        return term_id(value)
+    if isinstance(value, numbers.Integral):                # int, and numpy's integers
+        return int(value)
+    return None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Iterable
 import numpy as np
 
 from paths.algebra import AxisKind, Domain, Path
-from paths.compiler import END, START, Compiler, DEFAULT_MAX_ITERATIONS
+from paths.compiler import START, Compiler, DEFAULT_MAX_ITERATIONS, constant_id
 from reasoner.hashing import term_id
 
 __all__ = ["LocalGraph", "LocalExecutor", "LocalTooLarge", "evaluate", "DEFAULT_MAX_PAIRS"]
@@ -369,15 +369,7 @@ def evaluate(graph: LocalGraph, path: Path, start=None, end=None, *,
 
 
 def _ids(value) -> list[int] | np.ndarray:
-    if isinstance(value, bool):
-        raise TypeError(f"a path end is None, an N-Triples term, an int id or ids, got {value!r}")
-    if isinstance(value, str):
-        from paths.algebra import is_term
-
-        if not is_term(value):
-            raise TypeError(f"a path end given as a string must be an N-Triples term (<iri>, "
-                            f"\"lit\", _:b), got {value!r}")
-        return [term_id(value)]
-    if isinstance(value, (int, np.integer)):
-        return [int(value)]
+    constant = constant_id(value, "ids")
+    if constant is not None:
+        return [constant]
     return np.asarray(list(value) if not isinstance(value, np.ndarray) else value, dtype=np.int64)

@@ -25,7 +25,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from paths.algebra import Axis, AxisKind, Domain, Path
-from paths.compiler import (DEFAULT_MAX_ITERATIONS, END, START, Compiler, End, PathIterationLimit)
+from paths.compiler import (DEFAULT_MAX_ITERATIONS, END, START, Compiler, End, PathIterationLimit,
+                            constant_id)
 from reasoner.hashing import term_id
 from reasoner.schema import ID, INFERRED, O, P, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TRANSITIVE, \
     PROPERTY, require_columns
@@ -271,17 +272,9 @@ def _end_value(value):
     """A checked path end: None, an int id, or a one-column DataFrame of ids (column ``id``)."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise TypeError(f"a path end is None, an N-Triples term, an int id or a DataFrame, got {value!r}")
-    if isinstance(value, str):
-        from paths.algebra import is_term
-
-        if not is_term(value):
-            raise TypeError(f"a path end given as a string must be an N-Triples term (<iri>, \"lit\", _:b), "
-                            f"got {value!r}")
-        return term_id(value)
-    if isinstance(value, int):
-        return value
+    constant = constant_id(value, "a DataFrame")
+    if constant is not None:
+        return constant
     if isinstance(value, DataFrame):
         if len(value.columns) != 1:
             raise ValueError(f"a DataFrame path end must have exactly one column of ids; it has "

@@ -54,19 +54,23 @@ leaves = st.one_of(
 )
 
 
-def extend(sub):
-    return st.one_of(
-        st.lists(sub, min_size=2, max_size=3).map(lambda xs: seq(*xs)),
-        st.lists(sub, min_size=2, max_size=3).map(lambda xs: alt(*xs)),
-        sub.map(plus),
-        st.builds(star, sub, domains),
-        st.builds(opt, sub, domains),
-        sub.map(inverse),
-        sub.map(test),
-        st.builds(axis, kinds, st.booleans(), sub),
-    )
+def recursive_paths(leaves, *, min_parts: int, max_leaves: int):
+    """Paths built from ``leaves`` by every constructor of the algebra (sequences and alternatives
+    of ``min_parts``–3 parts, closures, options, inverses, tests, nested axes)."""
+    def extend(sub):
+        return st.one_of(
+            st.lists(sub, min_size=min_parts, max_size=3).map(lambda xs: seq(*xs)),
+            st.lists(sub, min_size=min_parts, max_size=3).map(lambda xs: alt(*xs)),
+            sub.map(plus),
+            st.builds(star, sub, domains),
+            st.builds(opt, sub, domains),
+            sub.map(inverse),
+            sub.map(test),
+            st.builds(axis, kinds, st.booleans(), sub),
+        )
+    return st.recursive(leaves, extend, max_leaves=max_leaves)
 
 
-paths = st.recursive(leaves, extend, max_leaves=5)
+paths = recursive_paths(leaves, min_parts=2, max_leaves=5)
 ends = st.none() | terms
 set_ends = st.frozensets(terms, min_size=1, max_size=3)

@@ -13,6 +13,7 @@ from paths.named import SC_STAR, SP_STAR, TYPE, property_pairs
 from paths.reference import evaluate
 from paths import syntax as S
 from reasoner.vocab import RDF_TYPE, RDFS_SUBCLASSOF, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
+from tests.path_cases import domains, kinds, recursive_paths
 
 EX = "http://example.org/vienna#"
 PREFIXES = {"": EX, "xsd": "http://www.w3.org/2001/XMLSchema#"}
@@ -285,8 +286,6 @@ def test_named_expressions_reparse():
 IRIS = [t("p"), t("q"), t("r")]
 CONSTANTS = IRIS + [t("c"), '"x"', '"x"@en', f'"1"^^{XSD_INTEGER}', "_:b"]
 terms = st.sampled_from(CONSTANTS)
-kinds = st.sampled_from(list(AxisKind))
-domains = st.sampled_from(list(Domain))
 
 algebra_leaves = st.one_of(
     st.builds(axis, kinds, st.booleans(), st.none() | terms),
@@ -296,20 +295,7 @@ algebra_leaves = st.one_of(
 )
 
 
-def algebra_extend(sub):
-    return st.one_of(
-        st.lists(sub, min_size=1, max_size=3).map(lambda xs: seq(*xs)),
-        st.lists(sub, min_size=1, max_size=3).map(lambda xs: alt(*xs)),
-        sub.map(plus),
-        st.builds(star, sub, domains),
-        st.builds(opt, sub, domains),
-        sub.map(inverse),
-        sub.map(test),
-        st.builds(axis, kinds, st.booleans(), sub),
-    )
-
-
-algebra = st.recursive(algebra_leaves, algebra_extend, max_leaves=8)
+algebra = recursive_paths(algebra_leaves, min_parts=1, max_leaves=8)
 
 # syntax trees: SPARQL forms, nSPARQL axes and nesting, with full IRIs and the prefix ":"
 s_iris = st.sampled_from(["p", "q", "r"]).map(lambda local: S.PrefixedName("", local, EX + local))
