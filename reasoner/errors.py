@@ -1,0 +1,19 @@
+"""The project's one base class for *expected* failures.
+
+An expected failure is something a user can cause and fix: bad input (a malformed file, a query
+syntax error), a missing file, a locked store, a missing jar, an iteration cap. The CLI
+(``jobs.errors.run_cli``) prints such an error as one ``error:`` line and exits with code 2;
+anything else is a programming error and keeps its traceback (exit code 1).
+
+Every package of the project (``reasoner``, ``paths``, ``cep``, ``jobs``, ``ontologies``) derives
+its expected errors from :class:`SidecarError`, usually together with the built-in class that
+describes them best (``ValueError`` for bad input, ``RuntimeError`` for a failed run), so callers
+that catch the built-in class keep working.
+"""
+from __future__ import annotations
+
+__all__ = ["SidecarError"]
+
+
+class SidecarError(Exception):
+    """An expected failure with a message a user can act on (what, where, what was expected)."""
