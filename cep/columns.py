@@ -18,17 +18,23 @@ After a ``_`` the next character tells the cases apart (``_``, a letter or a dig
 """
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
 
-from reasoner.schema import T_END, T_START
+from reasoner.schema import O, P, S, T_END, T_START
 
-__all__ = ["T_START", "T_END", "ITEM", "VAR_PREFIX", "var_column", "column_var", "is_var_column",
-           "var_columns", "scratch"]
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["T_START", "T_END", "ITEM", "STREAM_COLUMNS", "VAR_PREFIX", "var_column", "column_var",
+           "is_var_column", "var_columns", "scratch"]
 
 VAR_PREFIX = "v_"
 #: the stream-item column of a stream DataFrame ``(item, s, p, o, t_start, t_end)`` (the triples
 #: of one item share it; a BGP in a window matches inside one item, eq. 16)
 ITEM = "item"
+#: the columns of a stream DataFrame, in order: one row per triple of a stream item <g, [t1, t2]>
+#: (§4.1), the item's id and interval repeated on each of its triples
+STREAM_COLUMNS = (ITEM, S, P, O, T_START, T_END)
 _SCRATCH = "_"
 
 

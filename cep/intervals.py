@@ -53,21 +53,14 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from cep.columns import ITEM, T_END, T_START, scratch, var_columns
+from cep.columns import ITEM, STREAM_COLUMNS, T_END, T_START, scratch, var_columns
+from cep.timeline import close_instant
 from reasoner.schema import O, P, S, require_columns
 
 __all__ = [
-    "MIN_TIME", "MAX_TIME", "canonical", "empty", "join", "union", "seq", "seq_wo", "no_head",
-    "no_tail", "left_join", "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
-    "STREAM_COLUMNS",
+    "canonical", "join", "union", "seq", "seq_wo", "no_head", "no_tail", "left_join",
+    "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant", "STREAM_COLUMNS",
 ]
-
-#: The smallest / largest representable time (signed 64-bit). A static background has been
-#: unchanged "since forever": its mappings carry [MIN_TIME, t] (eq. 17; see cep.spark).
-MIN_TIME = -(1 << 63)
-MAX_TIME = (1 << 63) - 1
-
-STREAM_COLUMNS = (ITEM, S, P, O, T_START, T_END)
 
 _L, _R, _N, _M = "l", "r", "n", "m"
 
@@ -81,13 +74,6 @@ def canonical(df: DataFrame) -> DataFrame:
     _check(df, "mappings")
     return df.select(*[F.col(c).cast("long").alias(c) for c in sorted(var_columns(df))],
                      F.col(T_START).cast("long").alias(T_START), F.col(T_END).cast("long").alias(T_END))
-
-
-def empty(spark, variables: list[str] | tuple[str, ...] = ()) -> DataFrame:
-    """The empty set of mappings over the given variable columns."""
-    fields = ", ".join(f"`{c}` long" for c in sorted(variables))
-    schema = (fields + ", " if fields else "") + f"{T_START} long, {T_END} long"
-    return spark.createDataFrame([], schema)
 
 
 def _prefixed(df: DataFrame, side: str) -> DataFrame:
@@ -269,13 +255,6 @@ def w_triples(stream: DataFrame, t: int, n: int) -> DataFrame:
     latest = w_all(stream, t)
     order = [F.col(c).desc() for c in (T_START, T_END, ITEM, S, P, O)]
     return latest.orderBy(*order).limit(int(n))
-
-
-def close_instant(t: int, step: int) -> int:
-    """The last close of a STEP/TUMBLING window at or before t: ⌊t / step⌋ · step (origin 0)."""
-    if step <= 0:
-        raise ValueError(f"a window step must be positive, got {step}")
-    return (int(t) // int(step)) * int(step)
 
 
 def w_step(stream: DataFrame, t: int, T: int, step: int) -> DataFrame:

@@ -31,6 +31,10 @@ import re
 from collections.abc import Iterable, Mapping as TMapping
 from typing import Any
 
+from cep.literals import (LITERAL_RE, NUMERIC_DATATYPES, XSD_BOOLEAN, XSD_STRING, numeric_value,
+                          parse_literal)
+from cep.timeline import MIN_TIME, close_instant
+
 __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
     "mapping", "compatible", "merge",
@@ -43,9 +47,6 @@ Mapping = frozenset  # of (variable, term) pairs
 Element = tuple  # (Mapping, t1, t2)
 Item = tuple  # (item, frozenset of triples, t1, t2)
 
-#: the smallest representable time (a signed 64-bit long): the start of a static background's
-#: interval (``cep.spark.evaluate`` uses the same constant).
-MIN_TIME = -(1 << 63)
 
 
 def mapping(**bindings: Any) -> frozenset:
@@ -153,11 +154,6 @@ def w_triples(stream: Iterable[Item], t: int, n: int) -> list[Item]:
         kept.setdefault(item, set()).add(tr)
         times[item] = (t1, t2)
     return [(item, frozenset(g), *times[item]) for item, g in kept.items()]
-
-
-def close_instant(t: int, step: int) -> int:
-    """The last window close at or before t of a STEP/TUMBLING window: ⌊t / step⌋ · step."""
-    return (t // step) * step
 
 
 def w_step(stream: Iterable[Item], t: int, T: int, step: int) -> list[Item]:
@@ -371,43 +367,11 @@ class _Error:
 
 
 _ERROR = _Error()
-_XSD = "http://www.w3.org/2001/XMLSchema#"
-_RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
-NUMERIC_DATATYPES = frozenset(_XSD + n for n in (
-    "integer", "decimal", "double", "float", "int", "long", "short", "byte", "nonNegativeInteger",
-    "positiveInteger", "negativeInteger", "nonPositiveInteger", "unsignedLong", "unsignedInt",
-    "unsignedShort", "unsignedByte"))
-_LITERAL = re.compile(r'^"(.*)"(?:@([A-Za-z0-9-]+)|\^\^<([^>]*)>)?$', re.S)
-_UNESCAPE = {'"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", "'": "'"}
-
-
-def _unescape(lex: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _UNESCAPE.get(m.group(1), "\\" + m.group(1)), lex)
-
-
-def parse_literal(term: str):
-    """(lexical form unescaped, language or None, datatype IRI) of a literal term, else None."""
-    m = _LITERAL.match(term) if isinstance(term, str) else None
-    if not m:
-        return None
-    lex, lang, dt = m.group(1), m.group(2), m.group(3)
-    return _unescape(lex), (lang or None), (_RDF_LANGSTRING if lang else dt or _XSD + "string")
-
-
-def numeric_value(term) -> float | None:
-    """The value of a numeric literal (by datatype, lexical form parsed as a double), else None."""
-    lit = parse_literal(term)
-    if lit is None or lit[2] not in NUMERIC_DATATYPES:
-        return None
-    try:
-        return float(lit[0])
-    except ValueError:
-        return None
 
 
 def _simple_string(term):
     lit = parse_literal(term)
-    if lit is not None and lit[1] is None and lit[2] == _XSD + "string":
+    if lit is not None and lit[1] is None and lit[2] == XSD_STRING:
         return lit[0]
     return None
 
@@ -423,12 +387,12 @@ def ebv(value):
     lit = parse_literal(value)
     if lit is None:
         return _ERROR
-    if lit[2] == _XSD + "boolean":
+    if lit[2] == XSD_BOOLEAN:
         return lit[0] in ("true", "1") if lit[0] in ("true", "false", "1", "0") else False
     if lit[2] in NUMERIC_DATATYPES:
         n = numeric_value(value)
         return False if n is None else not (n == 0 or math.isnan(n))
-    if lit[2] == _XSD + "string":
+    if lit[2] == XSD_STRING:
         return lit[0] != ""
     return _ERROR
 
@@ -444,7 +408,7 @@ def _num(value):
 def _term_of(value):
     """A value as an N-Triples term (booleans and numbers from expressions become literals)."""
     if isinstance(value, bool):
-        return f'"{"true" if value else "false"}"^^<{_XSD}boolean>'
+        return f'"{"true" if value else "false"}"^^<{XSD_BOOLEAN}>'
     if isinstance(value, float):
         return None  # computed numbers have no canonical term here; compared numerically only
     return value
@@ -494,7 +458,7 @@ def eval_expr(A, e, mu: dict):
             return _ERROR
         if t.startswith("<"):
             return '"' + t[1:-1].replace("\\", "\\\\").replace('"', '\\"') + '"'
-        m = _LITERAL.match(t)
+        m = LITERAL_RE.match(t)
         return '"' + m.group(1) + '"' if m else _ERROR
     if isinstance(e, A.Lang):
         t = _term_of(eval_expr(A, e.expr, mu))

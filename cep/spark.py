@@ -22,12 +22,12 @@ pure Python (the oracle).
   clauses then keeps the events' intervals — the running example's [10, 16] at t=16. Pass
   ``since=`` (one time, or a dict per graph) when the background's change time is known (e.g. a
   refresh that publishes a new version).
-* ``Filter``: SPARQL 1.1 §17 on ids — see ``_Filter`` below: equality of a
-  variable with an IRI/blank constant compares ids; everything else decodes the needed columns
-  through the dictionary (a join), compares numerically when both sides are numeric literals
-  (xsd:integer, decimal, double, float and the derived integer types; the lexical form parsed as a
-  double), as strings when both are simple/xsd:string literals, else by term (= / != only);
-  REGEX / STR / LANG / DATATYPE / BOUND, arithmetic with errors as nulls. No Python UDFs.
+* ``Filter``: SPARQL 1.1 §17 compiled to Spark columns by ``cep.filters`` (ids compared directly
+  where a constant IRI is compared with a variable, else the terms decoded through the dictionary).
+* One walk for the whole algebra: what a ``BGP`` means depends on where it stands (``_Scope``):
+  inside a window (eq. 16), inside a background graph (eq. 17), or nowhere (an error). The other
+  operators are the same everywhere; on a background every mapping carries the same interval, so
+  JOIN / OR / OPTIONAL / FILTER reduce to SPARQL's Join / Union / LeftJoin / Filter.
 * Background graphs are looked up by the IRI of ``Background.graph`` (``FROM <g>``); when that IRI
   was not given but a default graph (key ``None``) was, the default graph is used (a caller that
   loads the FROM file passes it as the default graph).
@@ -38,30 +38,21 @@ durations are converted with ``Duration.ticks(time_unit)``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep import intervals as I
-from cep.columns import ITEM, T_END, T_START, scratch, var_column, var_columns
+from cep.columns import ITEM, STREAM_COLUMNS, T_END, T_START, var_column, var_columns
+from cep.errors import CepInputError, MissingInputError, UnsupportedQueryError
+from cep.filters import filter_mappings
+from cep.timeline import MIN_TIME
 from reasoner.hashing import term_id
-from reasoner.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
+from reasoner.schema import DICTIONARY, INFERRED, O, P, S, require_columns
 
 __all__ = ["evaluate", "window", "MIN_TIME"]
-
-MIN_TIME = I.MIN_TIME
-
-_XSD = "http://www.w3.org/2001/XMLSchema#"
-_NUMERIC = tuple(f"{_XSD}{n}" for n in (
-    "integer", "decimal", "double", "float", "int", "long", "short", "byte", "nonNegativeInteger",
-    "positiveInteger", "negativeInteger", "nonPositiveInteger", "unsignedLong", "unsignedInt",
-    "unsignedShort", "unsignedByte"))
-_XSD_STRING = _XSD + "string"
-_XSD_BOOLEAN = _XSD + "boolean"
-_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
-# an N-Triples literal: lexical form (escaped), then @lang or ^^<datatype> (Java regex)
-_LITERAL_RE = r'(?s)^"(.*)"(?:@([A-Za-z0-9-]+)|\^\^<([^>]*)>)?$'
 
 
 def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms", *,
@@ -92,18 +83,39 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
 def window(stream: DataFrame, spec, t: int, time_unit: str = "ms") -> DataFrame:
     """The content of window ``spec`` (a ``cep.algebra`` window) over ``stream`` at time t
     (report policies: see ``cep.intervals``)."""
-    if isinstance(spec, A.Now):
-        return I.w_now(stream, t)
-    if isinstance(spec, A.All):
-        return I.w_all(stream, t)
-    if isinstance(spec, A.Triples):
-        return I.w_triples(stream, t, spec.n)
-    if isinstance(spec, A.Range):
-        T = spec.range.ticks(time_unit)
-        if spec.step is None and not spec.tumbling:
-            return I.w_range(stream, t, T)
-        return I.w_step(stream, t, T, spec.step_ticks(time_unit))
+    match spec:
+        case A.Now():
+            return I.w_now(stream, t)
+        case A.All():
+            return I.w_all(stream, t)
+        case A.Triples(n=n):
+            return I.w_triples(stream, t, n)
+        case A.Range(step=None, tumbling=False):
+            return I.w_range(stream, t, spec.range.ticks(time_unit))
+        case A.Range():
+            return I.w_step(stream, t, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
     raise TypeError(f"unknown window {spec!r}")
+
+
+@dataclass(frozen=True)
+class _Window:
+    """Inside a ``StreamPattern``: a BGP matches inside one item of the window content (eq. 16)."""
+
+    items: DataFrame
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """Inside a ``Background``: a BGP matches the static graph ``triples`` (named ``name``) and its
+    mappings carry ``interval`` = [t1, t] (eq. 17)."""
+
+    name: object
+    triples: DataFrame
+    interval: tuple[int, int]
+
+
+#: where a pattern stands: in a window, in a background graph, or neither (None: no BGP allowed)
+_Scope = _Window | _Graph | None
 
 
 class _Runtime:
@@ -123,79 +135,78 @@ class _Runtime:
         self.dictionaries = dictionaries
         frames = list(self.background.values()) + list(self.streams.values()) + dictionaries
         if not frames:
-            raise ValueError("evaluate() needs at least one background graph or stream (a DataFrame)")
+            raise CepInputError("evaluate() needs at least one background graph or stream (a DataFrame)")
         self.spark = frames[0].sparkSession
 
     # --- query forms (eq. 1) -------------------------------------------------------------------
     def query(self, query: A.Query) -> DataFrame:
         form = query.form
         omega = self.eval(form.inner, None)
-        if isinstance(form, A.Project):
-            present = set(var_columns(omega))
-            cols = []
-            for v in form.variables:
-                c = var_column(v.name)
-                cols.append(F.col(c) if c in present else F.lit(None).cast("long").alias(c))
-            return omega.select(*cols, T_START, T_END).distinct()
-        if isinstance(form, A.Construct):
-            parts = []
-            for tp in form.template:
+        match form:
+            case A.Project(variables=variables):
+                present = set(var_columns(omega))
                 cols = []
-                for part, name in ((tp.s, S), (tp.p, P), (tp.o, O)):
-                    if isinstance(part, A.Var):
-                        c = var_column(part.name)
-                        col = F.col(c) if c in omega.columns else F.lit(None).cast("long")
-                    elif part.startswith("_:"):
-                        raise NotImplementedError(
-                            f"CONSTRUCT template blank node {part}: fresh blank nodes per solution "
-                            f"are not supported (their terms would be missing from the dictionary)")
-                    else:
-                        col = F.lit(term_id(part))
-                    cols.append(col.alias(name))
-                parts.append(omega.select(*cols, T_START, T_END).dropna(subset=[S, P, O]))
-            out = parts[0]
-            for part in parts[1:]:
-                out = out.unionByName(part)
-            return out.distinct()
+                for v in variables:
+                    c = var_column(v.name)
+                    cols.append(F.col(c) if c in present else F.lit(None).cast("long").alias(c))
+                return omega.select(*cols, T_START, T_END).distinct()
+            case A.Construct(template=template):
+                parts = [omega.select(*_template_columns(tp, omega.columns), T_START, T_END)
+                         .dropna(subset=[S, P, O]) for tp in template]
+                out = parts[0]
+                for part in parts[1:]:
+                    out = out.unionByName(part)
+                return out.distinct()
         raise TypeError(f"not a query form: {form!r}")
 
     # --- patterns ------------------------------------------------------------------------------
-    def eval(self, node, items: DataFrame | None) -> DataFrame:
-        """⟦node, t⟧; ``items`` is the window content while inside a StreamPattern."""
-        if isinstance(node, A.StreamPattern):                                      # eq. 9, 16
-            if node.stream not in self.streams:
-                raise KeyError(f"no stream {node.stream} was given; streams: {sorted(self.streams)}")
-            stream = self.streams[node.stream]
-            require_columns(stream, I.STREAM_COLUMNS, f"stream {node.stream}")
-            return self.eval(node.pattern, window(stream, node.window, self.at, self.unit))
-        if isinstance(node, A.Background):                                         # eq. 17
-            return self.background_pattern(node)
-        if isinstance(node, A.BGP):
-            if items is None:
-                raise ValueError(f"basic graph pattern {node} is neither in a WINDOW nor in the background")
-            return _bgp_in_items(node, items)
-        if isinstance(node, A.Join):
-            return I.join(self.eval(node.left, items), self.eval(node.right, items))
-        if isinstance(node, A.Union):
-            return I.union(self.eval(node.left, items), self.eval(node.right, items))
-        if isinstance(node, A.Sequence):
-            return I.seq(self.eval(node.left, items), self.eval(node.right, items))
-        if isinstance(node, A.SeqWithout):
-            return I.seq_wo(self.eval(node.left, items), self.eval(node.negated, items),
-                            self.eval(node.right, items))
-        if isinstance(node, A.NoHead):
-            return I.no_head(self.eval(node.negated, items), self.eval(node.right, items))
-        if isinstance(node, A.NoTail):
-            return I.no_tail(self.eval(node.left, items), self.eval(node.negated, items), self.at)
-        if isinstance(node, A.Filter):
-            return self.filter(node.condition, self.eval(node.inner, items))
-        if isinstance(node, A.LeftJoin):
-            keep = None if node.condition is None else (lambda df, c=node.condition: self.filter(c, df))
-            return I.left_join(self.eval(node.left, items), self.eval(node.right, items), keep)
+    def eval(self, node, scope: _Scope) -> DataFrame:
+        """⟦node, t⟧ where ``node`` stands in ``scope`` (module docstring)."""
+        match node:
+            case A.BGP():
+                return self.bgp(node, scope)
+            case A.Join(left=left, right=right):                                   # eq. 2
+                return I.join(self.eval(left, scope), self.eval(right, scope))
+            case A.Union(left=left, right=right):
+                return I.union(self.eval(left, scope), self.eval(right, scope))
+            case A.LeftJoin(left=left, right=right, condition=condition):
+                keep = None if condition is None else (lambda df: self.filter(condition, df))
+                return I.left_join(self.eval(left, scope), self.eval(right, scope), keep)
+            case A.Filter(condition=condition, inner=inner):
+                return self.filter(condition, self.eval(inner, scope))
+            case _ if isinstance(scope, _Graph):
+                raise TypeError(f"{type(node).__name__} cannot occur in a background pattern")
+            case A.StreamPattern():                                                # eq. 9, 16
+                return self.eval(node.pattern, _Window(self.window_content(node)))
+            case A.Background():                                                   # eq. 17
+                return self.eval(node.pattern, self.background_scope(node))
+            case A.Sequence(left=left, right=right):                               # eq. 4, 11
+                return I.seq(self.eval(left, scope), self.eval(right, scope))
+            case A.SeqWithout(left=left, negated=negated, right=right):            # eq. 8, 15
+                return I.seq_wo(self.eval(left, scope), self.eval(negated, scope), self.eval(right, scope))
+            case A.NoHead(negated=negated, right=right):                           # eq. 6, 13
+                return I.no_head(self.eval(negated, scope), self.eval(right, scope))
+            case A.NoTail(left=left, negated=negated):                             # eq. 7, 14
+                return I.no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
         raise TypeError(f"cannot evaluate {type(node).__name__}")
 
+    def bgp(self, node: A.BGP, scope: _Scope) -> DataFrame:
+        match scope:
+            case _Window(items=items):
+                return _bgp_in_items(node, items)
+            case _Graph():
+                return self.static_bgp(node, scope)
+        raise ValueError(f"basic graph pattern {node} is neither in a WINDOW nor in the background")
+
     def filter(self, condition, omega: DataFrame) -> DataFrame:
-        return _Filter(self, condition).apply(omega)
+        return filter_mappings(condition, omega, self.dictionaries)
+
+    def window_content(self, node: A.StreamPattern) -> DataFrame:
+        if node.stream not in self.streams:
+            raise MissingInputError(f"no stream {node.stream} was given; streams: {sorted(self.streams)}")
+        stream = self.streams[node.stream]
+        require_columns(stream, STREAM_COLUMNS, f"stream {node.stream}")
+        return window(stream, node.window, self.at, self.unit)
 
     # --- background (eq. 17) -------------------------------------------------------------------
     def graph(self, name) -> DataFrame:
@@ -203,7 +214,8 @@ class _Runtime:
             name = None  # FROM <g> names the default graph's source; the caller loaded it as default
         if name not in self.background:
             shown = ", ".join("default" if g is None else g for g in self.background) or "none"
-            raise KeyError(f"no background graph {'default' if name is None else name} was given; graphs: {shown}")
+            raise MissingInputError(
+                f"no background graph {'default' if name is None else name} was given; graphs: {shown}")
         g = self.background[name]
         require_columns(g, (S, P, O), f"background graph {name}")
         return g
@@ -215,38 +227,18 @@ class _Runtime:
             return int(self.since.get(name, MIN_TIME))
         return int(self.since)
 
-    def background_pattern(self, node: A.Background) -> DataFrame:
-        triples = self.graph(node.graph)
-        interval = (self.since_for(node.graph), self.at)
-        return self.static(node.pattern, node.graph, triples, interval)
+    def background_scope(self, node: A.Background) -> _Graph:
+        return _Graph(node.graph, self.graph(node.graph), (self.since_for(node.graph), self.at))
 
-    def static(self, node, name, triples: DataFrame, interval) -> DataFrame:
-        """SPARQL over the static graph; every mapping gets the same interval, so the interval
-        operators reduce to the plain SPARQL ones."""
-        if isinstance(node, A.BGP):
-            return self.static_bgp(node, name, triples, interval)
-        if isinstance(node, A.Join):
-            return I.join(self.static(node.left, name, triples, interval),
-                          self.static(node.right, name, triples, interval))
-        if isinstance(node, A.Union):
-            return I.union(self.static(node.left, name, triples, interval),
-                           self.static(node.right, name, triples, interval))
-        if isinstance(node, A.LeftJoin):
-            keep = None if node.condition is None else (lambda df, c=node.condition: self.filter(c, df))
-            return I.left_join(self.static(node.left, name, triples, interval),
-                               self.static(node.right, name, triples, interval), keep)
-        if isinstance(node, A.Filter):
-            return self.filter(node.condition, self.static(node.inner, name, triples, interval))
-        raise TypeError(f"{type(node).__name__} cannot occur in a background pattern")
-
-    def static_bgp(self, node: A.BGP, name, triples: DataFrame, interval) -> DataFrame:
+    def static_bgp(self, node: A.BGP, scope: _Graph) -> DataFrame:
+        """The BGP's SPARQL solutions over the static graph, each with the scope's interval."""
         parts = []
         for tp in node.patterns:
             if isinstance(tp, A.PathPattern):
-                parts.append(self.path_part(tp, name, triples))
+                parts.append(self.path_part(tp, scope.name, scope.triples))
             else:
-                parts.append(_triple_part(tp, triples, ()))
-        lo, hi = interval
+                parts.append(_triple_part(tp, scope.triples, ()))
+        lo, hi = scope.interval
         if not parts:
             out = self.spark.range(1).select()
         else:
@@ -279,6 +271,25 @@ class _Runtime:
         out = pairs.select(*cols)
         out = out.filter(_all_not_null(var_columns(out)))
         return out.select(*[_non_null(c).alias(c) for c in var_columns(out)]).distinct()
+
+
+def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
+    """The (s, p, o) columns of one CONSTRUCT template triple over mappings with ``columns``
+    (an unbound variable gives null: the triple is not produced, SPARQL 1.1 §16.2)."""
+    cols = []
+    for part, name in ((tp.s, S), (tp.p, P), (tp.o, O)):
+        match part:
+            case A.Var(name=var):
+                c = var_column(var)
+                col = F.col(c) if c in columns else F.lit(None).cast("long")
+            case str() if part.startswith("_:"):
+                raise UnsupportedQueryError(
+                    f"CONSTRUCT template blank node {part}: fresh blank nodes per solution "
+                    f"are not supported (their terms would be missing from the dictionary)")
+            case _:
+                col = F.lit(term_id(part))
+        cols.append(col.alias(name))
+    return cols
 
 
 def _all_not_null(columns) -> Column:
@@ -327,7 +338,7 @@ def _bgp_in_items(node: A.BGP, items: DataFrame) -> DataFrame:
     out = None
     for tp in node.patterns:
         if isinstance(tp, A.PathPattern):
-            raise NotImplementedError(
+            raise UnsupportedQueryError(
                 f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
         part = _triple_part(tp, items, key)
         if out is None:
@@ -336,206 +347,3 @@ def _bgp_in_items(node: A.BGP, items: DataFrame) -> DataFrame:
             shared = sorted(set(var_columns(out)) & set(var_columns(part)))
             out = out.join(part, list(key) + shared, "inner")
     return I.canonical(out).distinct()
-
-
-# ---------------------------------------------------------------------------------------------
-# FILTER expressions (SPARQL 1.1 §17) compiled to Spark columns
-
-class _Val:
-    """A compiled expression value: ``kind`` is "term" (an N-Triples string column), "num" (a
-    double column, from arithmetic) or "bool"; null = unbound or a type error (SPARQL's error)."""
-
-    def __init__(self, kind: str, col: Column):
-        self.kind, self.col = kind, col
-
-
-def _lexical_raw(term: Column) -> Column:
-    return F.regexp_extract(term, _LITERAL_RE, 1)
-
-
-def _unescape(raw: Column) -> Column:
-    """N-Triples escapes \\" \\\\ \\n \\r \\t \\b \\f \\' undone (\\uXXXX kept as written)."""
-    out = F.regexp_replace(raw, r"\\\\", "\u0000")
-    for esc, char in (('"', '"'), ("n", "\n"), ("r", "\r"), ("t", "\t"), ("b", "\b"), ("f", "\f"), ("'", "'")):
-        out = F.regexp_replace(out, r"\\" + esc, char.replace("\\", "\\\\").replace("$", "\\$"))
-    return F.regexp_replace(out, "\u0000", r"\\")
-
-
-def _is_literal(term: Column) -> Column:
-    return term.rlike(_LITERAL_RE)
-
-
-def _lexical(term: Column) -> Column:
-    return F.when(_is_literal(term), _unescape(_lexical_raw(term)))
-
-
-def _lang(term: Column) -> Column:
-    return F.when(_is_literal(term), F.regexp_extract(term, _LITERAL_RE, 2))
-
-
-def _datatype(term: Column) -> Column:
-    lang = F.regexp_extract(term, _LITERAL_RE, 2)
-    dt = F.regexp_extract(term, _LITERAL_RE, 3)
-    return (F.when(~_is_literal(term), F.lit(None).cast("string"))
-            .when(lang != "", F.lit(_LANGSTRING)).when(dt != "", dt).otherwise(F.lit(_XSD_STRING)))
-
-
-def _num_of(v: _Val) -> Column:
-    if v.kind == "num":
-        return v.col
-    if v.kind == "bool":
-        return F.lit(None).cast("double")
-    return F.when(_datatype(v.col).isin(*_NUMERIC), _lexical(v.col).try_cast("double"))
-
-
-def _term_of(v: _Val) -> Column:
-    if v.kind == "term":
-        return v.col
-    if v.kind == "bool":
-        return (F.when(v.col, F.lit(f'"true"^^<{_XSD_BOOLEAN}>'))
-                .when(~v.col, F.lit(f'"false"^^<{_XSD_BOOLEAN}>')))
-    return F.lit(None).cast("string")  # a computed number has no canonical term (compared numerically)
-
-
-def _simple_string(term: Column) -> Column:
-    return F.when(_datatype(term) == _XSD_STRING, _lexical(term))
-
-
-def _ebv(v: _Val) -> Column:
-    """Effective boolean value (§17.2.2); null = error."""
-    if v.kind == "bool":
-        return v.col
-    if v.kind == "num":
-        return (v.col != 0) & ~F.isnan(v.col)
-    dt, lex = _datatype(v.col), _lexical(v.col)
-    num = lex.try_cast("double")
-    return (F.when(dt == _XSD_BOOLEAN, lex.isin("true", "1"))
-            .when(dt.isin(*_NUMERIC), F.coalesce((num != 0) & ~F.isnan(num), F.lit(False)))
-            .when(dt == _XSD_STRING, lex != ""))
-
-
-def _cmp(op: str, a: Column, b: Column) -> Column:
-    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-
-
-class _Filter:
-    """One FILTER condition over a DataFrame of mappings (extra columns are kept)."""
-
-    def __init__(self, runtime: _Runtime, condition):
-        self.runtime, self.condition = runtime, condition
-        self.decoded: dict[str, str] = {}  # variable column -> scratch column of its term
-
-    def apply(self, omega: DataFrame) -> DataFrame:
-        needed = sorted(self._needs_terms(self.condition))
-        df = omega
-        if needed:
-            dictionary = self._dictionary()
-            for c in needed:
-                term_col = scratch("term", c)
-                self.decoded[c] = term_col
-                if c not in omega.columns:
-                    df = df.withColumn(term_col, F.lit(None).cast("string"))
-                    continue
-                lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(term_col))
-                df = df.join(lookup, df[c] == lookup[scratch("id", c)], "left").drop(scratch("id", c))
-        keep = _ebv(self.compile(self.condition, df.columns))
-        return df.filter(keep).select(*omega.columns)
-
-    def _dictionary(self) -> DataFrame:
-        dicts = self.runtime.dictionaries
-        if not dicts:
-            raise ValueError(f"FILTER {self.condition} needs term values but evaluate() got no dictionary "
-                             f"(pass dictionary=DataFrame(id, term) or a reasoner store as background)")
-        out = dicts[0].select(ID, TERM)
-        for d in dicts[1:]:
-            out = out.unionByName(d.select(ID, TERM))
-        return out.distinct()
-
-    @staticmethod
-    def _id_compare(e) -> tuple | None:
-        """(variable, constant) when ``e`` is ?v = / != an IRI or blank constant: compared by id."""
-        if isinstance(e, A.Compare) and e.op in ("=", "!="):
-            for v, c in ((e.left, e.right), (e.right, e.left)):
-                if isinstance(v, A.Var) and isinstance(c, A.Const) and not c.term.startswith('"'):
-                    return v, c
-        return None
-
-    def _needs_terms(self, e) -> set[str]:
-        if isinstance(e, A.Var):
-            return {var_column(e.name)}
-        if isinstance(e, (A.Const, A.Bound)):
-            return set()
-        if self._id_compare(e) is not None:
-            return set()
-        out: set[str] = set()
-        for child in (getattr(e, f, None) for f in ("left", "right", "expr", "text", "pattern", "flags")):
-            if child is not None:
-                out |= self._needs_terms(child)
-        return out
-
-    def compile(self, e, columns) -> _Val:
-        if isinstance(e, A.Var):
-            return _Val("term", F.col(self.decoded[var_column(e.name)]))
-        if isinstance(e, A.Const):
-            return _Val("term", F.lit(e.term))
-        if isinstance(e, A.Bound):
-            c = var_column(e.var.name)
-            return _Val("bool", F.col(c).isNotNull() if c in columns else F.lit(False))
-        pair = self._id_compare(e)
-        if pair is not None:
-            v, c = pair
-            col = var_column(v.name)
-            ids = F.col(col) if col in columns else F.lit(None).cast("long")
-            same = ids == F.lit(term_id(c.term))
-            return _Val("bool", same if e.op == "=" else ~same)
-        if isinstance(e, A.Not):
-            return _Val("bool", ~_ebv(self.compile(e.expr, columns)))
-        if isinstance(e, A.And):
-            return _Val("bool", _ebv(self.compile(e.left, columns)) & _ebv(self.compile(e.right, columns)))
-        if isinstance(e, A.Or):
-            return _Val("bool", _ebv(self.compile(e.left, columns)) | _ebv(self.compile(e.right, columns)))
-        if isinstance(e, A.Neg):
-            return _Val("num", -_num_of(self.compile(e.expr, columns)))
-        if isinstance(e, A.Arith):
-            a, b = _num_of(self.compile(e.left, columns)), _num_of(self.compile(e.right, columns))
-            fn = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply, "/": F.try_divide}[e.op]
-            return _Val("num", fn(a, b))
-        if isinstance(e, A.Compare):
-            a, b = self.compile(e.left, columns), self.compile(e.right, columns)
-            na, nb = _num_of(a), _num_of(b)
-            ta, tb = _term_of(a), _term_of(b)
-            sa, sb = _simple_string(ta), _simple_string(tb)
-            if e.op in ("=", "!="):
-                fallback = _cmp(e.op, ta, tb)
-            else:
-                fallback = F.lit(None).cast("boolean")
-            return _Val("bool", F.when(na.isNotNull() & nb.isNotNull(), _cmp(e.op, na, nb))
-                        .when(sa.isNotNull() & sb.isNotNull(), _cmp(e.op, sa, sb))
-                        .otherwise(fallback))
-        if isinstance(e, A.Str):
-            t = _term_of(self.compile(e.expr, columns))
-            inner = F.regexp_replace(F.regexp_replace(F.regexp_extract(t, r"^<(.*)>$", 1), r"\\", r"\\\\"),
-                                     '"', r'\\"')
-            return _Val("term", F.when(t.startswith("<"), F.concat(F.lit('"'), inner, F.lit('"')))
-                        .when(_is_literal(t), F.concat(F.lit('"'), _lexical_raw(t), F.lit('"'))))
-        if isinstance(e, A.Lang):
-            t = _term_of(self.compile(e.expr, columns))
-            return _Val("term", F.when(_is_literal(t), F.concat(F.lit('"'), _lang(t), F.lit('"'))))
-        if isinstance(e, A.Datatype):
-            t = _term_of(self.compile(e.expr, columns))
-            return _Val("term", F.when(_is_literal(t), F.concat(F.lit("<"), _datatype(t), F.lit(">"))))
-        if isinstance(e, A.Regex):
-            text = _lexical(_term_of(self.compile(e.text, columns)))
-            pattern = self._constant_string(e.pattern, "pattern")
-            flags = self._constant_string(e.flags, "flags") if e.flags is not None else ""
-            prefix = "".join(f"(?{f})" for f in flags if f in "imsx")
-            return _Val("bool", text.rlike(prefix + pattern))
-        raise TypeError(f"unknown expression {e!r}")
-
-    def _constant_string(self, e, what: str) -> str:
-        from cep.reference import parse_literal
-
-        lit = parse_literal(e.term) if isinstance(e, A.Const) else None
-        if lit is None:
-            raise NotImplementedError(f"REGEX {what} must be a constant string literal, got {e}")
-        return lit[0]

@@ -64,7 +64,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cep.algebra import TIME_UNITS
-from cep.columns import ITEM  # the stream-item column: a long id shared by the triples of one item
+# the stream-item column (a long id shared by the triples of one item) and the stream's columns
+from cep.columns import ITEM, STREAM_COLUMNS
 # The N-Triples grammar pieces and term normalisation of the static loader, reused as they are.
 from reasoner.loading import (NT_BLANK_OR_COMMENT, NT_BNODE, NT_IRI, NT_LITERAL, NT_OBJECT, NT_WS, RDFLoadError, canonical_term,
                               column_after, read_lines, reject_reason, scope_bnode, with_line_numbers)
@@ -73,9 +74,6 @@ from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START
 from reasoner.vocab import RDF_TYPE
 
 __all__ = ["ITEM", "STREAM_COLUMNS", "FORMATS", "Stream", "read_stream", "detect_stream_format"]
-
-#: Columns of :attr:`Stream.triples` / :attr:`Stream.terms`, in order.
-STREAM_COLUMNS = (ITEM, S, P, O, T_START, T_END)
 
 JSONL, TSNT = "jsonl", "tsnt"
 FORMATS = (JSONL, TSNT)

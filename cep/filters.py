@@ -1,0 +1,256 @@
+"""FILTER expressions (SPARQL 1.1 §17) compiled to Spark columns over DataFrames of mappings with
+intervals (``cep.columns``). No Python UDFs.
+
+``filter_mappings(condition, omega, dictionaries)`` keeps the rows of ``omega`` whose condition has
+the effective boolean value true (§17.2.2; an error, e.g. an unbound variable or a type error,
+drops the row, as FILTER does, §18.5 Filter):
+
+* ``?v = <iri>`` / ``?v != <iri>`` (an IRI or blank constant) compares term ids: no dictionary;
+  ``BOUND(?v)`` looks at the id column only;
+* every other use of a variable decodes its column through the dictionary (a left join on the id)
+  to its N-Triples term, parsed with the literal syntax of ``cep.literals``;
+* comparisons are numeric when both sides are numeric literals (``cep.literals.NUMERIC_DATATYPES``,
+  the lexical form read as a double), by string when both are simple / xsd:string literals, else by
+  term (``=`` / ``!=`` only; ``<`` etc. are errors); arithmetic yields doubles, errors as nulls;
+* ``STR``, ``LANG``, ``DATATYPE``, ``REGEX`` (pattern and flags constant strings; flags i, m, s, x).
+
+``cep.reference.eval_expr`` is the same semantics in pure Python (the oracle).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from cep import algebra as A
+from cep.columns import scratch, var_column
+from cep.errors import DictionaryRequiredError, UnsupportedQueryError
+from cep.literals import (ESCAPES, LITERAL_JAVA_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD_BOOLEAN,
+                          XSD_STRING, parse_literal)
+from reasoner.hashing import term_id
+from reasoner.schema import ID, TERM
+
+__all__ = ["filter_mappings"]
+
+_NUMERIC = tuple(sorted(NUMERIC_DATATYPES))
+_TERM, _NUM, _BOOL = "term", "num", "bool"
+
+
+def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame]) -> DataFrame:
+    """The rows of ``omega`` (extra columns kept) whose ``condition`` (a ``cep.algebra``
+    expression) is true. ``dictionaries``: DataFrames (id, term) decoding the ids the condition
+    inspects; DictionaryRequiredError when it inspects some and none is given."""
+    return _Filter(condition, tuple(dictionaries)).apply(omega)
+
+
+@dataclass(frozen=True)
+class _Val:
+    """A compiled expression value: ``kind`` is "term" (an N-Triples string column), "num" (a
+    double column, from arithmetic) or "bool"; null = unbound or a type error (SPARQL's error)."""
+
+    kind: str
+    col: Column
+
+
+def _lexical_raw(term: Column) -> Column:
+    return F.regexp_extract(term, LITERAL_JAVA_RE, 1)
+
+
+def _unescape(raw: Column) -> Column:
+    """The N-Triples escapes of ``cep.literals.ESCAPES`` undone (\\uXXXX kept as written)."""
+    out = F.regexp_replace(raw, r"\\\\", "\u0000")
+    for esc, char in ESCAPES.items():
+        if esc != "\\":
+            out = F.regexp_replace(out, r"\\" + esc, char.replace("\\", "\\\\").replace("$", "\\$"))
+    return F.regexp_replace(out, "\u0000", r"\\")
+
+
+def _is_literal(term: Column) -> Column:
+    return term.rlike(LITERAL_JAVA_RE)
+
+
+def _lexical(term: Column) -> Column:
+    return F.when(_is_literal(term), _unescape(_lexical_raw(term)))
+
+
+def _lang(term: Column) -> Column:
+    return F.when(_is_literal(term), F.regexp_extract(term, LITERAL_JAVA_RE, 2))
+
+
+def _datatype(term: Column) -> Column:
+    lang = F.regexp_extract(term, LITERAL_JAVA_RE, 2)
+    dt = F.regexp_extract(term, LITERAL_JAVA_RE, 3)
+    return (F.when(~_is_literal(term), F.lit(None).cast("string"))
+            .when(lang != "", F.lit(RDF_LANGSTRING)).when(dt != "", dt).otherwise(F.lit(XSD_STRING)))
+
+
+def _num_of(v: _Val) -> Column:
+    if v.kind == _NUM:
+        return v.col
+    if v.kind == _BOOL:
+        return F.lit(None).cast("double")
+    return F.when(_datatype(v.col).isin(*_NUMERIC), _lexical(v.col).try_cast("double"))
+
+
+def _term_of(v: _Val) -> Column:
+    if v.kind == _TERM:
+        return v.col
+    if v.kind == _BOOL:
+        return (F.when(v.col, F.lit(f'"true"^^<{XSD_BOOLEAN}>'))
+                .when(~v.col, F.lit(f'"false"^^<{XSD_BOOLEAN}>')))
+    return F.lit(None).cast("string")  # a computed number has no canonical term (compared numerically)
+
+
+def _simple_string(term: Column) -> Column:
+    return F.when(_datatype(term) == XSD_STRING, _lexical(term))
+
+
+def _ebv(v: _Val) -> Column:
+    """Effective boolean value (§17.2.2); null = error."""
+    if v.kind == _BOOL:
+        return v.col
+    if v.kind == _NUM:
+        return (v.col != 0) & ~F.isnan(v.col)
+    dt, lex = _datatype(v.col), _lexical(v.col)
+    num = lex.try_cast("double")
+    return (F.when(dt == XSD_BOOLEAN, lex.isin("true", "1"))
+            .when(dt.isin(*_NUMERIC), F.coalesce((num != 0) & ~F.isnan(num), F.lit(False)))
+            .when(dt == XSD_STRING, lex != ""))
+
+
+def _cmp(op: str, a: Column, b: Column) -> Column:
+    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+
+def _id_compare(e) -> tuple | None:
+    """(variable, constant) when ``e`` is ?v = / != an IRI or blank constant: compared by id."""
+    if isinstance(e, A.Compare) and e.op in ("=", "!="):
+        for v, c in ((e.left, e.right), (e.right, e.left)):
+            if isinstance(v, A.Var) and isinstance(c, A.Const) and not c.term.startswith('"'):
+                return v, c
+    return None
+
+
+def _needs_terms(e) -> set[str]:
+    """The variable columns whose terms ``e`` inspects (to decode through the dictionary)."""
+    match e:
+        case A.Var(name=name):
+            return {var_column(name)}
+        case A.Const() | A.Bound():
+            return set()
+    if _id_compare(e) is not None:
+        return set()
+    out: set[str] = set()
+    for child in (getattr(e, f, None) for f in ("left", "right", "expr", "text", "pattern", "flags")):
+        if child is not None:
+            out |= _needs_terms(child)
+    return out
+
+
+def _term_column(column: str) -> str:
+    """The scratch column holding the decoded term of variable column ``column``."""
+    return scratch("term", column)
+
+
+def _constant_string(e, what: str) -> str:
+    lit = parse_literal(e.term) if isinstance(e, A.Const) else None
+    if lit is None:
+        raise UnsupportedQueryError(f"REGEX {what} must be a constant string literal, got {e}")
+    return lit[0]
+
+
+@dataclass(frozen=True)
+class _Filter:
+    """One FILTER condition over a DataFrame of mappings (extra columns are kept)."""
+
+    condition: object
+    dictionaries: tuple[DataFrame, ...]
+
+    def apply(self, omega: DataFrame) -> DataFrame:
+        needed = sorted(_needs_terms(self.condition))
+        df = omega
+        if needed:
+            dictionary = self._dictionary()
+            for c in needed:
+                term_col = _term_column(c)
+                if c not in omega.columns:
+                    df = df.withColumn(term_col, F.lit(None).cast("string"))
+                    continue
+                lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(term_col))
+                df = df.join(lookup, df[c] == lookup[scratch("id", c)], "left").drop(scratch("id", c))
+        keep = _ebv(self.compile(self.condition, df.columns))
+        return df.filter(keep).select(*omega.columns)
+
+    def _dictionary(self) -> DataFrame:
+        if not self.dictionaries:
+            raise DictionaryRequiredError(
+                f"FILTER {self.condition} needs term values but evaluate() got no dictionary "
+                f"(pass dictionary=DataFrame(id, term) or a reasoner store as background)")
+        out = self.dictionaries[0].select(ID, TERM)
+        for d in self.dictionaries[1:]:
+            out = out.unionByName(d.select(ID, TERM))
+        return out.distinct()
+
+    def compile(self, e, columns) -> _Val:
+        pair = _id_compare(e)
+        if pair is not None:
+            v, c = pair
+            col = var_column(v.name)
+            ids = F.col(col) if col in columns else F.lit(None).cast("long")
+            same = ids == F.lit(term_id(c.term))
+            return _Val(_BOOL, same if e.op == "=" else ~same)
+        match e:
+            case A.Var(name=name):
+                return _Val(_TERM, F.col(_term_column(var_column(name))))
+            case A.Const(term=term):
+                return _Val(_TERM, F.lit(term))
+            case A.Bound(var=var):
+                c = var_column(var.name)
+                return _Val(_BOOL, F.col(c).isNotNull() if c in columns else F.lit(False))
+            case A.Not(expr=inner):
+                return _Val(_BOOL, ~_ebv(self.compile(inner, columns)))
+            case A.And(left=left, right=right):
+                return _Val(_BOOL, _ebv(self.compile(left, columns)) & _ebv(self.compile(right, columns)))
+            case A.Or(left=left, right=right):
+                return _Val(_BOOL, _ebv(self.compile(left, columns)) | _ebv(self.compile(right, columns)))
+            case A.Neg(expr=inner):
+                return _Val(_NUM, -_num_of(self.compile(inner, columns)))
+            case A.Arith(op=op, left=left, right=right):
+                a, b = _num_of(self.compile(left, columns)), _num_of(self.compile(right, columns))
+                fn = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply, "/": F.try_divide}[op]
+                return _Val(_NUM, fn(a, b))
+            case A.Compare(op=op, left=left, right=right):
+                return _Val(_BOOL, self._compare(op, self.compile(left, columns), self.compile(right, columns)))
+            case A.Str(expr=inner):
+                t = _term_of(self.compile(inner, columns))
+                iri = F.regexp_extract(t, r"^<(.*)>$", 1)
+                escaped = F.regexp_replace(F.regexp_replace(iri, r"\\", r"\\\\"), '"', r'\\"')
+                return _Val(_TERM, F.when(t.startswith("<"), F.concat(F.lit('"'), escaped, F.lit('"')))
+                            .when(_is_literal(t), F.concat(F.lit('"'), _lexical_raw(t), F.lit('"'))))
+            case A.Lang(expr=inner):
+                t = _term_of(self.compile(inner, columns))
+                return _Val(_TERM, F.when(_is_literal(t), F.concat(F.lit('"'), _lang(t), F.lit('"'))))
+            case A.Datatype(expr=inner):
+                t = _term_of(self.compile(inner, columns))
+                return _Val(_TERM, F.when(_is_literal(t), F.concat(F.lit("<"), _datatype(t), F.lit(">"))))
+            case A.Regex(text=text, pattern=pattern, flags=flags):
+                lexical = _lexical(_term_of(self.compile(text, columns)))
+                regex = _constant_string(pattern, "pattern")
+                letters = _constant_string(flags, "flags") if flags is not None else ""
+                prefix = "".join(f"(?{f})" for f in letters if f in "imsx")
+                return _Val(_BOOL, lexical.rlike(prefix + regex))
+        raise TypeError(f"unknown expression {e!r}")
+
+    @staticmethod
+    def _compare(op: str, a: _Val, b: _Val) -> Column:
+        """§17.3 operator mapping: numeric if both numeric, string if both simple strings, else
+        term equality for = / != and an error otherwise."""
+        na, nb = _num_of(a), _num_of(b)
+        ta, tb = _term_of(a), _term_of(b)
+        sa, sb = _simple_string(ta), _simple_string(tb)
+        fallback = _cmp(op, ta, tb) if op in ("=", "!=") else F.lit(None).cast("boolean")
+        return (F.when(na.isNotNull() & nb.isNotNull(), _cmp(op, na, nb))
+                .when(sa.isNotNull() & sb.isNotNull(), _cmp(op, sa, sb))
+                .otherwise(fallback))
