@@ -29,8 +29,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping as TMapping
+from dataclasses import dataclass
 from typing import Any
 
+from cep import algebra as A
+from cep.errors import MissingInputError
 from cep.literals import (LITERAL_RE, NUMERIC_DATATYPES, XSD_BOOLEAN, XSD_STRING, numeric_value,
                           parse_literal)
 from cep.timeline import MIN_TIME, close_instant
@@ -207,68 +210,98 @@ def evaluate(query, background: TMapping, streams: TMapping, at: int, time_unit:
     Returns a set of ``(mapping, t1, t2)`` for SELECT (mapping restricted to the projected
     variables) or of ``((s, p, o), t1, t2)`` for CONSTRUCT.
     """
-    from cep import algebra as A  # the front end (C1); imported lazily: operators need no algebra
-
-    evaluator = _Evaluator(A, {g: set(ts) for g, ts in background.items()}, streams, at, time_unit)
+    evaluator = _Evaluator({g: set(ts) for g, ts in background.items()}, streams, at, time_unit)
     return evaluator.query(query)
 
 
-class _Evaluator:
-    def __init__(self, A, background, streams, at, time_unit):
-        self.A, self.background, self.streams, self.at, self.unit = A, background, streams, at, time_unit
+def _is_var(x) -> bool:
+    return isinstance(x, A.Var)
 
-    def is_var(self, x) -> bool:
-        return isinstance(x, self.A.Var)
+
+@dataclass(frozen=True)
+class _Window:
+    """Inside a stream pattern: a BGP matches inside one item of the window content (eq. 16)."""
+
+    items: list
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """Inside a background pattern: a BGP matches the static graph ``triples``; its mappings carry
+    ``interval`` = [t1, t] (eq. 17), so the interval operators act as SPARQL's on them."""
+
+    triples: frozenset | set
+    interval: tuple[int, int]
+
+
+class _Evaluator:
+    def __init__(self, background, streams, at, time_unit):
+        self.background, self.streams, self.at, self.unit = background, streams, at, time_unit
 
     def query(self, query):
-        A = self.A
         form = query.form if isinstance(query, A.Query) else query
-        if isinstance(form, A.Project):
-            names = [v.name for v in form.variables]
-            omega = self.eval(form.inner, None)
-            return {(frozenset((k, v) for k, v in mu if k in names), t1, t2) for (mu, t1, t2) in omega}
-        if isinstance(form, A.Construct):
-            omega = self.eval(form.inner, None)
-            out = set()
-            for (mu, t1, t2) in omega:
-                d = dict(mu)
-                for tp in form.template:
-                    triple = tuple(d.get(x.name) if self.is_var(x) else x for x in (tp.s, tp.p, tp.o))
-                    if None not in triple:
-                        out.add((triple, t1, t2))
-            return out
+        match form:
+            case A.Project(variables=variables, inner=inner):
+                names = [v.name for v in variables]
+                omega = self.eval(inner, None)
+                return {(frozenset((k, v) for k, v in mu if k in names), t1, t2) for (mu, t1, t2) in omega}
+            case A.Construct(template=template, inner=inner):
+                omega = self.eval(inner, None)
+                out = set()
+                for (mu, t1, t2) in omega:
+                    d = dict(mu)
+                    for tp in template:
+                        triple = tuple(d.get(x.name) if _is_var(x) else x for x in (tp.s, tp.p, tp.o))
+                        if None not in triple:
+                            out.add((triple, t1, t2))
+                return out
         raise TypeError(f"not a query form: {type(form).__name__}")
 
-    # ``items`` is None outside a window, else the window content the stream pattern matches in
-    def eval(self, node, items):
-        A = self.A
-        if isinstance(node, A.StreamPattern):
-            return self.eval(node.pattern, self.window(node))
-        if isinstance(node, A.Background):
-            graph = self.graph(node.graph)
-            return {(mu, MIN_TIME, self.at) for mu in self.static(node.pattern, graph)}
-        if isinstance(node, A.BGP):
-            if items is None:
-                raise ValueError("a basic graph pattern outside WINDOW and background")
-            return match_bgp_in_items([(tp.s, tp.p, tp.o) for tp in node.patterns], items, self.is_var)
-        if isinstance(node, A.Join):
-            return join(self.eval(node.left, items), self.eval(node.right, items))
-        if isinstance(node, A.Union):
-            return union(self.eval(node.left, items), self.eval(node.right, items))
-        if isinstance(node, A.Sequence):
-            return seq(self.eval(node.left, items), self.eval(node.right, items))
-        if isinstance(node, A.SeqWithout):
-            return seq_wo(self.eval(node.left, items), self.eval(node.negated, items), self.eval(node.right, items))
-        if isinstance(node, A.NoHead):
-            return no_head(self.eval(node.negated, items), self.eval(node.right, items))
-        if isinstance(node, A.NoTail):
-            return no_tail(self.eval(node.left, items), self.eval(node.negated, items), self.at)
-        if isinstance(node, A.Filter):
-            return {(mu, t1, t2) for (mu, t1, t2) in self.eval(node.inner, items)
-                    if ebv(eval_expr(A, node.condition, dict(mu))) is True}
-        if isinstance(node, A.LeftJoin):
-            return self.left_join(self.eval(node.left, items), self.eval(node.right, items), node.condition)
+    def eval(self, node, scope: _Window | _Graph | None):
+        """⟦node, t⟧; ``scope`` says what a BGP matches: a window's items, a background graph, or
+        nothing (None: outside both)."""
+        match node:
+            case A.BGP(patterns=patterns):
+                return self.bgp(patterns, scope)
+            case A.Join(left=left, right=right):
+                return join(self.eval(left, scope), self.eval(right, scope))
+            case A.Union(left=left, right=right):
+                return union(self.eval(left, scope), self.eval(right, scope))
+            case A.LeftJoin(left=left, right=right, condition=condition):
+                return self.left_join(self.eval(left, scope), self.eval(right, scope), condition)
+            case A.Filter(condition=condition, inner=inner):
+                return {(mu, t1, t2) for (mu, t1, t2) in self.eval(inner, scope)
+                        if ebv(eval_expr(condition, dict(mu))) is True}
+            case _ if isinstance(scope, _Graph):
+                raise TypeError(f"cannot evaluate {type(node).__name__} on a background graph")
+            case A.StreamPattern(pattern=pattern):
+                return self.eval(pattern, _Window(self.window(node)))
+            case A.Background(graph=name, pattern=pattern):
+                return self.eval(pattern, _Graph(self.graph(name), (MIN_TIME, self.at)))
+            case A.Sequence(left=left, right=right):
+                return seq(self.eval(left, scope), self.eval(right, scope))
+            case A.SeqWithout(left=left, negated=negated, right=right):
+                return seq_wo(self.eval(left, scope), self.eval(negated, scope), self.eval(right, scope))
+            case A.NoHead(negated=negated, right=right):
+                return no_head(self.eval(negated, scope), self.eval(right, scope))
+            case A.NoTail(left=left, negated=negated):
+                return no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
         raise TypeError(f"cannot evaluate {type(node).__name__} here")
+
+    def bgp(self, patterns, scope) -> set[Element]:
+        match scope:
+            case _Window(items=items):
+                return match_bgp_in_items([(tp.s, tp.p, tp.o) for tp in patterns], items, _is_var)
+            case _Graph(triples=graph, interval=(t1, t2)):
+                sols = [frozenset()]
+                for tp in patterns:
+                    if isinstance(tp, A.PathPattern):
+                        part = self.path_solutions(tp, graph)
+                    else:
+                        part = _match_triples([(tp.s, tp.p, tp.o)], graph, _is_var)
+                    sols = [merge(a, b) for a in sols for b in part if compatible(a, b)]
+                return {(mu, t1, t2) for mu in sols}
+        raise ValueError("a basic graph pattern outside WINDOW and background")
 
     def left_join(self, o1, o2, condition):
         o2 = list(o2)
@@ -278,7 +311,7 @@ class _Evaluator:
             for (m2, t3, t4) in o2:
                 if compatible(m1, m2) and max(t1, t3) <= min(t2, t4):
                     m = merge(m1, m2)
-                    if condition is None or ebv(eval_expr(self.A, condition, dict(m))) is True:
+                    if condition is None or ebv(eval_expr(condition, dict(m))) is True:
                         out.add((m, max(t1, t3), min(t2, t4)))
                         matched = True
             if not matched:
@@ -286,64 +319,33 @@ class _Evaluator:
         return out
 
     def window(self, node):
-        A = self.A
         if node.stream not in self.streams:
-            raise KeyError(f"no stream {node.stream}; streams are {sorted(self.streams)}")
-        stream, w, t = self.streams[node.stream], node.window, self.at
-        if isinstance(w, A.Now):
-            return w_now(stream, t)
-        if isinstance(w, A.All):
-            return w_all(stream, t)
-        if isinstance(w, A.Triples):
-            return w_triples(stream, t, w.n)
-        if isinstance(w, A.Range):
-            T = w.range.ticks(self.unit)
-            step = T if w.tumbling else (w.step.ticks(self.unit) if w.step is not None else None)
-            return w_range(stream, t, T) if step is None else w_step(stream, t, T, step)
-        raise TypeError(f"unknown window {w!r}")
+            raise MissingInputError(f"no stream {node.stream}; streams are {sorted(self.streams)}")
+        stream, t = self.streams[node.stream], self.at
+        match node.window:
+            case A.Now():
+                return w_now(stream, t)
+            case A.All():
+                return w_all(stream, t)
+            case A.Triples(n=n):
+                return w_triples(stream, t, n)
+            case A.Range(range=duration, step=slide, tumbling=tumbling):
+                T = duration.ticks(self.unit)
+                step = T if tumbling else (slide.ticks(self.unit) if slide is not None else None)
+                return w_range(stream, t, T) if step is None else w_step(stream, t, T, step)
+        raise TypeError(f"unknown window {node.window!r}")
 
     def graph(self, name):
         if name not in self.background and name is not None and None in self.background:
             name = None  # as cep.spark.evaluate: FROM <g> read from the default graph the caller gave
         if name not in self.background:
-            raise KeyError(f"no background graph {name}; graphs are {list(self.background)}")
+            raise MissingInputError(f"no background graph {name}; graphs are {list(self.background)}")
         return self.background[name]
-
-    def static(self, node, graph) -> set[frozenset]:
-        """SPARQL evaluation over the static graph (mappings without intervals)."""
-        A = self.A
-        if isinstance(node, A.BGP):
-            sols = [frozenset()]
-            for tp in node.patterns:
-                if isinstance(tp, A.PathPattern):
-                    part = self.path_solutions(tp, graph)
-                else:
-                    part = _match_triples([(tp.s, tp.p, tp.o)], graph, self.is_var)
-                sols = [merge(a, b) for a in sols for b in part if compatible(a, b)]
-            return set(sols)
-        return self.static_parts(node, graph)
-
-    def static_parts(self, node, graph):
-        """Join/Union/OPTIONAL/FILTER over the graph: the interval operators on one common interval."""
-        A = self.A
-        if isinstance(node, (A.Join, A.Union, A.LeftJoin, A.Filter)):
-            def sub(n):
-                return {(mu, 0, 0) for mu in self.static(n, graph)}
-            if isinstance(node, A.Join):
-                res = join(sub(node.left), sub(node.right))
-            elif isinstance(node, A.Union):
-                res = union(sub(node.left), sub(node.right))
-            elif isinstance(node, A.LeftJoin):
-                res = self.left_join(sub(node.left), sub(node.right), node.condition)
-            else:
-                res = {(mu, a, b) for (mu, a, b) in sub(node.inner)
-                       if ebv(eval_expr(A, node.condition, dict(mu))) is True}
-            return {mu for (mu, _a, _b) in res}
-        raise TypeError(f"cannot evaluate {type(node).__name__} on a background graph")
 
     def path_solutions(self, tp, graph) -> list[frozenset]:
         from paths.reference import evaluate as path_eval
-        s_var, o_var = self.is_var(tp.s), self.is_var(tp.o)
+
+        s_var, o_var = _is_var(tp.s), _is_var(tp.o)
         pairs = path_eval(graph, tp.path, start=None if s_var else tp.s, end=None if o_var else tp.o)
         out = []
         for (x, y) in pairs:
@@ -414,70 +416,74 @@ def _term_of(value):
     return value
 
 
-def eval_expr(A, e, mu: dict):
-    """Value of expression ``e`` under mapping ``mu``: a term string, a bool, a float, or _ERROR."""
-    if isinstance(e, A.Var):
-        return mu.get(e.name, _ERROR)
-    if isinstance(e, A.Const):
-        return e.term
-    if isinstance(e, A.Bound):
-        return e.var.name in mu
-    if isinstance(e, A.Not):
-        v = ebv(eval_expr(A, e.expr, mu))
-        return _ERROR if v is _ERROR else not v
-    if isinstance(e, A.And):
-        a, b = ebv(eval_expr(A, e.left, mu)), ebv(eval_expr(A, e.right, mu))
-        if a is False or b is False:
-            return False
-        return _ERROR if (a is _ERROR or b is _ERROR) else True
-    if isinstance(e, A.Or):
-        a, b = ebv(eval_expr(A, e.left, mu)), ebv(eval_expr(A, e.right, mu))
-        if a is True or b is True:
-            return True
-        return _ERROR if (a is _ERROR or b is _ERROR) else False
-    if isinstance(e, A.Neg):
-        n = _num(eval_expr(A, e.expr, mu))
-        return _ERROR if n is None else -n
-    if isinstance(e, A.Arith):
-        a, b = _num(eval_expr(A, e.left, mu)), _num(eval_expr(A, e.right, mu))
-        if a is None or b is None:
-            return _ERROR
-        if e.op == "+":
-            return a + b
-        if e.op == "-":
-            return a - b
-        if e.op == "*":
-            return a * b
-        return _ERROR if b == 0 else a / b
-    if isinstance(e, A.Compare):
-        return _compare(e.op, eval_expr(A, e.left, mu), eval_expr(A, e.right, mu))
-    if isinstance(e, A.Str):
-        v = eval_expr(A, e.expr, mu)
-        t = _term_of(v)
-        if not isinstance(t, str):
-            return _ERROR
-        if t.startswith("<"):
-            return '"' + t[1:-1].replace("\\", "\\\\").replace('"', '\\"') + '"'
-        m = LITERAL_RE.match(t)
-        return '"' + m.group(1) + '"' if m else _ERROR
-    if isinstance(e, A.Lang):
-        t = _term_of(eval_expr(A, e.expr, mu))
-        lit = parse_literal(t) if isinstance(t, str) else None
-        return _ERROR if lit is None else f'"{lit[1] or ""}"'
-    if isinstance(e, A.Datatype):
-        t = _term_of(eval_expr(A, e.expr, mu))
-        lit = parse_literal(t) if isinstance(t, str) else None
-        return _ERROR if lit is None else f"<{lit[2]}>"
-    if isinstance(e, A.Regex):
-        t = _term_of(eval_expr(A, e.text, mu))
-        lit = parse_literal(t) if isinstance(t, str) else None
-        pat = parse_literal(_term_of(eval_expr(A, e.pattern, mu)) or "")
-        flags = parse_literal(_term_of(eval_expr(A, e.flags, mu)) or "") if e.flags is not None else ("", None, None)
-        if lit is None or pat is None or flags is None:
-            return _ERROR
-        prefix = "".join(f"(?{f})" for f in flags[0] if f in "imsx")
-        return re.search(prefix + pat[0], lit[0]) is not None
+def eval_expr(e, mu: dict):
+    """Value of expression ``e`` (a ``cep.algebra`` expression) under mapping ``mu``: a term
+    string, a bool, a float, or _ERROR (SPARQL 1.1 §17)."""
+    match e:
+        case A.Var(name=name):
+            return mu.get(name, _ERROR)
+        case A.Const(term=term):
+            return term
+        case A.Bound(var=var):
+            return var.name in mu
+        case A.Not(expr=inner):
+            v = ebv(eval_expr(inner, mu))
+            return _ERROR if v is _ERROR else not v
+        case A.And(left=left, right=right):
+            a, b = ebv(eval_expr(left, mu)), ebv(eval_expr(right, mu))
+            if a is False or b is False:
+                return False
+            return _ERROR if (a is _ERROR or b is _ERROR) else True
+        case A.Or(left=left, right=right):
+            a, b = ebv(eval_expr(left, mu)), ebv(eval_expr(right, mu))
+            if a is True or b is True:
+                return True
+            return _ERROR if (a is _ERROR or b is _ERROR) else False
+        case A.Neg(expr=inner):
+            n = _num(eval_expr(inner, mu))
+            return _ERROR if n is None else -n
+        case A.Arith(op=op, left=left, right=right):
+            a, b = _num(eval_expr(left, mu)), _num(eval_expr(right, mu))
+            if a is None or b is None:
+                return _ERROR
+            if op == "+":
+                return a + b
+            if op == "-":
+                return a - b
+            if op == "*":
+                return a * b
+            return _ERROR if b == 0 else a / b
+        case A.Compare(op=op, left=left, right=right):
+            return _compare(op, eval_expr(left, mu), eval_expr(right, mu))
+        case A.Str(expr=inner):
+            t = _term_of(eval_expr(inner, mu))
+            if not isinstance(t, str):
+                return _ERROR
+            if t.startswith("<"):
+                return '"' + t[1:-1].replace("\\", "\\\\").replace('"', '\\"') + '"'
+            m = LITERAL_RE.match(t)
+            return '"' + m.group(1) + '"' if m else _ERROR
+        case A.Lang(expr=inner):
+            lit = _literal_of(eval_expr(inner, mu))
+            return _ERROR if lit is None else f'"{lit[1] or ""}"'
+        case A.Datatype(expr=inner):
+            lit = _literal_of(eval_expr(inner, mu))
+            return _ERROR if lit is None else f"<{lit[2]}>"
+        case A.Regex(text=text, pattern=pattern, flags=flags):
+            lit = _literal_of(eval_expr(text, mu))
+            pat = parse_literal(_term_of(eval_expr(pattern, mu)) or "")
+            letters = parse_literal(_term_of(eval_expr(flags, mu)) or "") if flags is not None else ("", None, None)
+            if lit is None or pat is None or letters is None:
+                return _ERROR
+            prefix = "".join(f"(?{f})" for f in letters[0] if f in "imsx")
+            return re.search(prefix + pat[0], lit[0]) is not None
     raise TypeError(f"unknown expression {type(e).__name__}")
+
+
+def _literal_of(value):
+    """``parse_literal`` of a value as a term (None when it is no literal, or an error)."""
+    t = _term_of(value)
+    return parse_literal(t) if isinstance(t, str) else None
 
 
 def _compare(op, a, b):
