@@ -124,15 +124,20 @@ def _col(side: str | None, column: str) -> Column:
 # ---------------------------------------------------------------------------------------------
 # operators (§4.2)
 
-def join(o1: DataFrame, o2: DataFrame) -> DataFrame:
-    """JOIN(Ω1, Ω2): compatible pairs whose intervals intersect; the intersection (§4.2, eq. 1-2)."""
-    _check(o1, "JOIN left")
-    _check(o2, "JOIN right")
+def _intersecting(o1: DataFrame, o2: DataFrame, what: str) -> tuple[DataFrame, Column, Column]:
+    """The compatible pairs of Ω1 × Ω2 whose intervals intersect (columns prefixed ``_l_``/``_r_``),
+    and the bounds of the intersection, max(t1,t3) and min(t2,t4): the pairs JOIN keeps (§4.2)."""
+    _check(o1, f"{what} left")
+    _check(o2, f"{what} right")
     l, r = _prefixed(o1, _L), _prefixed(o2, _R)
     start = F.greatest(_col(_L, T_START), _col(_R, T_START))
     end = F.least(_col(_L, T_END), _col(_R, T_END))
-    cond = _compatible(o1, _L, o2, _R) & (start <= end)
-    joined = l.join(r, cond, "inner")
+    return l.join(r, _compatible(o1, _L, o2, _R) & (start <= end), "inner"), start, end
+
+
+def join(o1: DataFrame, o2: DataFrame) -> DataFrame:
+    """JOIN(Ω1, Ω2): compatible pairs whose intervals intersect; the intersection (§4.2, eq. 1-2)."""
+    joined, start, end = _intersecting(o1, o2, "JOIN")
     return joined.select(*_merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END)).distinct()
 
 
@@ -142,15 +147,19 @@ def union(o1: DataFrame, o2: DataFrame) -> DataFrame:
     return canonical(a.unionByName(b, allowMissingColumns=True).distinct())
 
 
+def _followed(o1: DataFrame, o2: DataFrame) -> DataFrame:
+    """The compatible pairs of Ω1 × Ω2 where the Ω1 mapping ends before the Ω2 one starts, t2 < t3
+    (columns prefixed ``_l_``/``_r_``): the pairs SEQ and SEQ_WO start from (eq. 4, 8)."""
+    l, r = _prefixed(o1, _L), _prefixed(o2, _R)
+    return l.join(r, _compatible(o1, _L, o2, _R) & (_col(_L, T_END) < _col(_R, T_START)), "inner")
+
+
 def seq(o1: DataFrame, o2: DataFrame) -> DataFrame:
     """SEQ(Ω1, Ω2) = {<μ1 ∪ μ2, [t1, t4]> | μ1 ~ μ2, t2 < t3} (eq. 4, 11)."""
     _check(o1, "SEQ left")
     _check(o2, "SEQ right")
-    l, r = _prefixed(o1, _L), _prefixed(o2, _R)
-    cond = _compatible(o1, _L, o2, _R) & (_col(_L, T_END) < _col(_R, T_START))
-    joined = l.join(r, cond, "inner")
-    return joined.select(*_merged(o1, _L, o2, _R), _col(_L, T_START).alias(T_START),
-                         _col(_R, T_END).alias(T_END)).distinct()
+    return _followed(o1, o2).select(*_merged(o1, _L, o2, _R), _col(_L, T_START).alias(T_START),
+                                    _col(_R, T_END).alias(T_END)).distinct()
 
 
 def seq_wo(o1: DataFrame, o2: DataFrame, o3: DataFrame) -> DataFrame:
@@ -159,9 +168,7 @@ def seq_wo(o1: DataFrame, o2: DataFrame, o3: DataFrame) -> DataFrame:
     for df, what in ((o1, "SEQ_WO left"), (o2, "SEQ_WO negated"), (o3, "SEQ_WO right")):
         _check(df, what)
     gap_start, gap_end = scratch("gap", "start"), scratch("gap", "end")
-    l, r = _prefixed(o1, _L), _prefixed(o3, _R)
-    cond = _compatible(o1, _L, o3, _R) & (_col(_L, T_END) < _col(_R, T_START))
-    pairs = l.join(r, cond, "inner").select(
+    pairs = _followed(o1, o3).select(
         *_merged(o1, _L, o3, _R), _col(_L, T_START).alias(T_START), _col(_R, T_END).alias(T_END),
         _col(_L, T_END).alias(gap_start), _col(_R, T_START).alias(gap_end))
     neg = _prefixed(o2, _N)
@@ -199,21 +206,17 @@ def left_join(o1: DataFrame, o2: DataFrame, keep=None) -> DataFrame:
     DataFrame of merged mappings to its rows satisfying the OPTIONAL's condition; None = all),
     with JOIN's intersection, plus every Ω1 mapping that has no such pair, as it is.
     """
-    _check(o1, "OPTIONAL left")
-    _check(o2, "OPTIONAL right")
-    l, r = _prefixed(o1, _L), _prefixed(o2, _R)
-    start = F.greatest(_col(_L, T_START), _col(_R, T_START))
-    end = F.least(_col(_L, T_END), _col(_R, T_END))
+    joined, start, end = _intersecting(o1, o2, "OPTIONAL")
     left_cols = [scratch(_L, c) for c in o1.columns]
-    pairs = l.join(r, _compatible(o1, _L, o2, _R) & (start <= end), "inner").select(
-        *left_cols, *_merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END))
+    pairs = joined.select(*left_cols, *_merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END))
     if keep is not None:
         pairs = keep(pairs)
     matched = pairs.select(*[F.col(scratch(_L, c)).alias(scratch(_M, c)) for c in o1.columns]).distinct()
     same = F.lit(True)
     for c in o1.columns:
         same = same & F.col(scratch(_L, c)).eqNullSafe(F.col(scratch(_M, c)))
-    unmatched = l.join(matched, same, "left_anti").select(*[F.col(scratch(_L, c)).alias(c) for c in o1.columns])
+    unmatched = (_prefixed(o1, _L).join(matched, same, "left_anti")
+                 .select(*[F.col(scratch(_L, c)).alias(c) for c in o1.columns]))
     return union(canonical(pairs), canonical(unmatched))
 
 
