@@ -13,8 +13,10 @@ from cep import algebra as A
 from cep import compile_query, evaluate
 from cep import reference as R
 from cep.columns import ITEM, T_END, T_START, column_var, var_column
+from cep.errors import DictionaryRequiredError, MissingInputError
 from reasoner.dictionary import build_dictionary, encode_column, encode_triples
 from reasoner.hashing import term_id
+from reasoner.errors import SidecarError
 from reasoner.schema import O, P, S
 
 EX = "http://ex/"
@@ -218,5 +220,18 @@ WHERE { WINDOW :W { SEQ({?v :delayAt ?s}, {?v :delayAt ?s}) } ?v rdf:type :subwa
 
 def test_filter_without_dictionary_is_a_clear_error(spark, data):
     q = compile_query(PREFIXES + "SELECT ?c FROM :transportationMap WHERE { ?c :dur ?d FILTER(?d > 2) }")
-    with pytest.raises(ValueError, match="dictionary"):
+    with pytest.raises(ValueError, match="dictionary") as info:
         evaluate(q, data["background"], data["streams"], at=16, time_unit="m")
+    assert isinstance(info.value, DictionaryRequiredError)
+
+
+def test_missing_stream_or_graph_is_a_clear_error(spark, data):
+    """Found while the plan is built (no Spark job): a SidecarError that is still a KeyError."""
+    q = compile_query(PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON :elsewhere [RANGE 10m] "
+                                 "WHERE { WINDOW :W { ?v :delayAt ?s } }")
+    with pytest.raises(KeyError, match="no stream <http://ex/elsewhere> was given") as info:
+        evaluate(q, data["background"], data["streams"], at=16, time_unit="m")
+    assert isinstance(info.value, SidecarError)
+    q = compile_query(PREFIXES + "SELECT ?v FROM :transportationMap WHERE { ?v :beg ?s }")
+    with pytest.raises(MissingInputError, match="no background graph"):
+        evaluate(q, {}, data["streams"], at=16, time_unit="m")

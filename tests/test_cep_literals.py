@@ -1,0 +1,65 @@
+"""cep.literals (the literal syntax and XSD tables of both CEP runtimes) and the expected-failure
+classes of cep.errors, without Spark."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cep import compile_query
+from cep import reference as R
+from cep.errors import DictionaryRequiredError, MissingInputError, UnsupportedQueryError
+from cep.literals import (LITERAL_JAVA_RE, LITERAL_PATTERN, LITERAL_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD,
+                          XSD_STRING, numeric_value, parse_literal)
+from reasoner.errors import SidecarError
+
+
+@pytest.mark.parametrize("term, expected", [
+    ('"abc"', ("abc", None, XSD_STRING)),
+    ('"Wien"@de', ("Wien", "de", RDF_LANGSTRING)),
+    (f'"5"^^<{XSD}integer>', ("5", None, XSD + "integer")),
+    ('"a\\"b\\\\c\\nd"', ('a"b\\c\nd', None, XSD_STRING)),   # N-Triples escapes undone
+    ('"x\\u0041"', ("x\\u0041", None, XSD_STRING)),          # \uXXXX kept as written
+    ('"two\nlines"', ("two\nlines", None, XSD_STRING)),       # DOTALL: a raw newline in the form
+    ("<http://ex/a>", None),
+    ("_:b1", None),
+    (None, None),
+])
+def test_parse_literal(term, expected):
+    assert parse_literal(term) == expected
+
+
+def test_numeric_value_by_datatype_only():
+    assert numeric_value(f'"2.5E0"^^<{XSD}double>') == 2.5
+    assert numeric_value(f'"7"^^<{XSD}unsignedByte>') == 7.0
+    assert numeric_value('"7"') is None                       # a string, not a number
+    assert numeric_value(f'"seven"^^<{XSD}integer>') is None  # ill-typed: no value
+    assert len(NUMERIC_DATATYPES) == 16 and all(d.startswith(XSD) for d in NUMERIC_DATATYPES)
+
+
+def test_one_pattern_for_python_and_spark():
+    """The Java regex Spark uses is the Python pattern with the DOTALL flag inline."""
+    assert LITERAL_RE.pattern == LITERAL_PATTERN and LITERAL_RE.flags & re.S
+    assert LITERAL_JAVA_RE == "(?s)" + LITERAL_PATTERN
+
+
+def test_the_reference_reexports_the_literal_functions():
+    assert R.parse_literal is parse_literal and R.numeric_value is numeric_value
+
+
+@pytest.mark.parametrize("cls, builtin", [
+    (MissingInputError, KeyError), (MissingInputError, ValueError),
+    (DictionaryRequiredError, ValueError), (UnsupportedQueryError, NotImplementedError)])
+def test_errors_are_sidecar_errors_and_keep_their_builtin_class(cls, builtin):
+    assert issubclass(cls, SidecarError) and issubclass(cls, builtin)
+
+
+def test_missing_stream_and_graph_in_the_reference():
+    q = compile_query("PREFIX : <http://ex/> SELECT ?x FROM NAMED WINDOW :w ON :s [RANGE 5] "
+                      "WHERE { WINDOW :w { ?x :p ?y } }")
+    with pytest.raises(MissingInputError, match="no stream <http://ex/s>") as info:
+        R.evaluate(q, {}, {}, at=3)
+    assert str(info.value).startswith("no stream")   # the message as written, not KeyError's repr
+    q = compile_query("PREFIX : <http://ex/> SELECT ?x FROM :g WHERE { ?x :p ?y }")
+    with pytest.raises(MissingInputError, match="no background graph"):
+        R.evaluate(q, {}, {}, at=3)
