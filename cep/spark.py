@@ -71,6 +71,12 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
 
     Returns one long column per projected variable (``cep.columns.var_column(name)``) plus
     ``T_START``, ``T_END``; a CONSTRUCT returns (s, p, o, t_start, t_end).
+
+    Expected failures (``cep.errors``, all ``SidecarError``s) are raised while the plan is built:
+    ``MissingInputError`` (a stream or graph the query reads was not given; also a KeyError),
+    ``CepInputError`` (no input at all), ``DictionaryRequiredError`` (a FILTER inspects values and
+    no dictionary was given), ``UnsupportedQueryError`` (a path inside a WINDOW, a CONSTRUCT blank
+    node, a REGEX with a non-constant pattern).
     """
     if isinstance(query, str):
         from cep.lower import compile_query
