@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import re
 
+from reasoner.vocab import RDF_NS, XSD_NS
+
 __all__ = [
     "XSD", "XSD_STRING", "XSD_BOOLEAN", "RDF_LANGSTRING", "NUMERIC_DATATYPES",
     "LITERAL_PATTERN", "LITERAL_RE", "LITERAL_JAVA_RE", "ESCAPES", "unescape", "parse_literal", "numeric_value",
 ]
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
+# datatype IRIs as they appear between ``^^<`` and ``>`` (bare; ``reasoner.vocab`` has N-Triples forms)
+XSD = XSD_NS
 XSD_STRING = XSD + "string"
 XSD_BOOLEAN = XSD + "boolean"
-RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+RDF_LANGSTRING = RDF_NS + "langString"
 
 #: the numeric datatypes of SPARQL 1.1 §17.1 (xsd:integer, decimal, float, double and the types
 #: derived from xsd:integer), as full IRIs
