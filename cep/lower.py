@@ -55,8 +55,8 @@ from collections.abc import Mapping
 from cep import algebra as A
 from cep import syntax as S
 from cep.parser import CepSemanticError, parse
-from paths import algebra as PA
-from reasoner.vocab import RDF_TYPE
+from paths.lowering import lower as lower_path
+from paths.lowering import term as lower_term
 
 __all__ = ["lower", "compile_query"]
 
@@ -81,24 +81,11 @@ class _Lowering:
 
     # -- terms and triples
     def term(self, node) -> A.Term:
-        if isinstance(node, (S.IriRef, S.PrefixedName)):
-            return f"<{node.value}>"
-        if isinstance(node, S.TypeKeyword):
-            return RDF_TYPE
-        if isinstance(node, S.StringLiteral):
-            datatype = None if node.datatype is None else f"<{node.datatype.value}>"
-            return PA.literal_term(node.lexical, node.language, datatype)
-        if isinstance(node, S.NumericLiteral):
-            text = node.text
-            datatype = (PA.XSD_DOUBLE if "e" in text or "E" in text
-                        else PA.XSD_DECIMAL if "." in text else PA.XSD_INTEGER)
-            return PA.literal_term(text, None, datatype)
-        if isinstance(node, S.BooleanLiteral):
-            return PA.literal_term("true" if node.value else "false", None, PA.XSD_BOOLEAN)
+        """A term as in a path (``paths.lowering.term``); blank nodes are refused."""
         if isinstance(node, S.BlankNode):
             raise self.fail(node, "blank nodes in patterns are not supported; use a variable",
                             ("a variable", "an IRI", "a literal"))
-        raise TypeError(f"not a term: {node!r}")
+        return lower_term(node)
 
     def var_or_term(self, node):
         if isinstance(node, S.Variable):
@@ -109,7 +96,7 @@ class _Lowering:
         s, o = self.var_or_term(node.s), self.var_or_term(node.o)
         if isinstance(node.p, S.Variable):
             return A.TriplePattern(s, A.Var(node.p.name), o)
-        pattern = A.path_pattern(s, PA.lower(node.p), o)
+        pattern = A.path_pattern(s, lower_path(node.p), o)
         if isinstance(pattern, A.PathPattern) and not paths_allowed:
             raise self.fail(node.p, f"a property path is not allowed {where}: only triples "
                             f"(CQELS-CEP §3.1, TSP ::= TrTemp); paths belong to the background",

@@ -1,8 +1,8 @@
 """Syntax tree of a path expression: what was written, with where it was written.
 
 One frozen dataclass per construct of ``paths/grammar.lark``. Nothing here evaluates anything;
-``paths.algebra.lower`` turns a tree into the algebra. Every node carries a :class:`Span`, which
-takes no part in equality or hashing: two trees are equal when they say the same thing, wherever
+``paths.lowering.lower`` turns a tree into the algebra. Every node carries a :class:`Span`,
+which takes no part in equality or hashing: two trees are equal when they say the same thing, wherever
 it was written.
 
 ``str(node)`` gives concrete syntax that parses back to an equal tree (prefixed names and numbers
