@@ -313,29 +313,31 @@ def _operand(path: Path) -> str:
 
 def _prints_axis(path: Path) -> bool:
     """Whether ``str(path)`` contains an nSPARQL axis step (self, next, edge, node)."""
-    if isinstance(path, (Axis, SelfTerm, Test)):
-        return True
-    if isinstance(path, Identity):
-        return path.domain is Domain.VOC
-    if isinstance(path, NegatedSet):
-        return False
-    if isinstance(path, (Seq, Alt)):
-        return any(_prints_axis(part) for part in path.parts)
-    if isinstance(path, Plus):
-        return _prints_axis(path.path)
-    if isinstance(path, Star):
-        return path.identity is Domain.VOC or _prints_axis(path.path)
+    match path:
+        case Axis() | SelfTerm() | Test():
+            return True
+        case Identity():
+            return path.domain is Domain.VOC
+        case NegatedSet():
+            return False
+        case Seq() | Alt():
+            return any(_prints_axis(part) for part in path.parts)
+        case Plus():
+            return _prints_axis(path.path)
+        case Star():
+            return path.identity is Domain.VOC or _prints_axis(path.path)
     raise TypeError(f"not a Path: {path!r}")
 
 
 def children(path: Path) -> tuple[Path, ...]:
     """The sub-paths of ``path`` (the nested test of an Axis included)."""
-    if isinstance(path, (Seq, Alt)):
-        return path.parts
-    if isinstance(path, (Plus, Star, Test)):
-        return (path.path,)
-    if isinstance(path, Axis) and path.test is not None and not isinstance(path.test, str):
-        return (path.test,)
+    match path:
+        case Seq() | Alt():
+            return path.parts
+        case Plus() | Star() | Test():
+            return (path.path,)
+        case Axis() if path.test is not None and not isinstance(path.test, str):
+            return (path.test,)
     return ()
 
 
@@ -458,20 +460,21 @@ def opt(path: Path, domain: Domain) -> Path:
 
 def inverse(path: Path) -> Path:
     """``^e``, pushed down to the leaves (an inverted Seq runs backwards)."""
-    if isinstance(path, Axis):
-        return Axis(path.kind, not path.inverse, path.test)
-    if isinstance(path, NegatedSet):
-        return NegatedSet(path.excluded, not path.inverse)
-    if isinstance(path, (SelfTerm, Identity, Test)):
-        return path
-    if isinstance(path, Seq):
-        return seq(*(inverse(part) for part in reversed(path.parts)))
-    if isinstance(path, Alt):
-        return alt(*(inverse(part) for part in path.parts))
-    if isinstance(path, Plus):
-        return plus(inverse(path.path))
-    if isinstance(path, Star):
-        return star(inverse(path.path), path.identity)
+    match path:
+        case Axis():
+            return Axis(path.kind, not path.inverse, path.test)
+        case NegatedSet():
+            return NegatedSet(path.excluded, not path.inverse)
+        case SelfTerm() | Identity() | Test():
+            return path
+        case Seq():
+            return seq(*(inverse(part) for part in reversed(path.parts)))
+        case Alt():
+            return alt(*(inverse(part) for part in path.parts))
+        case Plus():
+            return plus(inverse(path.path))
+        case Star():
+            return star(inverse(path.path), path.identity)
     raise TypeError(f"not a Path: {path!r}")
 
 

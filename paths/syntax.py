@@ -340,18 +340,17 @@ PathNode = Union[Alternative, Sequence, Inverse, Modified, Filtered, TestStep, N
 def is_native(node: Node) -> bool:
     """Whether ``node`` contains an nSPARQL axis step anywhere (then ``*`` and ``?`` applied to it
     use nSPARQL's identity, ``self``, rather than SPARQL's)."""
-    if isinstance(node, AxisStep):
-        return True
-    if isinstance(node, Alternative):
-        return any(is_native(option) for option in node.options)
-    if isinstance(node, Sequence):
-        return any(is_native(step) for step in node.steps)
-    if isinstance(node, (Inverse, Modified)):
-        return is_native(node.path)
-    if isinstance(node, Filtered):
-        return is_native(node.path) or is_native(node.test)
-    if isinstance(node, TestStep):
-        return is_native(node.test)
-    if isinstance(node, NestedTest):
-        return is_native(node.path)
+    match node:
+        case AxisStep():
+            return True
+        case Alternative():
+            return any(is_native(option) for option in node.options)
+        case Sequence():
+            return any(is_native(step) for step in node.steps)
+        case Inverse() | Modified() | NestedTest():
+            return is_native(node.path)
+        case Filtered():
+            return is_native(node.path) or is_native(node.test)
+        case TestStep():
+            return is_native(node.test)
     return False
