@@ -2,8 +2,8 @@
 
 One frozen dataclass per construct of ``paths/grammar.lark``. Nothing here evaluates anything;
 ``paths.lowering.lower`` turns a tree into the algebra. Every node carries a :class:`Span`,
-which takes no part in equality or hashing: two trees are equal when they say the same thing, wherever
-it was written.
+which takes no part in equality or hashing: two trees are equal when they say the same thing,
+wherever it was written.
 
 ``str(node)`` gives concrete syntax that parses back to an equal tree (prefixed names and numbers
 as written, parentheses only where precedence needs them). The tree keeps no parentheses of its
