@@ -44,15 +44,21 @@ A query's pattern is ``JOIN(EC_1, ..., EC_m, Background(D, P))`` (eq. 1, 2), rig
 
 ``str(node)`` is a readable algebra form (``SEQ(...)``, ``NO_TAIL(...)``, ``{?v <p> ?s}``); it is
 for people and error messages, not parsed back.
+
+The FILTER expressions (``Var``, ``Const``, ``Compare``, ...) are in ``cep.expressions`` and the
+windows (``Duration``, ``Range``, ...) in ``cep.windows``; this module re-exports them, so
+``cep.algebra`` is the whole algebra to its users.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, fields
-from fractions import Fraction
 import typing as _t
+from dataclasses import dataclass, field
 from typing import Iterator
 
+from cep.expressions import (ARITH_OPS, COMPARE_OPS, EXPR_TYPES, And, Arith, Bound, Compare, Const,
+                             Datatype, Expr, Lang, Neg, Not, Or, Regex, Str, Var, check_expr,
+                             check_term, expr_variables)
+from cep.windows import TIME_UNITS, WINDOW_TYPES, All, Duration, Now, Range, Triples, Window
 from paths import algebra as PA
 from paths.algebra import Term, is_term
 
@@ -64,373 +70,23 @@ __all__ = [
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
     "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
     "Query", "Pattern", "PATTERN_TYPES", "Form", "TIME_UNITS",
-    "triple", "path_pattern", "bgp", "join", "union", "left_join", "filter_", "sequence",
-    "seq", "seq_without", "no_head", "no_tail", "stream", "background", "project", "construct",
+    "triple", "path_pattern", "bgp", "join", "union", "left_join", "sequence", "seq", "project",
+    "construct",
     "children", "walk", "variables", "expr_variables", "event_clauses", "background_patterns",
     "stream_patterns",
 ]
 
-# --- variables and terms -----------------------------------------------------------------------
-
-# SPARQL 1.1 [166] VARNAME ::= ( PN_CHARS_U | [0-9] ) ( PN_CHARS_U | [0-9] | #x00B7 |
-#   [#x0300-#x036F] | [#x203F-#x2040] )*
-_VARNAME = re.compile(
-    r"[A-Za-z_0-9\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D"
-    r"\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\U00010000-\U000EFFFF]"
-    r"[A-Za-z_0-9\u00B7\u0300-\u036F\u203F-\u2040\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF"
-    r"\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF"
-    r"\uFDF0-\uFFFD\U00010000-\U000EFFFF]*")
-
-
-@dataclass(frozen=True)
-class Var:
-    """A query variable ``?name`` (SPARQL 1.1 [108]); ``name`` has no ``?``/``$``."""
-
-    name: str
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _VARNAME.fullmatch(self.name):
-            raise ValueError(f"Var.name must be a SPARQL VARNAME without '?', got {self.name!r}")
-
-    def __str__(self) -> str:
-        return f"?{self.name}"
-
-
-def _check_term(value: object, what: str) -> None:
-    if not is_term(value):
-        raise TypeError(f"{what} must be an N-Triples term (<iri>, \"literal\", _:b), "
-                        f"got {value!r}")
-
+# --- checks (Var, the expressions and the windows live in cep.expressions and cep.windows) -----
 
 def _check_var_or_term(value: object, what: str) -> None:
     if not isinstance(value, Var):
-        _check_term(value, what)
+        check_term(value, what)
 
 
 def _check_iri(value: object, what: str) -> None:
     if not (isinstance(value, str) and value.startswith("<") and value.endswith(">")
             and len(value) > 2):
         raise TypeError(f"{what} must be an IRI in N-Triples form <...>, got {value!r}")
-
-
-# --- expressions (SPARQL 1.1 §17; FILTER) ------------------------------------------------------
-
-COMPARE_OPS = ("=", "!=", "<", "<=", ">", ">=")   # [114] RelationalExpression
-ARITH_OPS = ("+", "-", "*", "/")                  # [116] AdditiveExpression, [117] Multiplicative
-
-
-@dataclass(frozen=True)
-class Const:
-    """A constant in an expression (an N-Triples term)."""
-
-    term: Term
-
-    def __post_init__(self) -> None:
-        _check_term(self.term, "Const.term")
-
-    def __str__(self) -> str:
-        return self.term
-
-
-@dataclass(frozen=True)
-class Compare:
-    """``left op right``, op in ``COMPARE_OPS`` (SPARQL 1.1 [114], §17.3 operator mapping;
-    numeric/datatype-aware comparison is the runtime's job)."""
-
-    op: str
-    left: "Expr"
-    right: "Expr"
-
-    def __post_init__(self) -> None:
-        if self.op not in COMPARE_OPS:
-            raise ValueError(f"Compare.op must be one of {COMPARE_OPS}, got {self.op!r}")
-        _check_expr(self.left, "Compare.left")
-        _check_expr(self.right, "Compare.right")
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
-
-
-@dataclass(frozen=True)
-class Arith:
-    """``left op right``, op in ``ARITH_OPS`` (SPARQL 1.1 [116], [117]; numeric, §17.4.1)."""
-
-    op: str
-    left: "Expr"
-    right: "Expr"
-
-    def __post_init__(self) -> None:
-        if self.op not in ARITH_OPS:
-            raise ValueError(f"Arith.op must be one of {ARITH_OPS}, got {self.op!r}")
-        _check_expr(self.left, "Arith.left")
-        _check_expr(self.right, "Arith.right")
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
-
-
-@dataclass(frozen=True)
-class And:
-    """``left && right`` (SPARQL 1.1 [112], §17.2 logical-and with errors)."""
-
-    left: "Expr"
-    right: "Expr"
-
-    def __post_init__(self) -> None:
-        _check_expr(self.left, "And.left")
-        _check_expr(self.right, "And.right")
-
-    def __str__(self) -> str:
-        return f"({self.left} && {self.right})"
-
-
-@dataclass(frozen=True)
-class Or:
-    """``left || right`` (SPARQL 1.1 [111], §17.2 logical-or with errors)."""
-
-    left: "Expr"
-    right: "Expr"
-
-    def __post_init__(self) -> None:
-        _check_expr(self.left, "Or.left")
-        _check_expr(self.right, "Or.right")
-
-    def __str__(self) -> str:
-        return f"({self.left} || {self.right})"
-
-
-@dataclass(frozen=True)
-class Not:
-    """``!e`` (SPARQL 1.1 [118], fn:not of the effective boolean value)."""
-
-    expr: "Expr"
-
-    def __post_init__(self) -> None:
-        _check_expr(self.expr, "Not.expr")
-
-    def __str__(self) -> str:
-        return f"!{self.expr}"
-
-
-@dataclass(frozen=True)
-class Neg:
-    """``-e`` (SPARQL 1.1 [118], op:numeric-unary-minus)."""
-
-    expr: "Expr"
-
-    def __post_init__(self) -> None:
-        _check_expr(self.expr, "Neg.expr")
-
-    def __str__(self) -> str:
-        return f"-{self.expr}"
-
-
-@dataclass(frozen=True)
-class Bound:
-    """``BOUND(?v)`` (SPARQL 1.1 [121], §17.4.1.1)."""
-
-    var: Var
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.var, Var):
-            raise TypeError(f"Bound.var must be a Var, got {self.var!r}")
-
-    def __str__(self) -> str:
-        return f"BOUND({self.var})"
-
-
-@dataclass(frozen=True)
-class Regex:
-    """``REGEX(text, pattern[, flags])`` (SPARQL 1.1 [122], §17.4.3.14)."""
-
-    text: "Expr"
-    pattern: "Expr"
-    flags: "Expr | None" = None
-
-    def __post_init__(self) -> None:
-        _check_expr(self.text, "Regex.text")
-        _check_expr(self.pattern, "Regex.pattern")
-        if self.flags is not None:
-            _check_expr(self.flags, "Regex.flags")
-
-    def __str__(self) -> str:
-        extra = "" if self.flags is None else f", {self.flags}"
-        return f"REGEX({self.text}, {self.pattern}{extra})"
-
-
-@dataclass(frozen=True)
-class Str:
-    """``STR(e)`` (SPARQL 1.1 [121], §17.4.2.5)."""
-
-    expr: "Expr"
-
-    def __post_init__(self) -> None:
-        _check_expr(self.expr, "Str.expr")
-
-    def __str__(self) -> str:
-        return f"STR({self.expr})"
-
-
-@dataclass(frozen=True)
-class Lang:
-    """``LANG(e)`` (SPARQL 1.1 [121], §17.4.2.6)."""
-
-    expr: "Expr"
-
-    def __post_init__(self) -> None:
-        _check_expr(self.expr, "Lang.expr")
-
-    def __str__(self) -> str:
-        return f"LANG({self.expr})"
-
-
-@dataclass(frozen=True)
-class Datatype:
-    """``DATATYPE(e)`` (SPARQL 1.1 [121], §17.4.2.7)."""
-
-    expr: "Expr"
-
-    def __post_init__(self) -> None:
-        _check_expr(self.expr, "Datatype.expr")
-
-    def __str__(self) -> str:
-        return f"DATATYPE({self.expr})"
-
-
-Expr = _t.Union[Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype]
-EXPR_TYPES = (Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype)
-"""Every expression node type."""
-
-
-def _check_expr(value: object, what: str) -> None:
-    if not isinstance(value, EXPR_TYPES):
-        raise TypeError(f"{what} must be an Expr, got {value!r}")
-
-
-def expr_variables(expr: Expr) -> frozenset[Var]:
-    """The variables mentioned in ``expr``."""
-    if isinstance(expr, Var):
-        return frozenset((expr,))
-    if isinstance(expr, Bound):
-        return frozenset((expr.var,))
-    if isinstance(expr, Const):
-        return frozenset()
-    out: frozenset[Var] = frozenset()
-    for f in fields(expr):
-        value = getattr(expr, f.name)
-        if isinstance(value, EXPR_TYPES):
-            out |= expr_variables(value)
-    return out
-
-
-# --- windows (§4.1; C-SPARQL) ------------------------------------------------------------------
-
-TIME_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-"""Duration units, in milliseconds."""
-
-
-@dataclass(frozen=True)
-class Duration:
-    """``amount`` of ``unit`` (``"ms"``, ``"s"``, ``"m"``, ``"h"``, ``"d"``), or of the stream's own
-    time units when ``unit`` is None (a plain number in the query, ``[RANGE 10]``)."""
-
-    amount: int | float
-    unit: str | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.amount, bool) or not isinstance(self.amount, (int, float)):
-            raise TypeError(f"Duration.amount must be a number, got {self.amount!r}")
-        if self.amount < 0:
-            raise ValueError(f"Duration.amount must not be negative, got {self.amount!r}")
-        if self.unit is not None and self.unit not in TIME_UNITS:
-            raise ValueError(f"Duration.unit must be one of {tuple(TIME_UNITS)} or None, "
-                             f"got {self.unit!r}")
-
-    def ticks(self, time_unit: str = "ms") -> int:
-        """This duration as a whole number of ``time_unit`` ticks (the unit of the stream's
-        timestamps). A unit-less duration is already in ticks. Raises ValueError when the duration
-        is not a whole number of ticks (``500ms`` in seconds)."""
-        if time_unit not in TIME_UNITS:
-            raise ValueError(f"time_unit must be one of {tuple(TIME_UNITS)}, got {time_unit!r}")
-        amount = Fraction(str(self.amount)) if isinstance(self.amount, float) \
-            else Fraction(self.amount)
-        if self.unit is not None:
-            amount = amount * TIME_UNITS[self.unit] / TIME_UNITS[time_unit]
-        if amount.denominator != 1:
-            raise ValueError(f"duration {self} is not a whole number of {time_unit} "
-                             f"(it is {float(amount)} {time_unit})")
-        return int(amount)
-
-    def __str__(self) -> str:
-        amount = self.amount
-        text = str(int(amount)) if isinstance(amount, float) and amount.is_integer() else str(amount)
-        return text + (self.unit or "")
-
-
-@dataclass(frozen=True)
-class Range:
-    """``[RANGE d]`` (sliding by 1 tick, §4.1 w_RANGE), ``[RANGE d STEP s]`` (C-SPARQL: slides by
-    s, reports when a window closes) or ``[RANGE d TUMBLING]`` (= ``STEP d``)."""
-
-    range: Duration
-    step: Duration | None = None
-    tumbling: bool = False
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.range, Duration):
-            raise TypeError(f"Range.range must be a Duration, got {self.range!r}")
-        if self.step is not None and not isinstance(self.step, Duration):
-            raise TypeError(f"Range.step must be a Duration or None, got {self.step!r}")
-        if self.tumbling and self.step is not None:
-            raise ValueError("a TUMBLING window has no separate STEP (its step is its range)")
-
-    def step_ticks(self, time_unit: str = "ms") -> int:
-        """The slide in ticks: ``step``, the range when tumbling, else 1 (§4.1, slide 1)."""
-        if self.tumbling:
-            return self.range.ticks(time_unit)
-        return 1 if self.step is None else self.step.ticks(time_unit)
-
-    def __str__(self) -> str:
-        if self.tumbling:
-            return f"[RANGE {self.range} TUMBLING]"
-        if self.step is not None:
-            return f"[RANGE {self.range} STEP {self.step}]"
-        return f"[RANGE {self.range}]"
-
-
-@dataclass(frozen=True)
-class Triples:
-    """``[TRIPLES n]``: the last n stream *triples* by time (a count-based window, C-SPARQL /
-    CQL); ``cep.intervals`` documents the order used to break ties."""
-
-    n: int
-
-    def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
-            raise ValueError(f"Triples.n must be a positive int, got {self.n!r}")
-
-    def __str__(self) -> str:
-        return f"[TRIPLES {self.n}]"
-
-
-@dataclass(frozen=True)
-class Now:
-    """``[NOW]``: the items valid at the evaluation time t (CQL's NOW window)."""
-
-    def __str__(self) -> str:
-        return "[NOW]"
-
-
-@dataclass(frozen=True)
-class All:
-    """``[ALL]``: the landmark window, every item up to t (CQL's UNBOUNDED window)."""
-
-    def __str__(self) -> str:
-        return "[ALL]"
-
-
-Window = _t.Union[Range, Triples, Now, All]
-_WINDOW_TYPES = (Range, Triples, Now, All)
 
 
 # --- patterns ----------------------------------------------------------------------------------
@@ -543,7 +199,7 @@ class LeftJoin:
         _check_pattern(self.left, "LeftJoin.left")
         _check_pattern(self.right, "LeftJoin.right")
         if self.condition is not None:
-            _check_expr(self.condition, "LeftJoin.condition")
+            check_expr(self.condition, "LeftJoin.condition")
 
     def __str__(self) -> str:
         extra = "" if self.condition is None else f", {self.condition}"
@@ -558,7 +214,7 @@ class Filter:
     inner: "Pattern"
 
     def __post_init__(self) -> None:
-        _check_expr(self.condition, "Filter.condition")
+        check_expr(self.condition, "Filter.condition")
         _check_pattern(self.inner, "Filter.inner")
 
     def __str__(self) -> str:
@@ -644,7 +300,7 @@ class StreamPattern:
     def __post_init__(self) -> None:
         _check_iri(self.name, "StreamPattern.name")
         _check_iri(self.stream, "StreamPattern.stream")
-        if not isinstance(self.window, _WINDOW_TYPES):
+        if not isinstance(self.window, WINDOW_TYPES):
             raise TypeError(f"StreamPattern.window must be Range/Triples/Now/All, "
                             f"got {self.window!r}")
         _check_pattern(self.pattern, "StreamPattern.pattern")
@@ -762,19 +418,21 @@ class Query:
 
 def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
     """The sub-patterns of ``node``, left to right."""
-    if isinstance(node, (Join, Union, LeftJoin, Sequence, NoTail)):
-        return (node.left, node.right) if not isinstance(node, NoTail) else (node.left,
-                                                                              node.negated)
-    if isinstance(node, SeqWithout):
-        return (node.left, node.negated, node.right)
-    if isinstance(node, NoHead):
-        return (node.negated, node.right)
-    if isinstance(node, (Filter, Project, Construct)):
-        return (node.inner,)
-    if isinstance(node, (StreamPattern, Background)):
-        return (node.pattern,)
-    if isinstance(node, BGP):
-        return ()
+    match node:
+        case Join() | Union() | LeftJoin() | Sequence():
+            return (node.left, node.right)
+        case NoTail():
+            return (node.left, node.negated)
+        case SeqWithout():
+            return (node.left, node.negated, node.right)
+        case NoHead():
+            return (node.negated, node.right)
+        case Filter() | Project() | Construct():
+            return (node.inner,)
+        case StreamPattern() | Background():
+            return (node.pattern,)
+        case BGP():
+            return ()
     raise TypeError(f"not a pattern: {node!r}")
 
 
@@ -788,27 +446,24 @@ def walk(node: "Pattern | Form") -> Iterator[Pattern]:
 def variables(node: "Pattern | Form") -> frozenset[Var]:
     """The variables a pattern can bind (in-scope variables, SPARQL 1.1 §18.2.1): the negated
     element of SEQ_WO / NO_HEAD / NO_TAIL binds nothing; OPTIONAL's right side may bind."""
-    if isinstance(node, BGP):
-        out: frozenset[Var] = frozenset()
-        for item in node.patterns:
-            out |= item.variables()
-        return out
-    if isinstance(node, (Join, Union, LeftJoin, Sequence)):
-        return variables(node.left) | variables(node.right)
-    if isinstance(node, SeqWithout):
-        return variables(node.left) | variables(node.right)
-    if isinstance(node, NoHead):
-        return variables(node.right)
-    if isinstance(node, NoTail):
-        return variables(node.left)
-    if isinstance(node, Filter):
-        return variables(node.inner)
-    if isinstance(node, (StreamPattern, Background)):
-        return variables(node.pattern)
-    if isinstance(node, Project):
-        return frozenset(node.variables)
-    if isinstance(node, Construct):
-        return variables(node.inner)
+    match node:
+        case BGP():
+            out: frozenset[Var] = frozenset()
+            for item in node.patterns:
+                out |= item.variables()
+            return out
+        case Join() | Union() | LeftJoin() | Sequence() | SeqWithout():
+            return variables(node.left) | variables(node.right)
+        case NoHead():
+            return variables(node.right)
+        case NoTail():
+            return variables(node.left)
+        case Filter() | Construct():
+            return variables(node.inner)
+        case StreamPattern() | Background():
+            return variables(node.pattern)
+        case Project():
+            return frozenset(node.variables)
     raise TypeError(f"not a pattern: {node!r}")
 
 
@@ -893,32 +548,12 @@ def left_join(left: Pattern, right: Pattern, condition: Expr | None = None) -> P
     return LeftJoin(left, right, condition)
 
 
-def filter_(condition: Expr, inner: Pattern) -> Pattern:
-    """FILTER(condition, inner)."""
-    return Filter(condition, inner)
-
-
 def seq(*parts: Pattern) -> Pattern:
     """A positive sequence, right-associated: SEQ(P1, SEQ(P2, ..., Pn)) (eq. 3-4, 10-11); one part
     is that part."""
     for part in parts:
         _check_pattern(part, "seq() part")
     return _fold_right(Sequence, tuple(parts))
-
-
-def seq_without(left: Pattern, negated: Pattern, right: Pattern) -> SeqWithout:
-    """SEQ_WO(left, negated, right) (eq. 8, 15)."""
-    return SeqWithout(left, negated, right)
-
-
-def no_head(negated: Pattern, right: Pattern) -> NoHead:
-    """NO_HEAD(negated, right) (eq. 6, 13)."""
-    return NoHead(negated, right)
-
-
-def no_tail(left: Pattern, negated: Pattern) -> NoTail:
-    """NO_TAIL(left, negated, t) (eq. 7, 14)."""
-    return NoTail(left, negated)
 
 
 def sequence(*parts: Pattern, negated: int | None = None) -> Pattern:
@@ -952,16 +587,6 @@ def sequence(*parts: Pattern, negated: int | None = None) -> Pattern:
         return NoTail(seq(*parts[:-1]), parts[-1])                          # eq. 7, 14
     return SeqWithout(seq(*parts[:negated]), parts[negated],               # eq. 5, 12
                       seq(*parts[negated + 1:]))
-
-
-def stream(name: Term, stream_iri: Term, window: Window, pattern: Pattern) -> StreamPattern:
-    """A window specification W = (s, ω, TSP) (eq. 9)."""
-    return StreamPattern(name, stream_iri, window, pattern)
-
-
-def background(graph: Term | None, pattern: Pattern) -> Background:
-    """⟦P, t⟧_D (eq. 17)."""
-    return Background(graph, pattern)
 
 
 def project(variables_: "tuple[Var, ...] | list[Var]", inner: Pattern,

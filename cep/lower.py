@@ -55,8 +55,8 @@ from collections.abc import Mapping
 from cep import algebra as A
 from cep import syntax as S
 from cep.parser import CepSemanticError, parse
-from paths import algebra as PA
-from reasoner.vocab import RDF_TYPE
+from paths.lowering import lower as lower_path
+from paths.lowering import term as lower_term
 
 __all__ = ["lower", "compile_query"]
 
@@ -81,24 +81,11 @@ class _Lowering:
 
     # -- terms and triples
     def term(self, node) -> A.Term:
-        if isinstance(node, (S.IriRef, S.PrefixedName)):
-            return f"<{node.value}>"
-        if isinstance(node, S.TypeKeyword):
-            return RDF_TYPE
-        if isinstance(node, S.StringLiteral):
-            datatype = None if node.datatype is None else f"<{node.datatype.value}>"
-            return PA.literal_term(node.lexical, node.language, datatype)
-        if isinstance(node, S.NumericLiteral):
-            text = node.text
-            datatype = (PA.XSD_DOUBLE if "e" in text or "E" in text
-                        else PA.XSD_DECIMAL if "." in text else PA.XSD_INTEGER)
-            return PA.literal_term(text, None, datatype)
-        if isinstance(node, S.BooleanLiteral):
-            return PA.literal_term("true" if node.value else "false", None, PA.XSD_BOOLEAN)
+        """A term as in a path (``paths.lowering.term``); blank nodes are refused."""
         if isinstance(node, S.BlankNode):
             raise self.fail(node, "blank nodes in patterns are not supported; use a variable",
                             ("a variable", "an IRI", "a literal"))
-        raise TypeError(f"not a term: {node!r}")
+        return lower_term(node)
 
     def var_or_term(self, node):
         if isinstance(node, S.Variable):
@@ -109,7 +96,7 @@ class _Lowering:
         s, o = self.var_or_term(node.s), self.var_or_term(node.o)
         if isinstance(node.p, S.Variable):
             return A.TriplePattern(s, A.Var(node.p.name), o)
-        pattern = A.path_pattern(s, PA.lower(node.p), o)
+        pattern = A.path_pattern(s, lower_path(node.p), o)
         if isinstance(pattern, A.PathPattern) and not paths_allowed:
             raise self.fail(node.p, f"a property path is not allowed {where}: only triples "
                             f"(CQELS-CEP §3.1, TSP ::= TrTemp); paths belong to the background",
@@ -122,29 +109,30 @@ class _Lowering:
 
     # -- expressions (SPARQL 1.1 §17)
     def expr(self, node) -> A.Expr:
-        if isinstance(node, S.Variable):
-            return A.Var(node.name)
-        if isinstance(node, S.Binary):
-            left, right = self.expr(node.left), self.expr(node.right)
-            if node.op == "||":
-                return A.Or(left, right)
-            if node.op == "&&":
-                return A.And(left, right)
-            if node.op in A.COMPARE_OPS:
-                return A.Compare(node.op, left, right)
-            return A.Arith(node.op, left, right)
-        if isinstance(node, S.Unary):
-            inner = self.expr(node.operand)
-            return A.Not(inner) if node.op == "!" else A.Neg(inner)
-        if isinstance(node, S.Call):
-            args = node.args
-            if node.name == "BOUND":
-                return A.Bound(A.Var(args[0].name))
-            if node.name == "REGEX":
-                return A.Regex(*(self.expr(arg) for arg in args))
-            inner = self.expr(args[0])
-            return {"STR": A.Str, "LANG": A.Lang, "DATATYPE": A.Datatype}[node.name](inner)
-        return A.Const(self.term(node))
+        match node:
+            case S.Variable():
+                return A.Var(node.name)
+            case S.Binary():
+                left, right = self.expr(node.left), self.expr(node.right)
+                if node.op == "||":
+                    return A.Or(left, right)
+                if node.op == "&&":
+                    return A.And(left, right)
+                if node.op in A.COMPARE_OPS:
+                    return A.Compare(node.op, left, right)
+                return A.Arith(node.op, left, right)
+            case S.Unary():
+                inner = self.expr(node.operand)
+                return A.Not(inner) if node.op == "!" else A.Neg(inner)
+            case S.Call(name="BOUND"):
+                return A.Bound(A.Var(node.args[0].name))
+            case S.Call(name="REGEX"):
+                return A.Regex(*(self.expr(arg) for arg in node.args))
+            case S.Call():
+                inner = self.expr(node.args[0])
+                return {"STR": A.Str, "LANG": A.Lang, "DATATYPE": A.Datatype}[node.name](inner)
+            case _:
+                return A.Const(self.term(node))
 
     def conjunction(self, filters: list[S.FilterPattern]) -> A.Expr | None:
         condition = None
@@ -158,15 +146,16 @@ class _Lowering:
         return A.Duration(node.amount, node.unit)
 
     def window(self, node) -> A.Window:
-        if isinstance(node, S.RangeWindow):
-            step = None if node.step is None else self.duration(node.step)
-            return A.Range(self.duration(node.range), step, node.tumbling)
-        if isinstance(node, S.TriplesWindow):
-            return A.Triples(node.n)
-        if isinstance(node, S.NowWindow):
-            return A.Now()
-        if isinstance(node, S.AllWindow):
-            return A.All()
+        match node:
+            case S.RangeWindow():
+                step = None if node.step is None else self.duration(node.step)
+                return A.Range(self.duration(node.range), step, node.tumbling)
+            case S.TriplesWindow():
+                return A.Triples(node.n)
+            case S.NowWindow():
+                return A.Now()
+            case S.AllWindow():
+                return A.All()
         raise TypeError(f"not a window: {node!r}")
 
     def check_negations(self, elements) -> int | None:
@@ -207,26 +196,27 @@ class _Lowering:
         pattern: A.Pattern = A.BGP(())
         filters = []
         for element in elements:
-            if isinstance(element, S.FilterPattern):
-                filters.append(element)
-            elif isinstance(element, S.TriplesBlock):
-                block = self.bgp(element, paths_allowed=True, where="")
-                pattern = A.bgp(pattern, block) if isinstance(pattern, A.BGP) \
-                    else _join(pattern, block)
-            elif isinstance(element, S.OptionalPattern):
-                inner = self.group(element.group)
-                if isinstance(inner, A.Filter):
-                    pattern = A.left_join(pattern, inner.inner, inner.condition)
-                else:
-                    pattern = A.left_join(pattern, inner)
-            elif isinstance(element, S.UnionPattern):
-                pattern = _join(pattern, A.union(*(self.group(g) for g in element.groups)))
-            elif isinstance(element, (S.WindowBlock, S.EventSequence)):
-                raise self.fail(element, "WINDOW blocks and SEQ(...) event clauses belong at the "
-                                "top level of WHERE, not inside OPTIONAL, UNION or a nested group "
-                                "(CQELS-CEP §3.2: Q = (V, P, D, EC))")
-            else:
-                raise TypeError(f"not a group element: {element!r}")
+            match element:
+                case S.FilterPattern():
+                    filters.append(element)
+                case S.TriplesBlock():
+                    block = self.bgp(element, paths_allowed=True, where="")
+                    pattern = A.bgp(pattern, block) if isinstance(pattern, A.BGP) \
+                        else _join(pattern, block)
+                case S.OptionalPattern():
+                    inner = self.group(element.group)
+                    if isinstance(inner, A.Filter):
+                        pattern = A.left_join(pattern, inner.inner, inner.condition)
+                    else:
+                        pattern = A.left_join(pattern, inner)
+                case S.UnionPattern():
+                    pattern = _join(pattern, A.union(*(self.group(g) for g in element.groups)))
+                case S.WindowBlock() | S.EventSequence():
+                    raise self.fail(element, "WINDOW blocks and SEQ(...) event clauses belong at "
+                                    "the top level of WHERE, not inside OPTIONAL, UNION or a "
+                                    "nested group (CQELS-CEP §3.2: Q = (V, P, D, EC))")
+                case _:
+                    raise TypeError(f"not a group element: {element!r}")
         condition = self.conjunction(filters)
         return pattern if condition is None else A.Filter(condition, pattern)
 
@@ -366,22 +356,22 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
     seen: dict[A.Var, None] = {}
 
     def visit(node) -> None:
-        if isinstance(node, A.BGP):
-            for item in node.patterns:
-                for x in (item.s, getattr(item, "p", None), item.o):
-                    if isinstance(x, A.Var):
-                        seen.setdefault(x, None)
-            return
-        if isinstance(node, A.SeqWithout):
-            visit(node.left)
-            visit(node.right)
-        elif isinstance(node, A.NoHead):
-            visit(node.right)
-        elif isinstance(node, A.NoTail):
-            visit(node.left)
-        else:
-            for child in A.children(node):
-                visit(child)
+        match node:
+            case A.BGP():
+                for item in node.patterns:
+                    for x in (item.s, getattr(item, "p", None), item.o):
+                        if isinstance(x, A.Var):
+                            seen.setdefault(x, None)
+            case A.SeqWithout():             # a negated element binds nothing
+                visit(node.left)
+                visit(node.right)
+            case A.NoHead():
+                visit(node.right)
+            case A.NoTail():
+                visit(node.left)
+            case _:
+                for child in A.children(node):
+                    visit(child)
 
     visit(pattern)
     return list(seen)

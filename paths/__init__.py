@@ -4,7 +4,7 @@ Three trees, three modules (DESIGN.md "Engineering rules"):
 
 * ``paths/grammar.lark`` + ``paths.parser.parse`` — text → syntax tree (``paths.syntax``, frozen
   dataclasses with source spans); errors are :class:`PathSyntaxError` with line and column;
-* ``paths.algebra.lower`` — syntax tree → algebra (``paths.algebra``: closed set of frozen
+* ``paths.lowering.lower`` — syntax tree → algebra (``paths.algebra``: closed set of frozen
   dataclasses built by simplifying smart constructors; ``str()`` is nSPARQL native syntax);
 * evaluation: ``paths.reference.evaluate`` (pure Python, the semantics written out literally: the
   oracle for tests); ``paths.compiler`` (how to compute a path for the binding of its ends) run by
@@ -20,7 +20,7 @@ Three trees, three modules (DESIGN.md "Engineering rules"):
     >>> str(lower(parse("^:beg/[:means :subway]", {"": "http://ex/"})))
     'next^-1::<http://ex/beg>/self::[next::<http://ex/means>/self::<http://ex/subway>]'
 """
-from paths.algebra import lower
+from paths.lowering import lower
 from paths.parser import PathSyntaxError, parse
 
 __all__ = ["parse", "lower", "PathSyntaxError", "evaluate", "PathGraph", "PathIterationLimit"]

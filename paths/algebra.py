@@ -1,7 +1,8 @@
 """The path algebra: a closed set of frozen dataclasses, built by smart constructors.
 
 This is what the compilers see (the Spark compiler, ``paths.reference``); they never see syntax
-trees. ``lower(tree)`` desugars a syntax tree (``paths.syntax``) into it: prefixed names are gone,
+trees. ``lower(tree)`` (``paths.lowering``, re-exported here) desugars a syntax tree
+(``paths.syntax``) into it: prefixed names are gone,
 ``a`` is rdf:type, an IRI ``:p`` is ``next::p``, ``^`` is pushed down to the leaves, ``?`` is an
 alternative with an identity, ``e[t]`` is a sequence with a node test.
 
@@ -68,8 +69,7 @@ import enum
 from dataclasses import dataclass
 from typing import Iterator, Union
 
-from paths import syntax as S
-from reasoner.vocab import RDF_TYPE, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_NS, XSD_STRING, iri
+from reasoner.vocab import XSD_NS, XSD_STRING, iri
 
 XSD_BOOLEAN = iri(XSD_NS + "boolean")  # not (yet) in reasoner.vocab
 
@@ -313,29 +313,31 @@ def _operand(path: Path) -> str:
 
 def _prints_axis(path: Path) -> bool:
     """Whether ``str(path)`` contains an nSPARQL axis step (self, next, edge, node)."""
-    if isinstance(path, (Axis, SelfTerm, Test)):
-        return True
-    if isinstance(path, Identity):
-        return path.domain is Domain.VOC
-    if isinstance(path, NegatedSet):
-        return False
-    if isinstance(path, (Seq, Alt)):
-        return any(_prints_axis(part) for part in path.parts)
-    if isinstance(path, Plus):
-        return _prints_axis(path.path)
-    if isinstance(path, Star):
-        return path.identity is Domain.VOC or _prints_axis(path.path)
+    match path:
+        case Axis() | SelfTerm() | Test():
+            return True
+        case Identity():
+            return path.domain is Domain.VOC
+        case NegatedSet():
+            return False
+        case Seq() | Alt():
+            return any(_prints_axis(part) for part in path.parts)
+        case Plus():
+            return _prints_axis(path.path)
+        case Star():
+            return path.identity is Domain.VOC or _prints_axis(path.path)
     raise TypeError(f"not a Path: {path!r}")
 
 
 def children(path: Path) -> tuple[Path, ...]:
     """The sub-paths of ``path`` (the nested test of an Axis included)."""
-    if isinstance(path, (Seq, Alt)):
-        return path.parts
-    if isinstance(path, (Plus, Star, Test)):
-        return (path.path,)
-    if isinstance(path, Axis) and path.test is not None and not isinstance(path.test, str):
-        return (path.test,)
+    match path:
+        case Seq() | Alt():
+            return path.parts
+        case Plus() | Star() | Test():
+            return (path.path,)
+        case Axis() if path.test is not None and not isinstance(path.test, str):
+            return (path.test,)
     return ()
 
 
@@ -458,20 +460,21 @@ def opt(path: Path, domain: Domain) -> Path:
 
 def inverse(path: Path) -> Path:
     """``^e``, pushed down to the leaves (an inverted Seq runs backwards)."""
-    if isinstance(path, Axis):
-        return Axis(path.kind, not path.inverse, path.test)
-    if isinstance(path, NegatedSet):
-        return NegatedSet(path.excluded, not path.inverse)
-    if isinstance(path, (SelfTerm, Identity, Test)):
-        return path
-    if isinstance(path, Seq):
-        return seq(*(inverse(part) for part in reversed(path.parts)))
-    if isinstance(path, Alt):
-        return alt(*(inverse(part) for part in path.parts))
-    if isinstance(path, Plus):
-        return plus(inverse(path.path))
-    if isinstance(path, Star):
-        return star(inverse(path.path), path.identity)
+    match path:
+        case Axis():
+            return Axis(path.kind, not path.inverse, path.test)
+        case NegatedSet():
+            return NegatedSet(path.excluded, not path.inverse)
+        case SelfTerm() | Identity() | Test():
+            return path
+        case Seq():
+            return seq(*(inverse(part) for part in reversed(path.parts)))
+        case Alt():
+            return alt(*(inverse(part) for part in path.parts))
+        case Plus():
+            return plus(inverse(path.path))
+        case Star():
+            return star(inverse(path.path), path.identity)
     raise TypeError(f"not a Path: {path!r}")
 
 
@@ -500,103 +503,12 @@ def literal_term(lexical: str, language: str | None = None, datatype: str | None
     return text
 
 
-def _iri(value: str) -> Term:
-    return f"<{value}>"
+def __getattr__(name: str):
+    """``lower`` and ``to_algebra``, where callers have always found them. The lowering (syntax
+    tree → this algebra) lives in ``paths.lowering``, as ``cep.lower`` does for cep; it builds
+    on this module, so it is imported on first use (PEP 562)."""
+    if name in ("lower", "to_algebra"):
+        from paths import lowering
 
-
-def _numeric_datatype(text: str) -> Term:
-    if "e" in text or "E" in text:
-        return XSD_DOUBLE
-    if "." in text:
-        return XSD_DECIMAL
-    return XSD_INTEGER
-
-
-# --- lowering ----------------------------------------------------------------------------------
-
-def _term(node: S.Term) -> Term:
-    if isinstance(node, (S.IriRef, S.PrefixedName)):
-        return _iri(node.value)
-    if isinstance(node, S.TypeKeyword):
-        return RDF_TYPE
-    if isinstance(node, S.StringLiteral):
-        datatype = None if node.datatype is None else _iri(node.datatype.value)
-        return literal_term(node.lexical, node.language, datatype)
-    if isinstance(node, S.NumericLiteral):
-        return literal_term(node.text, None, _numeric_datatype(node.text))
-    if isinstance(node, S.BooleanLiteral):
-        return literal_term("true" if node.value else "false", None, XSD_BOOLEAN)
-    if isinstance(node, S.BlankNode):
-        return f"_:{node.label}"
-    raise TypeError(f"not a term: {node!r}")
-
-
-def _nested_test(node: S.NestedTest, zero_length: Domain | None) -> Path:
-    inner = _lower(node.path, zero_length)
-    if node.term is not None:  # [p t] = [p/self::t]  (DESIGN.md)
-        inner = seq(inner, SelfTerm(_term(node.term)))
-    return test(inner)
-
-
-_AXIS_KINDS = {kind.value: kind for kind in AxisKind}
-
-
-def _lower(node: S.PathNode, zero_length: Domain | None) -> Path:
-    if isinstance(node, (S.IriRef, S.PrefixedName, S.TypeKeyword)):
-        return Axis(AxisKind.NEXT, False, _term(node))          # :p = next::p
-    if isinstance(node, S.Alternative):
-        return alt(*(_lower(option, zero_length) for option in node.options))
-    if isinstance(node, S.Sequence):
-        return seq(*(_lower(step, zero_length) for step in node.steps))
-    if isinstance(node, S.Inverse):
-        return inverse(_lower(node.path, zero_length))         # ^e
-    if isinstance(node, S.Modified):
-        inner = _lower(node.path, zero_length)
-        if node.modifier == "+":
-            return plus(inner)
-        domain = zero_length or (Domain.VOC if S.is_native(node.path) else Domain.NODES)
-        return star(inner, domain) if node.modifier == "*" else opt(inner, domain)
-    if isinstance(node, S.Filtered):                            # elt[t] = elt/self::[t]
-        return seq(_lower(node.path, zero_length), _nested_test(node.test, zero_length))
-    if isinstance(node, S.TestStep):                            # [t] = self::[t]
-        return _nested_test(node.test, zero_length)
-    if isinstance(node, S.NegatedPropertySet):                  # SPARQL 1.1 §18.2.2.4
-        forward = frozenset(_term(m.iri) for m in node.members if not m.inverse)
-        backward = frozenset(_term(m.iri) for m in node.members if m.inverse)
-        parts = []
-        if forward or not backward:
-            parts.append(negated_set(forward, False))
-        if backward:
-            parts.append(negated_set(backward, True))
-        return alt(*parts)
-    if isinstance(node, S.EmptyPath):
-        return Identity(Domain.NODES)
-    if isinstance(node, S.AxisStep):
-        if node.axis == "self":
-            if node.term is not None:
-                return SelfTerm(_term(node.term))
-            if node.test is not None:
-                return test(_lower(node.test, zero_length))
-            return Identity(Domain.VOC)
-        kind = _AXIS_KINDS[node.axis]
-        if node.term is not None:
-            return axis(kind, node.inverse, _term(node.term))
-        if node.test is not None:
-            return axis(kind, node.inverse, _lower(node.test, zero_length))
-        return axis(kind, node.inverse, None)
-    raise TypeError(f"not a path syntax node: {node!r}")
-
-
-def lower(tree: S.PathNode, *, zero_length: Domain | None = None) -> Path:
-    """Desugar a syntax tree into the algebra.
-
-    ``*`` and ``?`` get the identity of the dialect their operand is written in: ``Domain.VOC``
-    (nSPARQL's ``self``) when the operand contains an nSPARQL axis step, ``Domain.NODES`` (SPARQL
-    1.1) otherwise. ``zero_length`` forces one of them for every ``*`` and ``?``.
-    """
-    if zero_length is not None and not isinstance(zero_length, Domain):
-        raise TypeError(f"zero_length must be a Domain or None, got {zero_length!r}")
-    return _lower(tree, zero_length)
-
-
-to_algebra = lower
+        return getattr(lowering, name)
+    raise AttributeError(f"module 'paths.algebra' has no attribute {name!r}")

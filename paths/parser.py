@@ -5,6 +5,18 @@ Transformer that yields the frozen dataclasses of ``paths.syntax`` (in the style
 ``examples/advanced/create_ast.py``). Every error — lexical, syntactic, an unknown prefix, a
 relative IRI without a base — is a :class:`PathSyntaxError` naming the line, the column and what
 was expected there.
+
+Extension point, for a grammar that ``%import``s the path rules of ``paths/grammar.lark`` (the
+CQELS-CEP parser, ``cep.parser``, is one); these are the public names it uses:
+
+* :class:`GrammarParser` — the LALR(1) parser of such a grammar file (``paths/`` is on its import
+  path), whose ``parse(text, transformer)`` turns every lark error, and every
+  :class:`LocatedError` a transformer raises, into the grammar's error class, in words;
+* :data:`TERMINAL_WORDS` — what each terminal of the path grammar means to a reader; extend it
+  with the importing grammar's own terminals;
+* :class:`PathTransformer` — the transformer of the path and term rules; subclass
+  ``PathTransformer.imported_as("grammar")`` to get them under the names lark gives imported rules;
+* :func:`span`, :func:`token_span` — a syntax node's source span from lark's meta or token.
 """
 from __future__ import annotations
 
@@ -18,11 +30,14 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
     VisitError
 
 from paths import syntax as S
+from reasoner.errors import SidecarError
 
-__all__ = ["parse", "PathSyntaxError"]
+__all__ = ["parse", "PathSyntaxError", "GrammarParser", "TERMINAL_WORDS", "PathTransformer",
+           "LocatedError", "PATH_RULES", "span", "token_span", "translate_error", "accepted_terminals",
+           "end_position"]
 
 
-class PathSyntaxError(ValueError):
+class PathSyntaxError(SidecarError, ValueError):
     """A path that cannot be read.
 
     ``line`` and ``column`` are 1-based; ``expected`` lists, in words, what would have been
@@ -53,12 +68,10 @@ def _one_of(items: tuple[str, ...]) -> str:
     return "one of " + ", ".join(items)
 
 
-_GRAMMAR_FILE = _FilePath(__file__).with_name("grammar.lark")
-_LARK = Lark(_GRAMMAR_FILE.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
-             propagate_positions=True, maybe_placeholders=False)
+_PATHS_DIR = _FilePath(__file__).resolve().parent
 
 # What each named terminal means to a reader of an error message.
-_TERMINAL_WORDS = {
+TERMINAL_WORDS = {
     "IRIREF": "an IRI <...>",
     "PNAME": "a prefixed name",
     "A": "'a'",
@@ -74,21 +87,65 @@ _TERMINAL_WORDS = {
     "LANGTAG": "a language tag",
     "$END": "the end of the path",
 }
+"""Terminal name → what it means to a reader of an error message (the path grammar's terminals)."""
 
 
-def _words(terminals) -> tuple[str, ...]:
-    words = set()
-    for name in terminals:
-        if name in _TERMINAL_WORDS:
-            words.add(_TERMINAL_WORDS[name])
-            continue
+class GrammarParser:
+    """The LALR(1) parser of ``grammar_file`` — ``paths/grammar.lark`` or a grammar that
+    ``%import``s its rules (``paths/`` is on lark's import path) — with errors in words.
+
+    ``words`` maps terminal names to what they mean to a reader (extend :data:`TERMINAL_WORDS`);
+    ``error_cls`` is the error raised, called as ``error_cls(reason, text, line, column,
+    expected)`` (:class:`PathSyntaxError` or a subclass); ``subject`` names what is parsed
+    ("path", "query") in the end-of-input message.
+    """
+
+    def __init__(self, grammar_file: _FilePath, words: Mapping[str, str], *,
+                 error_cls: type[PathSyntaxError], subject: str) -> None:
+        self.lark = Lark(_FilePath(grammar_file).read_text(encoding="utf-8"), parser="lalr",
+                         lexer="contextual", propagate_positions=True, maybe_placeholders=False,
+                         import_paths=[str(_PATHS_DIR)])
+        self.words = dict(words)
+        self.error_cls = error_cls
+        self.subject = subject
+
+    def describe(self, terminals) -> tuple[str, ...]:
+        """The terminals ``terminals`` (lark's names) in words, sorted: ``words`` first, then the
+        literal text of an anonymous terminal (a keyword upper-cased: SPARQL 1.1 §19.3), else the
+        name. Imported terminals (``grammar__NAME``) are looked up by their own name."""
+        words = set()
+        for name in terminals:
+            bare = name.split("__")[-1] if name.startswith("grammar__") else name
+            if bare in self.words:
+                words.add(self.words[bare])
+                continue
+            try:
+                pattern = self.lark.get_terminal(name).pattern
+            except KeyError:
+                words.add(name)
+                continue
+            if type(pattern).__name__ == "PatternStr":
+                words.add(repr(pattern.value.upper() if pattern.value.isalpha() else pattern.value))
+            else:
+                words.add(name)
+        return tuple(sorted(words))
+
+    def parse(self, text: str, transformer: Transformer):
+        """``text`` parsed and transformed by ``transformer``; a lark error or a
+        :class:`LocatedError` raised by the transformer becomes ``error_cls``."""
         try:
-            pattern = _LARK.get_terminal(name).pattern
-        except KeyError:
-            words.add(name)
-            continue
-        words.add(repr(pattern.value) if type(pattern).__name__ == "PatternStr" else name)
-    return tuple(sorted(words))
+            tree = self.lark.parse(text)
+        except UnexpectedInput as error:
+            raise translate_error(error, text, lark=self.lark, words=self.describe,
+                                  error_cls=self.error_cls, subject=self.subject) from None
+        try:
+            return transformer.transform(tree)
+        except VisitError as error:
+            located = error.orig_exc
+            if isinstance(located, LocatedError):
+                raise self.error_cls(located.reason, text, located.line, located.column,
+                                     located.expected) from None
+            raise
 
 
 def end_position(text: str) -> tuple[int, int]:
@@ -150,20 +207,23 @@ def translate_error(error: UnexpectedInput, text: str, *, lark: Lark, words, err
     return error_cls(str(error), text, getattr(error, "line", 1) or 1, getattr(error, "column", 1) or 1)
 
 
-class _Located(Exception):
-    """Raised inside the transformer; becomes a PathSyntaxError with the whole text."""
+class LocatedError(Exception):
+    """Raised inside a transformer to reject what it reads at ``line``, ``column``;
+    :meth:`GrammarParser.parse` turns it into the grammar's error class, with the whole text."""
 
     def __init__(self, reason: str, line: int, column: int, expected: tuple[str, ...] = ()):
         super().__init__(reason)
         self.reason, self.line, self.column, self.expected = reason, line, column, expected
 
 
-def _span(meta) -> S.Span:
+def span(meta) -> S.Span:
+    """The source span of a rule, from lark's ``meta`` (the grammar propagates positions)."""
     return S.Span(meta.line, meta.column, meta.end_line, meta.end_column, meta.start_pos,
                   meta.end_pos)
 
 
-def _token_span(token: Token) -> S.Span:
+def token_span(token: Token) -> S.Span:
+    """The source span of one token."""
     return S.Span(token.line, token.column, token.end_line, token.end_column, token.start_pos,
                   token.end_pos)
 
@@ -187,57 +247,78 @@ def _decode_string(body: str) -> str:
     return _STRING_ESCAPE.sub(one, body)
 
 
+PATH_RULES = ("alternative", "sequence", "inverse", "modified", "filtered", "test_step",
+              "nested_test", "empty_path", "negated", "path_negated_property_set",
+              "forward_member", "backward_member", "axis", "axis_term", "axis_nested",
+              "type_keyword", "iri_ref", "prefixed_name", "rdf_literal", "numeric_literal",
+              "boolean_literal", "blank_node")
+"""The rules (and aliases) of ``paths/grammar.lark`` that :class:`PathTransformer` builds."""
+
+
 @v_args(meta=True)
-class _ToSyntax(Transformer):
-    """lark parse tree → ``paths.syntax`` dataclasses; resolves prefixed names and relative IRIs."""
+class PathTransformer(Transformer):
+    """lark parse tree → ``paths.syntax`` dataclasses; resolves prefixed names (``prefixes``, a
+    mapping the transformer may extend) and relative IRIs (against ``base``).
+
+    A grammar that ``%import``s the path rules subclasses :meth:`imported_as`, so that a path in
+    it is built by the very code that builds a path on its own.
+    """
 
     def __init__(self, prefixes: Mapping[str, str], base: str | None) -> None:
         super().__init__()
         self.prefixes = prefixes
         self.base = base
 
+    @classmethod
+    def imported_as(cls, namespace: str = "grammar") -> type["PathTransformer"]:
+        """A subclass whose path and term rules (:data:`PATH_RULES`) also answer to the names lark
+        gives them when a grammar imports them from ``paths/grammar.lark`` (``%import grammar
+        (path, ...)`` names them ``grammar__alternative``, ...)."""
+        aliases = {f"{namespace}__{name}": cls.__dict__[name] for name in PATH_RULES}
+        return v_args(meta=True)(type(f"{cls.__name__}_{namespace}", (cls,), aliases))
+
     # -- paths
     def start(self, meta, children):
         return children[0]
 
     def alternative(self, meta, children):
-        return S.Alternative(tuple(children), span=_span(meta))
+        return S.Alternative(tuple(children), span=span(meta))
 
     def sequence(self, meta, children):
-        return S.Sequence(tuple(children), span=_span(meta))
+        return S.Sequence(tuple(children), span=span(meta))
 
     def inverse(self, meta, children):
-        return S.Inverse(children[0], span=_span(meta))
+        return S.Inverse(children[0], span=span(meta))
 
     def modified(self, meta, children):
         path, modifier = children
-        return S.Modified(path, str(modifier), span=_span(meta))
+        return S.Modified(path, str(modifier), span=span(meta))
 
     def filtered(self, meta, children):
         path, test = children
-        return S.Filtered(path, test, span=_span(meta))
+        return S.Filtered(path, test, span=span(meta))
 
     def test_step(self, meta, children):
-        return S.TestStep(children[0], span=_span(meta))
+        return S.TestStep(children[0], span=span(meta))
 
     def nested_test(self, meta, children):
         term = children[1] if len(children) > 1 else None
-        return S.NestedTest(children[0], term, span=_span(meta))
+        return S.NestedTest(children[0], term, span=span(meta))
 
     def empty_path(self, meta, children):
-        return S.EmptyPath(span=_span(meta))
+        return S.EmptyPath(span=span(meta))
 
     def negated(self, meta, children):
-        return S.NegatedPropertySet(children[0], span=_span(meta))
+        return S.NegatedPropertySet(children[0], span=span(meta))
 
     def path_negated_property_set(self, meta, children):
         return tuple(children)
 
     def forward_member(self, meta, children):
-        return S.NegatedMember(children[0], False, span=_span(meta))
+        return S.NegatedMember(children[0], False, span=span(meta))
 
     def backward_member(self, meta, children):
-        return S.NegatedMember(children[0], True, span=_span(meta))
+        return S.NegatedMember(children[0], True, span=span(meta))
 
     # -- nSPARQL axes
     def _axis(self, token: Token) -> tuple[str, bool]:
@@ -245,47 +326,50 @@ class _ToSyntax(Transformer):
         inverse = name.endswith("^-1")
         axis = name[:-3] if inverse else name
         if inverse and axis == "self":
-            raise _Located("'self^-1' is not an nSPARQL axis (self is its own inverse); "
-                           "write 'self'",
-                           token.line, token.column, ("'self'",))
+            raise LocatedError("'self^-1' is not an nSPARQL axis (self is its own inverse); "
+                               "write 'self'",
+                               token.line, token.column, ("'self'",))
         return axis, inverse
 
     def axis(self, meta, children):
         axis, inverse = self._axis(children[0])
-        return S.AxisStep(axis, inverse, span=_span(meta))
+        return S.AxisStep(axis, inverse, span=span(meta))
 
     def axis_term(self, meta, children):
         axis, inverse = self._axis(children[0])
-        return S.AxisStep(axis, inverse, term=children[1], span=_span(meta))
+        return S.AxisStep(axis, inverse, term=children[1], span=span(meta))
 
     def axis_nested(self, meta, children):
         axis, inverse = self._axis(children[0])
-        return S.AxisStep(axis, inverse, test=children[1], span=_span(meta))
+        return S.AxisStep(axis, inverse, test=children[1], span=span(meta))
 
     # -- terms
     def type_keyword(self, meta, children):
-        return S.TypeKeyword(span=_span(meta))
+        return S.TypeKeyword(span=span(meta))
 
     def iri_ref(self, meta, children):
-        token = children[0]
+        return self.resolve_iri(children[0])
+
+    def resolve_iri(self, token: Token) -> S.IriRef:
+        """An ``IRIREF`` token as an absolute IRI, resolved against ``base`` when relative."""
         text = str(token)[1:-1]
         value = _decode_uchar(text)
         if not urlsplit(value).scheme:
             if self.base is None:
-                raise _Located(f"relative IRI <{text}> and no base IRI to resolve it against",
-                               token.line, token.column, ("an absolute IRI",))
+                raise LocatedError(f"relative IRI <{text}> and no base IRI to resolve it against",
+                                   token.line, token.column, ("an absolute IRI",))
             value = urljoin(self.base, value)
-        return S.IriRef(text, value, span=_token_span(token))
+        return S.IriRef(text, value, span=token_span(token))
 
     def prefixed_name(self, meta, children):
         token = children[0]
         prefix, _, local = str(token).partition(":")
         if prefix not in self.prefixes:
             declared = tuple(sorted(f"'{name}:'" for name in self.prefixes))
-            raise _Located(f"unknown prefix {prefix + ':'!r}", token.line, token.column,
-                           declared or ("a declared prefix (none were given)",))
+            raise LocatedError(f"unknown prefix {prefix + ':'!r}", token.line, token.column,
+                               declared or ("a declared prefix (none were given)",))
         value = self.prefixes[prefix] + _LOCAL_ESCAPE.sub(r"\1", local)
-        return S.PrefixedName(prefix, local, value, span=_token_span(token))
+        return S.PrefixedName(prefix, local, value, span=token_span(token))
 
     def rdf_literal(self, meta, children):
         token = children[0]
@@ -299,16 +383,20 @@ class _ToSyntax(Transformer):
                 language = str(extra)[1:]
             else:
                 datatype = extra
-        return S.StringLiteral(lexical, language, datatype, span=_span(meta))
+        return S.StringLiteral(lexical, language, datatype, span=span(meta))
 
     def numeric_literal(self, meta, children):
-        return S.NumericLiteral(str(children[0]), span=_span(meta))
+        return S.NumericLiteral(str(children[0]), span=span(meta))
 
     def boolean_literal(self, meta, children):
-        return S.BooleanLiteral(children[0].type == "TRUE", span=_span(meta))
+        return S.BooleanLiteral(children[0].type == "TRUE", span=span(meta))
 
     def blank_node(self, meta, children):
-        return S.BlankNode(str(children[0])[2:], span=_span(meta))
+        return S.BlankNode(str(children[0])[2:], span=span(meta))
+
+
+_PARSER = GrammarParser(_FilePath(__file__).with_name("grammar.lark"), TERMINAL_WORDS,
+                        error_cls=PathSyntaxError, subject="path")
 
 
 def parse(text: str, prefixes: Mapping[str, str] | None = None,
@@ -320,16 +408,5 @@ def parse(text: str, prefixes: Mapping[str, str] | None = None,
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the path as a str, not {type(text).__name__}")
-    try:
-        tree = _LARK.parse(text)
-    except UnexpectedInput as error:
-        raise translate_error(error, text, lark=_LARK, words=_words, error_cls=PathSyntaxError,
-                              subject="path") from None
-    try:
-        return _ToSyntax(dict(prefixes or {}), base).transform(tree)
-    except VisitError as error:
-        located = error.orig_exc
-        if isinstance(located, _Located):
-            raise PathSyntaxError(located.reason, text, located.line, located.column,
-                                  located.expected) from None
-        raise
+    return _PARSER.parse(text, PathTransformer(dict(prefixes or {}), base))
+

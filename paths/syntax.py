@@ -1,9 +1,9 @@
 """Syntax tree of a path expression: what was written, with where it was written.
 
 One frozen dataclass per construct of ``paths/grammar.lark``. Nothing here evaluates anything;
-``paths.algebra.lower`` turns a tree into the algebra. Every node carries a :class:`Span`, which
-takes no part in equality or hashing: two trees are equal when they say the same thing, wherever
-it was written.
+``paths.lowering.lower`` turns a tree into the algebra. Every node carries a :class:`Span`,
+which takes no part in equality or hashing: two trees are equal when they say the same thing,
+wherever it was written.
 
 ``str(node)`` gives concrete syntax that parses back to an equal tree (prefixed names and numbers
 as written, parentheses only where precedence needs them). The tree keeps no parentheses of its
@@ -340,18 +340,17 @@ PathNode = Union[Alternative, Sequence, Inverse, Modified, Filtered, TestStep, N
 def is_native(node: Node) -> bool:
     """Whether ``node`` contains an nSPARQL axis step anywhere (then ``*`` and ``?`` applied to it
     use nSPARQL's identity, ``self``, rather than SPARQL's)."""
-    if isinstance(node, AxisStep):
-        return True
-    if isinstance(node, Alternative):
-        return any(is_native(option) for option in node.options)
-    if isinstance(node, Sequence):
-        return any(is_native(step) for step in node.steps)
-    if isinstance(node, (Inverse, Modified)):
-        return is_native(node.path)
-    if isinstance(node, Filtered):
-        return is_native(node.path) or is_native(node.test)
-    if isinstance(node, TestStep):
-        return is_native(node.test)
-    if isinstance(node, NestedTest):
-        return is_native(node.path)
+    match node:
+        case AxisStep():
+            return True
+        case Alternative():
+            return any(is_native(option) for option in node.options)
+        case Sequence():
+            return any(is_native(step) for step in node.steps)
+        case Inverse() | Modified() | NestedTest():
+            return is_native(node.path)
+        case Filtered():
+            return is_native(node.path) or is_native(node.test)
+        case TestStep():
+            return is_native(node.test)
     return False

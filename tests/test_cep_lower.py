@@ -423,3 +423,14 @@ def test_semantic_errors_are_syntax_errors_for_callers():
         cep.compile(PRE + "SELECT ?x WHERE { ?s :p ?o }")
     with pytest.raises(TypeError):
         cep.lower("SELECT * {}")
+
+
+def test_algebra_reexports_expressions_and_windows():
+    """cep.algebra is the whole algebra to its users, though expressions and windows have their
+    own modules."""
+    from cep import expressions, windows
+
+    for name in expressions.__all__:
+        assert getattr(A, name) is getattr(expressions, name)
+    for name in ("Duration", "Range", "Triples", "Now", "All", "Window", "TIME_UNITS"):
+        assert getattr(A, name) is getattr(windows, name)

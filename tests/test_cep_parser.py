@@ -359,3 +359,25 @@ def test_operators_and_modifiers_are_told_apart():
                                                        NumericLiteral("2")), v("x"))
     assert expr("?x<3&&?x>2") == Binary("&&", Binary("<", v("x"), NumericLiteral("3")),
                                         Binary(">", v("x"), NumericLiteral("2")))
+
+
+def test_cep_parser_uses_only_public_names_of_paths_parser():
+    """cep.parser extends paths.parser through its public extension point, not its privates."""
+    import ast
+    import inspect
+
+    import cep.parser
+
+    tree = ast.parse(inspect.getsource(cep.parser))
+    imported = [alias.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module == "paths.parser"
+                for alias in node.names]
+    assert imported and not [name for name in imported if name.startswith("_")]
+
+
+def test_query_errors_are_expected_failures():
+    from cep import CepSemanticError
+    from reasoner.errors import SidecarError
+
+    assert issubclass(CepSyntaxError, SidecarError) and issubclass(CepSyntaxError, ValueError)
+    assert issubclass(CepSemanticError, SidecarError) and issubclass(CepSemanticError, ValueError)

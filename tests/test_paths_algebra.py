@@ -441,3 +441,11 @@ def test_inverse_swaps_pairs(graph, path):
 def test_plus_is_e_then_star(graph, path):
     """DESIGN.md: exp+ = exp/exp* (nSPARQL's star), as relations; Plus is kept as its own node."""
     assert evaluate(graph, Plus(path)) == evaluate(graph, seq(path, Star(path, VOC)))
+
+
+def test_lowering_lives_in_its_own_module_and_is_still_found_in_the_algebra():
+    import paths.algebra
+    import paths.lowering
+
+    assert paths.algebra.lower is paths.lowering.lower is lower
+    assert paths.algebra.to_algebra is paths.lowering.to_algebra

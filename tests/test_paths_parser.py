@@ -385,3 +385,22 @@ def test_round_trip(tree):
     again = parse(text, PREFIXES)
     assert again == tree, text
     assert str(again) == text
+
+
+def test_syntax_errors_are_expected_failures():
+    """A syntax error is a SidecarError (the CLI prints it as one line) and still a ValueError."""
+    from reasoner.errors import SidecarError
+
+    with pytest.raises(PathSyntaxError) as caught:
+        parse(":p/", {"": "http://ex/"})
+    assert isinstance(caught.value, SidecarError) and isinstance(caught.value, ValueError)
+
+
+def test_extension_point_builds_imported_path_rules():
+    """PathTransformer.imported_as gives the path rules the names lark gives imported rules."""
+    from paths.parser import PATH_RULES, PathTransformer
+
+    imported = PathTransformer.imported_as("grammar")
+    assert issubclass(imported, PathTransformer)
+    for name in PATH_RULES:
+        assert callable(getattr(imported, "grammar__" + name))

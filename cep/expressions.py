@@ -1,0 +1,266 @@
+"""FILTER expressions of CQELS-CEP queries (SPARQL 1.1 §17): a closed set of frozen dataclasses.
+
+Part of the algebra (``cep.algebra`` re-exports every name here): ``cep.lower`` builds these nodes
+from the syntax tree, the runtimes (``cep.reference``, ``cep.spark``) evaluate them. Terms are
+N-Triples strings, exactly as ``paths.algebra.Term``; variables are :class:`Var` (name without
+``?``), which patterns use too.
+
+``str(node)`` is a readable SPARQL-like form, for people and error messages.
+"""
+from __future__ import annotations
+
+import re
+import typing as _t
+from dataclasses import dataclass, fields
+
+from paths.algebra import Term, is_term
+
+__all__ = [
+    "Var", "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
+    "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS", "expr_variables", "check_term",
+    "check_expr",
+]
+
+# --- variables and terms -----------------------------------------------------------------------
+
+# SPARQL 1.1 [166] VARNAME ::= ( PN_CHARS_U | [0-9] ) ( PN_CHARS_U | [0-9] | #x00B7 |
+#   [#x0300-#x036F] | [#x203F-#x2040] )*
+_VARNAME = re.compile(
+    r"[A-Za-z_0-9\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D"
+    r"\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\U00010000-\U000EFFFF]"
+    r"[A-Za-z_0-9\u00B7\u0300-\u036F\u203F-\u2040\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF"
+    r"\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF"
+    r"\uFDF0-\uFFFD\U00010000-\U000EFFFF]*")
+
+
+@dataclass(frozen=True)
+class Var:
+    """A query variable ``?name`` (SPARQL 1.1 [108]); ``name`` has no ``?``/``$``."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _VARNAME.fullmatch(self.name):
+            raise ValueError(f"Var.name must be a SPARQL VARNAME without '?', got {self.name!r}")
+
+    def __str__(self) -> str:
+        return f"?{self.name}"
+
+
+def check_term(value: object, what: str) -> None:
+    """TypeError unless ``value`` is an N-Triples term."""
+    if not is_term(value):
+        raise TypeError(f"{what} must be an N-Triples term (<iri>, \"literal\", _:b), "
+                        f"got {value!r}")
+
+
+# --- expressions (SPARQL 1.1 §17; FILTER) ------------------------------------------------------
+
+COMPARE_OPS = ("=", "!=", "<", "<=", ">", ">=")   # [114] RelationalExpression
+ARITH_OPS = ("+", "-", "*", "/")                  # [116] AdditiveExpression, [117] Multiplicative
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant in an expression (an N-Triples term)."""
+
+    term: Term
+
+    def __post_init__(self) -> None:
+        check_term(self.term, "Const.term")
+
+    def __str__(self) -> str:
+        return self.term
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right``, op in ``COMPARE_OPS`` (SPARQL 1.1 [114], §17.3 operator mapping;
+    numeric/datatype-aware comparison is the runtime's job)."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self) -> None:
+        if self.op not in COMPARE_OPS:
+            raise ValueError(f"Compare.op must be one of {COMPARE_OPS}, got {self.op!r}")
+        check_expr(self.left, "Compare.left")
+        check_expr(self.right, "Compare.right")
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+@dataclass(frozen=True)
+class Arith:
+    """``left op right``, op in ``ARITH_OPS`` (SPARQL 1.1 [116], [117]; numeric, §17.4.1)."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self) -> None:
+        if self.op not in ARITH_OPS:
+            raise ValueError(f"Arith.op must be one of {ARITH_OPS}, got {self.op!r}")
+        check_expr(self.left, "Arith.left")
+        check_expr(self.right, "Arith.right")
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+@dataclass(frozen=True)
+class And:
+    """``left && right`` (SPARQL 1.1 [112], §17.2 logical-and with errors)."""
+
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self) -> None:
+        check_expr(self.left, "And.left")
+        check_expr(self.right, "And.right")
+
+    def __str__(self) -> str:
+        return f"({self.left} && {self.right})"
+
+
+@dataclass(frozen=True)
+class Or:
+    """``left || right`` (SPARQL 1.1 [111], §17.2 logical-or with errors)."""
+
+    left: "Expr"
+    right: "Expr"
+
+    def __post_init__(self) -> None:
+        check_expr(self.left, "Or.left")
+        check_expr(self.right, "Or.right")
+
+    def __str__(self) -> str:
+        return f"({self.left} || {self.right})"
+
+
+@dataclass(frozen=True)
+class Not:
+    """``!e`` (SPARQL 1.1 [118], fn:not of the effective boolean value)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        check_expr(self.expr, "Not.expr")
+
+    def __str__(self) -> str:
+        return f"!{self.expr}"
+
+
+@dataclass(frozen=True)
+class Neg:
+    """``-e`` (SPARQL 1.1 [118], op:numeric-unary-minus)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        check_expr(self.expr, "Neg.expr")
+
+    def __str__(self) -> str:
+        return f"-{self.expr}"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``BOUND(?v)`` (SPARQL 1.1 [121], §17.4.1.1)."""
+
+    var: Var
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.var, Var):
+            raise TypeError(f"Bound.var must be a Var, got {self.var!r}")
+
+    def __str__(self) -> str:
+        return f"BOUND({self.var})"
+
+
+@dataclass(frozen=True)
+class Regex:
+    """``REGEX(text, pattern[, flags])`` (SPARQL 1.1 [122], §17.4.3.14)."""
+
+    text: "Expr"
+    pattern: "Expr"
+    flags: "Expr | None" = None
+
+    def __post_init__(self) -> None:
+        check_expr(self.text, "Regex.text")
+        check_expr(self.pattern, "Regex.pattern")
+        if self.flags is not None:
+            check_expr(self.flags, "Regex.flags")
+
+    def __str__(self) -> str:
+        extra = "" if self.flags is None else f", {self.flags}"
+        return f"REGEX({self.text}, {self.pattern}{extra})"
+
+
+@dataclass(frozen=True)
+class Str:
+    """``STR(e)`` (SPARQL 1.1 [121], §17.4.2.5)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        check_expr(self.expr, "Str.expr")
+
+    def __str__(self) -> str:
+        return f"STR({self.expr})"
+
+
+@dataclass(frozen=True)
+class Lang:
+    """``LANG(e)`` (SPARQL 1.1 [121], §17.4.2.6)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        check_expr(self.expr, "Lang.expr")
+
+    def __str__(self) -> str:
+        return f"LANG({self.expr})"
+
+
+@dataclass(frozen=True)
+class Datatype:
+    """``DATATYPE(e)`` (SPARQL 1.1 [121], §17.4.2.7)."""
+
+    expr: "Expr"
+
+    def __post_init__(self) -> None:
+        check_expr(self.expr, "Datatype.expr")
+
+    def __str__(self) -> str:
+        return f"DATATYPE({self.expr})"
+
+
+Expr = _t.Union[Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype]
+EXPR_TYPES = (Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype)
+"""Every expression node type."""
+
+
+def check_expr(value: object, what: str) -> None:
+    """TypeError unless ``value`` is an expression node."""
+    if not isinstance(value, EXPR_TYPES):
+        raise TypeError(f"{what} must be an Expr, got {value!r}")
+
+
+def expr_variables(expr: Expr) -> frozenset[Var]:
+    """The variables mentioned in ``expr``."""
+    match expr:
+        case Var():
+            return frozenset((expr,))
+        case Bound():
+            return frozenset((expr.var,))
+        case Const():
+            return frozenset()
+    out: frozenset[Var] = frozenset()
+    for f in fields(expr):
+        value = getattr(expr, f.name)
+        if isinstance(value, EXPR_TYPES):
+            out |= expr_variables(value)
+    return out
