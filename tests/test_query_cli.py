@@ -168,6 +168,7 @@ def test_rsp_sidecar_query_subcommand(files, capsys):
     assert "--at 'later'" in _error_line(capsys.readouterr().err)
 
 
+@pytest.mark.spark  # spark-submit is a JVM (SparkSubmit) that then runs the Python job
 @pytest.mark.skipif(shutil.which("spark-submit") is None, reason="spark-submit is not on PATH")
 def test_spark_submit_entry_point(files):
     done = subprocess.run(["spark-submit", "--master", "local[1]", str(REPO / "jobs" / "query.py"),
