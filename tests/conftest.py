@@ -1,8 +1,10 @@
-"""Shared fixtures: one local Spark session for the whole test run; the ``spark`` marker."""
+"""Shared fixtures: one local Spark session for the whole test run; the ``spark`` marker; the
+hypothesis profiles (``tests/hypothesis_profiles.py``)."""
 from __future__ import annotations
 
 import pytest
 
+import tests.hypothesis_profiles  # noqa: F401  (registers the profiles before --hypothesis-profile loads one)
 from ontologies.data import data_dir
 
 

@@ -20,6 +20,7 @@ from cep import reference as R
 from cep.columns import ITEM, T_END, T_START, column_var, var_column
 from reasoner.hashing import term_id
 from reasoner.schema import O, P, S
+from tests.hypothesis_profiles import examples
 
 EX = "http://ex/"
 STREAM_IRI = f"<{EX}stream>"
@@ -79,7 +80,7 @@ def stream_frame(spark, items):
     return spark.createDataFrame(rows, f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(items=streams, batch=st.lists(cases(), min_size=BATCH, max_size=BATCH))
 def test_sequences_spark_equals_reference(spark, items, batch):
@@ -137,7 +138,7 @@ def mapping_frame(spark, omega):
     return spark.createDataFrame(R.to_records(omega, names), schema)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(o1=mappings, o2=mappings, o3=mappings, t=st.integers(1, 6))
 def test_operators_with_unbound_variables_spark_equals_reference(spark, o1, o2, o3, t):

@@ -10,6 +10,7 @@ import cep
 from cep import CepSemanticError, CepSyntaxError
 from cep import algebra as A
 from paths import algebra as PA
+from tests.hypothesis_profiles import examples
 
 EX = "http://example.org/vienna#"
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
@@ -300,7 +301,7 @@ PARTS = [P(i) for i in range(1, 9)]
 
 @given(st.integers(1, 8).flatmap(lambda n: st.tuples(
     st.just(n), st.one_of(st.none(), st.integers(0, n - 1)) if n > 1 else st.none())))
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 def test_any_sequence_rebuilds_its_elements(case):
     n, negated = case
     tree = A.sequence(*PARTS[:n], negated=negated)

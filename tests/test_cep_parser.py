@@ -13,6 +13,7 @@ from cep.syntax import (AllWindow, Binary, Call, ConstructTemplate, DurationLite
                         RangeWindow, Select, StringLiteral, Triple, TriplesBlock, TriplesWindow,
                         TspElement, TspSequence, Unary, UnionPattern, Variable, WindowBlock)
 from paths import syntax as PS
+from tests.hypothesis_profiles import examples
 
 EX = "http://example.org/vienna#"
 PRE = "PREFIX : <http://example.org/vienna#>\nPREFIX ex: <http://example.org/>\n"
@@ -229,7 +230,7 @@ _EXPRESSIONS = st.recursive(_LEAVES, lambda inner: st.one_of(
 
 
 @given(_EXPRESSIONS)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_expression_round_trip(expression):
     query = parse(PRE + f"SELECT * WHERE {{ FILTER({expression}) }}")
     assert query.where.elements[0].expr == expression

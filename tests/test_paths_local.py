@@ -14,6 +14,7 @@ from paths.algebra import AxisKind, axis, plus
 from paths.compiler import PathIterationLimit
 from paths.local import LocalGraph, LocalTooLarge, evaluate
 from reasoner.hashing import term_id
+from tests.hypothesis_profiles import examples
 from tests.path_cases import ABSENT, EX, TERMS, decode, e, ends, expected, graphs, paths, set_ends
 from tests.test_paths_reference import V, background_d, v
 
@@ -30,7 +31,7 @@ def answer(graph, path, start, end):
     return decode(pairs, names)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=graphs, path=paths, start=ends, end=ends, start_set=set_ends, end_set=set_ends)
 def test_against_reference(graph, path, start, end, start_set, end_set):
     for s, o in [(None, None), (start, end), (start_set, None), (None, end_set), (start_set, end)]:
