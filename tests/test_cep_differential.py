@@ -108,14 +108,25 @@ def stream_frame(spark, items):
 
 def _split_graph_example():
     """:a's graph {:a :p0 :m . :a :p1 :h} split over items 0 and 1 at time 5: the BGP
-    {?v :p0 ?s . ?v :p1 ?x} has no match (random examples find such a case one time in five)."""
+    {?v :p0 ?s . ?v :p1 ?x} has no match (random examples find such a case one time in five).
+    And a negated tail that ends exactly at the evaluation time counts (t4 ≤ t, eq. 7/14): at 7,
+    (:a :p1 :m)@7 blocks (:a :p0 :m)@5 (kills the mutant that evaluates NoTail at t - 1); a
+    SEQ_WO whose left and right patterns differ (kills swapping them)."""
     a, (p0, p1, _), (m, h) = SUBJECTS[0], PREDICATES, OBJECTS
     items = [(0, frozenset({(a, p0, m)}), 5, 5), (1, frozenset({(a, p1, h)}), 5, 5),
              (2, frozenset({(a, p0, h), (a, p1, m)}), 7, 7)]
     pattern = A.bgp(A.triple(v, p0, s), A.triple(v, p1, x))
     query = A.Query(A.Project((s, v, x), False, A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(3)),
                                                                  pattern)))
-    return items, [(query, 5), (query, 7)]
+    no_tail = A.Query(A.Project((s, v), False, A.StreamPattern(
+        WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(25)),
+        A.sequence(A.bgp(A.triple(v, p0, s)), A.bgp(A.triple(v, p1, s)), negated=1))))
+    # a negated middle between different left and right patterns: kills SeqWithout's left/right swap
+    seq_wo = A.Query(A.Project((s, v, x), False, A.StreamPattern(
+        WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(25)),
+        A.sequence(A.bgp(A.triple(v, p0, x)), A.bgp(A.triple(v, PREDICATES[2], x)), A.bgp(A.triple(v, p1, s)),
+                   negated=1))))
+    return items, [(query, 5), (query, 7), (no_tail, 7), (seq_wo, 7)]
 
 
 SPLIT_GRAPH = _split_graph_example()
@@ -149,12 +160,15 @@ def test_sequences_spark_equals_reference(spark, drawn):
     for f in frames[1:]:
         union = union.unionByName(f)
     got = {i: set() for i in range(len(batch))}
+    rows = {i: 0 for i in range(len(batch))}
     for r in union.collect():
         mu = frozenset((column_var(k), TERMS[val]) for k, val in json.loads(r["_m"]).items() if val is not None)
         got[r["_case"]].add((mu, r[T_START], r[T_END]))
+        rows[r["_case"]] += 1
     for i, (query, at) in enumerate(batch):
         expected = R.evaluate(query, {}, {STREAM_IRI: items}, at=at, time_unit="ms")
         assert got[i] == expected, f"case {i}: {query} at {at}"
+        assert rows[i] == len(got[i]), f"case {i}: duplicate rows (eq. 1 is a set)"
 
 
 def test_differential_harness_sees_a_difference():
@@ -196,6 +210,8 @@ def mapping_frame(spark, omega):
                                                                    HealthCheck.too_slow])
 @given(o1=mappings, o2=mappings, o3=mappings, t=st.integers(1, 6))
 def test_operators_with_unbound_variables_spark_equals_reference(spark, o1, o2, o3, t):
+    """Each operator's rows are distinct, too: kills the mutants that remove a ``distinct`` from
+    cep.intervals (tests/MUTATION.md)."""
     from cep import intervals as I
 
     d1, d2, d3 = (mapping_frame(spark, o) for o in (o1, o2, o3))
@@ -213,8 +229,11 @@ def test_operators_with_unbound_variables_spark_equals_reference(spark, o1, o2, 
     for f in frames[1:]:
         union = union.unionByName(f)
     got = {name: set() for name in ops}
+    rows = {name: 0 for name in ops}
     for r in union.collect():
         mu = frozenset((column_var(k), val) for k, val in json.loads(r["_m"]).items() if val is not None)
         got[r["_op"]].add((mu, r[T_START], r[T_END]))
+        rows[r["_op"]] += 1
     for name, (_out, expected) in ops.items():
         assert got[name] == expected, name
+        assert rows[name] == len(got[name]), f"{name}: duplicate rows (the operators are set comprehensions)"

@@ -132,6 +132,15 @@ def test_seq_wo_negation_compatible_with_the_right_side_only(spark):
     assert got == R.seq_wo(a, neg, c) == {(m(v=1, s=8), 1, 5)}
 
 
+def test_seq_wo_needs_strict_order(spark):
+    """t2 < t5: a right mapping starting where the left one ends does not follow it. Kills
+    ``seq_wo``'s ``t2 < t5`` -> ``<=`` (before, only the random operator test caught it)."""
+    a = {(m(v=1), 2, 4), (m(v=2), 2, 3)}
+    c = {(m(v=1, s=0), 4, 6), (m(v=2, s=0), 4, 6)}
+    got = collect(I.seq_wo(frame(spark, ["v"], a), frame(spark, ["v"], set()), frame(spark, ["v", "s"], c)))
+    assert got == R.seq_wo(a, set(), c) == {(m(v=2, s=0), 2, 6)}
+
+
 # --- NO_HEAD / NO_TAIL -------------------------------------------------------------------------
 
 def test_no_head_edges(spark):
@@ -218,6 +227,14 @@ def test_windows_against_the_reference(spark):
     assert sorted(R.w_step(STREAM, 16, 10, 5)) == [
         (1, frozenset({(7, 8, 9)}), 10, 10), (2, frozenset({(7, 8, 9), (7, 8, 10)}), 12, 12),
         (3, frozenset({(1, 2, 3)}), 5, 6), (4, frozenset({(1, 2, 4)}), 14, 15)]
+
+
+def test_triples_window_breaks_start_ties_by_end_before_item(spark):
+    """TRIPLES n orders by (t_start, t_end) and only then by item: items 1 and 2 start together,
+    item 1 ends later, so it is the most recent. Kills ``w_triples`` ordering by item before t_end."""
+    stream = [(1, frozenset({(1, 2, 3)}), 10, 12), (2, frozenset({(1, 2, 4)}), 10, 11)]
+    got = window_items(I.w_triples(stream_frame(spark, stream), 16, 1))
+    assert got == sorted(R.w_triples(stream, 16, 1)) == [(1, frozenset({(1, 2, 3)}), 10, 12)]
 
 
 # --- window BGPs: several triple patterns match inside ONE stream item (eq. 16) -----------------
