@@ -1,9 +1,22 @@
-"""Shared fixtures: one local Spark session for the whole test run."""
+"""Shared fixtures: one local Spark session for the whole test run; the ``spark`` marker; the
+hypothesis profiles (``tests/hypothesis_profiles.py``)."""
 from __future__ import annotations
 
 import pytest
 
+import tests.hypothesis_profiles  # noqa: F401  (registers the profiles before --hypothesis-profile loads one)
 from ontologies.data import data_dir
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that starts Spark carries the ``spark`` marker, so ``pytest -m "not spark"`` is
+    a fast run that starts no JVM. ``fixturenames`` is the closure of the fixtures a test uses, so
+    a test is marked when it asks for ``spark`` directly or through another fixture (``data``,
+    ``store``, ...). Tests that start Spark in a subprocess (CLI runs, spark-submit) are marked in
+    their files."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

@@ -1,16 +1,20 @@
 """Randomized differential test: cep.spark.evaluate (Spark) against cep.reference (pure Python).
 
 Each hypothesis example draws one random stream of point and interval events and a batch of
-random sequence patterns (2, 3 or 4 elements, at most one negated — head, middle or tail — some
+random sequence patterns (1, 2, 3 or 4 elements, at most one negated — head, middle or tail — some
 elements a UNION of different variable sets, so unbound variables meet the compatibility test),
 each with its own window and evaluation time. The batch is evaluated as ONE Spark job (the
 results are unioned, tagged by a case column) and compared case by case with the reference.
+
+The stream's items are graphs of one to three triples, and items often share their time (a
+graph split over two items with the same interval): an element's BGP of two triple patterns must
+match inside ONE item (eq. 16), never across two items that are in the window at the same time.
 """
 from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
@@ -20,6 +24,7 @@ from cep import reference as R
 from cep.columns import ITEM, T_END, T_START, column_var, var_column
 from reasoner.hashing import term_id
 from reasoner.schema import O, P, S
+from tests.hypothesis_profiles import examples
 
 EX = "http://ex/"
 STREAM_IRI = f"<{EX}stream>"
@@ -32,23 +37,42 @@ BATCH = 6
 
 v, s, x, w = (A.Var(n) for n in ("v", "s", "x", "w"))
 
-events = st.tuples(st.sampled_from(SUBJECTS), st.sampled_from(PREDICATES), st.sampled_from(OBJECTS),
-                   st.integers(0, 20), st.sampled_from([0, 0, 0, 1, 3]))
-streams = st.lists(events, max_size=14).map(
-    lambda evs: [(i, frozenset({(sub, p, o)}), t1, t1 + d) for i, (sub, p, o, t1, d) in enumerate(evs)])
+@st.composite
+def streams(draw):
+    """Items (item, graph, t1, t2): graphs of 1-3 triples about one subject (an event described by
+    several triples); a graph of two or more triples is mostly split into two items with the same
+    interval (the same time, different items: a BGP must not match across them)."""
+    out = []
+    for _ in range(draw(st.integers(0, 8))):
+        subject = draw(st.sampled_from(SUBJECTS))
+        size = draw(st.sampled_from([1, 2, 2, 3]))
+        graph = sorted(draw(st.frozensets(st.tuples(st.just(subject), st.sampled_from(PREDICATES),
+                                                    st.sampled_from(OBJECTS)), min_size=size, max_size=size)))
+        t1 = draw(st.integers(0, 20))
+        t2 = t1 + draw(st.sampled_from([0, 0, 0, 1, 3]))
+        cut = draw(st.integers(0, len(graph) - 1))
+        for part in ([graph[:cut], graph[cut:]] if cut else [graph]):
+            out.append((len(out), frozenset(part), t1, t2))
+    return out
 
 
 @st.composite
 def elements(draw):
-    """One element of a sequence: a BGP of one triple pattern, or a UNION of two."""
-    def triple(shape, p):
-        a, b = shape
-        return A.bgp(A.triple(a, p, b))
+    """One element of a sequence: a BGP of one or two triple patterns (two share ?v, or share
+    nothing), or a UNION of two such BGPs."""
     shapes = [(v, s), (v, s), (v, x), (w, s)]
-    first = triple(draw(st.sampled_from(shapes)), draw(st.sampled_from(PREDICATES)))
+
+    def pattern(shape):
+        a, b = shape
+        return A.triple(a, draw(st.sampled_from(PREDICATES)), b)
+
+    def bgp():
+        if draw(st.booleans()):
+            return A.bgp(pattern(draw(st.sampled_from(shapes))))
+        return A.bgp(pattern((v, s)), pattern(draw(st.sampled_from([(v, x), (v, x), (w, x)]))))
+    first = bgp()
     if draw(st.integers(0, 4)) == 0:
-        second = triple(draw(st.sampled_from(shapes)), draw(st.sampled_from(PREDICATES)))
-        return A.Union(first, second)
+        return A.Union(first, bgp())
     return first
 
 
@@ -61,13 +85,16 @@ windows = st.one_of(
 
 
 @st.composite
-def cases(draw):
-    n = draw(st.integers(2, 4))
+def cases(draw, times=()):
+    """A query and its evaluation time: any time, or often one of ``times`` (the stream's event
+    times: the instants a continuous query is evaluated at)."""
+    n = draw(st.sampled_from([1, 2, 2, 3, 4]))           # 1: the window's BGPs on their own
     parts = [draw(elements()) for _ in range(n)]
-    negated = draw(st.sampled_from([None, 0, n - 1] + ([1] if n > 2 else []) + ([n - 2] if n > 3 else [])))
+    negated = None if n == 1 else draw(st.sampled_from(
+        [None, 0, n - 1] + ([1] if n > 2 else []) + ([n - 2] if n > 3 else [])))
     pattern = A.sequence(*parts, negated=negated)
     win = draw(windows)
-    at = draw(st.integers(0, 24))
+    at = draw(st.sampled_from(sorted(times)) if times and draw(st.booleans()) else st.integers(0, 24))
     names = sorted(var.name for var in A.variables(pattern))
     query = A.Query(A.Project(tuple(A.Var(n) for n in names), False,
                               A.StreamPattern(WINDOW_IRI, STREAM_IRI, win, pattern)))
@@ -79,10 +106,49 @@ def stream_frame(spark, items):
     return spark.createDataFrame(rows, f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
-@given(items=streams, batch=st.lists(cases(), min_size=BATCH, max_size=BATCH))
-def test_sequences_spark_equals_reference(spark, items, batch):
+def _split_graph_example():
+    """:a's graph {:a :p0 :m . :a :p1 :h} split over items 0 and 1 at time 5: the BGP
+    {?v :p0 ?s . ?v :p1 ?x} has no match (random examples find such a case one time in five).
+    And a negated tail that ends exactly at the evaluation time counts (t4 ≤ t, eq. 7/14): at 7,
+    (:a :p1 :m)@7 blocks (:a :p0 :m)@5 (kills the mutant that evaluates NoTail at t - 1); a
+    SEQ_WO whose left and right patterns differ (kills swapping them)."""
+    a, (p0, p1, _), (m, h) = SUBJECTS[0], PREDICATES, OBJECTS
+    items = [(0, frozenset({(a, p0, m)}), 5, 5), (1, frozenset({(a, p1, h)}), 5, 5),
+             (2, frozenset({(a, p0, h), (a, p1, m)}), 7, 7)]
+    pattern = A.bgp(A.triple(v, p0, s), A.triple(v, p1, x))
+    query = A.Query(A.Project((s, v, x), False, A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(3)),
+                                                                 pattern)))
+    no_tail = A.Query(A.Project((s, v), False, A.StreamPattern(
+        WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(25)),
+        A.sequence(A.bgp(A.triple(v, p0, s)), A.bgp(A.triple(v, p1, s)), negated=1))))
+    # a negated middle between different left and right patterns: kills SeqWithout's left/right swap
+    seq_wo = A.Query(A.Project((s, v, x), False, A.StreamPattern(
+        WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(25)),
+        A.sequence(A.bgp(A.triple(v, p0, x)), A.bgp(A.triple(v, PREDICATES[2], x)), A.bgp(A.triple(v, p1, s)),
+                   negated=1))))
+    return items, [(query, 5), (query, 7), (no_tail, 7), (seq_wo, 7)]
+
+
+SPLIT_GRAPH = _split_graph_example()
+
+
+@st.composite
+def streams_and_cases(draw):
+    items = draw(streams())
+    times = {t for (_i, _g, t1, t2) in items for t in (t1, t2)}
+    return items, draw(st.lists(cases(times), min_size=BATCH, max_size=BATCH))
+
+
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                             HealthCheck.too_slow])
+@given(drawn=streams_and_cases())
+@example(drawn=SPLIT_GRAPH)
+def test_sequences_spark_equals_reference(spark, drawn):
+    """Guards (besides the operators) the eq. 16 mutant of ``cep.spark._bgp_in_items`` that drops
+    the stream item from the join key of a BGP's triple patterns (key (ITEM, T_START, T_END) ->
+    (T_START, T_END)): two-pattern BGPs over graphs split into same-time items then match across
+    items, which the reference never does (tests/MUTATION.md)."""
+    items, batch = drawn
     stream = stream_frame(spark, items)
     frames = []
     for i, (query, at) in enumerate(batch):
@@ -94,12 +160,15 @@ def test_sequences_spark_equals_reference(spark, items, batch):
     for f in frames[1:]:
         union = union.unionByName(f)
     got = {i: set() for i in range(len(batch))}
+    rows = {i: 0 for i in range(len(batch))}
     for r in union.collect():
         mu = frozenset((column_var(k), TERMS[val]) for k, val in json.loads(r["_m"]).items() if val is not None)
         got[r["_case"]].add((mu, r[T_START], r[T_END]))
+        rows[r["_case"]] += 1
     for i, (query, at) in enumerate(batch):
         expected = R.evaluate(query, {}, {STREAM_IRI: items}, at=at, time_unit="ms")
         assert got[i] == expected, f"case {i}: {query} at {at}"
+        assert rows[i] == len(got[i]), f"case {i}: duplicate rows (eq. 1 is a set)"
 
 
 def test_differential_harness_sees_a_difference():
@@ -137,10 +206,12 @@ def mapping_frame(spark, omega):
     return spark.createDataFrame(R.to_records(omega, names), schema)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(o1=mappings, o2=mappings, o3=mappings, t=st.integers(1, 6))
 def test_operators_with_unbound_variables_spark_equals_reference(spark, o1, o2, o3, t):
+    """Each operator's rows are distinct, too: kills the mutants that remove a ``distinct`` from
+    cep.intervals (tests/MUTATION.md)."""
     from cep import intervals as I
 
     d1, d2, d3 = (mapping_frame(spark, o) for o in (o1, o2, o3))
@@ -158,8 +229,11 @@ def test_operators_with_unbound_variables_spark_equals_reference(spark, o1, o2, 
     for f in frames[1:]:
         union = union.unionByName(f)
     got = {name: set() for name in ops}
+    rows = {name: 0 for name in ops}
     for r in union.collect():
         mu = frozenset((column_var(k), val) for k, val in json.loads(r["_m"]).items() if val is not None)
         got[r["_op"]].add((mu, r[T_START], r[T_END]))
+        rows[r["_op"]] += 1
     for name, (_out, expected) in ops.items():
         assert got[name] == expected, name
+        assert rows[name] == len(got[name]), f"{name}: duplicate rows (the operators are set comprehensions)"

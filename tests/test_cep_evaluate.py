@@ -18,8 +18,9 @@ from reasoner.dictionary import build_dictionary, encode_column, encode_triples
 from reasoner.hashing import term_id
 from reasoner.errors import SidecarError
 from reasoner.schema import O, P, S
+from tests.running_example import EXAMPLE_6, PUBLIC_TRANSPORT, TRANSPORTATION_MAP, VIENNA
 
-EX = "http://ex/"
+EX = VIENNA                     # the shipped Example 6 query's namespace
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
@@ -46,6 +47,8 @@ BACKGROUND = [
     (ex("m"), ex("label"), '"Mariahilf"@de'), (ex("b"), ex("label"), '"Burggasse"'),
     (ex("h"), ex("label"), f'"Heiligenstadt"^^<{XSD}string>'), (ex("conn1"), ex("dur"), f'"3.0"^^<{XSD}decimal>'),
     (ex("conn2"), ex("cost"), f'"2.5E0"^^<{XSD}double>'),
+    # for a variable repeated in a triple pattern and at both ends of a path
+    (ex("c"), ex("near"), ex("c")), (ex("b"), ex("near"), ex("c")),
 ]
 
 # (item, triples, t1, t2), times in minutes
@@ -55,24 +58,9 @@ STREAM = [
     (3, frozenset({(ex("d1"), ex("delayAt"), ex("h"))}), 14, 14),
     (4, frozenset({(ex("a1"), ex("delayAt"), ex("m"))}), 16, 16),
 ]
-STREAM_IRI = ex("publicTransport")
-MAP_IRI = ex("transportationMap")
-
-QUERY = """
-PREFIX : <http://ex/>
-PREFIX ex: <http://ex/>
-PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
-SELECT ?s
-FROM ex:transportationMap
-FROM NAMED WINDOW :W ON ex:publicTransport [RANGE 10m]
-WHERE {
-  WINDOW :W {
-    SEQ ({?v :delayAt ?s}, {?v :delayAt ?s}, !{?v :arriveAt ?s})
-  }
-  ?v rdf:type :subway .
-  ?s (^:beg/[:means :subway]/:end)+ :c .
-}
-"""
+STREAM_IRI = PUBLIC_TRANSPORT
+MAP_IRI = TRANSPORTATION_MAP
+QUERY = EXAMPLE_6               # ontologies/vienna_example_query.rq
 
 
 @pytest.fixture(scope="module")
@@ -147,35 +135,42 @@ def test_running_example_intermediate_result(spark, data):
                       for v in (ex("a1"), ex("d1")) for s in (ex("m"), ex("b"))} == reference(static, 16)
 
 
-PREFIXES = "PREFIX : <http://ex/>\nPREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>\n"
+PREFIXES = (f"PREFIX : <{VIENNA}>\nPREFIX ex: <http://example.org/>\n"
+            "PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>\n")
 # background-only and window queries, compared with the reference (and with a stated answer)
 CASES = {
-    "numeric_filter": (PREFIXES + "SELECT ?c ?d FROM :transportationMap WHERE { ?c :dur ?d FILTER(?d >= 3) }", 16,
+    "numeric_filter": (PREFIXES + "SELECT ?c ?d FROM ex:transportationMap WHERE { ?c :dur ?d FILTER(?d >= 3) }", 16,
                        {(("c", ex("conn1")), ("d", integer(3))), (("c", ex("conn3")), ("d", integer(3))),
                         (("c", ex("conn4")), ("d", integer(5))),
                         (("c", ex("conn1")), ("d", f'"3.0"^^<{XSD}decimal>'))}),
-    "numeric_equal_across_types": (PREFIXES + "SELECT ?c FROM :transportationMap WHERE { ?c :dur ?d FILTER(?d = 3.0) }", 16,
+    "numeric_equal_across_types": (PREFIXES + "SELECT ?c FROM ex:transportationMap WHERE { ?c :dur ?d FILTER(?d = 3.0) }", 16,
                                    {(("c", ex("conn1")),), (("c", ex("conn3")),)}),
-    "arith": (PREFIXES + "SELECT ?c FROM :transportationMap WHERE { ?c :cost ?x FILTER(?x * 2 = 5) }", 16,
+    "arith": (PREFIXES + "SELECT ?c FROM ex:transportationMap WHERE { ?c :cost ?x FILTER(?x * 2 = 5) }", 16,
               {(("c", ex("conn2")),)}),
-    "regex_lang_str": (PREFIXES + 'SELECT ?x FROM :transportationMap WHERE { ?x :label ?l '
+    "regex_lang_str": (PREFIXES + 'SELECT ?x FROM ex:transportationMap WHERE { ?x :label ?l '
                        'FILTER(REGEX(STR(?l), "^b", "i") || LANG(?l) = "de") }', 16,
                        {(("x", ex("b")),), (("x", ex("m")),)}),
-    "datatype_string": (PREFIXES + 'SELECT ?x FROM :transportationMap WHERE { ?x :label ?l '
+    "datatype_string": (PREFIXES + 'SELECT ?x FROM ex:transportationMap WHERE { ?x :label ?l '
                         'FILTER(DATATYPE(?l) = <http://www.w3.org/2001/XMLSchema#string>) }', 16,
                         {(("x", ex("b")),), (("x", ex("h")),)}),
-    "optional_bound": (PREFIXES + "SELECT ?x ?l FROM :transportationMap WHERE { ?c :beg ?x "
+    "optional_bound": (PREFIXES + "SELECT ?x ?l FROM ex:transportationMap WHERE { ?c :beg ?x "
                        "OPTIONAL { ?x :label ?l } FILTER(!BOUND(?l)) }", 16,
                        {(("x", ex("g")),)}),
-    "union_iri_filter": (PREFIXES + "SELECT ?x FROM :transportationMap WHERE { { ?c :beg ?x } UNION { ?c :end ?x } "
+    "union_iri_filter": (PREFIXES + "SELECT ?x FROM ex:transportationMap WHERE { { ?c :beg ?x } UNION { ?c :end ?x } "
                          "FILTER(?x != :c && ?x != :b) }", 16,
                          {(("x", ex("m")),), (("x", ex("h")),), (("x", ex("g")),)}),
-    "now_window": (PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON :publicTransport [NOW] "
+    # kills cep/spark.py mutants (tests/MUTATION.md): a repeated variable compared with != in
+    # _triple_part, and ?x path ?x keeping the pairs with start != end in path_part
+    "repeated_variable": (PREFIXES + "SELECT ?x FROM ex:transportationMap WHERE { ?x :near ?x }", 16,
+                          {(("x", ex("c")),)}),
+    "path_same_ends": (PREFIXES + "SELECT ?x FROM ex:transportationMap WHERE { ?x :beg/^:beg ?x }", 16,
+                       {(("x", ex(f"conn{i}")),) for i in (1, 2, 3, 4)}),
+    "now_window": (PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON ex:publicTransport [NOW] "
                    "WHERE { WINDOW :W { ?v :delayAt ?s } }", 14, {(("v", ex("d1")),)}),
-    "step_window": (PREFIXES + "SELECT ?v ?s FROM NAMED WINDOW :W ON :publicTransport [RANGE 10m STEP 5m] "
+    "step_window": (PREFIXES + "SELECT ?v ?s FROM NAMED WINDOW :W ON ex:publicTransport [RANGE 10m STEP 5m] "
                     "WHERE { WINDOW :W { SEQ({?v :delayAt ?s}, {?v :delayAt ?s}) } }", 16,
                     {(("v", ex("d1")), ("s", ex("h")))}),
-    "triples_window": (PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON :publicTransport [TRIPLES 2] "
+    "triples_window": (PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON ex:publicTransport [TRIPLES 2] "
                        "WHERE { WINDOW :W { ?v :delayAt ?s } }", 15, {(("v", ex("d1")),)}),
 }
 
@@ -187,7 +182,7 @@ def test_filters_optional_union_and_windows_against_the_reference(spark, data):
         out = run(data, q, at)
         cols = [c for c in out.columns if c not in (T_START, T_END)]
         frames.append(out.select(F.lit(i).alias("_case"),
-                                 F.to_json(F.struct(*cols)).alias("_m")))
+                                 F.to_json(F.struct(*cols)).alias("_m"), T_START, T_END))
         ref = {frozenset(mu) for (mu, _a, _b) in reference(q, at)}
         assert ref == {frozenset(a) for a in answer}, name        # the oracle agrees with the stated answer
         expected[i] = (name, ref)
@@ -198,7 +193,11 @@ def test_filters_optional_union_and_windows_against_the_reference(spark, data):
     known = {term_id(t): t for triple in BACKGROUND for t in triple}
     known.update({term_id(t): t for (_i, g, _a, _b) in STREAM for tr in g for t in tr})
     got = {i: set() for i in expected}
-    for r in union.collect():
+    rows = union.collect()
+    # eq. 1 is a set: no row twice (kills the mutant that drops Project's distinct, tests/MUTATION.md)
+    full = [(r["_case"], r["_m"], r[T_START], r[T_END]) for r in rows]
+    assert len(full) == len(set(full)), "duplicate result rows"
+    for r in rows:
         d = json.loads(r["_m"])
         got[r["_case"]].add(frozenset((column_var(k), known[v]) for k, v in d.items() if v is not None))
     for i, (name, ref) in expected.items():
@@ -207,8 +206,8 @@ def test_filters_optional_union_and_windows_against_the_reference(spark, data):
 
 def test_construct(spark, data):
     text = PREFIXES + """CONSTRUCT { ?v :delayedAt ?s . ?v :kind :subway }
-FROM :transportationMap
-FROM NAMED WINDOW :W ON :publicTransport [RANGE 10m]
+FROM ex:transportationMap
+FROM NAMED WINDOW :W ON ex:publicTransport [RANGE 10m]
 WHERE { WINDOW :W { SEQ({?v :delayAt ?s}, {?v :delayAt ?s}) } ?v rdf:type :subway . }"""
     q = compile_query(text)
     got = {(r[S], r[P], r[O], r[T_START], r[T_END]) for r in run(data, text, 16).collect()}  # text: compiled by evaluate
@@ -218,8 +217,18 @@ WHERE { WINDOW :W { SEQ({?v :delayAt ?s}, {?v :delayAt ?s}) } ?v rdf:type :subwa
     assert ((term_id(ex("d1")), term_id(ex("kind")), term_id(ex("subway"))), 12, 14) in expected
 
 
+def test_construct_skips_template_triples_with_an_unbound_variable(spark, data):
+    """SPARQL 1.1 §16.2: a template triple with an unbound variable is not produced (:g has no
+    label). Kills the mutant that drops CONSTRUCT's ``dropna`` (tests/MUTATION.md)."""
+    text = PREFIXES + """CONSTRUCT { ?x :labelled ?l } FROM ex:transportationMap
+WHERE { ?c :beg ?x OPTIONAL { ?x :label ?l } }"""
+    got = {(r[S], r[P], r[O]) for r in run(data, text, 16).collect()}
+    expected = {(term_id(a), term_id(b), term_id(c)) for ((a, b, c), _t1, _t2) in reference(compile_query(text), 16)}
+    assert got == expected and len(expected) == 3          # m, b, h are labelled; g is not
+
+
 def test_filter_without_dictionary_is_a_clear_error(spark, data):
-    q = compile_query(PREFIXES + "SELECT ?c FROM :transportationMap WHERE { ?c :dur ?d FILTER(?d > 2) }")
+    q = compile_query(PREFIXES + "SELECT ?c FROM ex:transportationMap WHERE { ?c :dur ?d FILTER(?d > 2) }")
     with pytest.raises(ValueError, match="dictionary") as info:
         evaluate(q, data["background"], data["streams"], at=16, time_unit="m")
     assert isinstance(info.value, DictionaryRequiredError)
@@ -227,11 +236,11 @@ def test_filter_without_dictionary_is_a_clear_error(spark, data):
 
 def test_missing_stream_or_graph_is_a_clear_error(spark, data):
     """Found while the plan is built (no Spark job): a SidecarError that is still a KeyError."""
-    q = compile_query(PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON :elsewhere [RANGE 10m] "
+    q = compile_query(PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON ex:elsewhere [RANGE 10m] "
                                  "WHERE { WINDOW :W { ?v :delayAt ?s } }")
-    with pytest.raises(KeyError, match="no stream <http://ex/elsewhere> was given") as info:
+    with pytest.raises(KeyError, match="no stream <http://example.org/elsewhere> was given") as info:
         evaluate(q, data["background"], data["streams"], at=16, time_unit="m")
     assert isinstance(info.value, SidecarError)
-    q = compile_query(PREFIXES + "SELECT ?v FROM :transportationMap WHERE { ?v :beg ?s }")
+    q = compile_query(PREFIXES + "SELECT ?v FROM ex:transportationMap WHERE { ?v :beg ?s }")
     with pytest.raises(MissingInputError, match="no background graph"):
         evaluate(q, {}, data["streams"], at=16, time_unit="m")

@@ -10,6 +10,8 @@ import cep
 from cep import CepSemanticError, CepSyntaxError
 from cep import algebra as A
 from paths import algebra as PA
+from tests.hypothesis_profiles import examples
+from tests.running_example import EXAMPLE_6
 
 EX = "http://example.org/vienna#"
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
@@ -108,20 +110,6 @@ def test_one_element_sequence_is_that_element():
 
 
 # --- Example 7: Q = (V, P, D, EC) ----------------------------------------------------------------
-
-EXAMPLE_6 = PRE + """PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
-SELECT ?s
-FROM ex:transportationMap
-FROM NAMED WINDOW :W ON ex:publicTransport [RANGE 10m]
-WHERE {
-  WINDOW :W {
-    SEQ ({?v :delayAt ?s}, {?v :delayAt ?s}, !{?v :arriveAt ?s })
-  }
-  ?v rdf:type :subway .
-  ?s (^:beg/[:means :subway]/:end)+ :c.
-}
-"""
-
 
 def test_example_7_model():
     query = cep.compile(EXAMPLE_6)
@@ -300,7 +288,7 @@ PARTS = [P(i) for i in range(1, 9)]
 
 @given(st.integers(1, 8).flatmap(lambda n: st.tuples(
     st.just(n), st.one_of(st.none(), st.integers(0, n - 1)) if n > 1 else st.none())))
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 def test_any_sequence_rebuilds_its_elements(case):
     n, negated = case
     tree = A.sequence(*PARTS[:n], negated=negated)

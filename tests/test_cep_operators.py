@@ -1,15 +1,20 @@
 """The interval operators (cep.intervals) against the reference (cep.reference) at the edges.
 
-Terms are plain ints here (ids); every case also states the expected set explicitly, so a bug
-shared by both implementations fails too.
+Terms are plain ints here (ids; the window BGP test, evaluated end to end, uses IRIs); every case
+also states the expected set explicitly, so a bug shared by both implementations fails too.
 """
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from pyspark.sql import functions as F
+
+from cep import compile_query, evaluate
 from cep import intervals as I
 from cep import reference as R
 from cep.columns import ITEM, T_END, T_START, column_var, is_var_column, var_column
+from reasoner.hashing import term_id
 from reasoner.schema import O, P, S
 
 m = R.mapping
@@ -127,6 +132,15 @@ def test_seq_wo_negation_compatible_with_the_right_side_only(spark):
     assert got == R.seq_wo(a, neg, c) == {(m(v=1, s=8), 1, 5)}
 
 
+def test_seq_wo_needs_strict_order(spark):
+    """t2 < t5: a right mapping starting where the left one ends does not follow it. Kills
+    ``seq_wo``'s ``t2 < t5`` -> ``<=`` (before, only the random operator test caught it)."""
+    a = {(m(v=1), 2, 4), (m(v=2), 2, 3)}
+    c = {(m(v=1, s=0), 4, 6), (m(v=2, s=0), 4, 6)}
+    got = collect(I.seq_wo(frame(spark, ["v"], a), frame(spark, ["v"], set()), frame(spark, ["v", "s"], c)))
+    assert got == R.seq_wo(a, set(), c) == {(m(v=2, s=0), 2, 6)}
+
+
 # --- NO_HEAD / NO_TAIL -------------------------------------------------------------------------
 
 def test_no_head_edges(spark):
@@ -213,3 +227,47 @@ def test_windows_against_the_reference(spark):
     assert sorted(R.w_step(STREAM, 16, 10, 5)) == [
         (1, frozenset({(7, 8, 9)}), 10, 10), (2, frozenset({(7, 8, 9), (7, 8, 10)}), 12, 12),
         (3, frozenset({(1, 2, 3)}), 5, 6), (4, frozenset({(1, 2, 4)}), 14, 15)]
+
+
+def test_triples_window_breaks_start_ties_by_end_before_item(spark):
+    """TRIPLES n orders by (t_start, t_end) and only then by item: items 1 and 2 start together,
+    item 1 ends later, so it is the most recent. Kills ``w_triples`` ordering by item before t_end."""
+    stream = [(1, frozenset({(1, 2, 3)}), 10, 12), (2, frozenset({(1, 2, 4)}), 10, 11)]
+    got = window_items(I.w_triples(stream_frame(spark, stream), 16, 1))
+    assert got == sorted(R.w_triples(stream, 16, 1)) == [(1, frozenset({(1, 2, 3)}), 10, 12)]
+
+
+# --- window BGPs: several triple patterns match inside ONE stream item (eq. 16) -----------------
+
+def test_window_bgp_matches_inside_one_item_not_across_items_at_the_same_time(spark):
+    """Guards the eq. 16 mutant of ``cep.spark._bgp_in_items`` that drops the stream item from the
+    join key of a BGP's triple patterns (key (ITEM, T_START, T_END) -> (T_START, T_END)): items 2
+    and 3 hold :b's two triples at the same time, items 4 and 5 get the same interval only by the
+    window's clipping; neither pair is one graph, so neither matches (tests/MUTATION.md)."""
+    def ex(n):
+        return f"<http://ex/{n}>"
+    items = [(1, frozenset({(ex("a"), ex("p"), ex("m")), (ex("a"), ex("q"), ex("h"))}), 5, 5),
+             (2, frozenset({(ex("b"), ex("p"), ex("m"))}), 5, 5),
+             (3, frozenset({(ex("b"), ex("q"), ex("h"))}), 5, 5),
+             (4, frozenset({(ex("c"), ex("p"), ex("m"))}), 3, 6),     # clipped to [4, 6] at t=6
+             (5, frozenset({(ex("c"), ex("q"), ex("h"))}), 4, 6)]
+    rows = [(item, term_id(a), term_id(b), term_id(c), t1, t2) for (item, g, t1, t2) in items for (a, b, c) in g]
+    stream = spark.createDataFrame(rows, f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
+    head = "PREFIX : <http://ex/>\nSELECT * FROM NAMED WINDOW :W ON :st [RANGE 2] WHERE { WINDOW :W { "
+    queries = {"shared": head + "?v :p ?s . ?v :q ?o } }",           # joined on ?v and the item
+               "disjoint": head + "?v :p ?s . ?w :q ?o } }"}         # no shared variable: the item only
+    frames = []
+    for name, text in queries.items():
+        out = evaluate(compile_query(text), {}, {ex("st"): stream}, at=6)
+        cols = [c for c in out.columns if c not in (T_START, T_END)]
+        frames.append(out.select(F.lit(name).alias("_q"), F.to_json(F.struct(*cols)).alias("_m"), T_START, T_END))
+    names = {term_id(t): t for (_i, g, _a, _b) in items for tr in g for t in tr}
+    got = {name: set() for name in queries}
+    for r in frames[0].unionByName(frames[1]).collect():          # one Spark job
+        mu = frozenset((column_var(k), names[val]) for k, val in json.loads(r["_m"]).items() if val is not None)
+        got[r["_q"]].add((mu, r[T_START], r[T_END]))
+    a_only = {(frozenset({("v", ex("a")), ("s", ex("m")), ("o", ex("h"))}), 5, 5)}
+    assert got["shared"] == a_only
+    assert got["disjoint"] == {(frozenset({("v", ex("a")), ("s", ex("m")), ("w", ex("a")), ("o", ex("h"))}), 5, 5)}
+    for name, text in queries.items():
+        assert got[name] == R.evaluate(compile_query(text), {}, {ex("st"): items}, at=6), name

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ontologies import plants
 from reasoner.vocab import RDF_NS, RDFS_NS, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, RDF_TYPE, XSD_NS
+from tests.hypothesis_profiles import examples
 from tests.rdfhelpers import graph_triples, tables_for
 
 pytestmark = pytest.mark.spark
@@ -82,7 +83,7 @@ def ontologies(draw) -> list[set[tuple[str, str, str]]]:
     return [draw(ontology(f"http://example.org/r{i}#")) for i in range(count)]
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=list(HealthCheck))
 @given(ontologies())
 def test_random_ontologies_match_owlrl(spark, onts):
     """Random ontologies (with cycles, sub-properties, domains/ranges on literals, meta-level sp)."""

@@ -110,6 +110,7 @@ def test_store_versions_refresh_failure_and_export(spark, tmp_path, monkeypatch)
         store.open_version(spark, out, "v000009")
 
 
+@pytest.mark.spark  # the subprocess starts a Spark session before it reads the ontology
 def test_cli_reports_bad_input_in_one_line(tmp_path):
     bad = tmp_path / "bad.ttl"
     bad.write_text("@prefix : <http://e/> .\n:a :b .\n")

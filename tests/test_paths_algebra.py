@@ -13,6 +13,7 @@ from paths.named import SC_STAR, SP_STAR, TYPE, property_pairs
 from paths.reference import evaluate
 from paths import syntax as S
 from reasoner.vocab import RDF_TYPE, RDFS_SUBCLASSOF, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
+from tests.hypothesis_profiles import examples
 from tests.path_cases import domains, kinds, recursive_paths
 
 EX = "http://example.org/vienna#"
@@ -326,7 +327,7 @@ def s_extend(sub):
 
 syntax_trees = st.recursive(s_leaves, s_extend, max_leaves=8)
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST

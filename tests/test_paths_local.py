@@ -14,6 +14,7 @@ from paths.algebra import AxisKind, axis, plus
 from paths.compiler import PathIterationLimit
 from paths.local import LocalGraph, LocalTooLarge, evaluate
 from reasoner.hashing import term_id
+from tests.hypothesis_profiles import examples
 from tests.path_cases import ABSENT, EX, TERMS, decode, e, ends, expected, graphs, paths, set_ends
 from tests.test_paths_reference import V, background_d, v
 
@@ -30,7 +31,7 @@ def answer(graph, path, start, end):
     return decode(pairs, names)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=graphs, path=paths, start=ends, end=ends, start_set=set_ends, end_set=set_ends)
 def test_against_reference(graph, path, start, end, start_set, end_set):
     for s, o in [(None, None), (start, end), (start_set, None), (None, end_set), (start_set, end)]:
@@ -78,3 +79,33 @@ def test_long_chain_both_directions():
     assert sorted(stops.tolist()) == sorted(ids[1:].tolist()) and set(starts.tolist()) == {int(ids[0])}
     starts, _ = evaluate(graph, path, None, int(ids[-1]), max_iterations=n)
     assert len(starts) == n - 1
+
+
+def test_bound_constant_outside_the_graph_crosses_a_sequence():
+    """``k P k`` for a constant k not in G: the zero-length steps relate k to itself through the
+    sequence's fresh variable (SPARQL 1.1 §18.5: the part after it is evaluated with k bound at its
+    end). Kills the compiler mutant (tests/MUTATION.md) that intersects a filter end and a bound
+    end as unbound (``_intersect``: ``left.bound or right.bound`` -> ``and``)."""
+    graph = {(e("a"), e("p"), e("b"))}
+    k = ABSENT
+    for text in (":p?/:p?", ":p?/(:p?)+", ":p?/(:p?)*"):
+        path = lower(parse(text, {"": EX}))
+        assert answer(graph, path, k, k) == expected(graph, path, k, k) == {(k, k)}, text
+
+
+def test_middle_of_a_sequence_is_not_restricted_by_its_end():
+    """Both ends bound: only the last part of a sequence ends in the right end. Kills the mutant
+    ``_chain``: ``far = last if n == n_last else None`` -> ``far = last``."""
+    chain = {(e(f"n{i}"), e("p"), e(f"n{i + 1}")) for i in range(3)}
+    path = lower(parse(":p/:p/:p", {"": EX}))
+    assert answer(chain, path, e("n0"), e("n3")) == {(e("n0"), e("n3"))}
+
+
+def test_iteration_cap_of_the_free_fixpoint():
+    """The cap counts the last (empty) iteration, as for a seeded closure: the closure of a 6-edge
+    chain with both ends free needs 6. Kills ``_fixpoint``: ``iteration > cap`` -> ``>=``."""
+    chain = LocalGraph.from_terms({(e(f"n{i}"), e("p"), e(f"n{i + 1}")) for i in range(6)})
+    path = plus(axis(AxisKind.NEXT, False, e("p")))
+    assert len(evaluate(chain, path, max_iterations=6)[0]) == 21
+    with pytest.raises(PathIterationLimit, match="5 iterations"):
+        evaluate(chain, path, max_iterations=5)

@@ -14,13 +14,14 @@ from paths import PathGraph, evaluate, lower, parse
 from paths.spark import END, START
 from reasoner.dictionary import encode_triples
 from reasoner.hashing import term_id
+from tests.hypothesis_profiles import examples
 from tests.test_paths_reference import EX, OX_CONSTANTS, _oxigraph_pairs, _store, ox_graphs, sparql_paths
 
 CASE = "_case"
 
 
 # Every example runs Spark jobs: few examples, and no shrinking (a failure is reported as drawn).
-@settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+@settings(max_examples=examples(15), deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow])
 @given(graph=ox_graphs.filter(bool), tree=sparql_paths, start=st.sampled_from(OX_CONSTANTS),
        end=st.sampled_from(OX_CONSTANTS))

@@ -10,6 +10,7 @@ from paths.syntax import (AxisStep, BlankNode, BooleanLiteral, EmptyPath, Filter
                           IriRef, Modified, NegatedMember, NegatedPropertySet, NestedTest,
                           NumericLiteral, PrefixedName, Sequence, Alternative, Span, StringLiteral,
                           TestStep, TypeKeyword)
+from tests.hypothesis_profiles import examples
 
 EX = "http://example.org/vienna#"
 PREFIXES = {"": EX, "ex": "http://ex.org/ns#", "next": "http://next.org/", "a": "http://a.org/",
@@ -378,7 +379,7 @@ def extend(sub):
 syntax_trees = st.recursive(leaves, extend, max_leaves=10)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(syntax_trees)
 def test_round_trip(tree):
     text = str(tree)

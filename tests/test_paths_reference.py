@@ -14,8 +14,9 @@ from paths.named import SC_STAR, TYPE, property_pairs
 from paths.reference import evaluate
 from reasoner.vocab import (RDF_TYPE, RDFS_DOMAIN, RDFS_LABEL, RDFS_RANGE, RDFS_SUBCLASSOF,
                             RDFS_SUBPROPERTYOF)
+from tests.hypothesis_profiles import examples
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # --- node by node ------------------------------------------------------------------------------

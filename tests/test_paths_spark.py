@@ -19,6 +19,7 @@ from paths.spark import END, START, PathIterationLimit
 from reasoner.dictionary import encode_triples
 from reasoner.hashing import term_id
 from reasoner.vocab import RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+from tests.hypothesis_profiles import examples
 from tests.path_cases import ABSENT, EX, TERMS, decode, e, ends, expected, graphs, paths, set_ends
 
 CASE = "_case"
@@ -63,7 +64,7 @@ def run(spark, graph, cases):
 # --- randomized differential tests against paths.reference ------------------------------------
 
 # Every example runs Spark jobs: few examples, and no shrinking (a failure is reported as drawn).
-CHEAP = settings(max_examples=15, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+CHEAP = settings(max_examples=examples(15), deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

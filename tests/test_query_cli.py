@@ -15,13 +15,10 @@ from pathlib import Path
 import pytest
 
 from jobs import query as job
+from tests.running_example import EXAMPLE_6, VIENNA
 
 REPO = Path(__file__).resolve().parent.parent
-VIENNA = "http://example.org/vienna#"
 XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
-
-# CQELS-CEP Example 6 with the prefixes the paper leaves out: the file the demo and README use.
-EXAMPLE_6 = (REPO / "ontologies" / "vienna_example_query.rq").read_text(encoding="utf-8")
 
 # The running example's background with one change that only RDFS reasoning undoes: :a1 is a
 # :metroTrain, a subclass of :subway (so ?v rdf:type :subway holds for :a1 only by rdfs9).
@@ -168,6 +165,7 @@ def test_rsp_sidecar_query_subcommand(files, capsys):
     assert "--at 'later'" in _error_line(capsys.readouterr().err)
 
 
+@pytest.mark.spark  # spark-submit is a JVM (SparkSubmit) that then runs the Python job
 @pytest.mark.skipif(shutil.which("spark-submit") is None, reason="spark-submit is not on PATH")
 def test_spark_submit_entry_point(files):
     done = subprocess.run(["spark-submit", "--master", "local[1]", str(REPO / "jobs" / "query.py"),

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from jobs.results import parse_term, write_results
 from reasoner.terms import literal
+from tests.hypothesis_profiles import examples
 
 XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
 ROWS = [
@@ -115,7 +116,7 @@ def test_unknown_format_and_bad_variable():
 _lexical = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(lexical=_lexical, lang=st.sampled_from([None, "en", "de-at"]))
 def test_roundtrip_through_json_and_csv(lexical, lang):
     term = literal(lexical, lang=lang)
