@@ -17,25 +17,12 @@ from jobs import query as query_job
 from jobs.errors import run_cli
 
 
-def _setup(args: argparse.Namespace) -> int:
-    try:
-        paths = jars.resolve()
-    except jars.JarUnavailable as exc:
-        if args.require_graphframes:
-            raise
-        print(f"warning: {exc}\nContinuing without GraphFrames: the default 'dataframe' strategy does not need it.",
-              file=sys.stderr)
-        return 0
-    print("GraphFrames jars cached:\n  " + "\n  ".join(str(p) for p in paths))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rsp-sidecar", description="Semantic-reasoning sidecar for Spark jobs")
     sub = parser.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="fetch and cache JVM dependencies (GraphFrames) from Maven Central")
-    setup.add_argument("--require-graphframes", action="store_true", help="fail when GraphFrames cannot be fetched")
-    setup.set_defaults(run=_setup)
+    jars.add_arguments(setup)
+    setup.set_defaults(run=jars.run)
     mat = sub.add_parser("materialize", help="materialize ontologies into versioned closure tables")
     materialize.add_arguments(mat)
     mat.set_defaults(run=materialize.run)

@@ -5,7 +5,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from jobs.jars import JarUnavailable
+from reasoner.jars import JarUnavailable
 from reasoner.closure import FixpointError, GraphFramesUnavailable
 from reasoner.dictionary import HashCollisionError
 from reasoner.loading import RDFLoadError

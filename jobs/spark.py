@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
-from jobs import jars
+from reasoner import jars
 
 LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",

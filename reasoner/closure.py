@@ -86,7 +86,7 @@ def closure_graphframes(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     """SCC condensation + ancestor-set propagation with GraphFrames (see module doc)."""
     spark = edges.sparkSession
     if not graphframes_available(spark):
-        from jobs.jars import GRAPHFRAMES, JarUnavailable, cache_dir  # message and remedy live there
+        from reasoner.jars import GRAPHFRAMES, JarUnavailable, cache_dir  # message and remedy live there
 
         raise GraphFramesUnavailable(str(JarUnavailable(GRAPHFRAMES, "its classes are not on this Spark session's "
                                                                      "classpath", cache_dir())))
