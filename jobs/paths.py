@@ -38,12 +38,13 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 
 from jobs.errors import run_cli  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
+from reasoner.errors import SidecarError
 
 VARIABLES = ("start", "end")
 _PREFIX_FORMATS = ("turtle", "n3", "trig")
 
 
-class PathsError(ValueError):
+class PathsError(SidecarError, ValueError):
     """An expected failure of the paths job, with a one-line message."""
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ontologies.data import data_dir
+from reasoner.errors import SidecarError
 from reasoner.terms import literal
 from reasoner.vocab import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASSOF, iri
 
@@ -47,7 +48,7 @@ _CHUNK_DIGITS = 5
 _CHUNK = 10**_CHUNK_DIGITS  # lines per write in write_instances
 
 
-class TaxonomyError(ValueError):
+class TaxonomyError(SidecarError, ValueError):
     """A malformed taxonomy CSV; the message names file, line, column and what was expected."""
 
     def __init__(self, path: str | Path, line: int, column: str, message: str) -> None:
@@ -174,7 +175,7 @@ def write_hierarchy(
 def instance_classes(taxa: Sequence[Taxon]) -> list[Taxon]:
     """The taxa instances are typed by: those of rank species or below, in file order (all if none)."""
     if not taxa:
-        raise ValueError("no taxa to type instances by")
+        raise TaxonomyError("no taxa to type instances by")
     return [t for t in taxa if t.rank in INSTANCE_RANKS] or list(taxa)
 
 
@@ -192,7 +193,7 @@ def write_instances(
     Returns ``n``.
     """
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+        raise TaxonomyError(f"the number of instances must be >= 0, got {n}")
     bad = sorted({c for c in prefix if c in _IRI_FORBIDDEN or c <= " "})
     if bad:
         raise ValueError(f"prefix {prefix!r} has characters not allowed in an IRI: {bad!r}")

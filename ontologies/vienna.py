@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ontologies.data import data_dir
+from reasoner.errors import SidecarError
 from reasoner.terms import literal
 from reasoner.vocab import RDF_TYPE, RDFS_LABEL, RDFS_NS, XSD_DECIMAL, XSD_INTEGER, XSD_NS, iri
 
@@ -140,7 +141,7 @@ def connection_iri(line_id: str, from_stop: str, to_stop: str) -> str:
 STEPHANSPLATZ = station_iri(STEPHANSPLATZ_DIVA)
 
 
-class ViennaDataError(ValueError):
+class ViennaDataError(SidecarError, ValueError):
     """A source file that cannot be used at all; names the file and line."""
 
     def __init__(self, path: str | Path, line: int, message: str) -> None:

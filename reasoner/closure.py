@@ -15,17 +15,18 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from reasoner.errors import SidecarError
 from reasoner.schema import SUB, SUP
 from reasoner.sparkutil import cut, cut_counted
 
 STRATEGIES = ("dataframe", "graphframes")
 
 
-class FixpointError(RuntimeError):
+class FixpointError(SidecarError, RuntimeError):
     """An iterative computation did not converge within its round cap."""
 
 
-class GraphFramesUnavailable(RuntimeError):
+class GraphFramesUnavailable(SidecarError, RuntimeError):
     """The GraphFrames strategy was asked for but its JVM library is not on the classpath."""
 
 

@@ -13,11 +13,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from reasoner.errors import SidecarError
 from reasoner.schema import ID, O, P, S, TERM, require_columns
 from reasoner.vocab import ENTAILMENT_VOCABULARY
 
 
-class HashCollisionError(RuntimeError):
+class HashCollisionError(SidecarError, RuntimeError):
     """Two distinct terms hash to the same 64-bit id."""
 
     def __init__(self, collisions: list[tuple[int, list[str]]]):

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 
 from pyspark.sql import DataFrame
 
+from reasoner.errors import SidecarError
+
 # triples (encoded: long ids; decoded: N-Triples strings)
 S, P, O = "s", "p", "o"
 # dictionary
@@ -44,7 +46,7 @@ TERM_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-class MissingColumnsError(ValueError):
+class MissingColumnsError(SidecarError, ValueError):
     """A DataFrame lacks columns an operation needs."""
 
 
