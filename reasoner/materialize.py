@@ -99,7 +99,7 @@ def _schema(triples: DataFrame, strategy: str) -> _Schema:
     by_p: dict[int, set[tuple[int, int]]] = {}
     for row in properties:
         by_p.setdefault(row[P], set()).add((row[S], row[O]))
-    sp_edges = by_p.get(rules.SP, set()) | rules.both_ways_set(by_p.get(rules.EQP, set()))
+    sp_edges = by_p.get(rules.SP, set()) | rules.scm_eqp1(by_p.get(rules.EQP, set()))
     types = by_p.get(rules.TYPE, set())
     sc = rules.rdfs11(rules.pairs(schema_triples, rules.SC).unionAll(rules.scm_eqc1(schema_triples)), strategy)
     sc_rows = sc.count()
