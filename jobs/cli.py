@@ -1,5 +1,6 @@
 """``rsp-sidecar``: one command fronting every job.
 
+    rsp-sidecar [--verbose] COMMAND ...            --verbose: keep Spark's/the JVM's log lines
     rsp-sidecar setup [--require-graphframes]     fetch GraphFrames' JVM jar into the cache
     rsp-sidecar materialize --ontology ... --out DIR [--if-changed] [--export-ntriples F]
     rsp-sidecar demo [--data-dir D] [--out DIR]   the end-to-end demo of the README
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from jobs import demo, jars, materialize
@@ -19,6 +21,8 @@ from jobs.errors import run_cli
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rsp-sidecar", description="Semantic-reasoning sidecar for Spark jobs")
+    parser.add_argument("--verbose", action="store_true",
+                        help="keep Spark's and the JVM's own log lines on stderr (quiet by default)")
     sub = parser.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="fetch and cache JVM dependencies (GraphFrames) from Maven Central")
     jars.add_arguments(setup)
@@ -36,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     query_job.add_arguments(qry)
     qry.set_defaults(run=query_job.run)
     args = parser.parse_args(argv)
+    if args.verbose:
+        os.environ["RSP_VERBOSE"] = "1"  # read by jobs.spark.build_session
     return run_cli(args.run, args)
 
 
