@@ -7,7 +7,9 @@
 
 Prints the pairs of the pattern ``FROM EXPR TO`` (SPARQL 1.1 §18.5; a missing ``--from`` / ``--to``
 is a variable) as SPARQL 1.1 query results with the variables ``start`` and ``end`` (W3C TSV, CSV
-or JSON, see ``jobs/results.py``), sorted by their N-Triples form.
+or JSON, see ``jobs/results.py``), sorted by their N-Triples form. The pairs are distinct (as
+``SELECT DISTINCT``): SPARQL 1.1 evaluates ``/`` and ``|`` with bag semantics, and no ``--bag``
+is offered because both executors deduplicate every intermediate relation (README, paths).
 
 * ``--data``: N-Triples (read by Spark, line-parallel; bad lines are rejected, counted and
   reported on stderr with their file and line), Turtle, RDF/XML, N3, ... (parsed by rdflib) —
@@ -73,7 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", metavar="IRI", help="base IRI for relative <iri> references in the path")
     parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
                         help="executor: Spark joins, or in memory in the driver; auto (default) runs graphs "
-                             "of up to 2M triples in memory")
+                             "of up to 2M triples in memory. local (and auto on non-N-Triples files up to "
+                             "16 MB) answers without starting Spark")
+    parser.epilog = ("Results are distinct (start, end) pairs, as SELECT DISTINCT: SPARQL 1.1 gives sequence "
+                     "(/) and alternative (|) paths bag semantics (one solution per intermediate node or "
+                     "branch); there is no --bag, as both executors deduplicate every intermediate relation.")
 
 
 def _one_line(error: Exception) -> str:
