@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reasoner.errors import SidecarError
+from reasoner.progress import Progress
 from reasoner.vocab import RDFS_SUBCLASSOF, iri
 
 CHAIN_NS = "http://example.org/chain#"
@@ -66,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("need --depth >= 0 and --branching >= 1")
     started = time.perf_counter()
     triples = write_chain(args.out, args.depth, args.branching)
+    Progress("chain").phase(f"{args.out} written", rows=triples)
     print(json.dumps({
         "depth": args.depth,
         "branching": args.branching,

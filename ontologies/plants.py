@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ontologies.data import data_dir
 from reasoner.errors import SidecarError
+from reasoner.progress import Progress
 from reasoner.terms import literal
 from reasoner.vocab import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASSOF, iri
 
@@ -237,8 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         source = taxonomy_path(data_dir(args.data_dir), args.species_level)
         started = time.perf_counter()
+        progress = Progress("plants")
         taxa = read_taxonomy(source)
+        progress.phase(f"taxonomy read from {source}", rows=len(taxa))
         triples = write_hierarchy(taxa, args.out, labels=not args.no_labels, ranks=args.ranks)
+        progress.phase(f"hierarchy written to {args.out}", rows=triples)
         summary: dict[str, object] = {
             "source": str(source),
             "taxa": len(taxa),
@@ -251,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             started = time.perf_counter()
             summary["instances"] = write_instances(taxa, args.instances_out, args.instances, seed=args.seed)
             summary["instances_out"] = str(args.instances_out)
+            progress.phase(f"instances written to {args.instances_out}", rows=summary["instances"])
             summary["instances_seconds"] = round(time.perf_counter() - started, 3)
     except (FileNotFoundError, TaxonomyError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)
