@@ -176,7 +176,7 @@ def write_hierarchy(
 def instance_classes(taxa: Sequence[Taxon]) -> list[Taxon]:
     """The taxa instances are typed by: those of rank species or below, in file order (all if none)."""
     if not taxa:
-        raise TaxonomyError("no taxa to type instances by")
+        raise ValueError("no taxa to type instances by")
     return [t for t in taxa if t.rank in INSTANCE_RANKS] or list(taxa)
 
 
@@ -194,7 +194,7 @@ def write_instances(
     Returns ``n``.
     """
     if n < 0:
-        raise TaxonomyError(f"the number of instances must be >= 0, got {n}")
+        raise ValueError(f"n must be >= 0, got {n}")
     bad = sorted({c for c in prefix if c in _IRI_FORBIDDEN or c <= " "})
     if bad:
         raise ValueError(f"prefix {prefix!r} has characters not allowed in an IRI: {bad!r}")
