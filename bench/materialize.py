@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ontologies import chain, plants  # noqa: E402
 from ontologies.data import data_dir  # noqa: E402
+from reasoner.progress import Progress  # noqa: E402
 
 OWLRL_CHILD = """
 import sys, time, rdflib, owlrl
@@ -77,18 +78,22 @@ def main(argv: list[str] | None = None) -> int:
     plants.write_hierarchy(taxa, hierarchy, labels=False)
     spark = build_session("rsp-sidecar bench")
     spark.sparkContext.setLogLevel("ERROR")
+    progress = Progress("bench/materialize")
     ours_seconds(spark, [hierarchy], work)  # warm-up, not counted
+    progress.phase("warm-up")
 
     rows = []
     ours = ours_seconds(spark, [hierarchy], work)
     theirs, shown = owlrl_seconds([hierarchy], args.owlrl_timeout)
     rows.append(("plant hierarchy (42k Tracheobionta subclasses)", ours, shown, theirs))
+    progress.phase("plant hierarchy: ours and owlrl")
     if args.instances:
         instances = work / f"instances_{args.instances}.nt"
         plants.write_instances(taxa, instances, args.instances, seed=1)
         ours = ours_seconds(spark, [hierarchy, instances], work)
         theirs, shown = owlrl_seconds([hierarchy, instances], args.owlrl_timeout)
         rows.append((f"hierarchy + {args.instances:,} instance triples", ours, shown, theirs))
+        progress.phase("hierarchy + instances: ours and owlrl", rows=args.instances)
 
     print(f"\n{'input':<50} {'ours':>10} {'owlrl':>36} {'owlrl/ours':>11}")
     for name, ours, shown, theirs in rows:
@@ -101,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         if not instances.exists():
             plants.write_instances(taxa, instances, n, seed=1)
         seconds = ours_seconds(spark, [hierarchy, instances], work)
+        progress.phase("scale curve point", rows=n)
         print(f"  {n:>12,}  {seconds:8.1f} s  ({n / seconds:,.0f} instance triples/s)")
         instances.unlink()
 

@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ontologies import vienna  # noqa: E402
 from ontologies.data import data_dir  # noqa: E402
+from reasoner.progress import Progress  # noqa: E402
 
 V = vienna.VIENNA_NS
 PREFIX = f"PREFIX : <{V}>\n"
@@ -329,8 +330,9 @@ def main(argv: list[str] | None = None) -> int:
                 ours, count = value
                 rows.append([name, graph_name, size, engine, count, f"{ours:.3f}", ox["shown"], rd["shown"],
                              ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd), note])
-            print("# row: " + " | ".join(map(str, rows[-1])), file=sys.stderr, flush=True)
+            progress.phase(" | ".join(map(str, rows[-1][:6])))
 
+    progress = Progress("bench/paths")
     if args.queries:
         encoded, nt, size = vienna_graph(spark, data_dir(args.data_dir), work)
         graph = PathGraph(encoded)

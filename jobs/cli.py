@@ -1,5 +1,6 @@
 """``rsp-sidecar``: one command fronting every job.
 
+    rsp-sidecar [--verbose] COMMAND ...            --verbose: keep Spark's/the JVM's log lines
     rsp-sidecar setup [--require-graphframes]     fetch GraphFrames' JVM jar into the cache
     rsp-sidecar materialize --ontology ... --out DIR [--if-changed] [--export-ntriples F]
     rsp-sidecar demo [--data-dir D] [--out DIR]   the end-to-end demo of the README
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from jobs import demo, jars, materialize
@@ -17,25 +19,14 @@ from jobs import query as query_job
 from jobs.errors import run_cli
 
 
-def _setup(args: argparse.Namespace) -> int:
-    try:
-        paths = jars.resolve()
-    except jars.JarUnavailable as exc:
-        if args.require_graphframes:
-            raise
-        print(f"warning: {exc}\nContinuing without GraphFrames: the default 'dataframe' strategy does not need it.",
-              file=sys.stderr)
-        return 0
-    print("GraphFrames jars cached:\n  " + "\n  ".join(str(p) for p in paths))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rsp-sidecar", description="Semantic-reasoning sidecar for Spark jobs")
+    parser.add_argument("--verbose", action="store_true",
+                        help="keep Spark's and the JVM's own log lines on stderr (quiet by default)")
     sub = parser.add_subparsers(dest="command", required=True)
     setup = sub.add_parser("setup", help="fetch and cache JVM dependencies (GraphFrames) from Maven Central")
-    setup.add_argument("--require-graphframes", action="store_true", help="fail when GraphFrames cannot be fetched")
-    setup.set_defaults(run=_setup)
+    jars.add_arguments(setup)
+    setup.set_defaults(run=jars.run)
     mat = sub.add_parser("materialize", help="materialize ontologies into versioned closure tables")
     materialize.add_arguments(mat)
     mat.set_defaults(run=materialize.run)
@@ -49,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     query_job.add_arguments(qry)
     qry.set_defaults(run=query_job.run)
     args = parser.parse_args(argv)
+    if args.verbose:
+        os.environ["RSP_VERBOSE"] = "1"  # read by jobs.spark.build_session
     return run_cli(args.run, args)
 
 

@@ -1,19 +1,19 @@
-"""Turn the project's expected failures into one clear line on stderr and exit code 2."""
+"""Expected failures become one ``error:`` line on stderr and exit code 2; anything else keeps its traceback.
+
+Expected failures are :class:`reasoner.errors.SidecarError` (bad input, syntax, locked store,
+missing jar, iteration cap: every package derives its own from it) and the operating system's
+file errors (missing file, no permission, a directory where a file was expected). Any other
+exception is a programming error: Python prints its traceback and the process exits with code 1.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable
 
-from jobs.jars import JarUnavailable
-from reasoner.closure import FixpointError, GraphFramesUnavailable
-from reasoner.dictionary import HashCollisionError
-from reasoner.loading import RDFLoadError
-from reasoner.schema import MissingColumnsError
-from reasoner.store import StoreError
+from reasoner.errors import SidecarError
 
-EXPECTED = (RDFLoadError, StoreError, HashCollisionError, FixpointError, GraphFramesUnavailable, JarUnavailable,
-            MissingColumnsError, FileNotFoundError, ValueError)
+EXPECTED = (SidecarError, FileNotFoundError, PermissionError, IsADirectoryError)
 
 
 def run_cli(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -35,12 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
+    from reasoner.progress import Progress
     from reasoner.publish import materialize_sources
 
     spark = build_session("rsp-sidecar materialize")
     summary = materialize_sources(spark, args.ontology, args.out, if_changed=args.if_changed,
                                   strategy=args.strategy, follow_imports=args.follow_imports,
-                                  export_ntriples=args.export_ntriples)
+                                  export_ntriples=args.export_ntriples, progress=Progress("materialize"))
     print(json.dumps(summary, sort_keys=True))
     return 0
 

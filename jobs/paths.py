@@ -7,7 +7,9 @@
 
 Prints the pairs of the pattern ``FROM EXPR TO`` (SPARQL 1.1 §18.5; a missing ``--from`` / ``--to``
 is a variable) as SPARQL 1.1 query results with the variables ``start`` and ``end`` (W3C TSV, CSV
-or JSON, see ``jobs/results.py``), sorted by their N-Triples form.
+or JSON, see ``jobs/results.py``), sorted by their N-Triples form. The pairs are distinct (as
+``SELECT DISTINCT``): SPARQL 1.1 evaluates ``/`` and ``|`` with bag semantics, and no ``--bag``
+is offered because both executors deduplicate every intermediate relation (README, paths).
 
 * ``--data``: N-Triples (read by Spark, line-parallel; bad lines are rejected, counted and
   reported on stderr with their file and line), Turtle, RDF/XML, N3, ... (parsed by rdflib) —
@@ -38,12 +40,13 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 
 from jobs.errors import run_cli  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
+from reasoner.errors import SidecarError  # noqa: E402
 
 VARIABLES = ("start", "end")
 _PREFIX_FORMATS = ("turtle", "n3", "trig")
 
 
-class PathsError(ValueError):
+class PathsError(SidecarError, ValueError):
     """An expected failure of the paths job, with a one-line message."""
 
 
@@ -72,7 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", metavar="IRI", help="base IRI for relative <iri> references in the path")
     parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
                         help="executor: Spark joins, or in memory in the driver; auto (default) runs graphs "
-                             "of up to 2M triples in memory")
+                             "of up to 2M triples in memory. local (and auto on non-N-Triples files up to "
+                             "16 MB) answers without starting Spark")
+    parser.epilog = ("Results are distinct (start, end) pairs, as SELECT DISTINCT: SPARQL 1.1 gives sequence "
+                     "(/) and alternative (|) paths bag semantics (one solution per intermediate node or "
+                     "branch); there is no --bag, as both executors deduplicate every intermediate relation.")
 
 
 def _one_line(error: Exception) -> str:
@@ -215,20 +222,76 @@ def run(args: argparse.Namespace, spark=None, out: TextIO | None = None) -> int:
         raise PathsError(_one_line(error)) from None
 
 
+#: ``--engine auto`` answers without starting Spark when the inputs (none of them N-Triples, which
+#: Spark reads line-parallel with per-line rejects) add up to at most this many bytes.
+LOCAL_FILE_BYTES = 16 * 1024 * 1024
+
+
+def _without_spark(query: Query, engine: str) -> bool:
+    if engine == "local":
+        return True
+    if engine != "auto":
+        return False
+    from reasoner.loading import detect_format
+
+    return (all(detect_format(f) != "ntriples" for f in query.files)
+            and sum(f.stat().st_size for f in query.files) <= LOCAL_FILE_BYTES)
+
+
+def evaluate_query_local(query: Query, out: TextIO, fmt: str) -> int:
+    """The in-memory executor straight from the files: rdflib parses them (N-Triples too: a bad line
+    is a located load error here, not a reject), ``paths.local`` evaluates, no JVM is started.
+    Same terms (blank nodes scoped per file, as ``reasoner.loading.load``), same sorted output."""
+    from paths import local
+    from paths.compiler import PathIterationLimit
+    from reasoner.hashing import term_id
+    from reasoner.loading import detect_format, parse_with_rdflib
+    from reasoner.terms import from_rdflib
+
+    triples: set[tuple[str, str, str]] = set()
+    for scope, path in enumerate(query.files):
+        graph = parse_with_rdflib(path, detect_format(path), scope)
+        tag = f"f{scope}."
+        triples.update((from_rdflib(s, tag), from_rdflib(p, tag), from_rdflib(o, tag)) for s, p, o in graph)
+    terms = {term_id(t): t for triple in triples for t in triple}
+    terms.update((term_id(t), t) for t in (query.start, query.end) if t is not None)
+    graph = local.LocalGraph.from_terms(sorted(triples))
+    try:
+        starts, ends = local.evaluate(graph, query.path, query.start, query.end)
+    except PathIterationLimit as error:  # LocalTooLarge propagates: --engine auto then runs on Spark
+        raise PathsError(str(error)) from None
+    pairs = sorted((terms[int(a)], terms[int(b)]) for a, b in zip(starts, ends))
+    rows = ({VARIABLES[0]: a, VARIABLES[1]: b} for a, b in pairs)
+    return write_results(rows, VARIABLES, fmt, out)
+
+
+def _write(query: Query, args: argparse.Namespace, out: TextIO | None, answer) -> None:
+    if out is not None:
+        answer(out)
+    elif args.out:
+        with open(args.out, "w", encoding="utf-8", newline="") as handle:
+            answer(handle)
+    else:
+        answer(sys.stdout)
+        sys.stdout.flush()
+
+
 def _run(args: argparse.Namespace, spark, out: TextIO | None) -> int:
     query = prepare(args)
+    if _without_spark(query, args.engine):
+        from paths.local import LocalTooLarge
+
+        try:
+            _write(query, args, out, lambda handle: evaluate_query_local(query, handle, args.format))
+            return 0
+        except LocalTooLarge:
+            if args.engine == "local":
+                raise
     if spark is None:
         from jobs.spark import build_session
 
         spark = build_session("rsp-sidecar paths")
-    if out is not None:
-        evaluate_query(spark, query, out, args.format, engine=args.engine)
-    elif args.out:
-        with open(args.out, "w", encoding="utf-8", newline="") as handle:
-            evaluate_query(spark, query, handle, args.format, engine=args.engine)
-    else:
-        evaluate_query(spark, query, sys.stdout, args.format, engine=args.engine)
-        sys.stdout.flush()
+    _write(query, args, out, lambda handle: evaluate_query(spark, query, handle, args.format, engine=args.engine))
     return 0
 
 

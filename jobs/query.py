@@ -55,13 +55,14 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 from cep.algebra import TIME_UNITS  # noqa: E402
 from jobs.errors import run_cli  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
+from reasoner.errors import SidecarError  # noqa: E402
 
 #: The extra result columns of a query with event clauses: the answer's interval.
 START_VAR, END_VAR = "_start", "_end"
 XSD_INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
 
 
-class QueryError(ValueError):
+class QueryError(SidecarError, ValueError):
     """An expected failure of the query job, with a one-line message."""
 
 

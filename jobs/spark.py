@@ -3,16 +3,26 @@
 Defaults are for a single machine (``local[*]``, few shuffle partitions, the project's cached jars
 on the classpath). Anything set by ``spark-submit`` (``--master``, ``--conf``, ``--jars``,
 ``spark-defaults.conf``) or passed in ``conf`` wins over these defaults.
+
+Quiet by default: when this process starts the JVM, Spark logs errors only (``log4j2-quiet.properties``
+next to this module, through the driver's Java options), a local session binds to 127.0.0.1 (no
+loopback-hostname warning), and the JDK's one boot line about incubator modules (Spark loads
+``jdk.incubator.vector``; the JDK has no switch for it) is dropped from the JVM's stderr. ``--verbose``
+on the CLI, or ``RSP_VERBOSE=1``, keeps all of it.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
-from jobs import jars
+from reasoner import jars
 
 LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
@@ -24,12 +34,58 @@ LOCAL_DEFAULTS = {
 }
 
 
+QUIET_LOG4J = Path(__file__).resolve().with_name("log4j2-quiet.properties")
+#: Lines the JVM prints on its stderr outside log4j that a quiet run drops.
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)
+
+
+def verbose() -> bool:
+    return os.environ.get("RSP_VERBOSE", "") not in ("", "0")
+
+
+@contextlib.contextmanager
+def _filtered_jvm_stderr() -> Iterator[None]:
+    """While the JVM starts, fd 2 is a pipe; a daemon thread forwards its lines to the real stderr,
+    minus ``_JVM_NOISE``. The JVM keeps the pipe (and the thread keeps forwarding its errors)."""
+    try:
+        sys.stderr.flush()
+        saved, real = os.dup(2), os.dup(2)
+    except (OSError, ValueError):  # no usable fd 2: nothing to filter
+        yield
+        return
+    read, write = os.pipe()
+
+    def forward() -> None:
+        with os.fdopen(read, "rb") as source, os.fdopen(real, "wb", buffering=0) as target:
+            for line in source:
+                if not line.startswith(_JVM_NOISE):
+                    target.write(line)
+
+    os.dup2(write, 2)
+    os.close(write)
+    threading.Thread(target=forward, name="rsp-sidecar-jvm-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None = None) -> SparkSession:
     """Get or create the session: local mode unless a master is already configured."""
     present = SparkConf()  # carries spark-submit's settings when run under it
     builder = SparkSession.builder.appName(app_name)
-    if not present.contains("spark.master") and not os.environ.get("MASTER"):
+    local = not present.contains("spark.master") and not os.environ.get("MASTER")
+    if local:
         builder = builder.master("local[*]")
+    quiet = not verbose() and SparkContext._active_spark_context is None and not _jvm_running()
+    if quiet:
+        options = present.get("spark.driver.extraJavaOptions", "")
+        if "log4j2.configurationFile" not in options:
+            builder = builder.config("spark.driver.extraJavaOptions",
+                                     f"{options} -Dlog4j2.configurationFile=file:{QUIET_LOG4J}".strip())
+        if local:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for key, value in LOCAL_DEFAULTS.items():
         if not present.contains(key):
             builder = builder.config(key, value)
@@ -39,6 +95,13 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
         builder = builder.config("spark.jars", ",".join(listed + [j for j in extra if j not in listed]))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(os.environ.get("RSP_SPARK_LOG_LEVEL", "WARN"))
+    with _filtered_jvm_stderr() if quiet else contextlib.nullcontext():
+        session = builder.getOrCreate()
+    default = "WARN" if verbose() else "ERROR"
+    session.sparkContext.setLogLevel(os.environ.get("RSP_SPARK_LOG_LEVEL", default))
     return session
+
+
+def _jvm_running() -> bool:
+    """Whether this process already has a JVM (PySpark's gateway): JVM options cannot change then."""
+    return SparkContext._gateway is not None

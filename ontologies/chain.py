@@ -16,11 +16,17 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from reasoner.errors import SidecarError
+from reasoner.progress import Progress
 from reasoner.vocab import RDFS_SUBCLASSOF, iri
 
 CHAIN_NS = "http://example.org/chain#"
 _CHUNK = 100_000  # triples per write
 
+
+
+class ChainShapeError(SidecarError, ValueError):
+    """A chain/tree shape that cannot be built (negative depth, no branches)."""
 
 def chain_class(k: int) -> str:
     """The N-Triples IRI of class number ``k``."""
@@ -30,7 +36,7 @@ def chain_class(k: int) -> str:
 def class_count(depth: int, branching: int = 1) -> int:
     """Number of classes in a complete ``branching``-ary tree of the given depth (a chain if 1)."""
     if depth < 0 or branching < 1:
-        raise ValueError(f"need depth >= 0 and branching >= 1, got depth={depth}, branching={branching}")
+        raise ChainShapeError(f"need depth >= 0 and branching >= 1, got depth={depth}, branching={branching}")
     return depth + 1 if branching == 1 else (branching ** (depth + 1) - 1) // (branching - 1)
 
 
@@ -61,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("need --depth >= 0 and --branching >= 1")
     started = time.perf_counter()
     triples = write_chain(args.out, args.depth, args.branching)
+    Progress("chain").phase(f"{args.out} written", rows=triples)
     print(json.dumps({
         "depth": args.depth,
         "branching": args.branching,

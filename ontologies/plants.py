@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ontologies.data import data_dir
+from reasoner.errors import SidecarError
+from reasoner.progress import Progress
 from reasoner.terms import literal
 from reasoner.vocab import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASSOF, iri
 
@@ -47,7 +49,7 @@ _CHUNK_DIGITS = 5
 _CHUNK = 10**_CHUNK_DIGITS  # lines per write in write_instances
 
 
-class TaxonomyError(ValueError):
+class TaxonomyError(SidecarError, ValueError):
     """A malformed taxonomy CSV; the message names file, line, column and what was expected."""
 
     def __init__(self, path: str | Path, line: int, column: str, message: str) -> None:
@@ -236,8 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         source = taxonomy_path(data_dir(args.data_dir), args.species_level)
         started = time.perf_counter()
+        progress = Progress("plants")
         taxa = read_taxonomy(source)
+        progress.phase(f"taxonomy read from {source}", rows=len(taxa))
         triples = write_hierarchy(taxa, args.out, labels=not args.no_labels, ranks=args.ranks)
+        progress.phase(f"hierarchy written to {args.out}", rows=triples)
         summary: dict[str, object] = {
             "source": str(source),
             "taxa": len(taxa),
@@ -250,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             started = time.perf_counter()
             summary["instances"] = write_instances(taxa, args.instances_out, args.instances, seed=args.seed)
             summary["instances_out"] = str(args.instances_out)
+            progress.phase(f"instances written to {args.instances_out}", rows=summary["instances"])
             summary["instances_seconds"] = round(time.perf_counter() - started, 3)
     except (FileNotFoundError, TaxonomyError, KeyError) as error:
         print(f"error: {error}", file=sys.stderr)

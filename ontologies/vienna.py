@@ -59,6 +59,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ontologies.data import data_dir
+from reasoner.errors import SidecarError
+from reasoner.progress import Progress
 from reasoner.terms import literal
 from reasoner.vocab import RDF_TYPE, RDFS_LABEL, RDFS_NS, XSD_DECIMAL, XSD_INTEGER, XSD_NS, iri
 
@@ -140,7 +142,7 @@ def connection_iri(line_id: str, from_stop: str, to_stop: str) -> str:
 STEPHANSPLATZ = station_iri(STEPHANSPLATZ_DIVA)
 
 
-class ViennaDataError(ValueError):
+class ViennaDataError(SidecarError, ValueError):
     """A source file that cannot be used at all; names the file and line."""
 
     def __init__(self, path: str | Path, line: int, message: str) -> None:
@@ -518,13 +520,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         source = data_dir(args.data_dir)
         started = time.perf_counter()
+        progress = Progress("vienna")
         network = build(source)
+        progress.phase("network built from the Wiener Linien CSVs")
         report = summary(network, source / "vienna")
         report["triples"] = write_ntriples(network, args.out)
+        progress.phase(f"{args.out} written", rows=report["triples"])
         report["out"] = str(args.out)
         if args.rejects:
             write_rejects(network, args.rejects)
             report["rejects_out"] = str(args.rejects)
+            progress.phase(f"{args.rejects} written")
         report["seconds"] = round(time.perf_counter() - started, 3)
     except (FileNotFoundError, ViennaDataError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -50,6 +50,7 @@ from typing import Any, Protocol
 
 from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Path, Plus, Seq,
                            SelfTerm, Star, Test)
+from reasoner.errors import SidecarError
 from reasoner.hashing import term_id
 
 __all__ = ["START", "END", "End", "Executor", "Compiler", "PathIterationLimit",
@@ -68,7 +69,7 @@ Ids = Any
 """An executor's set of ids, not necessarily distinct."""
 
 
-class PathIterationLimit(RuntimeError):
+class PathIterationLimit(SidecarError, RuntimeError):
     """A closure (``e+`` / ``e*``) did not reach its fixpoint within the iteration cap."""
 
     def __init__(self, path: Path, cap: int, root: Path | None = None):

@@ -29,6 +29,7 @@ import numpy as np
 
 from paths.algebra import AxisKind, Domain, Path
 from paths.compiler import START, Compiler, DEFAULT_MAX_ITERATIONS, constant_id
+from reasoner.errors import SidecarError
 from reasoner.hashing import term_id
 
 __all__ = ["LocalGraph", "LocalExecutor", "LocalTooLarge", "evaluate", "DEFAULT_MAX_PAIRS"]
@@ -42,7 +43,7 @@ _LOW = np.int64((1 << 32) - 1)
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
-class LocalTooLarge(MemoryError):
+class LocalTooLarge(SidecarError, MemoryError):
     """An intermediate relation of an in-memory evaluation exceeded its pair budget."""
 
     def __init__(self, rows: int, budget: int):

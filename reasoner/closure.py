@@ -15,17 +15,19 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from reasoner.schema import SUB, SUP
+from reasoner.errors import SidecarError
+from reasoner.schema import (ANCESTORS, COMP_SUB, COMP_SUP, CYCLIC, GF_COMPONENT, GF_DST, GF_ID, GF_SRC, GOT,
+                             KNOWN, MID, OLD_ANCESTORS, SUB, SUP)
 from reasoner.sparkutil import cut, cut_counted
 
 STRATEGIES = ("dataframe", "graphframes")
 
 
-class FixpointError(RuntimeError):
+class FixpointError(SidecarError, RuntimeError):
     """An iterative computation did not converge within its round cap."""
 
 
-class GraphFramesUnavailable(RuntimeError):
+class GraphFramesUnavailable(SidecarError, RuntimeError):
     """The GraphFrames strategy was asked for but its JVM library is not on the classpath."""
 
 
@@ -40,8 +42,8 @@ def transitive_closure(edges: DataFrame, strategy: str = "dataframe", max_rounds
 
 def _compose(left: DataFrame, right: DataFrame) -> DataFrame:
     """{(a, c) | (a, b) ∈ left, (b, c) ∈ right}."""
-    l, r = left.alias("l"), right.alias("r")
-    return l.join(r, F.col(f"l.{SUP}") == F.col(f"r.{SUB}")).select(F.col(f"l.{SUB}").alias(SUB), F.col(f"r.{SUP}").alias(SUP))
+    return (left.select(SUB, F.col(SUP).alias(MID))
+            .join(right.select(F.col(SUB).alias(MID), SUP), MID).select(SUB, SUP))
 
 
 #: A delta with at most this many pairs is broadcast to the joins of the next round.
@@ -59,10 +61,10 @@ def closure_dataframe(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     delta = closure
     for _ in range(max_rounds):
         d = F.broadcast(delta) if size <= BROADCAST_PAIRS else delta
-        candidates = _compose(d, closure).unionAll(_compose(closure, d)).withColumn("_known", F.lit(False))
-        new = (candidates.unionAll(closure.withColumn("_known", F.lit(True)))
-               .groupBy(SUB, SUP).agg(F.max("_known").alias("_known"))
-               .filter(~F.col("_known")).select(SUB, SUP))
+        candidates = _compose(d, closure).unionAll(_compose(closure, d)).withColumn(KNOWN, F.lit(False))
+        new = (candidates.unionAll(closure.withColumn(KNOWN, F.lit(True)))
+               .groupBy(SUB, SUP).agg(F.max(KNOWN).alias(KNOWN))
+               .filter(~F.col(KNOWN)).select(SUB, SUP))
         new, size = cut_counted(new)
         if size == 0:
             return closure
@@ -86,44 +88,46 @@ def closure_graphframes(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     """SCC condensation + ancestor-set propagation with GraphFrames (see module doc)."""
     spark = edges.sparkSession
     if not graphframes_available(spark):
-        from jobs.jars import GRAPHFRAMES, JarUnavailable, cache_dir  # message and remedy live there
+        from reasoner.jars import GRAPHFRAMES, JarUnavailable, cache_dir  # message and remedy live there
 
         raise GraphFramesUnavailable(str(JarUnavailable(GRAPHFRAMES, "its classes are not on this Spark session's "
                                                                      "classpath", cache_dir())))
     from graphframes import GraphFrame
     from graphframes.lib import AggregateMessages as AM
 
-    e = edges.select(F.col(SUB).alias("src"), F.col(SUP).alias("dst")).distinct()
-    v = e.select(F.col("src").alias("id")).union(e.select(F.col("dst").alias("id"))).distinct()
+    e = edges.select(F.col(SUB).alias(GF_SRC), F.col(SUP).alias(GF_DST)).distinct()
+    v = e.select(F.col(GF_SRC).alias(GF_ID)).union(e.select(F.col(GF_DST).alias(GF_ID))).distinct()
     spark.sparkContext.setCheckpointDir(spark.conf.get("spark.local.dir", "/tmp") + "/rsp-sidecar-checkpoints")
-    members = GraphFrame(v, e).stronglyConnectedComponents(maxIter=max_rounds).select("id", "component")
-    comp = members.alias("m")
-    dag = (e.join(comp.withColumnRenamed("id", "src").withColumnRenamed("component", "cs"), "src")
-           .join(comp.withColumnRenamed("id", "dst").withColumnRenamed("component", "cd"), "dst")
-           .select(F.col("cs").alias("src"), F.col("cd").alias("dst")).distinct())
-    cyclic = (dag.filter(F.col("src") == F.col("dst")).select(F.col("src").alias("c"))
-              .union(members.groupBy("component").count().filter("count > 1").select(F.col("component").alias("c")))
+    members = GraphFrame(v, e).stronglyConnectedComponents(maxIter=max_rounds).select(GF_ID, GF_COMPONENT)
+    comp = members
+    dag = (e.join(comp.withColumnRenamed(GF_ID, GF_SRC).withColumnRenamed(GF_COMPONENT, COMP_SUB), GF_SRC)
+           .join(comp.withColumnRenamed(GF_ID, GF_DST).withColumnRenamed(GF_COMPONENT, COMP_SUP), GF_DST)
+           .select(F.col(COMP_SUB).alias(GF_SRC), F.col(COMP_SUP).alias(GF_DST)).distinct())
+    cyclic = (dag.filter(F.col(GF_SRC) == F.col(GF_DST)).select(F.col(GF_SRC).alias(CYCLIC))
+              .union(members.groupBy(GF_COMPONENT).count().filter(F.col("count") > 1)  # groupBy().count()'s column
+                     .select(F.col(GF_COMPONENT).alias(CYCLIC)))
               .distinct())
-    dag = dag.filter(F.col("src") != F.col("dst")).transform(cut)
-    nodes = members.select(F.col("component").alias("id")).distinct()
-    ancestors = nodes.withColumn("anc", F.array().cast("array<long>")).transform(cut)
+    dag = dag.filter(F.col(GF_SRC) != F.col(GF_DST)).transform(cut)
+    nodes = members.select(F.col(GF_COMPONENT).alias(GF_ID)).distinct()
+    ancestors = nodes.withColumn(ANCESTORS, F.array().cast("array<long>")).transform(cut)
     for _ in range(max_rounds):
         graph = GraphFrame(ancestors, dag)
         msgs = graph.aggregateMessages(
-            F.flatten(F.collect_list(AM.msg)).alias("got"),
-            sendToSrc=F.concat(F.array(AM.dst["id"]), AM.dst["anc"]))
-        updated = (ancestors.join(msgs, "id", "left")
-                   .select("id", F.array_sort(F.array_distinct(F.concat(F.col("anc"), F.coalesce(
-                       F.col("got"), F.array().cast("array<long>"))))).alias("anc"))
+            F.flatten(F.collect_list(AM.msg)).alias(GOT),
+            sendToSrc=F.concat(F.array(AM.dst[GF_ID]), AM.dst[ANCESTORS]))
+        updated = (ancestors.join(msgs, GF_ID, "left")
+                   .select(GF_ID, F.array_sort(F.array_distinct(F.concat(F.col(ANCESTORS), F.coalesce(
+                       F.col(GOT), F.array().cast("array<long>"))))).alias(ANCESTORS))
                    .transform(cut))
-        changed = updated.join(ancestors.withColumnRenamed("anc", "old"), "id").filter(F.col("anc") != F.col("old"))
+        changed = (updated.join(ancestors.withColumnRenamed(ANCESTORS, OLD_ANCESTORS), GF_ID)
+                   .filter(F.col(ANCESTORS) != F.col(OLD_ANCESTORS)))
         ancestors = updated
         if changed.isEmpty():
             break
     else:
         raise FixpointError(f"ancestor propagation did not converge within {max_rounds} rounds")
-    comp_pairs = (ancestors.select(F.col("id").alias("cs"), F.explode("anc").alias("cd"))
-                  .union(cyclic.select(F.col("c").alias("cs"), F.col("c").alias("cd"))))
-    return (comp_pairs.join(members.select(F.col("component").alias("cs"), F.col("id").alias(SUB)), "cs")
-            .join(members.select(F.col("component").alias("cd"), F.col("id").alias(SUP)), "cd")
+    comp_pairs = (ancestors.select(F.col(GF_ID).alias(COMP_SUB), F.explode(ANCESTORS).alias(COMP_SUP))
+                  .union(cyclic.select(F.col(CYCLIC).alias(COMP_SUB), F.col(CYCLIC).alias(COMP_SUP))))
+    return (comp_pairs.join(members.select(F.col(GF_COMPONENT).alias(COMP_SUB), F.col(GF_ID).alias(SUB)), COMP_SUB)
+            .join(members.select(F.col(GF_COMPONENT).alias(COMP_SUP), F.col(GF_ID).alias(SUP)), COMP_SUP)
             .select(SUB, SUP).distinct())

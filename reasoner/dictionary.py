@@ -13,11 +13,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from reasoner.schema import ID, O, P, S, TERM, require_columns
+from reasoner.errors import SidecarError
+from reasoner.schema import ID, O, OTHER, P, S, TERM, require_columns
 from reasoner.vocab import ENTAILMENT_VOCABULARY
 
 
-class HashCollisionError(RuntimeError):
+class HashCollisionError(SidecarError, RuntimeError):
     """Two distinct terms hash to the same 64-bit id."""
 
     def __init__(self, collisions: list[tuple[int, list[str]]]):
@@ -64,12 +65,12 @@ def checked_dictionary(parts: Sequence[DataFrame]) -> tuple[DataFrame, DataFrame
         union = union.unionAll(part.select(ID, TERM))
     # On disk only: a dictionary of millions of strings must not hold the executors' memory,
     # which the joins and aggregations of the closure need (a 1 GB driver runs out otherwise).
-    grouped = (union.groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias("_other"))
+    grouped = (union.groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias(OTHER))
                .persist(StorageLevel.DISK_ONLY))
-    clashes = grouped.filter(F.col(TERM) != F.col("_other")).limit(100).collect()
+    clashes = grouped.filter(F.col(TERM) != F.col(OTHER)).limit(100).collect()
     if clashes:
         grouped.unpersist()
-        raise HashCollisionError([(row[ID], [row[TERM], row["_other"]]) for row in clashes])
+        raise HashCollisionError([(row[ID], [row[TERM], row[OTHER]]) for row in clashes])
     return grouped.select(ID, TERM), grouped
 
 

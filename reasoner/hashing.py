@@ -2,7 +2,7 @@
 
 This is exactly Spark's built-in ``xxhash64(col)``, so Spark encodes whole tables with a
 projection (no join, no UDF) and Python computes the id of a single constant (a vocabulary term,
-a bound path end) without asking Spark. ``tests/test_dictionary.py`` checks both agree.
+a bound path end) without asking Spark. ``tests/test_loading_store.py`` checks both agree.
 """
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from reasoner.errors import SidecarError
 from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S
 from reasoner.terms import from_rdflib
 from reasoner.vocab import OWL_IMPORTS, XSD_STRING
@@ -43,7 +44,7 @@ _NT_SUFFIXES = (".nt", ".ntriples")
 FORMATS = sorted({"ntriples", *_RDFLIB_FORMATS.values()})
 
 
-class RDFLoadError(ValueError):
+class RDFLoadError(SidecarError, ValueError):
     """A source cannot be read: names the file, line and column (where known) and the problem."""
 
     def __init__(self, file: str, problem: str, line: int | None = None, column: int | None = None):

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from reasoner import rules
 from reasoner.closure import FixpointError
+from reasoner.errors import SidecarError
 from reasoner.sparkutil import cut, cut_counted
 from reasoner.schema import CLASS, ID, INSTANCE, O, P, PROPERTY, S, SUB, SUP
 
@@ -45,6 +46,10 @@ class Closure:
     rounds: int
     property_iterations: int
     timings: dict[str, float]
+
+
+class SchemaTooLarge(SidecarError, ValueError):
+    """The property-level schema is too large to be joined in memory (not a schema this reasoner supports)."""
 
 
 def _small(df: DataFrame, rows: int) -> DataFrame:
@@ -89,12 +94,12 @@ def _schema(triples: DataFrame, strategy: str) -> _Schema:
         | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl))).transform(cut)
     properties = schema_triples.filter(~F.col(P).isin(rules.SC, rules.EQC)).limit(MAX_PROPERTY_SCHEMA_ROWS + 1).collect()
     if len(properties) > MAX_PROPERTY_SCHEMA_ROWS:
-        raise ValueError(f"more than {MAX_PROPERTY_SCHEMA_ROWS} property-level schema triples (subPropertyOf, domain, "
+        raise SchemaTooLarge(f"more than {MAX_PROPERTY_SCHEMA_ROWS} property-level schema triples (subPropertyOf, domain, "
                          f"range, inverseOf, equivalentProperty, property types): not a schema this reasoner supports")
     by_p: dict[int, set[tuple[int, int]]] = {}
     for row in properties:
         by_p.setdefault(row[P], set()).add((row[S], row[O]))
-    sp_edges = by_p.get(rules.SP, set()) | rules.both_ways_set(by_p.get(rules.EQP, set()))
+    sp_edges = by_p.get(rules.SP, set()) | rules.scm_eqp1(by_p.get(rules.EQP, set()))
     types = by_p.get(rules.TYPE, set())
     sc = rules.rdfs11(rules.pairs(schema_triples, rules.SC).unionAll(rules.scm_eqc1(schema_triples)), strategy)
     sc_rows = sc.count()

@@ -14,6 +14,7 @@ from reasoner import loading, store
 from reasoner.closure import STRATEGIES
 from reasoner.dictionary import checked_dictionary, dictionary_terms, encode_triples
 from reasoner.materialize import materialize
+from reasoner.progress import SILENT, Progress
 from reasoner.rules import RULES
 from reasoner.schema import DICTIONARY, ID, INFERRED, O, P, REJECTS, S, SUBCLASS, SUBPROPERTY, TERM, TRANSITIVE, TYPES
 
@@ -24,8 +25,9 @@ def _fingerprint(sources: Sequence[loading.Source], strategy: str) -> dict:
 
 def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: str | Path, *,
                         if_changed: bool = False, strategy: str = "dataframe", follow_imports: bool = False,
-                        export_ntriples: str | Path | None = None) -> dict:
-    """Load, close and publish; returns the run summary (also stored in the manifest)."""
+                        export_ntriples: str | Path | None = None, progress: Progress = SILENT) -> dict:
+    """Load, close and publish; returns the run summary (also stored in the manifest).
+    ``progress`` reports each phase (``reasoner.progress``; silent by default)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     started = time.perf_counter()
@@ -40,6 +42,7 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
                 export(store.open_version(spark, out).table(INFERRED, decoded=True), export_ntriples)
             return summary
     timings["load_planned"] = time.perf_counter() - started
+    progress.phase(f"loading {len(loaded.sources)} source(s)")
     with store.new_version(out) as version:
         t0 = time.perf_counter()
         dictionary, cached = checked_dictionary([dictionary_terms(loaded.triples)])
@@ -47,6 +50,7 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
         cached.unpersist()  # read back from Parquet below
         rejected = version.write_table(REJECTS, loaded.rejects)
         timings["load_and_dictionary"] = time.perf_counter() - t0
+        progress.phase("dictionary written", rows=counts[DICTIONARY])
         t0 = time.perf_counter()
         dictionary = spark.read.parquet(str(version.staging / DICTIONARY))
         # Read and parse the sources once more, then keep the encoded triples (3 longs a row).
@@ -59,6 +63,7 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
             t1 = time.perf_counter()
             counts[name] = version.write_table(name, df)
             timings[f"write_{name}"] = time.perf_counter() - t1
+            progress.phase(f"{name} written", rows=counts[name])
         closure.types.unpersist()
         triples.unpersist()
         timings["materialize"] = time.perf_counter() - t0

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from reasoner.closure import transitive_closure
 from reasoner.hashing import term_id
-from reasoner.schema import CLASS, ID, INSTANCE, O, P, S, SUB, SUP
+from reasoner.schema import CLASS, ID, INSTANCE, MID, O, P, S, SUB, SUP
 from reasoner.vocab import (OWL_EQUIVALENTCLASS, OWL_EQUIVALENTPROPERTY, OWL_INVERSEOF, OWL_SYMMETRICPROPERTY,
                             OWL_TRANSITIVEPROPERTY, RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF,
                             RDFS_SUBPROPERTYOF)
@@ -72,9 +72,12 @@ def scm_eqc1(triples: DataFrame) -> DataFrame:
     return both_ways(pairs(triples, EQC))
 
 
-def scm_eqp1(triples: DataFrame) -> DataFrame:
-    """scm-eqp1: (p owl:equivalentProperty q) ⟹ (p rdfs:subPropertyOf q), (q rdfs:subPropertyOf p)."""
-    return both_ways(pairs(triples, EQP))
+def scm_eqp1(eqp_pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """scm-eqp1: (p owl:equivalentProperty q) ⟹ (p rdfs:subPropertyOf q), (q rdfs:subPropertyOf p).
+
+    On the driver, like rdfs5: property-level schema is collected (``reasoner.materialize``).
+    """
+    return both_ways_set(eqp_pairs)
 
 
 def rdfs5(sp_edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
@@ -131,12 +134,11 @@ def prp_trp(delta: DataFrame, known: DataFrame, transitive: DataFrame) -> DataFr
     delta included), in both orders.
     """
     trans = transitive.select(F.col(SUB).alias(P))
-    d = delta.join(trans, P).alias("d")
-    k = known.join(trans, P).alias("k")
-    right = d.join(k, (F.col("d.p") == F.col("k.p")) & (F.col("d.o") == F.col("k.s"))).select(
-        F.col("d.s").alias(S), F.col("d.p").alias(P), F.col("k.o").alias(O))
-    left = k.join(d, (F.col("k.p") == F.col("d.p")) & (F.col("k.o") == F.col("d.s"))).select(
-        F.col("k.s").alias(S), F.col("k.p").alias(P), F.col("d.o").alias(O))
+    d, k = delta.join(trans, P), known.join(trans, P)
+    right = (d.select(S, P, F.col(O).alias(MID))
+             .join(k.select(F.col(S).alias(MID), P, O), [P, MID]).select(S, P, O))
+    left = (k.select(S, P, F.col(O).alias(MID))
+            .join(d.select(F.col(S).alias(MID), P, O), [P, MID]).select(S, P, O))
     return right.unionAll(left)
 
 

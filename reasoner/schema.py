@@ -8,6 +8,8 @@ from collections.abc import Iterable
 
 from pyspark.sql import DataFrame
 
+from reasoner.errors import SidecarError
+
 # triples (encoded: long ids; decoded: N-Triples strings)
 S, P, O = "s", "p", "o"
 # dictionary
@@ -20,6 +22,14 @@ PROPERTY = "property"
 T_START, T_END = "t_start", "t_end"
 # reject outputs
 FILE, LINE, REASON, RAW = "file", "line", "reason", "raw"
+# GraphFrames' fixed column names (its API: vertices ``id``, edges ``src``/``dst``, SCC ``component``)
+GF_ID, GF_SRC, GF_DST, GF_COMPONENT = "id", "src", "dst", "component"
+# scratch columns of the reasoner's own joins, never published
+MID = "_mid"  # the shared middle node of a composition (a, mid), (mid, c)
+KNOWN = "_known"  # whether a candidate pair was already in the closure
+OTHER = "_other"  # a second term seen for one id (hash collision check)
+ANCESTORS, OLD_ANCESTORS, GOT = "anc", "old", "got"  # GraphFrames ancestor-set propagation
+COMP_SUB, COMP_SUP, CYCLIC = "cs", "cd", "c"  # component-level pairs, components on a cycle
 
 SUBCLASS = "subclass"
 SUBPROPERTY = "subproperty"
@@ -44,7 +54,7 @@ TERM_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-class MissingColumnsError(ValueError):
+class MissingColumnsError(SidecarError, ValueError):
     """A DataFrame lacks columns an operation needs."""
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from reasoner.dictionary import decode
+from reasoner.errors import SidecarError
 from reasoner.schema import DICTIONARY, REJECTS, TABLE_COLUMNS, TERM_COLUMNS
 
 VERSIONS = "versions"
@@ -40,7 +41,7 @@ MANIFEST = "manifest.json"
 TABLES = tuple(TABLE_COLUMNS) + (REJECTS,)
 
 
-class StoreError(RuntimeError):
+class StoreError(SidecarError, RuntimeError):
     """The output directory is missing, locked, or does not hold the asked version."""
 
 

@@ -34,10 +34,3 @@ def from_rdflib(node: Node, bnode_scope: str = "") -> str:
         return literal(str(node), lang=node.language, datatype=f"<{node.datatype}>" if node.datatype else None)
     raise TypeError(f"not an RDF term: {node!r} ({type(node).__name__})")
 
-
-def is_literal(term: str) -> bool:
-    return term.startswith('"')
-
-
-def is_iri(term: str) -> bool:
-    return term.startswith("<")
