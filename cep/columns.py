@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = ["T_START", "T_END", "ITEM", "STREAM_COLUMNS", "VAR_PREFIX", "var_column", "column_var",
-           "is_var_column", "var_columns", "scratch"]
+           "is_var_column", "var_columns", "scratch", "LIFE_FROM", "LIFE_TO"]
 
 VAR_PREFIX = "v_"
 #: the stream-item column of a stream DataFrame ``(item, s, p, o, t_start, t_end)`` (the triples
@@ -36,6 +36,9 @@ ITEM = "item"
 #: (§4.1), the item's id and interval repeated on each of its triples
 STREAM_COLUMNS = (ITEM, S, P, O, T_START, T_END)
 _SCRATCH = "_"
+#: the lifetime of a row in the continuous runtime (``cep.lifetimes``): the instants
+#: LIFE_FROM ≤ t ≤ LIFE_TO at which the row is in the result
+LIFE_FROM, LIFE_TO = "life_from", "life_to"
 
 
 def var_column(name: str) -> str:

@@ -39,9 +39,10 @@ the window content with the items' intervals clipped):
 * :func:`w_range` RANGE T (slide 1): the paper's w_RANGE, see its comment;
 * :func:`w_now` NOW = w_RANGE(S, t, 0), the items valid at t;
 * :func:`w_all` ALL (landmark) = w_RANGE(S, t, ∞): every item started by t, t2 clipped to t;
-* :func:`w_triples` TRIPLES n: the last n *triples* started by t, most recent first by
-  (t_start, t_end) and then by (item, s, p, o) descending to break ties deterministically,
-  clipped like ALL; a graph item may be cut (only its triples in the window are matched);
+* :func:`w_triples` TRIPLES n: the last n *triples* started by t, most recent first by their
+  own (t_start, t_end) and then by (item, s, p, o) descending to break ties deterministically,
+  then clipped like ALL (ordering before clipping keeps each triple's rank the same at every t,
+  which is what lets the continuous runtime give it one lifetime, ``cep.lifetimes``); a graph item may be cut (only its triples in the window are matched);
 * :func:`w_step` RANGE T STEP s / TUMBLING (s = T): C-SPARQL's report policy "on window close".
   Windows close at the multiples of s (time origin 0); at time t the content is the last closed
   window, c = ⌊t/s⌋·s (:func:`close_instant`), evaluated as w_RANGE(S, c, T). Between two closes
@@ -53,6 +54,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from cep import windows as W
 from cep.columns import ITEM, STREAM_COLUMNS, T_END, T_START, scratch, var_columns
 from cep.timeline import close_instant
 from reasoner.schema import O, P, S, require_columns
@@ -60,7 +62,12 @@ from reasoner.schema import O, P, S, require_columns
 __all__ = [
     "canonical", "join", "union", "seq", "seq_wo", "no_head", "no_tail", "left_join",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant", "STREAM_COLUMNS",
+    "window", "constant", "within_item", "EXTRA", "prefixed", "compatible", "merged", "side_col",
 ]
+
+#: the columns a row carries besides the mapping and its interval (none; ``cep.lifetimes`` adds
+#: the row's lifetime: the two modules offer the same functions to ``cep.spark``'s one walk)
+EXTRA: tuple[str, ...] = ()
 
 _L, _R, _N, _M = "l", "r", "n", "m"
 
@@ -76,7 +83,7 @@ def canonical(df: DataFrame) -> DataFrame:
                      F.col(T_START).cast("long").alias(T_START), F.col(T_END).cast("long").alias(T_END))
 
 
-def _prefixed(df: DataFrame, side: str) -> DataFrame:
+def prefixed(df: DataFrame, side: str) -> DataFrame:
     """All columns renamed ``_<side>_<column>`` (so both sides of a join have distinct names)."""
     return df.select(*[F.col(c).alias(scratch(side, c)) for c in df.columns])
 
@@ -85,7 +92,7 @@ def _nullable(df: DataFrame, column: str) -> bool:
     return df.schema[column].nullable
 
 
-def _compatible(left: DataFrame, lside: str | None, right: DataFrame, rside: str | None) -> Column:
+def compatible(left: DataFrame, lside: str | None, right: DataFrame, rside: str | None) -> Column:
     """μ1 ~ μ2 over the variable columns of ``left`` and ``right`` (module docstring).
 
     ``lside``/``rside``: the prefix the side's columns carry in the joined frame (None = none).
@@ -103,7 +110,7 @@ def _compatible(left: DataFrame, lside: str | None, right: DataFrame, rside: str
     return cond
 
 
-def _merged(left: DataFrame, lside: str, right: DataFrame, rside: str) -> list[Column]:
+def merged(left: DataFrame, lside: str, right: DataFrame, rside: str) -> list[Column]:
     """The variable columns of μ1 ∪ μ2 (coalesce on shared variables: the bound value)."""
     lv, rv = set(var_columns(left)), set(var_columns(right))
     out = []
@@ -117,7 +124,7 @@ def _merged(left: DataFrame, lside: str, right: DataFrame, rside: str) -> list[C
     return out
 
 
-def _col(side: str | None, column: str) -> Column:
+def side_col(side: str | None, column: str) -> Column:
     return F.col(column if side is None else scratch(side, column))
 
 
@@ -129,16 +136,16 @@ def _intersecting(o1: DataFrame, o2: DataFrame, what: str) -> tuple[DataFrame, C
     and the bounds of the intersection, max(t1,t3) and min(t2,t4): the pairs JOIN keeps (§4.2)."""
     _check(o1, f"{what} left")
     _check(o2, f"{what} right")
-    l, r = _prefixed(o1, _L), _prefixed(o2, _R)
-    start = F.greatest(_col(_L, T_START), _col(_R, T_START))
-    end = F.least(_col(_L, T_END), _col(_R, T_END))
-    return l.join(r, _compatible(o1, _L, o2, _R) & (start <= end), "inner"), start, end
+    l, r = prefixed(o1, _L), prefixed(o2, _R)
+    start = F.greatest(side_col(_L, T_START), side_col(_R, T_START))
+    end = F.least(side_col(_L, T_END), side_col(_R, T_END))
+    return l.join(r, compatible(o1, _L, o2, _R) & (start <= end), "inner"), start, end
 
 
 def join(o1: DataFrame, o2: DataFrame) -> DataFrame:
     """JOIN(Ω1, Ω2): compatible pairs whose intervals intersect; the intersection (§4.2, eq. 1-2)."""
     joined, start, end = _intersecting(o1, o2, "JOIN")
-    return joined.select(*_merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END)).distinct()
+    return joined.select(*merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END)).distinct()
 
 
 def union(o1: DataFrame, o2: DataFrame) -> DataFrame:
@@ -150,16 +157,16 @@ def union(o1: DataFrame, o2: DataFrame) -> DataFrame:
 def _followed(o1: DataFrame, o2: DataFrame) -> DataFrame:
     """The compatible pairs of Ω1 × Ω2 where the Ω1 mapping ends before the Ω2 one starts, t2 < t3
     (columns prefixed ``_l_``/``_r_``): the pairs SEQ and SEQ_WO start from (eq. 4, 8)."""
-    l, r = _prefixed(o1, _L), _prefixed(o2, _R)
-    return l.join(r, _compatible(o1, _L, o2, _R) & (_col(_L, T_END) < _col(_R, T_START)), "inner")
+    l, r = prefixed(o1, _L), prefixed(o2, _R)
+    return l.join(r, compatible(o1, _L, o2, _R) & (side_col(_L, T_END) < side_col(_R, T_START)), "inner")
 
 
 def seq(o1: DataFrame, o2: DataFrame) -> DataFrame:
     """SEQ(Ω1, Ω2) = {<μ1 ∪ μ2, [t1, t4]> | μ1 ~ μ2, t2 < t3} (eq. 4, 11)."""
     _check(o1, "SEQ left")
     _check(o2, "SEQ right")
-    return _followed(o1, o2).select(*_merged(o1, _L, o2, _R), _col(_L, T_START).alias(T_START),
-                                    _col(_R, T_END).alias(T_END)).distinct()
+    return _followed(o1, o2).select(*merged(o1, _L, o2, _R), side_col(_L, T_START).alias(T_START),
+                                    side_col(_R, T_END).alias(T_END)).distinct()
 
 
 def seq_wo(o1: DataFrame, o2: DataFrame, o3: DataFrame) -> DataFrame:
@@ -169,11 +176,11 @@ def seq_wo(o1: DataFrame, o2: DataFrame, o3: DataFrame) -> DataFrame:
         _check(df, what)
     gap_start, gap_end = scratch("gap", "start"), scratch("gap", "end")
     pairs = _followed(o1, o3).select(
-        *_merged(o1, _L, o3, _R), _col(_L, T_START).alias(T_START), _col(_R, T_END).alias(T_END),
-        _col(_L, T_END).alias(gap_start), _col(_R, T_START).alias(gap_end))
-    neg = _prefixed(o2, _N)
-    blocked = (_compatible(pairs, None, o2, _N) & (_col(_N, T_START) >= F.col(gap_start))
-               & (_col(_N, T_END) <= F.col(gap_end)))
+        *merged(o1, _L, o3, _R), side_col(_L, T_START).alias(T_START), side_col(_R, T_END).alias(T_END),
+        side_col(_L, T_END).alias(gap_start), side_col(_R, T_START).alias(gap_end))
+    neg = prefixed(o2, _N)
+    blocked = (compatible(pairs, None, o2, _N) & (side_col(_N, T_START) >= F.col(gap_start))
+               & (side_col(_N, T_END) <= F.col(gap_end)))
     kept = pairs.join(neg, blocked, "left_anti")
     return canonical(kept).distinct()
 
@@ -183,8 +190,8 @@ def no_head(o1: DataFrame, o2: DataFrame) -> DataFrame:
     (eq. 6, 13). Ω1 is the negated head."""
     _check(o1, "NO_HEAD negated")
     _check(o2, "NO_HEAD right")
-    neg = _prefixed(o1, _N)
-    blocked = _compatible(o2, None, o1, _N) & (_col(_N, T_END) < F.col(T_START))
+    neg = prefixed(o1, _N)
+    blocked = compatible(o2, None, o1, _N) & (side_col(_N, T_END) < F.col(T_START))
     return canonical(o2.join(neg, blocked, "left_anti")).distinct()
 
 
@@ -193,9 +200,9 @@ def no_tail(o1: DataFrame, o2: DataFrame, t: int) -> DataFrame:
     end and has ended by the evaluation time t (eq. 7, 14). Ω2 is the negated tail."""
     _check(o1, "NO_TAIL left")
     _check(o2, "NO_TAIL negated")
-    neg = _prefixed(o2, _N)
-    blocked = (_compatible(o1, None, o2, _N) & (F.col(T_END) < _col(_N, T_START))
-               & (_col(_N, T_END) <= F.lit(int(t))))
+    neg = prefixed(o2, _N)
+    blocked = (compatible(o1, None, o2, _N) & (F.col(T_END) < side_col(_N, T_START))
+               & (side_col(_N, T_END) <= F.lit(int(t))))
     return canonical(o1.join(neg, blocked, "left_anti")).distinct()
 
 
@@ -208,14 +215,14 @@ def left_join(o1: DataFrame, o2: DataFrame, keep=None) -> DataFrame:
     """
     joined, start, end = _intersecting(o1, o2, "OPTIONAL")
     left_cols = [scratch(_L, c) for c in o1.columns]
-    pairs = joined.select(*left_cols, *_merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END))
+    pairs = joined.select(*left_cols, *merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END))
     if keep is not None:
         pairs = keep(pairs)
     matched = pairs.select(*[F.col(scratch(_L, c)).alias(scratch(_M, c)) for c in o1.columns]).distinct()
     same = F.lit(True)
     for c in o1.columns:
         same = same & F.col(scratch(_L, c)).eqNullSafe(F.col(scratch(_M, c)))
-    unmatched = (_prefixed(o1, _L).join(matched, same, "left_anti")
+    unmatched = (prefixed(o1, _L).join(matched, same, "left_anti")
                  .select(*[F.col(scratch(_L, c)).alias(c) for c in o1.columns]))
     return union(canonical(pairs), canonical(unmatched))
 
@@ -255,12 +262,40 @@ def w_all(stream: DataFrame, t: int) -> DataFrame:
 def w_triples(stream: DataFrame, t: int, n: int) -> DataFrame:
     """TRIPLES n: the n most recent triples started by t (module docstring for the order), clipped
     like ALL. ``orderBy(...).limit(n)`` runs as one top-n (no global sort)."""
-    latest = w_all(stream, t)
+    _check_stream(stream)
     order = [F.col(c).desc() for c in (T_START, T_END, ITEM, S, P, O)]
-    return latest.orderBy(*order).limit(int(n))
+    latest = stream.filter(F.col(T_START) <= F.lit(int(t))).orderBy(*order).limit(int(n))
+    return latest.select(ITEM, S, P, O, T_START, F.least(F.col(T_END), F.lit(int(t))).alias(T_END))
 
 
 def w_step(stream: DataFrame, t: int, T: int, step: int) -> DataFrame:
     """RANGE T STEP s (TUMBLING: s = T), reported on window close (C-SPARQL): the last closed
     window at t, i.e. w_RANGE(S, close_instant(t, s), T)."""
     return w_range(stream, close_instant(t, step), T)
+
+
+def window(stream: DataFrame, spec, t: int, time_unit: str = "ms") -> DataFrame:
+    """The content of window ``spec`` (a ``cep.windows`` window) over ``stream`` at time t."""
+    match spec:
+        case W.Now():
+            return w_now(stream, t)
+        case W.All():
+            return w_all(stream, t)
+        case W.Triples(n=n):
+            return w_triples(stream, t, n)
+        case W.Range(step=None, tumbling=False):
+            return w_range(stream, t, spec.range.ticks(time_unit))
+        case W.Range():
+            return w_step(stream, t, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
+    raise TypeError(f"unknown window {spec!r}")
+
+
+def constant(df: DataFrame, lo: int, hi: int) -> DataFrame:
+    """Mappings of a background pattern (eq. 17): every one with the interval [lo, hi]."""
+    return canonical(df.select(*var_columns(df), F.lit(int(lo)).cast("long").alias(T_START),
+                               F.lit(int(hi)).cast("long").alias(T_END)))
+
+
+def within_item(left: DataFrame, right: DataFrame, on: list[str]) -> DataFrame:
+    """Two triple patterns' matches in the same item (eq. 16): joined on ``on``."""
+    return left.join(right, on, "inner")

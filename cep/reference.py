@@ -37,6 +37,7 @@ from cep.errors import MissingInputError
 from cep.literals import (LITERAL_RE, NUMERIC_DATATYPES, XSD_BOOLEAN, XSD_STRING, numeric_value,
                           parse_literal)
 from cep.timeline import MIN_TIME, close_instant
+from reasoner.hashing import term_id
 
 __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
@@ -146,16 +147,18 @@ def w_all(stream: Iterable[Item], t: int) -> list[Item]:
 def w_triples(stream: Iterable[Item], t: int, n: int) -> list[Item]:
     """TRIPLES n: the last n triples started by t, clipped like ALL.
 
-    "Last" orders triples by (t1, min(t2, t), item, s, p, o) descending — the ties are broken by the
-    ids in the Spark runtime; here the differential tests use distinct times or n covering ties.
+    "Last" orders triples by their own (t1, t2), then (item, s, p, o), descending, before clipping;
+    s, p, o compare by their term ids (``reasoner.hashing.term_id``), as in the Spark runtimes, so
+    a window that splits an item keeps the same triples here. Items compare by their ids: a test
+    that compares with a runtime gives the items the ids the runtime gives them.
     """
-    rows = [(t1, min(t2, t), item, tr) for (item, g, t1, t2) in stream if t1 <= t for tr in g]
-    rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]), reverse=True)
+    rows = [(t1, t2, item, tr) for (item, g, t1, t2) in stream if t1 <= t for tr in g]
+    rows.sort(key=lambda r: (r[0], r[1], r[2], *map(term_id, r[3])), reverse=True)
     kept: dict[Any, set] = {}
     times: dict[Any, tuple[int, int]] = {}
     for (t1, t2, item, tr) in rows[:max(n, 0)]:
         kept.setdefault(item, set()).add(tr)
-        times[item] = (t1, t2)
+        times[item] = (t1, min(t2, t))
     return [(item, frozenset(g), *times[item]) for item, g in kept.items()]
 
 

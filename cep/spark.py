@@ -52,7 +52,7 @@ from cep.timeline import MIN_TIME
 from reasoner.hashing import term_id
 from reasoner.schema import DICTIONARY, INFERRED, O, P, S, require_columns
 
-__all__ = ["evaluate", "window", "MIN_TIME"]
+__all__ = ["evaluate", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
 
 
 def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms", *,
@@ -86,21 +86,48 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     return _Runtime(background, streams, int(at), time_unit, dictionary, since).query(query)
 
 
-def window(stream: DataFrame, spec, t: int, time_unit: str = "ms") -> DataFrame:
-    """The content of window ``spec`` (a ``cep.algebra`` window) over ``stream`` at time t
-    (report policies: see ``cep.intervals``)."""
-    match spec:
-        case A.Now():
-            return I.w_now(stream, t)
-        case A.All():
-            return I.w_all(stream, t)
-        case A.Triples(n=n):
-            return I.w_triples(stream, t, n)
-        case A.Range(step=None, tumbling=False):
-            return I.w_range(stream, t, spec.range.ticks(time_unit))
-        case A.Range():
-            return I.w_step(stream, t, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
-    raise TypeError(f"unknown window {spec!r}")
+#: The content of a window at time t (``cep.intervals.window``).
+window = I.window
+
+
+class Prepared:
+    """A query with its static side prepared once (the continuous runtime's "tables the stream
+    probes"): each background pattern (eq. 17) — its BGPs and property paths over the published
+    graph or closure — is evaluated the first time it is needed and kept (persisted) for every
+    later :func:`evaluate_lifetimes` call. Build a new one when the background changes (a new
+    closure version) and ``unpersist()`` the old one."""
+
+    def __init__(self, query, background, time_unit: str = "ms", *, dictionary: DataFrame | None = None,
+                 since=None, prefixes=None):
+        if isinstance(query, str):
+            from cep.lower import compile_query
+            query = compile_query(query, prefixes)
+        if not isinstance(query, A.Query):
+            raise TypeError(f"Prepared needs query text or a cep.algebra.Query, got {type(query).__name__}")
+        self.query, self.background, self.time_unit = query, background, time_unit
+        self.dictionary, self.since = dictionary, since
+        self.cache: dict = {}
+
+    def unpersist(self) -> None:
+        for df in self.cache.values():
+            df.unpersist()
+        self.cache.clear()
+
+
+def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: DataFrame | None = None) -> DataFrame:
+    """⟦Q, t⟧ at every instant t at once (``cep.lifetimes``): the rows of :func:`evaluate`'s
+    result, each with the instants ``LIFE_FROM`` ≤ t ≤ ``LIFE_TO`` at which it is an answer; an
+    interval end ``cep.lifetimes.OPEN_END`` reads "t" (a background-only answer, eq. 17).
+    ``dictionary`` adds terms for FILTERs (e.g. the streams' terms) to the prepared one."""
+    from cep import lifetimes as L
+
+    dictionaries = [d for d in (prepared.dictionary, dictionary) if d is not None]
+    merged = None
+    for d in dictionaries:
+        merged = d if merged is None else merged.unionByName(d)
+    runtime = _Runtime(prepared.background, streams, None, prepared.time_unit, merged, prepared.since,
+                       ops=L, cache=prepared.cache)
+    return runtime.query(prepared.query)
 
 
 @dataclass(frozen=True)
@@ -125,7 +152,11 @@ _Scope = _Window | _Graph | None
 
 
 class _Runtime:
-    def __init__(self, background, streams, at, time_unit, dictionary, since):
+    """One walk of the algebra, building a plan from an operator family: ``cep.intervals`` (⟦Q, t⟧
+    at one instant ``at``) or ``cep.lifetimes`` (every instant at once; ``at`` unused). ``cache``:
+    background pattern results kept across runtimes (``Prepared``)."""
+
+    def __init__(self, background, streams, at, time_unit, dictionary, since, *, ops=I, cache: dict | None = None):
         from reasoner.store import Materialized
 
         self.store = None
@@ -138,6 +169,7 @@ class _Runtime:
         self.streams = dict(streams or {})
         self.at, self.unit = at, time_unit
         self.since = since
+        self.ops, self.cache = ops, cache
         self.dictionaries = dictionaries
         frames = list(self.background.values()) + list(self.streams.values()) + dictionaries
         if not frames:
@@ -148,6 +180,7 @@ class _Runtime:
     def query(self, query: A.Query) -> DataFrame:
         form = query.form
         omega = self.eval(form.inner, None)
+        extra = self.ops.EXTRA
         match form:
             case A.Project(variables=variables):
                 present = set(var_columns(omega))
@@ -155,9 +188,9 @@ class _Runtime:
                 for v in variables:
                     c = var_column(v.name)
                     cols.append(F.col(c) if c in present else F.lit(None).cast("long").alias(c))
-                return omega.select(*cols, T_START, T_END).distinct()
+                return omega.select(*cols, T_START, T_END, *self.ops.EXTRA).distinct()
             case A.Construct(template=template):
-                parts = [omega.select(*_template_columns(tp, omega.columns), T_START, T_END)
+                parts = [omega.select(*_template_columns(tp, omega.columns), T_START, T_END, *extra)
                          .dropna(subset=[S, P, O]) for tp in template]
                 out = parts[0]
                 for part in parts[1:]:
@@ -172,12 +205,12 @@ class _Runtime:
             case A.BGP():
                 return self.bgp(node, scope)
             case A.Join(left=left, right=right):                                   # eq. 2
-                return I.join(self.eval(left, scope), self.eval(right, scope))
+                return self.ops.join(self.eval(left, scope), self.eval(right, scope))
             case A.Union(left=left, right=right):
-                return I.union(self.eval(left, scope), self.eval(right, scope))
+                return self.ops.union(self.eval(left, scope), self.eval(right, scope))
             case A.LeftJoin(left=left, right=right, condition=condition):
                 keep = None if condition is None else (lambda df: self.filter(condition, df))
-                return I.left_join(self.eval(left, scope), self.eval(right, scope), keep)
+                return self.ops.left_join(self.eval(left, scope), self.eval(right, scope), keep)
             case A.Filter(condition=condition, inner=inner):
                 return self.filter(condition, self.eval(inner, scope))
             case _ if isinstance(scope, _Graph):
@@ -185,21 +218,21 @@ class _Runtime:
             case A.StreamPattern():                                                # eq. 9, 16
                 return self.eval(node.pattern, _Window(self.window_content(node)))
             case A.Background():                                                   # eq. 17
-                return self.eval(node.pattern, self.background_scope(node))
+                return self.background_pattern(node)
             case A.Sequence(left=left, right=right):                               # eq. 4, 11
-                return I.seq(self.eval(left, scope), self.eval(right, scope))
+                return self.ops.seq(self.eval(left, scope), self.eval(right, scope))
             case A.SeqWithout(left=left, negated=negated, right=right):            # eq. 8, 15
-                return I.seq_wo(self.eval(left, scope), self.eval(negated, scope), self.eval(right, scope))
+                return self.ops.seq_wo(self.eval(left, scope), self.eval(negated, scope), self.eval(right, scope))
             case A.NoHead(negated=negated, right=right):                           # eq. 6, 13
-                return I.no_head(self.eval(negated, scope), self.eval(right, scope))
+                return self.ops.no_head(self.eval(negated, scope), self.eval(right, scope))
             case A.NoTail(left=left, negated=negated):                             # eq. 7, 14
-                return I.no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
+                return self.ops.no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
         raise TypeError(f"cannot evaluate {type(node).__name__}")
 
     def bgp(self, node: A.BGP, scope: _Scope) -> DataFrame:
         match scope:
             case _Window(items=items):
-                return _bgp_in_items(node, items)
+                return _bgp_in_items(node, items, self.ops)
             case _Graph():
                 return self.static_bgp(node, scope)
         raise ValueError(f"basic graph pattern {node} is neither in a WINDOW nor in the background")
@@ -212,7 +245,7 @@ class _Runtime:
             raise MissingInputError(f"no stream {node.stream} was given; streams: {sorted(self.streams)}")
         stream = self.streams[node.stream]
         require_columns(stream, STREAM_COLUMNS, f"stream {node.stream}")
-        return window(stream, node.window, self.at, self.unit)
+        return self.ops.window(stream, node.window, self.at, self.unit)
 
     # --- background (eq. 17) -------------------------------------------------------------------
     def graph(self, name) -> DataFrame:
@@ -233,6 +266,13 @@ class _Runtime:
             return int(self.since.get(name, MIN_TIME))
         return int(self.since)
 
+    def background_pattern(self, node: A.Background) -> DataFrame:
+        if self.cache is None:
+            return self.eval(node.pattern, self.background_scope(node))
+        if node not in self.cache:
+            self.cache[node] = self.eval(node.pattern, self.background_scope(node)).persist()
+        return self.cache[node]
+
     def background_scope(self, node: A.Background) -> _Graph:
         return _Graph(node.graph, self.graph(node.graph), (self.since_for(node.graph), self.at))
 
@@ -252,8 +292,7 @@ class _Runtime:
             for part in parts[1:]:
                 shared = sorted(set(var_columns(out)) & set(var_columns(part)))
                 out = out.join(part, shared, "inner") if shared else out.crossJoin(part)
-        return I.canonical(out.select(*var_columns(out), F.lit(lo).cast("long").alias(T_START),
-                                      F.lit(hi).cast("long").alias(T_END))).distinct()
+        return self.ops.constant(out, lo, hi).distinct()
 
     def path_part(self, tp: A.PathPattern, name, triples: DataFrame) -> DataFrame:
         from paths.spark import END, START, PathGraph
@@ -335,21 +374,22 @@ def _non_null(column: str) -> Column:
     return F.coalesce(F.col(column), F.lit(0).cast("long"))
 
 
-def _bgp_in_items(node: A.BGP, items: DataFrame) -> DataFrame:
+def _bgp_in_items(node: A.BGP, items: DataFrame, ops) -> DataFrame:
     """eq. 16: {<μ, [t1,t2]> | dom(μ) = var(P), μ(P) ⊆ g, <g, [t1,t2]> in the window}: the triple
-    patterns are joined on the stream item (and its interval) and their shared variables."""
+    patterns are joined on the stream item (and its interval) and their shared variables
+    (``ops.within_item``)."""
     key = (ITEM, T_START, T_END)
     if not node.patterns:
-        return items.select(T_START, T_END).distinct()
+        return items.select(T_START, T_END, *ops.EXTRA).distinct()
     out = None
     for tp in node.patterns:
         if isinstance(tp, A.PathPattern):
             raise UnsupportedQueryError(
                 f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
-        part = _triple_part(tp, items, key)
+        part = _triple_part(tp, items, key + ops.EXTRA)
         if out is None:
             out = part
         else:
             shared = sorted(set(var_columns(out)) & set(var_columns(part)))
-            out = out.join(part, list(key) + shared, "inner")
-    return I.canonical(out).distinct()
+            out = ops.within_item(out, part, list(key) + shared)
+    return ops.canonical(out).distinct()

@@ -56,7 +56,6 @@ would run a Spark job here); ``jobs.query`` checks the union of all dictionaries
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -151,30 +150,79 @@ def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, st
                 time_unit: str = "ms", fmt: str | None = None) -> Stream:
     """Read one stream file (module doc). Raises :class:`RDFLoadError` for a missing file or an
     unknown format, ``ValueError`` for an unknown time unit; bad lines become rejects."""
-    if time_unit not in TIME_UNITS:
-        raise ValueError(f"unknown time unit {time_unit!r}; expected one of {', '.join(TIME_UNITS)}")
+    check_time_unit(time_unit)
     path = Path(path)
     if not path.is_file():
         raise RDFLoadError(str(path), "no such file")
     fmt = detect_stream_format(path, fmt)
-    local = str(path.resolve())
     raw = read_lines(spark, [path])
     lines = with_line_numbers(raw, raw).select(FILE, LINE, RAW)
-    scope = F.lit("s" + hashlib.sha256(local.encode("utf-8")).hexdigest()[:12])
-    if fmt == JSONL:
-        rows, reason = _jsonl(lines, dict(prefixes or {}), time_unit, scope)
-    else:
-        rows, reason = _tsnt(lines, time_unit, scope)
-    checked = rows.withColumn(REASON, reason)
-    rejects = checked.filter(F.col(REASON).isNotNull()).select(FILE, LINE, REASON, RAW)
-    item = F.xxhash64(F.col(FILE), F.col(LINE)).alias(ITEM)
-    terms = (checked.filter(F.col(REASON).isNull())
-             .select(item, F.explode("_triples").alias("_t"), F.col("_t1").alias(T_START), F.col("_t2").alias(T_END))
-             .select(ITEM, F.col("_t")[S].alias(S), F.col("_t")[P].alias(P), F.col("_t")[O].alias(O), T_START, T_END))
-    triples = terms.select(ITEM, encode_column(S).alias(S), encode_column(P).alias(P), encode_column(O).alias(O),
-                           T_START, T_END)
+    terms, rejects = parse_lines(lines, prefixes, time_unit, fmt)
+    terms = terms.select(*STREAM_COLUMNS)
+    triples = encode_items(terms)
     dictionary = build_dictionary(terms.select(S, P, O), check=False)
     return Stream(triples, terms, dictionary, rejects, str(path), fmt, time_unit)
+
+
+def check_time_unit(time_unit: str) -> None:
+    if time_unit not in TIME_UNITS:
+        raise ValueError(f"unknown time unit {time_unit!r}; expected one of {', '.join(TIME_UNITS)}")
+
+
+def file_scope(file: Column) -> Column:
+    """The blank-node scope of a stream file: ``s`` + the first 12 hex digits of the SHA-256 of
+    its local path (as ``reasoner.loading`` scopes the static files)."""
+    return F.concat(F.lit("s"), F.substring(F.sha2(file, 256), 1, 12))
+
+
+def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit: str,
+                fmt: str | None = None) -> tuple[DataFrame, DataFrame]:
+    """Stream lines ``(file, line, raw)`` → ``(terms, rejects)`` (module doc).
+
+    ``terms`` is ``(item, s, p, o, t_start, t_end, file, line)`` with N-Triples strings, ``rejects`` is
+    ``(file, line, reason, raw)``. ``fmt`` None picks each file's format by its extension (a file
+    with another extension is rejected line by line, with the reason). Both the file reader and the
+    continuous runtime (``cep.stream``) read lines through here: one parser, one item id
+    ``xxhash64(file, line)`` (stable when a file is read again).
+    """
+    check_time_unit(time_unit)
+    parts = []
+    scope = file_scope(F.col(FILE))
+    prefixes = dict(prefixes or {})
+    for kind in FORMATS:
+        if fmt is not None and fmt != kind:
+            continue
+        mine = lines if fmt is not None else lines.filter(_extension_in(kind))
+        rows, reason = _jsonl(mine, prefixes, time_unit, scope) if kind == JSONL else _tsnt(mine, time_unit, scope)
+        parts.append(rows.select(FILE, LINE, RAW, "_triples", "_t1", "_t2", reason.alias(REASON)))
+    checked = parts[0]
+    for part in parts[1:]:
+        checked = checked.unionByName(part)
+    rejects = checked.filter(F.col(REASON).isNotNull()).select(FILE, LINE, REASON, RAW)
+    if fmt is None:
+        unknown = (lines.filter(~_extension_in(*FORMATS))
+                   .select(FILE, LINE, F.lit(f"unknown stream format: the file's extension is none of "
+                                             f"{', '.join(sorted(_EXTENSIONS))}").alias(REASON), RAW))
+        rejects = rejects.unionByName(unknown)
+    item = F.xxhash64(F.col(FILE), F.col(LINE)).alias(ITEM)
+    terms = (checked.filter(F.col(REASON).isNull())
+             .select(item, F.explode("_triples").alias("_t"), F.col("_t1").alias(T_START), F.col("_t2").alias(T_END),
+                     FILE, LINE)
+             .select(ITEM, F.col("_t")[S].alias(S), F.col("_t")[P].alias(P), F.col("_t")[O].alias(O), T_START, T_END,
+                     FILE, LINE))
+    return terms, rejects
+
+
+def encode_items(terms: DataFrame) -> DataFrame:
+    """Stream items of N-Triples strings → the same rows of term ids (``reasoner.dictionary``)."""
+    return terms.select(ITEM, encode_column(S).alias(S), encode_column(P).alias(P), encode_column(O).alias(O),
+                        T_START, T_END)
+
+
+def _extension_in(*kinds: str) -> Column:
+    """Whether the row's file has an extension of one of the stream formats ``kinds``."""
+    suffixes = [ext for ext, kind in _EXTENSIONS.items() if kind in kinds]
+    return F.lower(F.regexp_extract(F.col(FILE), r"(\.[^./]*)$", 1)).isin(*suffixes)
 
 
 # --- timestamps -----------------------------------------------------------------------------

@@ -74,13 +74,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="background files: FILE joins the default graph, IRI=FILE the graph FROM IRI")
     parser.add_argument("--stream", action="extend", nargs="+", default=[], metavar="IRI=FILE",
                         help="the file of stream IRI (.jsonl JSON Lines, .nt timestamped N-Triples)")
-    parser.add_argument("--at", required=True, metavar="T",
-                        help="evaluation time: integer ticks of --time-unit or an ISO-8601 date-time")
+    when = parser.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", metavar="T",
+                      help="evaluate once at T: integer ticks of --time-unit or an ISO-8601 date-time")
+    when.add_argument("--continuous", action="store_true",
+                      help="evaluate continuously as the streams arrive (each --stream IRI=DIR a directory)")
     parser.add_argument("--time-unit", choices=tuple(TIME_UNITS), default="ms",
                         help="unit of the stream timestamps and of --at (default ms)")
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
-    parser.add_argument("--rejects", metavar="FILE", help="write the rejected input lines here (JSON Lines)")
-    parser.add_argument("--out", metavar="FILE", help="write the results here instead of stdout")
+    parser.add_argument("--rejects", metavar="FILE|DIR",
+                        help="write the rejected input lines here (JSON Lines; a directory with --continuous)")
+    parser.add_argument("--out", metavar="FILE|DIR",
+                        help="write the results here instead of stdout (with --continuous: console or a directory)")
+    cont = parser.add_argument_group("continuous mode (--continuous)")
+    cont.add_argument("--checkpoint", metavar="DIR", help="state and progress, to restart exactly where it stopped")
+    cont.add_argument("--trigger", default="available-now", metavar="available-now|interval:D",
+                      help="available-now: process what is there, close the input, stop (default); "
+                           "interval:D: a micro-batch every D seconds until stopped")
+    cont.add_argument("--lateness", default="0", metavar="D",
+                      help="allowed lateness: ticks of --time-unit, or a duration such as 30s or 2m (default 0)")
+    cont.add_argument("--closure", metavar="STORE_DIR",
+                      help="background = the current version of a materialize store; a newly published version "
+                           "is used from the next micro-batch on")
+    cont.add_argument("--emit", choices=("istream", "rstream", "dstream"), default="istream",
+                      help="istream: each answer once, when it first holds (default)")
 
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -145,7 +162,7 @@ class Plan:
     """What the command line asks for, checked before Spark starts."""
 
     query: object                      # cep.algebra.Query
-    at: int
+    at: int | None                     # None: continuous
     time_unit: str
     graphs: dict[str | None, list[Path]] = field(default_factory=dict)   # None = default graph
     streams: dict[str, Path] = field(default_factory=dict)
@@ -156,7 +173,10 @@ def plan(args: argparse.Namespace) -> Plan:
     from cep import CepSyntaxError, compile_query
     from cep.algebra import BGP, Project, background_patterns, stream_patterns
 
-    at = parse_at(args.at, args.time_unit)
+    continuous = bool(getattr(args, "continuous", False))
+    at = None if continuous else parse_at(args.at, args.time_unit)
+    if continuous:
+        _check_continuous(args)
     query_path = _existing(Path(args.query), "the query file")
     text = query_path.read_text(encoding="utf-8")
     try:
@@ -172,7 +192,10 @@ def plan(args: argparse.Namespace) -> Plan:
         iri, path = _binding(item, prefixes, "--stream")
         if iri in result.streams:
             raise QueryError(f"--stream {iri} is bound twice ({result.streams[iri]} and {path})")
-        result.streams[iri] = _existing(path, f"stream {iri}")
+        if continuous and not path.is_dir():
+            raise QueryError(f"{path}: no such directory (stream {iri}; with --continuous, --stream IRI=DIR names "
+                             f"the directory its files arrive in)")
+        result.streams[iri] = path if continuous else _existing(path, f"stream {iri}")
     read = list(dict.fromkeys(sp.stream for sp in stream_patterns(query.pattern)))
     for iri in read:
         if iri not in result.streams:
@@ -318,8 +341,53 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         cached.unpersist()
 
 
+def parse_lateness(text: str, time_unit: str) -> int:
+    """``--lateness``: integer ticks of ``time_unit``, or a duration with a unit (``30s``, ``2m``)."""
+    from cep.algebra import Duration
+
+    m = re.fullmatch(r"\s*([0-9]+)\s*(ms|s|m|h|d)?\s*", text)
+    if not m:
+        raise QueryError(f"--lateness {text!r}: expected a whole number of {time_unit}, or a duration such as 30s")
+    try:
+        return Duration(int(m.group(1)), m.group(2)).ticks(time_unit)
+    except ValueError as exc:
+        raise QueryError(f"--lateness {text!r}: {exc}") from None
+
+
+def _check_continuous(args: argparse.Namespace) -> None:
+    if not args.checkpoint:
+        raise QueryError("--continuous needs --checkpoint DIR (where the run keeps its state and progress)")
+    if args.closure and args.static:
+        raise QueryError("--closure STORE_DIR and --static files both give the background; pass one of them")
+    if args.closure and not Path(args.closure).is_dir():
+        raise QueryError(f"{args.closure}: no such directory (--closure names a materialize store)")
+    if not (args.trigger == "available-now" or re.fullmatch(r"interval:[0-9]+(\.[0-9]+)?s?", args.trigger)):
+        raise QueryError(f"--trigger {args.trigger!r}: expected available-now or interval:SECONDS (e.g. interval:5)")
+    parse_lateness(args.lateness, args.time_unit)
+
+
+def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
+    """Run the query continuously (``cep.stream.run``); returns the number of answers emitted."""
+    from cep.stream import ClosureStore, ConsoleSink, DirectorySink, FileSource, StaticFiles, run as run_stream
+    from jobs.spark import build_session
+
+    spark = build_session("rsp-sidecar query --continuous")
+    sources = [FileSource(iri, str(path)) for iri, path in p.streams.items()]
+    static = ClosureStore(args.closure) if args.closure else (StaticFiles(p.graphs) if p.graphs else None)
+    sink = ConsoleSink() if args.out in (None, "console", "-") else DirectorySink(args.out)
+    trigger = args.trigger if args.trigger == "available-now" else f"interval:{args.trigger.split(':')[1].rstrip('s')}"
+    summary = run_stream(spark, p.query, sources, sink=sink, checkpoint=args.checkpoint, static=static,
+                         trigger=trigger, lateness=parse_lateness(args.lateness, args.time_unit), emit=args.emit,
+                         time_unit=p.time_unit, rejects=args.rejects)
+    print(json.dumps({"continuous": summary.to_dict()}), file=sys.stderr)
+    return summary.answers
+
+
 def run(args: argparse.Namespace) -> int:
     p = plan(args)
+    if p.at is None:
+        execute_continuous(p, args)
+        return 0
     if args.out:
         with open(args.out, "w", encoding="utf-8", newline="") as out:
             execute(p, out, args.format, args.rejects)

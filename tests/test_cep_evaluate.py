@@ -117,6 +117,22 @@ def test_running_example_at_14_and_16(spark, data):
     assert got[-16] == {(frozenset({("s", ex("m"))}), 12, 16)}
 
 
+def test_running_example_at_every_instant_in_one_plan(spark, data):
+    """cep.spark.evaluate_lifetimes (the continuous runtime's plan): nothing at 14, ?s = :m on
+    [10, 16] from 16 until the window drops the delay at 10 (16..20), each instant as evaluate's."""
+    from cep.columns import LIFE_FROM, LIFE_TO
+    from cep.spark import Prepared, evaluate_lifetimes
+
+    q = compile_query(QUERY)
+    prepared = Prepared(q, data["background"], "m", dictionary=data["dictionary"])
+    rows = evaluate_lifetimes(prepared, data["streams"]).collect()
+    alive = {t: {(r[T_START], r[T_END]) for r in rows if r[LIFE_FROM] <= t <= r[LIFE_TO]} for t in range(0, 40)}
+    assert alive[14] == set() and alive[16] == {(10, 16)}
+    assert [t for t in alive if alive[t]] == list(range(16, 21))
+    assert all(alive[t] == {(t1, t2) for (_mu, t1, t2) in reference(q, t)} for t in alive)
+    prepared.unpersist()
+
+
 def test_running_example_intermediate_result(spark, data):
     """Example 8/9: ⟦EC, 16⟧ = {<{v:a1, s:m}, [10,16]>, <{v:d1, s:h}, [12,14]>}; ⟦P, 16⟧_D has
     the interval [MIN_TIME, 16] (a static background, eq. 17)."""

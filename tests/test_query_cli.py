@@ -197,3 +197,42 @@ SELECT ?_start WHERE { WINDOW :W ON :st [RANGE 5] { ?_start :p ?o } }
 """, encoding="utf-8")
     code, _, err = _run(capsys, [files / "r.rq", "--stream", f":st={files / 's.nt'}", "--at", "1"])
     assert code == 2 and "the query projects ?_start" in _error_line(err)
+
+
+def test_continuous_example_6_from_a_directory(spark, files, capsys):
+    """--continuous over a directory of stream files, available-now: the running example's one
+    answer (?s = :m on [10, 16], reported at 16), the bad line in the rejects directory, the
+    answers in the --out directory as JSON Lines, and the run summary on stderr."""
+    stream_dir = files / "in"
+    stream_dir.mkdir()
+    shutil.copy(files / "s.jsonl", stream_dir / "s.jsonl")
+    out_dir, rejects = files / "answers", files / "rejects"
+    code, _out, err = _run(capsys, [files / "q.rq", "--static", f"ex:transportationMap={files / 'map.ttl'}",
+                                    "--stream", f"ex:publicTransport={stream_dir}", "--continuous",
+                                    "--checkpoint", files / "ckpt", "--out", out_dir, "--rejects", rejects,
+                                    "--time-unit", "m"])
+    assert code == 0, err
+    rows = [json.loads(line) for f in sorted(out_dir.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    assert [(r["s"], r["_start"], r["_end"], r["_at"]) for r in rows] == [(f"<{VIENNA}m>", 10, 16, 16)]
+    (reject,) = [json.loads(line) for f in sorted(rejects.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    assert reject["line"] == 4 and "missing or null key 't'" in reject["reason"]
+    summary = json.loads([line for line in err.splitlines() if line.startswith('{"continuous"')][-1])["continuous"]
+    assert summary["answers"] == 1 and summary["rejected"] == {"bad input": 1}
+    metrics = [json.loads(line) for line in (files / "ckpt" / "metrics.jsonl").read_text().splitlines()]
+    assert {"input_items", "rejected", "answers", "state_items", "seconds", "watermark"} <= set(metrics[0])
+
+
+def test_continuous_option_errors(files, capsys):
+    base = [files / "q.rq", "--static", f"ex:transportationMap={files / 'map.ttl'}"]
+    code, _, err = _run(capsys, base + ["--stream", f"ex:publicTransport={files / 's.jsonl'}", "--continuous",
+                                        "--checkpoint", files / "ck"])
+    assert code == 2 and "no such directory" in _error_line(err) and "--stream IRI=DIR" in _error_line(err)
+    code, _, err = _run(capsys, base + ["--stream", f"ex:publicTransport={files}", "--continuous"])
+    assert code == 2 and "--continuous needs --checkpoint DIR" in _error_line(err)
+    code, _, err = _run(capsys, base + ["--stream", f"ex:publicTransport={files}", "--continuous",
+                                        "--checkpoint", files / "ck", "--lateness", "soon"])
+    assert code == 2 and "--lateness 'soon'" in _error_line(err)
+    code, _, err = _run(capsys, base + ["--stream", f"ex:publicTransport={files}", "--continuous",
+                                        "--checkpoint", files / "ck", "--trigger", "sometimes"])
+    assert code == 2 and "--trigger 'sometimes'" in _error_line(err)
+    assert job.parse_lateness("30s", "ms") == 30_000 and job.parse_lateness("3", "m") == 3

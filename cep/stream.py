@@ -1,0 +1,756 @@
+"""Continuous CQELS-CEP on Spark Structured Streaming: the same queries, answered as events arrive.
+
+    from cep.stream import DirectorySink, FileSource, StaticFiles, run
+    summary = run(spark, query_text,
+                  sources=[FileSource("<http://example.org/publicTransport>", "in/")],
+                  static=StaticFiles({None: ["vienna_example.ttl"]}),
+                  sink=DirectorySink("answers/"), checkpoint="ckpt/", trigger="available-now")
+
+The semantics (which instants are evaluated, watermark and lateness, Istream keys, what state is
+kept) are fixed by the plan phase, ``cep.continuous``; read its module doc first. This module runs
+that plan.
+
+Design: ``foreachBatch`` over a bounded state of still-relevant items
+---------------------------------------------------------------------
+Spark 4.0 refuses what a direct streaming translation would need (stream-stream left-anti joins for
+the negations, sorting for TRIPLES windows), and its watermark drops late rows silently. So each
+micro-batch runs ``cep.lifetimes`` — the operators of ``cep.intervals`` over rows that carry the
+instants they hold at, tested against the reference evaluator — over a small *static* DataFrame:
+the items some window can still hold (the state) plus the batch's new items. The instant is data,
+not a constant of the plan, so a batch costs a fixed handful of Spark jobs however many event
+times it holds. Per batch:
+
+1. the batch's lines are written to Parquet under the batch's state directory and parsed from
+   there (later plans read a plain scan, not the streaming lineage), then the parsed, encoded items;
+2. bad lines and late items go to the rejects, with their reasons;
+3. the query's lifetimes over state + new items, cut to the batch's instants; the new answers
+   (Istream: keys not emitted before; R/Dstream: the changes) are decoded and written to the sink;
+4. the new state — items still relevant, emitted keys, the last answer set — and a small JSON meta
+   (largest event time, last evaluated instant, closure version) go to ``CHECKPOINT/state/<batch>/``
+   next to Spark's own checkpoint (``CHECKPOINT/spark/``).
+
+The static side (background graphs, their closure and path results) is prepared once per closure
+version and cached (``cep.spark.Prepared``): each batch only joins with it.
+
+Exactly once: Spark replays an unfinished batch with the same id and the same files after a
+restart. A batch reads the state of the latest earlier batch (kept until the next one is written),
+and writes its answers to ``part-<batch>.jsonl`` and its state to ``state/<batch>`` by atomic
+renames — a replay rewrites the same files with the same content. The end-of-input close (trigger
+``available-now``) writes ``part-<batch>-closed.jsonl`` and ``state/<batch>-closed`` the same way.
+
+Sources: a directory of stream files per stream IRI (``FileSource``; the formats ``query --at``
+reads, by extension; item ids ``xxhash64(file, line)`` are stable on replay). Bad lines and late
+items go to the rejects output with their reason and are counted in the metrics.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cep import algebra as A
+from cep.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
+from cep.continuous import DSTREAM, ISTREAM, RSTREAM, ContinuousError, ContinuousPlan, plan as make_plan
+from cep.lifetimes import OPEN_END
+from reasoner.errors import SidecarError
+from reasoner.hashing import term_id
+from reasoner.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
+
+__all__ = ["FileSource", "StaticFiles", "ClosureStore", "DirectorySink", "ConsoleSink", "CallbackSink",
+           "RunSummary", "run", "STREAM"]
+
+#: the stream IRI of a state item
+STREAM = "_stream"
+_TERMS = {S: "_s_term", P: "_p_term", O: "_o_term"}
+#: output keys besides the projected variables
+OUT_START, OUT_END, OUT_VERSION, OUT_AT = "_start", "_end", "_version", "_at"
+
+STATE_DIR, SPARK_DIR, METRICS_FILE = "state", "spark", "metrics.jsonl"
+_ITEMS, _EMITTED, _LAST, _META = "items", "emitted", "last", "meta.json"
+#: staged inputs of a batch (dropped with its state directory)
+_LINES, _NEW = "_lines", "_new"
+_CLOSED = "-closed"
+#: the instant an answer is reported at (the ``_at`` output key)
+_AT = scratch("at")
+
+
+# --- sources ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FileSource:
+    """The files of stream ``stream`` (an IRI term) as they appear in ``directory``: each new file is
+    read whole in one micro-batch (JSON Lines or timestamped N-Triples, by extension; ``fmt``
+    forces one)."""
+
+    stream: str
+    directory: str
+    fmt: str | None = None
+    max_files_per_trigger: int | None = None
+
+    def lines(self, spark: SparkSession) -> DataFrame:
+        reader = spark.readStream.format("text")
+        if self.max_files_per_trigger:
+            reader = reader.option("maxFilesPerTrigger", str(self.max_files_per_trigger))
+        local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
+        return reader.load(str(self.directory)).select(
+            F.col("value").alias(RAW), local_path.alias(FILE),
+            F.col("_metadata.file_block_start").alias("_block"), F.lit(self.stream).alias(STREAM))
+
+
+# --- the static side ----------------------------------------------------------------------------
+
+@dataclass
+class StaticSide:
+    """One version of the background: graphs for ``cep.spark``, its dictionary, its version name."""
+
+    version: str
+    background: object               # {graph: DataFrame(s, p, o)} or a reasoner Materialized
+    dictionary: DataFrame | None     # (id, term)
+
+
+class StaticFiles:
+    """Background graphs from files ({graph IRI or None: [files]}), closed with the reasoner once
+    (as ``query --at`` does). Its version is ``files:`` + a hash of the files' names and sizes."""
+
+    def __init__(self, graphs: Mapping[str | None, Sequence[str | Path]]):
+        self.graphs = {g: [Path(f) for f in files] for g, files in graphs.items()}
+        self._side: StaticSide | None = None
+
+    def version(self) -> str:
+        import hashlib
+
+        h = hashlib.sha256()
+        for g in sorted(self.graphs, key=lambda x: x or ""):
+            for f in self.graphs[g]:
+                st = f.stat()
+                h.update(f"{g}|{f.resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        return "files:" + h.hexdigest()[:12]
+
+    def current(self, spark: SparkSession) -> StaticSide:
+        if self._side is None:
+            from reasoner.api import encoded_closure
+            from reasoner.dictionary import checked_dictionary
+            from reasoner.loading import load
+
+            background, dictionaries = {}, []
+            for graph, files in self.graphs.items():
+                closure, dictionary = encoded_closure(load(spark, files).triples)
+                background[graph] = closure.inferred.localCheckpoint()
+                dictionaries.append(dictionary)
+            if None not in background:
+                background[None] = spark.createDataFrame([], f"{S} long, {P} long, {O} long")
+            dictionary = checked_dictionary(dictionaries)[0] if dictionaries else None
+            self._side = StaticSide(self.version(), background, dictionary)
+        return self._side
+
+
+class ClosureStore:
+    """The current version of a reasoner store (``materialize --out DIR``): checked at every
+    micro-batch, so a refresh that publishes a new version is picked up without a restart."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+
+    def version(self) -> str:
+        from reasoner.store import StoreError, current_version
+
+        version = current_version(self.directory)
+        if version is None:
+            raise StoreError(f"{self.directory}: no current version (run materialize --out {self.directory} first)")
+        return version
+
+    def current(self, spark: SparkSession) -> StaticSide:
+        from reasoner.schema import DICTIONARY
+        from reasoner.store import open_version
+
+        store = open_version(spark, self.directory, self.version())
+        return StaticSide(store.version, store, store.table(DICTIONARY))
+
+
+class _NoStatic:
+    def version(self) -> str:
+        return "none"
+
+    def current(self, spark: SparkSession) -> StaticSide:
+        return StaticSide("none", {None: spark.createDataFrame([], f"{S} long, {P} long, {O} long")}, None)
+
+
+# --- sinks --------------------------------------------------------------------------------------
+
+class DirectorySink:
+    """Answers as JSON Lines files in ``directory``, one file per micro-batch (``part-<batch>.jsonl``),
+    written to a temporary name and renamed: a replayed batch replaces its file (exactly once)."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+
+    def write(self, label: str, rows) -> int:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return _write_jsonl(self.directory / f"part-{label}.jsonl", rows)
+
+
+class ConsoleSink:
+    """Answers as JSON Lines on a text stream (stdout by default); at least once across restarts."""
+
+    def __init__(self, out: TextIO | None = None):
+        self.out = out
+
+    def write(self, label: str, rows) -> int:
+        out = self.out or sys.stdout
+        n = 0
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+        out.flush()
+        return n
+
+
+class CallbackSink:
+    """``fn(label, rows)`` per micro-batch: ``rows`` a list of answer dicts (a service's hook)."""
+
+    def __init__(self, fn: Callable[[str, list[dict]], None]):
+        self.fn = fn
+
+    def write(self, label: str, rows) -> int:
+        rows = list(rows)
+        self.fn(label, rows)
+        return len(rows)
+
+
+def _write_jsonl(path: Path, rows) -> int:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    n = 0
+    with open(tmp, "w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    return n
+
+
+# --- state --------------------------------------------------------------------------------------
+
+@dataclass
+class _Meta:
+    max_time: int | None = None   # largest event time accepted so far
+    first: int | None = None      # smallest event time accepted: the first instant evaluated
+    done: int | None = None       # every instant ≤ done has been evaluated
+    version: str | None = None    # the static side's version used last
+    closed: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
+
+
+class _StateStore:
+    """``CHECKPOINT/state/<label>/``: items, emitted, last (Parquet) and meta.json per batch."""
+
+    def __init__(self, spark: SparkSession, root: Path):
+        self.spark, self.root = spark, root / STATE_DIR
+
+    @staticmethod
+    def label(batch_id: int, closed: bool = False) -> str:
+        return f"{batch_id:010d}" + (_CLOSED if closed else "")
+
+    def _labels(self) -> list[tuple[int, bool, str]]:
+        if not self.root.is_dir():
+            return []
+        out = []
+        for p in self.root.iterdir():
+            name = p.name
+            if name.startswith(".") or not (p / _META).exists():
+                continue
+            closed = name.endswith(_CLOSED)
+            out.append((int(name[:10]), closed, name))
+        return sorted(out)
+
+    def latest_before(self, batch_id: int | None) -> tuple[str | None, _Meta]:
+        """The newest state written by a batch before ``batch_id`` (None: the newest of all)."""
+        found = [x for x in self._labels() if batch_id is None or x[0] < batch_id]
+        if not found:
+            return None, _Meta()
+        name = found[-1][2]
+        return name, _Meta(**json.loads((self.root / name / _META).read_text(encoding="utf-8")))
+
+    def frame(self, name: str | None, table: str) -> DataFrame | None:
+        if name is None or not (self.root / name / table).exists():
+            return None
+        return self.spark.read.parquet(str(self.root / name / table))
+
+    def staging(self, label: str) -> Path:
+        """A fresh directory the batch ``label`` writes into; ``write`` renames it into place."""
+        tmp = self.root / f".tmp-{label}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        return tmp
+
+    def _tmp(self, label: str) -> Path:
+        tmp = self.root / f".tmp-{label}-{os.getpid()}"
+        return tmp if tmp.is_dir() else self.staging(label)
+
+    def put(self, label: str, table: str, df: DataFrame) -> DataFrame:
+        """Write one table of batch ``label``'s state (staged until ``write``); read it back."""
+        path = str(self._tmp(label) / table)
+        df.write.mode("overwrite").parquet(path)
+        return self.spark.read.parquet(path)
+
+    def write(self, label: str, tables: Mapping[str, DataFrame | None], meta: _Meta) -> None:
+        tmp = self._tmp(label)
+        for name, df in tables.items():
+            if df is not None:
+                df.write.mode("overwrite").parquet(str(tmp / name))
+        (tmp / _META).write_text(meta.to_json(), encoding="utf-8")
+        final = self.root / label
+        if final.exists():  # a replayed batch: the same content again
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        for staged in (_LINES, _NEW):  # read by this batch only; its kept items are in ITEMS now
+            shutil.rmtree(final / staged, ignore_errors=True)
+
+    def prune(self, keep_from: int) -> None:
+        """Drop the states of batches before ``keep_from`` (the previous one stays for a replay)."""
+        for batch, _closed, name in self._labels():
+            if batch < keep_from:
+                shutil.rmtree(self.root / name, ignore_errors=True)
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+@dataclass
+class RunSummary:
+    """What a run did: batches, answers, rejected rows by reason, the last state."""
+
+    batches: int = 0
+    answers: int = 0
+    input_rows: int = 0
+    rejected: dict = field(default_factory=dict)
+    watermark: int | None = None
+    max_time: int | None = None
+    state_rows: int = 0
+    version: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def run(spark: SparkSession, query, sources: Sequence[FileSource], *, sink, checkpoint: str | Path,
+        static=None, trigger: str = "available-now", lateness: int = 0, emit: str = ISTREAM,
+        time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
+        metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
+        timeout: float | None = None) -> RunSummary:
+    """Run ``query`` continuously over ``sources`` (see the module doc).
+
+    ``query``: text or a ``cep.algebra.Query``. ``static``: ``StaticFiles``, ``ClosureStore`` or None
+    (no background). ``sink``: ``DirectorySink``/``ConsoleSink``/``CallbackSink``; ``on_answers``:
+    also call ``fn(label, rows)`` per batch. ``trigger``: ``available-now`` (process what is there,
+    close the input up to its largest event time, stop) or ``interval:SECONDS`` (run until stopped
+    or ``timeout`` seconds). ``lateness`` in ticks of ``time_unit``. ``rejects``: a directory for
+    rejected rows (JSON Lines per batch). ``metrics``: where the per-batch metric lines go (stderr
+    by default; they are also appended to ``CHECKPOINT/metrics.jsonl``).
+    """
+    if isinstance(query, str):
+        from cep.lower import compile_query
+
+        query = compile_query(query, prefixes)
+    cplan = make_plan(query, time_unit, lateness, emit=emit)
+    read = set(cplan.streams)
+    given = {s.stream for s in sources}
+    missing = [s for s in cplan.streams if s not in given]
+    if missing:
+        raise ContinuousError(f"the query reads stream(s) {', '.join(missing)} but no source was given for them "
+                              f"(sources: {', '.join(sorted(given)) or 'none'})")
+    used = [s for s in sources if s.stream in read]
+    runner = _Runner(spark, cplan, static or _NoStatic(), sink, Path(checkpoint), rejects, on_answers, metrics,
+                     dict(query.prefixes) if prefixes is None else dict(prefixes))
+    lines = used[0].lines(spark)
+    for source in used[1:]:
+        lines = lines.unionByName(source.lines(spark))
+    writer = lines.writeStream.foreachBatch(runner.batch).option(
+        "checkpointLocation", str(Path(checkpoint) / SPARK_DIR))
+    if trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    elif trigger.startswith("interval:"):
+        writer = writer.trigger(processingTime=f"{float(trigger.split(':', 1)[1])} seconds")
+    else:
+        raise ContinuousError(f"unknown trigger {trigger!r}; expected available-now or interval:SECONDS")
+    streaming = writer.start()
+    try:
+        if timeout is None:
+            streaming.awaitTermination()
+        else:
+            streaming.awaitTermination(timeout)
+    finally:
+        if streaming.isActive:
+            streaming.stop()
+    if streaming.exception() is not None:
+        raise runner.error or RuntimeError(f"the streaming query failed: {streaming.exception()}")
+    if trigger == "available-now":
+        runner.close()
+    return runner.summary
+
+
+class _Runner:
+    def __init__(self, spark, cplan: ContinuousPlan, static, sink, checkpoint: Path, rejects, on_answers, metrics,
+                 prefixes):
+        self.spark, self.plan, self.static, self.sink = spark, cplan, static, sink
+        self.checkpoint = checkpoint
+        self.rejects_dir = Path(rejects) if rejects else None
+        self.on_answers, self.metrics_out, self.prefixes = on_answers, metrics, prefixes
+        self.state = _StateStore(spark, checkpoint)
+        self.summary = RunSummary()
+        self.prepared = None  # (version, cep.spark.Prepared)
+        self.error: BaseException | None = None
+        self.state_rows = 0
+        query = cplan.query
+        self.construct = isinstance(query.form, A.Construct)
+        self.names = [S, P, O] if self.construct else [v.name for v in query.form.variables]
+        self.columns = [S, P, O] if self.construct else [var_column(n) for n in self.names]
+        self.constants = _query_constants(query)
+
+    # -- one micro-batch -------------------------------------------------------------------------
+    def batch(self, lines: DataFrame, batch_id: int) -> None:
+        try:
+            self._batch(lines, batch_id)
+        except BaseException as exc:  # noqa: BLE001 - kept to re-raise from run(); Spark wraps it
+            self.error = exc
+            raise
+
+    def _batch(self, lines: DataFrame, batch_id: int) -> None:
+        from cep.streams import parse_lines
+        from reasoner.loading import with_line_numbers
+
+        started = time.time()
+        label = self.state.label(batch_id)
+        name, meta = self.state.latest_before(batch_id)
+        staging = self.state.staging(label)
+        # The batch's lines go to Parquet first (one job over the source): everything after reads a
+        # plain scan, so no later plan drags the streaming lineage along (re-analysing it made
+        # every step of a batch cost seconds), and a rejected line's text is at hand.
+        lines = lines.withColumn("_row", F.monotonically_increasing_id())
+        with_line_numbers(lines, lines).select(FILE, LINE, RAW, STREAM).write.parquet(str(staging / _LINES))
+        numbered = self.spark.read.parquet(str(staging / _LINES))
+        terms, rejects = [], []
+        for stream in self.plan.streams:
+            mine = numbered.filter(F.col(STREAM) == stream).select(FILE, LINE, RAW)
+            t, r = parse_lines(mine, self.prefixes, self.plan.time_unit)
+            terms.append(t.withColumn(STREAM, F.lit(stream)))
+            rejects.append(r)
+        _encode(_union(terms)).write.parquet(str(staging / _NEW))
+        items = self.spark.read.parquet(str(staging / _NEW))
+        bad = _union(rejects)
+        stats = items.agg(F.max(T_START).alias("m"), F.min(T_START).alias("f"),
+                          F.countDistinct(ITEM).alias("n"), F.min(T_START).alias("lo")).first()
+        # late items: at or below an instant already evaluated (cep.continuous "Watermark")
+        late_rows = None
+        if meta.done is not None and stats["lo"] is not None and stats["lo"] <= meta.done:
+            late_rows = self._late_rejects(numbered, items.filter(F.col(T_START) <= F.lit(meta.done)), meta)
+            items = items.filter(F.col(T_START) > F.lit(meta.done))
+            stats = items.agg(F.max(T_START).alias("m"), F.min(T_START).alias("f"),
+                              F.countDistinct(ITEM).alias("n")).first()
+        meta.first = _min(meta.first, stats["f"])
+        all_rejects = bad if late_rows is None else bad.unionByName(late_rows)
+        reject_counts = self._write_rejects(label, all_rejects)
+        max_time = _max(meta.max_time, stats["m"])
+        watermark = None if max_time is None else max_time - self.plan.lateness
+        upto = meta.done
+        if watermark is not None and (upto is None or watermark - 1 > upto):
+            upto = watermark - 1
+        previous = self.state.frame(name, _ITEMS)
+        items = items.select(*_ITEM_COLUMNS)
+        state_items = items if previous is None else previous.unionByName(items)
+        answers = self._evaluate(state_items, name, meta, upto, label)
+        kept = self._keep(state_items, upto)
+        self._write_state(label, name, kept, answers, meta, max_time, upto, closed=False)
+        self._release(answers)
+        self.state.prune(batch_id - 1)
+        self._report(batch_id, started, int(stats["n"] or 0), reject_counts, answers, max_time, watermark)
+
+    def close(self) -> None:
+        """End of input: evaluate every instant up to the largest event time (cep.continuous)."""
+        name, meta = self.state.latest_before(None)
+        if name is None or meta.max_time is None:
+            return
+        started = time.time()
+        batch_id = int(name[:10])
+        label = self.state.label(batch_id, closed=True)
+        state_items = self.state.frame(name, _ITEMS)
+        upto = max(meta.max_time, meta.done if meta.done is not None else meta.max_time)
+        answers = self._evaluate(state_items, name, meta, upto, label)
+        kept = self._keep(state_items, upto) if state_items is not None else None
+        self._write_state(label, name, kept, answers, meta, meta.max_time, upto, closed=True)
+        self._release(answers)
+        self._report(label, started, 0, {}, answers, meta.max_time, upto + 1)
+
+    # -- pieces ----------------------------------------------------------------------------------
+    def _late_rejects(self, numbered: DataFrame, late: DataFrame | None, meta: _Meta) -> DataFrame | None:
+        if late is None:
+            return None
+        reason = F.concat(F.lit("late: event time "), F.col(T_START).cast("string"),
+                          F.lit(f" is not after {meta.done}, the last instant already evaluated (the watermark "
+                                f"is {meta.done + 1}; allow more lateness with --lateness)"))
+        return late.select(FILE, LINE, T_START).distinct().join(
+            numbered.select(FILE, LINE, RAW), [FILE, LINE]).select(FILE, LINE, reason.alias(REASON), RAW)
+
+    def _write_rejects(self, label: str, rejects: DataFrame) -> dict:
+        rows = rejects.orderBy(FILE, LINE).collect() if self.rejects_dir is not None else None
+        if rows is None:
+            counts = {r[REASON]: r["n"] for r in rejects.groupBy(
+                F.regexp_extract(F.col(REASON), r"^(late)", 1).alias(REASON)).agg(F.count(F.lit(1)).alias("n")).collect()}
+        else:
+            self.rejects_dir.mkdir(parents=True, exist_ok=True)
+            _write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
+                         ({"file": r[FILE], "line": r[LINE], "reason": r[REASON], "raw": r[RAW]} for r in rows))
+            counts: dict = {}
+            for r in rows:
+                key = "late" if r[REASON].startswith("late") else ""
+                counts[key] = counts.get(key, 0) + 1
+        named = {("late" if k == "late" else "bad input"): v for k, v in counts.items()}
+        for k, v in named.items():
+            self.summary.rejected[k] = self.summary.rejected.get(k, 0) + v
+        return named
+
+    def _static(self):
+        """The prepared static side of the current closure version (a new version: prepared anew)."""
+        from cep.spark import Prepared
+
+        version = self.static.version()
+        if self.prepared is None or self.prepared[0] != version:
+            if self.prepared is not None:
+                self.prepared[1].unpersist()
+            side = self.static.current(self.spark)
+            self.prepared = (side.version, Prepared(self.plan.query, side.background, self.plan.time_unit,
+                                                    dictionary=side.dictionary), side)
+        return self.prepared
+
+    def _evaluate(self, items: DataFrame | None, previous: str | None, meta: _Meta, upto: int | None, label: str):
+        """The answers to report for the instants in (meta.done, upto] (``cep.continuous``, "Output"),
+        written to the sink; returns (the new Istream keys, persisted, or None; how many rows)."""
+        from cep.spark import evaluate_lifetimes
+
+        if items is None or upto is None or meta.first is None or (meta.done is not None and upto <= meta.done):
+            return None
+        version, prepared, side = self._static()
+        streams = {s: items.filter(F.col(STREAM) == s).select(ITEM, S, P, O, T_START, T_END)
+                   for s in self.plan.streams}
+        result = evaluate_lifetimes(prepared, streams, dictionary=self._dictionary(items, side))
+        # the instants of this batch: (done, upto]. The state no longer holds the items whose
+        # lifetimes ended by done, so what the rows say about instants ≤ done is not to be trusted
+        # (a pruned blocker would make an old answer look new): only [lo, upto] is looked at, and
+        # "emitted before" comes from the emitted keys (Istream) or the last answer set (R/Dstream)
+        lo = meta.first if meta.done is None else max(meta.done + 1, meta.first)
+        rows = (result.filter((F.col(LIFE_TO) >= F.lit(lo)) & (F.col(LIFE_FROM) <= F.lit(upto)))
+                .withColumn(LIFE_FROM, F.greatest(F.col(LIFE_FROM), F.lit(lo)))
+                .withColumn(LIFE_TO, F.least(F.col(LIFE_TO), F.lit(upto))))
+        key = self.columns + [T_START, T_END]
+        last = None
+        if self.plan.emit == ISTREAM:
+            new = rows.groupBy(*key).agg(F.min(LIFE_FROM).alias(_AT))
+            emitted = self.state.frame(previous, _EMITTED)
+            if emitted is not None:
+                new = _minus(new, emitted, key)
+        else:
+            before = self.state.frame(previous, _LAST)
+            if before is None:
+                before = rows.limit(0).select(*key)
+            new = _changes(rows, before, key, lo, upto, self.plan.emit)
+            last = rows.filter(F.col(LIFE_TO) == F.lit(upto)).select(*key).distinct()
+        new = new.withColumn("_version", F.lit(version)).persist()
+        decoded = self._decode(new, items, side)
+        out = list(_rows(decoded, self.names, self.columns))
+        n = self.sink.write(label, out)
+        if self.on_answers is not None:
+            self.on_answers(label, out)
+        self.summary.answers += n
+        return (new if self.plan.emit == ISTREAM else None), n, new, last
+
+    def _dictionary(self, items: DataFrame, side: StaticSide) -> DataFrame:
+        parts = [items.select(F.col(c).alias(ID), F.col(_TERMS[c]).alias(TERM)) for c in (S, P, O)]
+        if self.constants:  # a literal relation: no Python rows to ship to the executors
+            parts.append(self.spark.range(1).select(F.inline(F.array(*[
+                F.struct(F.lit(term_id(t)).cast("long").alias(ID), F.lit(t).alias(TERM)) for t in self.constants]))))
+        if side.dictionary is not None:
+            parts.append(side.dictionary.select(ID, TERM))
+        return _union(parts).dropDuplicates([ID])
+
+    def _decode(self, new: DataFrame, items: DataFrame, side: StaticSide) -> DataFrame:
+        from reasoner.dictionary import decode
+
+        return decode(new, self._dictionary(items, side), tuple(self.columns)).orderBy(
+            _AT, *[F.col(c).asc_nulls_first() for c in self.columns], T_START, T_END)
+
+    def _keep(self, items: DataFrame, upto: int | None) -> DataFrame:
+        return keep_items(items, self.plan, upto)
+
+    @staticmethod
+    def _release(answers) -> None:
+        if answers is not None:
+            answers[2].unpersist()
+
+    def _write_state(self, label, previous_name, kept, answers, meta: _Meta, max_time, upto, closed: bool) -> None:
+        last = self.state.frame(previous_name, _LAST) if answers is None else answers[3]
+        emitted = self.state.frame(previous_name, _EMITTED)
+        if answers is not None and answers[0] is not None:
+            keys = answers[0].select(*self.columns, T_START, T_END)
+            emitted = keys if emitted is None else emitted.unionByName(keys)
+        oldest, self.state_rows = None, 0
+        if kept is not None:
+            kept = self.state.put(label, _ITEMS, kept)
+            stats = kept.agg(F.min(T_START).alias("oldest"), F.count(F.lit(1)).alias("n")).first()
+            oldest, self.state_rows = stats["oldest"], stats["n"]
+        if emitted is not None and kept is not None:
+            # a key can only be found again from items still kept: its interval starts at or
+            # after the oldest of them; a background-only answer (open end) is kept for good
+            open_end = F.col(T_END) == F.lit(OPEN_END)
+            emitted = emitted.filter(open_end if oldest is None else open_end | (F.col(T_START) >= F.lit(oldest)))
+        version = self.prepared[0] if self.prepared is not None else meta.version
+        self.state.write(label, {_EMITTED: emitted, _LAST: last},
+                         _Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed))
+
+    def _report(self, batch, started, input_items, rejects, answers, max_time, watermark) -> None:
+        from cep.algebra import TIME_UNITS
+
+        now = time.time()
+        lag = None if max_time is None else round(now - max_time * TIME_UNITS[self.plan.time_unit] / 1000, 3)
+        line = {"batch": batch, "input_items": input_items, "rejected": rejects,
+                "answers": 0 if answers is None else answers[1], "state_items": self.state_rows,
+                "max_event_time": max_time, "watermark": watermark, "seconds": round(now - started, 3),
+                "event_time_lag_seconds": lag}
+        self.summary.batches += 1
+        self.summary.state_rows = self.state_rows
+        self.summary.input_rows += input_items
+        self.summary.max_time, self.summary.watermark = max_time, watermark
+        text = json.dumps(line)
+        print(text, file=self.metrics_out or sys.stderr, flush=True)
+        with open(self.checkpoint / METRICS_FILE, "a", encoding="utf-8") as out:
+            out.write(text + "\n")
+
+
+# --- the plan's rules on DataFrames (cep.continuous) --------------------------------------------
+
+def keep_items(items: DataFrame, cplan: ContinuousPlan, upto: int | None) -> DataFrame:
+    """The items some window can still hold at an instant after ``upto`` (``cep.continuous``,
+    "State"): an item whose lifetime in every window of its stream ends by ``upto`` can no longer
+    change an answer (the instants up to ``upto`` are evaluated)."""
+    from cep import lifetimes as L
+
+    if upto is None:
+        return items
+    parts = []
+    for pattern in A.stream_patterns(cplan.query.pattern):
+        mine = items.filter(F.col(STREAM) == pattern.stream).select(ITEM, S, P, O, T_START, T_END)
+        alive = L.window(mine, pattern.window, None, cplan.time_unit)
+        parts.append(alive.filter(F.col(LIFE_TO) > F.lit(upto)).select(ITEM))
+    return items.join(_union(parts).distinct(), ITEM, "left_semi")
+
+
+def _changes(rows: DataFrame, last: DataFrame, key: list[str], lo: int, upto: int, emit: str) -> DataFrame:
+    """Rstream / Dstream (``cep.continuous``, "Output") at the instants c in [lo, upto]: the
+    answers alive at c but not at c − 1 (new), alive at c − 1 but not at c (gone); Dstream reports
+    the gone ones, Rstream the whole set alive at c wherever something changed. Only the
+    instants where a lifetime starts or ends can change the set. ``rows``: lifetimes cut to
+    [lo, upto]; ``last``: the answer keys alive at lo − 1 (the previous batch's last instant)."""
+    c = _AT
+    edges = (rows.select(F.col(LIFE_FROM).alias(c)).unionByName(rows.select((F.col(LIFE_TO) + 1).alias(c)))
+             .unionByName(rows.sparkSession.range(1).select(F.lit(lo).cast("long").alias(c)))
+             .filter((F.col(c) >= F.lit(lo)) & (F.col(c) <= F.lit(upto))).distinct())
+    live = rows.select(*key, LIFE_FROM, LIFE_TO)
+
+    def alive_at(shift: int) -> DataFrame:
+        t = F.col(c) - F.lit(shift)
+        return (F.broadcast(edges).join(live, (F.col(LIFE_FROM) <= t) & (F.col(LIFE_TO) >= t))
+                .select(c, *key).distinct())
+
+    now = alive_at(0)
+    before = alive_at(1).unionByName(last.select(F.lit(lo).cast("long").alias(c), *key))
+    on = [c] + key
+    gone = _minus(before, now, on)
+    if emit == DSTREAM:
+        return gone
+    new = _minus(now, before, on)
+    changed = new.select(c).unionByName(gone.select(c)).distinct()
+    return now.join(changed, c, "left_semi")
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+#: the columns of a state item
+_ITEM_COLUMNS = (STREAM, ITEM, S, P, O, T_START, T_END, *_TERMS.values())
+
+
+def _encode(terms: DataFrame) -> DataFrame:
+    """Parsed items → state items (``_ITEM_COLUMNS``) plus where each came from (FILE, LINE)."""
+    return terms.select(F.col(STREAM), ITEM, *[F.xxhash64(F.col(c)).alias(c) for c in (S, P, O)], T_START, T_END,
+                        *[F.col(c).alias(_TERMS[c]) for c in (S, P, O)], FILE, LINE)
+
+
+def _union(frames: Sequence[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out
+
+
+def _min(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _max(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _minus(left: DataFrame, right: DataFrame, columns) -> DataFrame:
+    """The rows of ``left`` with no row of ``right`` equal (nulls equal) on ``columns``."""
+    other = right.select(*[F.col(c).alias(scratch("x", c)) for c in columns])
+    cond = F.lit(True)
+    for c in columns:
+        cond = cond & F.col(c).eqNullSafe(F.col(scratch("x", c)))
+    return left.join(other, cond, "left_anti")
+
+
+def _query_constants(query) -> list[str]:
+    found: set[str] = set()
+
+    def visit(value) -> None:
+        if isinstance(value, str):
+            if A.is_term(value):
+                found.add(value)
+        elif isinstance(value, (tuple, list)):
+            for x in value:
+                visit(x)
+        elif hasattr(value, "__dataclass_fields__"):
+            for name in value.__dataclass_fields__:
+                visit(getattr(value, name))
+
+    visit(query.form)
+    return sorted(found)
+
+
+def _rows(decoded: DataFrame, names, columns):
+    for row in decoded.collect():
+        out = {name: row[column] for name, column in zip(names, columns)}
+        out[OUT_START] = row[T_START]
+        out[OUT_END] = row[T_END]
+        out[OUT_AT] = row[_AT]
+        if out[OUT_END] == OPEN_END:     # a background-only answer: [t1, t] at the instant t
+            out[OUT_END] = row[_AT]
+        out[OUT_VERSION] = row["_version"]
+        yield out
