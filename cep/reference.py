@@ -148,18 +148,23 @@ def w_triples(stream: Iterable[Item], t: int, n: int) -> list[Item]:
     """TRIPLES n: the last n triples started by t, clipped like ALL.
 
     "Last" orders triples by their own (t1, t2), then (item, s, p, o), descending, before clipping;
-    s, p, o compare by their term ids (``reasoner.hashing.term_id``), as in the Spark runtimes, so
+    s, p, o compare by their term ids (``reasoner.hashing.term_id``; ints are ids), as in Spark, so
     a window that splits an item keeps the same triples here. Items compare by their ids: a test
     that compares with a runtime gives the items the ids the runtime gives them.
     """
     rows = [(t1, t2, item, tr) for (item, g, t1, t2) in stream if t1 <= t for tr in g]
-    rows.sort(key=lambda r: (r[0], r[1], r[2], *map(term_id, r[3])), reverse=True)
+    rows.sort(key=lambda r: (r[0], r[1], r[2], *map(_order_id, r[3])), reverse=True)
     kept: dict[Any, set] = {}
     times: dict[Any, tuple[int, int]] = {}
     for (t1, t2, item, tr) in rows[:max(n, 0)]:
         kept.setdefault(item, set()).add(tr)
         times[item] = (t1, min(t2, t))
     return [(item, frozenset(g), *times[item]) for item, g in kept.items()]
+
+
+def _order_id(term) -> int:
+    """A term's place in TRIPLES' tie order: its id (terms given as ids are already ids)."""
+    return term if isinstance(term, int) else term_id(term)
 
 
 def w_step(stream: Iterable[Item], t: int, T: int, step: int) -> list[Item]:

@@ -54,14 +54,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
-from cep.continuous import DSTREAM, ISTREAM, RSTREAM, ContinuousError, ContinuousPlan, plan as make_plan
+from cep.continuous import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan, plan as make_plan
 from cep.lifetimes import OPEN_END
-from reasoner.errors import SidecarError
 from reasoner.hashing import term_id
 from reasoner.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 
