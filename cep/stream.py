@@ -39,13 +39,19 @@ renames — a replay rewrites the same files with the same content. The end-of-i
 ``available-now``) writes ``part-<batch>-closed.jsonl`` and ``state/<batch>-closed`` the same way.
 
 Sources: a directory of stream files per stream IRI (``FileSource``; the formats ``query --at``
-reads, by extension; item ids ``xxhash64(file, line)`` are stable on replay). Bad lines and late
-items go to the rejects output with their reason and are counted in the metrics.
+reads, by extension; item ids ``xxhash64(file, line)`` are stable on replay) or a Kafka topic
+(``KafkaSource``; one item per message, id ``xxhash64("kafka:TOPIC/PARTITION", offset)``). Bad
+lines and late items go to the rejects output with their reason and are counted in the metrics.
+Sinks: ``DirectorySink`` (exactly once), ``ConsoleSink`` and ``KafkaSink`` (at least once: a
+replayed batch sends again, with the same message keys), ``CallbackSink``. The Kafka connector
+jar comes from the jar cache (``reasoner.jars.resolve_kafka_connector``); without it, the error
+says so and how to get it.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -64,8 +70,8 @@ from cep.lifetimes import OPEN_END
 from reasoner.hashing import term_id
 from reasoner.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 
-__all__ = ["FileSource", "StaticFiles", "ClosureStore", "DirectorySink", "ConsoleSink", "CallbackSink",
-           "RunSummary", "run", "STREAM"]
+__all__ = ["FileSource", "KafkaSource", "StaticFiles", "ClosureStore", "DirectorySink", "ConsoleSink", "KafkaSink",
+           "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM"]
 
 #: the stream IRI of a state item
 STREAM = "_stream"
@@ -78,6 +84,8 @@ _ITEMS, _EMITTED, _LAST, _META = "items", "emitted", "last", "meta.json"
 #: staged inputs of a batch (dropped with its state directory)
 _LINES, _NEW = "_lines", "_new"
 _CLOSED = "-closed"
+#: which source a line came from (its index in the run's sources)
+_SOURCE = "_source"
 #: the instant an answer is reported at (the ``_at`` output key)
 _AT = scratch("at")
 
@@ -95,6 +103,9 @@ class FileSource:
     fmt: str | None = None
     max_files_per_trigger: int | None = None
 
+    #: lines carry a file block and are numbered per batch (``reasoner.loading.with_line_numbers``)
+    numbered = False
+
     def lines(self, spark: SparkSession) -> DataFrame:
         reader = spark.readStream.format("text")
         if self.max_files_per_trigger:
@@ -103,6 +114,74 @@ class FileSource:
         return reader.load(str(self.directory)).select(
             F.col("value").alias(RAW), local_path.alias(FILE),
             F.col("_metadata.file_block_start").alias("_block"), F.lit(self.stream).alias(STREAM))
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    """The messages of a Kafka topic as stream ``stream``: one item per message, its value one JSON
+    event (``fmt="jsonl"``, the default) or one timestamped N-Triples line (``fmt="tsnt"``), in the
+    formats of ``cep.streams``. An item's id is ``xxhash64("kafka:TOPIC/PARTITION", offset)``:
+    stable on replay; rejects name the message as file ``kafka:TOPIC/PARTITION``, line = its
+    offset. Blank nodes are scoped to the partition. Empty messages are skipped, as blank lines
+    are. ``starting_offsets``: ``earliest`` (default) or ``latest`` for a new checkpoint (a restart
+    continues from the checkpoint's offsets); ``options``: more ``kafka.*`` or source options
+    (``maxOffsetsPerTrigger``, ``failOnDataLoss``, security settings)."""
+
+    stream: str
+    bootstrap: str
+    topic: str
+    fmt: str = "jsonl"
+    starting_offsets: str = "earliest"
+    options: tuple = ()     # ((key, value), ...)
+
+    numbered = True
+
+    def lines(self, spark: SparkSession) -> DataFrame:
+        reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+                  .option("subscribe", self.topic).option("startingOffsets", self.starting_offsets))
+        for key, value in self.options:
+            reader = reader.option(key, str(value))
+        try:
+            frame = reader.load()
+        except Exception as exc:  # noqa: BLE001 - Spark raises its own AnalysisException type
+            raise _kafka_missing(exc) from None
+        return frame.select(
+            F.coalesce(F.col("value").cast("string"), F.lit("")).alias(RAW),
+            F.concat(F.lit("kafka:"), F.col("topic"), F.lit("/"), F.col("partition").cast("string")).alias(FILE),
+            F.col("offset").alias(LINE), F.lit(self.stream).alias(STREAM))
+
+
+def parse_kafka_url(text: str) -> tuple[str, str, dict]:
+    """``kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?format=jsonl|tsnt]`` → (bootstrap servers, topic,
+    {"format": ...}); raises ``ContinuousError`` saying what is wrong."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(text)
+    topic = parts.path.lstrip("/")
+    if parts.scheme != "kafka" or not parts.netloc or not topic or "/" in topic:
+        raise ContinuousError(f"{text!r}: expected kafka://HOST:PORT/TOPIC (several brokers: "
+                              f"kafka://H1:P1,H2:P2/TOPIC; optional ?format=jsonl|tsnt)")
+    for server in parts.netloc.split(","):
+        host, _, port = server.rpartition(":")
+        if not host or not port.isdigit():
+            raise ContinuousError(f"{text!r}: broker {server!r} is not HOST:PORT")
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    unknown = sorted(set(query) - {"format"})
+    if unknown:
+        raise ContinuousError(f"{text!r}: unknown option(s) {', '.join(unknown)}; only ?format=jsonl|tsnt")
+    if query.get("format", "jsonl") not in ("jsonl", "tsnt"):
+        raise ContinuousError(f"{text!r}: format {query['format']!r}; expected jsonl or tsnt")
+    return parts.netloc, topic, query
+
+
+def _kafka_missing(exc: BaseException) -> BaseException:
+    """Spark's "data source kafka not found" as the jar cache's clear error; anything else as is."""
+    from reasoner.jars import KAFKA_CONNECTOR, JarUnavailable, cache_dir
+
+    text = str(exc)
+    if "DATA_SOURCE_NOT_FOUND" in text or re.search(r"Failed to find (the )?data source: kafka", text):
+        return JarUnavailable(KAFKA_CONNECTOR, "its classes are not on this Spark session's classpath", cache_dir())
+    return exc
 
 
 # --- the static side ----------------------------------------------------------------------------
@@ -211,6 +290,35 @@ class ConsoleSink:
             n += 1
         out.flush()
         return n
+
+
+class KafkaSink:
+    """Answers as Kafka messages on ``topic``: the value one answer as JSON, the key
+    ``<batch label>/<index>``. Kafka's producer is at-least-once: a batch replayed after a crash
+    sends its answers again with the same keys, so a consumer that must see each answer once
+    de-duplicates by key (or use ``DirectorySink``, which is exactly once)."""
+
+    def __init__(self, bootstrap: str, topic: str, options: Mapping[str, str] | None = None):
+        self.bootstrap, self.topic, self.options = bootstrap, topic, dict(options or {})
+        self.spark: SparkSession | None = None
+
+    def bind(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def write(self, label: str, rows) -> int:
+        messages = [(f"{label}/{i}", json.dumps(row, ensure_ascii=False)) for i, row in enumerate(rows)]
+        if not messages:
+            return 0
+        spark = self.spark or SparkSession.getActiveSession()
+        writer = (spark.createDataFrame(messages, "key string, value string").write.format("kafka")
+                  .option("kafka.bootstrap.servers", self.bootstrap).option("topic", self.topic))
+        for key, value in self.options.items():
+            writer = writer.option(key, value)
+        try:
+            writer.save()
+        except Exception as exc:  # noqa: BLE001
+            raise _kafka_missing(exc) from None
+        return len(messages)
 
 
 class CallbackSink:
@@ -343,14 +451,15 @@ class RunSummary:
         return dict(self.__dict__)
 
 
-def run(spark: SparkSession, query, sources: Sequence[FileSource], *, sink, checkpoint: str | Path,
+def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink, checkpoint: str | Path,
         static=None, trigger: str = "available-now", lateness: int = 0, emit: str = ISTREAM,
         time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
         metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
         timeout: float | None = None) -> RunSummary:
     """Run ``query`` continuously over ``sources`` (see the module doc).
 
-    ``query``: text or a ``cep.algebra.Query``. ``static``: ``StaticFiles``, ``ClosureStore`` or None
+    ``query``: text or a ``cep.algebra.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
+    stream the query reads. ``static``: ``StaticFiles``, ``ClosureStore`` or None
     (no background). ``sink``: ``DirectorySink``/``ConsoleSink``/``CallbackSink``; ``on_answers``:
     also call ``fn(label, rows)`` per batch. ``trigger``: ``available-now`` (process what is there,
     close the input up to its largest event time, stop) or ``interval:SECONDS`` (run until stopped
@@ -372,9 +481,11 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource], *, sink, chec
     used = [s for s in sources if s.stream in read]
     runner = _Runner(spark, cplan, static or _NoStatic(), sink, Path(checkpoint), rejects, on_answers, metrics,
                      dict(query.prefixes) if prefixes is None else dict(prefixes))
-    lines = used[0].lines(spark)
-    for source in used[1:]:
-        lines = lines.unionByName(source.lines(spark))
+    if hasattr(sink, "bind"):
+        sink.bind(spark)
+    runner.sources = used
+    lines = _union([source.lines(spark).withColumn(_SOURCE, F.lit(i)) for i, source in enumerate(used)],
+                   allow_missing=True)
     writer = lines.writeStream.foreachBatch(runner.batch).option(
         "checkpointLocation", str(Path(checkpoint) / SPARK_DIR))
     if trigger == "available-now":
@@ -411,6 +522,7 @@ class _Runner:
         self.prepared = None  # (version, cep.spark.Prepared)
         self.error: BaseException | None = None
         self.state_rows = 0
+        self.sources: list = []
         query = cplan.query
         self.construct = isinstance(query.form, A.Construct)
         self.names = [S, P, O] if self.construct else [v.name for v in query.form.variables]
@@ -436,14 +548,23 @@ class _Runner:
         # The batch's lines go to Parquet first (one job over the source): everything after reads a
         # plain scan, so no later plan drags the streaming lineage along (re-analysing it made
         # every step of a batch cost seconds), and a rejected line's text is at hand.
-        lines = lines.withColumn("_row", F.monotonically_increasing_id())
-        with_line_numbers(lines, lines).select(FILE, LINE, RAW, STREAM).write.parquet(str(staging / _LINES))
+        columns = (FILE, LINE, RAW, STREAM, _SOURCE)
+        kinds = {s.numbered for s in self.sources}
+        parts = []
+        if True in kinds:      # Kafka: the offset is the line
+            mine = lines if kinds == {True} else lines.filter(F.col(LINE).isNotNull())
+            parts.append(mine.select(*columns))
+        if False in kinds:     # files: lines numbered from their blocks
+            mine = lines if kinds == {False} else lines.filter(F.col(LINE).isNull()).drop(LINE)
+            mine = mine.withColumn("_row", F.monotonically_increasing_id())
+            parts.append(with_line_numbers(mine, mine).select(*columns))
+        _union(parts).write.parquet(str(staging / _LINES))
         numbered = self.spark.read.parquet(str(staging / _LINES))
         terms, rejects = [], []
-        for stream in self.plan.streams:
-            mine = numbered.filter(F.col(STREAM) == stream).select(FILE, LINE, RAW)
-            t, r = parse_lines(mine, self.prefixes, self.plan.time_unit)
-            terms.append(t.withColumn(STREAM, F.lit(stream)))
+        for i, source in enumerate(self.sources):
+            mine = numbered.filter(F.col(_SOURCE) == i).select(FILE, LINE, RAW)
+            t, r = parse_lines(mine, self.prefixes, self.plan.time_unit, source.fmt)
+            terms.append(t.withColumn(STREAM, F.lit(source.stream)))
             rejects.append(r)
         _encode(_union(terms)).write.parquet(str(staging / _NEW))
         items = self.spark.read.parquet(str(staging / _NEW))
@@ -629,6 +750,8 @@ class _Runner:
         self.summary.state_rows = self.state_rows
         self.summary.input_rows += input_items
         self.summary.max_time, self.summary.watermark = max_time, watermark
+        if self.prepared is not None:
+            self.summary.version = self.prepared[0]
         text = json.dumps(line)
         print(text, file=self.metrics_out or sys.stderr, flush=True)
         with open(self.checkpoint / METRICS_FILE, "a", encoding="utf-8") as out:
@@ -693,10 +816,10 @@ def _encode(terms: DataFrame) -> DataFrame:
                         *[F.col(c).alias(_TERMS[c]) for c in (S, P, O)], FILE, LINE)
 
 
-def _union(frames: Sequence[DataFrame]) -> DataFrame:
+def _union(frames: Sequence[DataFrame], allow_missing: bool = False) -> DataFrame:
     out = frames[0]
     for f in frames[1:]:
-        out = out.unionByName(f)
+        out = out.unionByName(f, allowMissingColumns=allow_missing)
     return out
 
 

@@ -1,7 +1,8 @@
 """``rsp-sidecar``: one command fronting every job.
 
     rsp-sidecar [--verbose] COMMAND ...            --verbose: keep Spark's/the JVM's log lines
-    rsp-sidecar setup [--require-graphframes]     fetch GraphFrames' JVM jar into the cache
+    rsp-sidecar setup [--require-graphframes] [--require-kafka] [--kafka-broker]
+                                                  fetch JVM jars (GraphFrames, Kafka) into the cache
     rsp-sidecar materialize --ontology ... --out DIR [--if-changed] [--export-ntriples F]
     rsp-sidecar demo [--data-dir D] [--out DIR]   the end-to-end demo of the README
     rsp-sidecar paths --data F ... --path EXPR [--from T] [--to T] [--format tsv|csv|json]
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true",
                         help="keep Spark's and the JVM's own log lines on stderr (quiet by default)")
     sub = parser.add_subparsers(dest="command", required=True)
-    setup = sub.add_parser("setup", help="fetch and cache JVM dependencies (GraphFrames) from Maven Central")
+    setup = sub.add_parser("setup", help="fetch and cache JVM dependencies (GraphFrames, the Kafka connector) from Maven Central")
     jars.add_arguments(setup)
     setup.set_defaults(run=jars.run)
     mat = sub.add_parser("materialize", help="materialize ontologies into versioned closure tables")

@@ -1,4 +1,6 @@
-"""``rsp-sidecar setup``: fetch GraphFrames' JVM jar into the cache (the jar knowledge is ``reasoner.jars``)."""
+"""``rsp-sidecar setup``: fetch the JVM jars into the cache (the jar knowledge is ``reasoner.jars``):
+GraphFrames' core (optional), the Spark Kafka connector (for ``query --continuous`` over Kafka) and,
+with ``--kafka-broker``, Apache Kafka's broker for local tests and demos."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +11,10 @@ from reasoner import jars
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require-graphframes", action="store_true", help="fail when GraphFrames cannot be fetched")
+    parser.add_argument("--require-kafka", action="store_true",
+                        help="fail when the Spark Kafka connector cannot be fetched")
+    parser.add_argument("--kafka-broker", action="store_true",
+                        help="also fetch Apache Kafka's broker (a local broker for tests and demos)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,6 +25,17 @@ def run(args: argparse.Namespace) -> int:
             raise
         print(f"warning: {exc}\nContinuing without GraphFrames: the default 'dataframe' strategy does not need it.",
               file=sys.stderr)
-        return 0
-    print("GraphFrames jars cached:\n  " + "\n  ".join(str(p) for p in paths))
+    else:
+        print("GraphFrames jars cached:\n  " + "\n  ".join(str(p) for p in paths))
+    try:
+        paths = jars.resolve_kafka_connector()
+    except jars.JarUnavailable as exc:
+        if args.require_kafka:
+            raise
+        print(f"warning: {exc}\nContinuing without it: only --stream/--out kafka://... need it.", file=sys.stderr)
+    else:
+        print("Kafka connector jars cached:\n  " + "\n  ".join(str(p) for p in paths))
+    if args.kafka_broker:
+        paths = jars.resolve_kafka_broker()
+        print(f"Kafka broker cached: {len(paths)} jars in {paths[0].parent}")
     return 0

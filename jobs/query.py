@@ -34,6 +34,12 @@ intervals are not printed; ``--format`` does not apply).
   printed on stderr, and ``--rejects FILE`` writes them as JSON Lines ``{"file", "line",
   "reason", "raw"}``.
 
+* ``--continuous`` (instead of ``--at``): answer as the streams arrive (``cep.stream``; README
+  "query --continuous"): ``--stream IRI=DIR`` a directory of stream files or
+  ``IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]`` a Kafka topic; ``--out`` console (default),
+  a directory or ``kafka://HOST:PORT/TOPIC``; ``--checkpoint DIR`` (required), ``--trigger``,
+  ``--lateness``, ``--closure``, ``--emit``, ``--rejects DIR``.
+
 Expected failures — a query error, an unknown stream or graph, a missing file, a bad ``--at`` —
 print one ``error:`` line and exit with code 2.
 """
@@ -73,7 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--static", action="extend", nargs="+", default=[], metavar="[IRI=]FILE",
                         help="background files: FILE joins the default graph, IRI=FILE the graph FROM IRI")
     parser.add_argument("--stream", action="extend", nargs="+", default=[], metavar="IRI=FILE",
-                        help="the file of stream IRI (.jsonl JSON Lines, .nt timestamped N-Triples)")
+                        help="the file of stream IRI (.jsonl JSON Lines, .nt timestamped N-Triples); with "
+                             "--continuous a directory, or IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]")
     when = parser.add_mutually_exclusive_group(required=True)
     when.add_argument("--at", metavar="T",
                       help="evaluate once at T: integer ticks of --time-unit or an ISO-8601 date-time")
@@ -85,7 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rejects", metavar="FILE|DIR",
                         help="write the rejected input lines here (JSON Lines; a directory with --continuous)")
     parser.add_argument("--out", metavar="FILE|DIR",
-                        help="write the results here instead of stdout (with --continuous: console or a directory)")
+                        help="write the results here instead of stdout (with --continuous: console, a directory or "
+                             "kafka://HOST:PORT/TOPIC)")
     cont = parser.add_argument_group("continuous mode (--continuous)")
     cont.add_argument("--checkpoint", metavar="DIR", help="state and progress, to restart exactly where it stopped")
     cont.add_argument("--trigger", default="available-now", metavar="available-now|interval:D",
@@ -165,7 +173,7 @@ class Plan:
     at: int | None                     # None: continuous
     time_unit: str
     graphs: dict[str | None, list[Path]] = field(default_factory=dict)   # None = default graph
-    streams: dict[str, Path] = field(default_factory=dict)
+    streams: dict[str, Path | str] = field(default_factory=dict)   # str: a kafka:// URL (continuous)
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -192,9 +200,16 @@ def plan(args: argparse.Namespace) -> Plan:
         iri, path = _binding(item, prefixes, "--stream")
         if iri in result.streams:
             raise QueryError(f"--stream {iri} is bound twice ({result.streams[iri]} and {path})")
+        kafka = item.partition("=")[2].strip()
+        if kafka.startswith("kafka:"):
+            if not continuous:
+                raise QueryError(f"--stream {item!r}: a Kafka topic is read with --continuous only (--at reads files)")
+            _kafka(kafka, "--stream")
+            result.streams[iri] = kafka
+            continue
         if continuous and not path.is_dir():
             raise QueryError(f"{path}: no such directory (stream {iri}; with --continuous, --stream IRI=DIR names "
-                             f"the directory its files arrive in)")
+                             f"the directory its files arrive in, or IRI=kafka://HOST:PORT/TOPIC a topic)")
         result.streams[iri] = path if continuous else _existing(path, f"stream {iri}")
     read = list(dict.fromkeys(sp.stream for sp in stream_patterns(query.pattern)))
     for iri in read:
@@ -366,15 +381,42 @@ def _check_continuous(args: argparse.Namespace) -> None:
     parse_lateness(args.lateness, args.time_unit)
 
 
+def _kafka(url: str, option: str) -> tuple[str, str, dict]:
+    from cep.continuous import ContinuousError
+    from cep.stream import parse_kafka_url
+
+    try:
+        return parse_kafka_url(url)
+    except ContinuousError as exc:
+        raise QueryError(f"{option} {exc}") from None
+
+
 def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     """Run the query continuously (``cep.stream.run``); returns the number of answers emitted."""
-    from cep.stream import ClosureStore, ConsoleSink, DirectorySink, FileSource, StaticFiles, run as run_stream
+    from cep.stream import (ClosureStore, ConsoleSink, DirectorySink, FileSource, KafkaSink, KafkaSource,
+                            StaticFiles, run as run_stream)
     from jobs.spark import build_session
 
+    sources = []
+    for iri, where in p.streams.items():
+        if isinstance(where, str):
+            bootstrap, topic, options = _kafka(where, "--stream")
+            sources.append(KafkaSource(iri, bootstrap, topic, fmt=options.get("format", "jsonl")))
+        else:
+            sources.append(FileSource(iri, str(where)))
+    if args.out in (None, "console", "-"):
+        sink = ConsoleSink()
+    elif args.out.startswith("kafka:"):
+        bootstrap, topic, _ = _kafka(args.out, "--out")
+        sink = KafkaSink(bootstrap, topic)
+    else:
+        sink = DirectorySink(args.out)
+    if any(isinstance(x, (KafkaSource, KafkaSink)) for x in [*sources, sink]):
+        from reasoner import jars
+
+        jars.resolve_kafka_connector()  # cached after the first time; must be on the classpath at start-up
     spark = build_session("rsp-sidecar query --continuous")
-    sources = [FileSource(iri, str(path)) for iri, path in p.streams.items()]
     static = ClosureStore(args.closure) if args.closure else (StaticFiles(p.graphs) if p.graphs else None)
-    sink = ConsoleSink() if args.out in (None, "console", "-") else DirectorySink(args.out)
     trigger = args.trigger if args.trigger == "available-now" else f"interval:{args.trigger.split(':')[1].rstrip('s')}"
     summary = run_stream(spark, p.query, sources, sink=sink, checkpoint=args.checkpoint, static=static,
                          trigger=trigger, lateness=parse_lateness(args.lateness, args.time_unit), emit=args.emit,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -54,6 +55,16 @@ class JarUnavailable(SidecarError, RuntimeError):
     def __init__(self, artifact: Artifact, reason: str, cache: Path):
         self.artifact = artifact
         self.reason = reason
+        if artifact.name != GRAPHFRAMES.name:
+            what = KAFKA_WHAT.get(artifact.name, "JVM library")
+            super().__init__(
+                f"{what} {artifact.coordinate} is not available: {reason}.\n"
+                f"Supply it in one of these ways:\n"
+                f"  * run `rsp-sidecar setup` where Maven Central (or $RSP_MAVEN_REPO) is reachable: it "
+                f"caches the jar and its dependencies in {cache};\n"
+                f"  * on a cluster: spark-submit --packages {artifact.coordinate} ...;\n"
+                f"  * or put the jars into {cache} by hand (RSP_JAR_CACHE names another directory).")
+            return
         super().__init__(
             f"GraphFrames JVM library {artifact.coordinate} is not available: {reason}.\n"
             f"GraphFrames' Python package does not contain it. Supply it in one of these ways:\n"
@@ -136,3 +147,100 @@ def resolve(artifact: Artifact = GRAPHFRAMES, *, repo: str = MAVEN_REPO, timeout
             raise JarUnavailable(artifact, f"bad POM for {current.coordinate}: {exc}", directory) from None
         paths.append(target)
     return paths
+
+
+# --- Kafka: the Structured Streaming connector and, for tests and demos, a broker ----------------
+
+#: the Spark Kafka connector; 4.0.0 because 4.0.1's spark-token-provider POM does not resolve from
+#: Maven Central as reached here (4.0.0 runs on pyspark 4.0.1: same minor release)
+KAFKA_CONNECTOR = Artifact("org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.0.0")
+#: Apache Kafka's broker (KRaft mode), the version of the connector's kafka-clients
+KAFKA_BROKER = Artifact("org.apache.kafka", "kafka_2.13", "3.9.0")
+KAFKA_WHAT = {KAFKA_CONNECTOR.name: "The Spark Kafka connector", KAFKA_BROKER.name: "The Kafka broker"}
+#: where the broker's own classpath is cached (never on Spark's classpath: its Scala and Jackson differ)
+BROKER_DIR = "kafka-broker"
+
+
+def spark_jars_dir() -> Path:
+    """The jars of the installed PySpark (what a Spark session has on its classpath already)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def _unversioned(jar: Path) -> str:
+    """``org.apache.kafka__kafka-clients-3.9.0.jar`` / ``kafka-clients-3.9.0.jar`` -> ``kafka-clients``."""
+    name = jar.name.split("__", 1)[-1][: -len(".jar")]
+    parts = name.split("-")
+    while len(parts) > 1 and parts[-1][:1].isdigit():
+        parts.pop()
+    return "-".join(parts)
+
+
+def ivy_resolve(artifact: Artifact, directory: Path, *, skip_spark_provided: bool, repo: str = MAVEN_REPO,
+                timeout: float = 600.0) -> list[Path]:
+    """``artifact`` with its whole runtime closure (parent POMs, properties, dependency management:
+    Apache Ivy, which PySpark ships, does the Maven resolution) into ``directory``; with
+    ``skip_spark_provided`` the jars PySpark already has (by artifact name) are left out. A second
+    call finds the marker file and downloads nothing. Raises :class:`JarUnavailable`."""
+    import subprocess
+    import tempfile
+
+    marker = directory / f".resolved-{artifact.name}-{artifact.version}"
+    if marker.exists():
+        return [directory / line for line in marker.read_text(encoding="utf-8").split()]
+    ivy = sorted(spark_jars_dir().glob("ivy-*.jar"))
+    if not ivy:
+        raise JarUnavailable(artifact, f"no Apache Ivy jar in {spark_jars_dir()} to resolve it with", directory)
+    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
+    with tempfile.TemporaryDirectory(prefix="rsp-ivy-") as work:
+        settings = Path(work) / "ivysettings.xml"
+        settings.write_text(
+            '<ivysettings><settings defaultResolver="central"/><resolvers>'
+            f'<ibiblio name="central" m2compatible="true" root="{repo}"/></resolvers></ivysettings>\n',
+            encoding="utf-8")
+        retrieved = Path(work) / "jars"
+        command = [str(java), "-cp", str(ivy[-1]), "org.apache.ivy.Main", "-settings", str(settings),
+                   "-cache", str(cache_dir() / ".ivy-cache"), "-dependency", artifact.group, artifact.name,
+                   artifact.version, "-confs", "default",
+                   "-retrieve", str(retrieved / "[organisation]__[artifact]-[revision](-[classifier]).[ext]")]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise JarUnavailable(artifact, f"could not run Apache Ivy ({exc})", directory) from None
+        jars = sorted(retrieved.glob("*.jar")) if retrieved.is_dir() else []
+        if done.returncode != 0 or not any(j.name.startswith(f"{artifact.group}__{artifact.name}-") for j in jars):
+            problems = [line.strip(" :\t") for line in (done.stdout + done.stderr).splitlines()
+                        if "UNRESOLVED DEPENDENCIES" not in line and ("UNRESOLVED" in line or "not found" in line or "unresolved" in line.lower()
+                        or "Exception" in line)]
+            reason = "; ".join(dict.fromkeys(problems[:4])) or f"Apache Ivy exited with {done.returncode}"
+            raise JarUnavailable(artifact, f"cannot resolve it from {repo} ({reason})", directory)
+        provided = {_unversioned(j) for j in spark_jars_dir().glob("*.jar")} if skip_spark_provided else set()
+        directory.mkdir(parents=True, exist_ok=True)
+        kept = []
+        for jar in jars:
+            if _unversioned(jar) in provided:
+                continue
+            target = directory / jar.name.split("__", 1)[-1]
+            if not target.exists():
+                shutil.copyfile(jar, target.with_suffix(".jar.part"))
+                target.with_suffix(".jar.part").replace(target)
+            kept.append(target)
+    marker.write_text("\n".join(p.name for p in kept) + "\n", encoding="utf-8")
+    return kept
+
+
+def resolve_kafka_connector(*, repo: str = MAVEN_REPO) -> list[Path]:
+    """The Kafka connector's jars (those PySpark lacks) into the cache, which sessions put on their
+    classpath (``jobs.spark.build_session``)."""
+    return ivy_resolve(KAFKA_CONNECTOR, cache_dir(), skip_spark_provided=True, repo=repo)
+
+
+def kafka_connector_cached() -> bool:
+    return (cache_dir() / f".resolved-{KAFKA_CONNECTOR.name}-{KAFKA_CONNECTOR.version}").exists()
+
+
+def resolve_kafka_broker(*, repo: str = MAVEN_REPO) -> list[Path]:
+    """Apache Kafka's broker with its whole classpath (for tests and the demo of ``--continuous``
+    over Kafka), in its own directory under the cache."""
+    return ivy_resolve(KAFKA_BROKER, cache_dir() / BROKER_DIR, skip_spark_provided=False, repo=repo)

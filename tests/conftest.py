@@ -22,7 +22,12 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def spark():
     from jobs.spark import build_session
+    from reasoner import jars
 
+    try:  # the Kafka tests need the connector on the classpath at start-up (cached: no download)
+        jars.resolve_kafka_connector()
+    except jars.JarUnavailable:
+        pass  # those tests then fail with the connector's own error; the others do not need it
     session = build_session("rsp-sidecar tests", {
         "spark.master": "local[2]",
         "spark.sql.shuffle.partitions": "2",

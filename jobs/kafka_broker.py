@@ -1,0 +1,135 @@
+"""A single-node Apache Kafka broker on loopback, for tests and for trying ``--continuous`` over Kafka.
+
+    python -m jobs.kafka_broker --dir /tmp/kafka [--port 9092]     # runs until Ctrl-C
+
+    with KafkaBroker(Path("/tmp/kafka")) as broker:
+        broker.bootstrap        # "127.0.0.1:PORT"
+
+The broker is Apache Kafka's own (``reasoner.jars.KAFKA_BROKER``, fetched from Maven Central into
+the jar cache by ``rsp-sidecar setup --kafka-broker`` or on first use) in KRaft mode — broker and
+controller in one JVM, no ZooKeeper, no Docker: the directory gets a ``server.properties`` and a
+log directory formatted with ``kafka.tools.StorageTool``, then ``kafka.Kafka`` runs with ``java
+-cp``. It listens on 127.0.0.1 only, creates topics on first use (one partition unless told), and
+is stopped (and waited for) on exit.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from reasoner import jars
+from reasoner.errors import SidecarError
+
+
+class BrokerError(SidecarError, RuntimeError):
+    """The local Kafka broker could not be started."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class KafkaBroker:
+    """Apache Kafka in KRaft mode on ``127.0.0.1:port`` with its data under ``directory``."""
+
+    def __init__(self, directory: Path, port: int | None = None, partitions: int = 1):
+        self.directory = Path(directory)
+        self.port = port or free_port()
+        self.controller_port = free_port()
+        self.partitions = partitions
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _java(self) -> str:
+        home = os.environ.get("JAVA_HOME")
+        return str(Path(home) / "bin" / "java") if home else "java"
+
+    def start(self, timeout: float = 90.0) -> "KafkaBroker":
+        classpath = os.pathsep.join(str(p) for p in jars.resolve_kafka_broker())
+        logs = self.directory / "logs"
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.directory.mkdir(parents=True)
+        config = self.directory / "server.properties"
+        config.write_text("\n".join([
+            "process.roles=broker,controller", "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={logs}", f"num.partitions={self.partitions}", "auto.create.topics.enable=true",
+            "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0", ""]), encoding="utf-8")
+        java = [self._java(), "-Xmx512m", "-cp", classpath]
+        cluster = uuid.uuid4().hex[:22]
+        formatted = subprocess.run(java + ["kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config)],
+                                   capture_output=True, text=True, timeout=120)
+        if formatted.returncode != 0:
+            raise BrokerError(f"formatting the KRaft log directory {logs} failed: "
+                              f"{(formatted.stderr or formatted.stdout).strip()[-500:]}")
+        self._log = open(self.directory / "broker.log", "w", encoding="utf-8")
+        self.process = subprocess.Popen(java + ["kafka.Kafka", str(config)], stdout=self._log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise BrokerError(f"the Kafka broker exited with {self.process.returncode} at start-up; "
+                                  f"see {self.directory / 'broker.log'}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise BrokerError(f"the Kafka broker did not listen on {self.bootstrap} within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> "KafkaBroker":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="a single-node Kafka broker (KRaft) on 127.0.0.1, until Ctrl-C")
+    ap.add_argument("--dir", required=True, help="its data directory (wiped at start)")
+    ap.add_argument("--port", type=int, default=9092)
+    ap.add_argument("--partitions", type=int, default=1, help="partitions of auto-created topics")
+    args = ap.parse_args(argv)
+    with KafkaBroker(Path(args.dir), args.port, args.partitions) as broker:
+        print(f"Kafka broker listening on {broker.bootstrap} (data in {args.dir}); Ctrl-C stops it", flush=True)
+        try:
+            while broker.process is not None and broker.process.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
