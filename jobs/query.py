@@ -38,7 +38,7 @@ intervals are not printed; ``--format`` does not apply).
   "query --continuous"): ``--stream IRI=DIR`` a directory of stream files or
   ``IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]`` a Kafka topic; ``--out`` console (default),
   a directory or ``kafka://HOST:PORT/TOPIC``; ``--checkpoint DIR`` (required), ``--trigger``,
-  ``--lateness``, ``--closure``, ``--emit``, ``--rejects DIR``.
+  ``--lateness``, ``--closure``, ``--emit``, ``--max-per-trigger``, ``--rejects DIR``.
 
 Expected failures — a query error, an unknown stream or graph, a missing file, a bad ``--at`` —
 print one ``error:`` line and exit with code 2.
@@ -104,6 +104,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cont.add_argument("--closure", metavar="STORE_DIR",
                       help="background = the current version of a materialize store; a newly published version "
                            "is used from the next micro-batch on")
+    cont.add_argument("--max-per-trigger", type=int, metavar="N",
+                      help="at most N new files (a directory) or N messages (Kafka) per stream and micro-batch")
     cont.add_argument("--emit", choices=("istream", "rstream", "dstream"), default="istream",
                       help="istream: each answer once, when it first holds (default)")
 
@@ -379,6 +381,8 @@ def _check_continuous(args: argparse.Namespace) -> None:
     if not (args.trigger == "available-now" or re.fullmatch(r"interval:[0-9]+(\.[0-9]+)?s?", args.trigger)):
         raise QueryError(f"--trigger {args.trigger!r}: expected available-now or interval:SECONDS (e.g. interval:5)")
     parse_lateness(args.lateness, args.time_unit)
+    if args.max_per_trigger is not None and args.max_per_trigger < 1:
+        raise QueryError(f"--max-per-trigger {args.max_per_trigger}: expected a positive number")
 
 
 def _kafka(url: str, option: str) -> tuple[str, str, dict]:
@@ -401,9 +405,10 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     for iri, where in p.streams.items():
         if isinstance(where, str):
             bootstrap, topic, options = _kafka(where, "--stream")
-            sources.append(KafkaSource(iri, bootstrap, topic, fmt=options.get("format", "jsonl")))
+            limit = (("maxOffsetsPerTrigger", args.max_per_trigger),) if args.max_per_trigger else ()
+            sources.append(KafkaSource(iri, bootstrap, topic, fmt=options.get("format", "jsonl"), options=limit))
         else:
-            sources.append(FileSource(iri, str(where)))
+            sources.append(FileSource(iri, str(where), max_files_per_trigger=args.max_per_trigger))
     if args.out in (None, "console", "-"):
         sink = ConsoleSink()
     elif args.out.startswith("kafka:"):

@@ -258,3 +258,46 @@ def test_running_example_continuously(spark, tmp_path):
     assert [(r["s"], r["_start"], r["_end"], r["_at"]) for r in rows] == [("<http://example.org/vienna#m>", 10, 16, 16)]
     assert rows[0]["_version"].startswith("files:")
     assert summary.answers == 1
+
+
+def test_a_new_closure_version_is_used_from_the_next_batch_on(spark, tmp_path):
+    """``--closure STORE``: a version published while the query runs (here: between two
+    micro-batches, from the answer hook) is used from the next batch on, and every answer says
+    which version it was computed with. Version 1 is the example map (:h reaches :c only by
+    tram); version 2 adds a subway :g → :c, so two delays of subway :d1 at :h become an answer."""
+    from cep.stream import CallbackSink, ClosureStore, FileSource, run
+    from reasoner.publish import materialize_sources
+    from reasoner.store import current_version
+
+    store = tmp_path / "store"
+    example = REPO / "ontologies" / "vienna_example.ttl"
+    materialize_sources(spark, [example], store)
+    v1 = current_version(store)
+    extra = tmp_path / "new_line.ttl"
+    extra.write_text("@prefix : <http://example.org/vienna#> .\n:conn5 :beg :g ; :end :c ; :means :subway .\n")
+    stream_dir = tmp_path / "in"
+    stream_dir.mkdir()
+    batches = [[(":a1", ":m", 1), (":a1", ":m", 2), (":x9", ":b", 5)],       # :m on [1, 2], under v1
+               [(":d1", ":h", 10), (":d1", ":h", 12), (":x9", ":b", 15)]]   # :h on [10, 12], only under v2
+    for i, events in enumerate(batches):
+        path = stream_dir / f"part{i}.jsonl"
+        path.write_text("".join(json.dumps({"s": v, "p": ":delayAt", "o": st, "t": t}) + "\n" for v, st, t in events))
+        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+    published = []
+
+    def publish_after_first_batch(label, rows):
+        if not published:
+            materialize_sources(spark, [example, extra], store)
+            published.append(current_version(store))
+
+    got: list[dict] = []
+    query = (REPO / "ontologies" / "vienna_example_query.rq").read_text()
+    run(spark, query, [FileSource("<http://example.org/publicTransport>", str(stream_dir), max_files_per_trigger=1)],
+        static=ClosureStore(store), sink=CallbackSink(lambda label, rows: got.extend(rows)),
+        on_answers=publish_after_first_batch, checkpoint=tmp_path / "ckpt", time_unit="m",
+        metrics=open(os.devnull, "w"))
+    (v2,) = published
+    assert v1 != v2
+    vienna = "http://example.org/vienna#"
+    assert [(r["s"], r["_start"], r["_end"], r["_version"]) for r in got] == [
+        (f"<{vienna}m>", 1, 2, v1), (f"<{vienna}h>", 10, 12, v2)]
