@@ -113,6 +113,16 @@ class Prepared:
             df.unpersist()
         self.cache.clear()
 
+    def background_lifetimes(self) -> dict:
+        """{``A.Background`` node of the query: its mappings with lifetimes (``cep.lifetimes``
+        columns)}, evaluated once and kept (what ``cep.local`` joins the stream with)."""
+        from cep import lifetimes as L
+
+        runtime = _Runtime(self.background, {}, None, self.time_unit, self.dictionary, self.since, ops=L,
+                           cache=self.cache)
+        nodes = dict.fromkeys(n for n in A.walk(self.query.form) if isinstance(n, A.Background))
+        return {node: runtime.background_pattern(node) for node in nodes}
+
 
 def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: DataFrame | None = None) -> DataFrame:
     """⟦Q, t⟧ at every instant t at once (``cep.lifetimes``): the rows of :func:`evaluate`'s

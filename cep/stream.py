@@ -32,6 +32,17 @@ times it holds. Per batch:
 The static side (background graphs, their closure and path results) is prepared once per closure
 version and cached (``cep.spark.Prepared``): each batch only joins with it.
 
+Two engines, one state. Spark's fixed cost — building and planning a handful of plans, seconds per
+batch on 2 cores whatever its size — dominates a small batch. With ``engine="auto"`` (the default)
+a batch runs on the driver instead while it is small (state and batch ≤ ``LOCAL_MAX_ROWS`` rows,
+the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows, collected once per closure
+version) and the query allows it (``cep.local.unsupported``: no FILTER, no OPTIONAL condition;
+Istream): one cheap job collects the raw lines, plain JSON Lines are parsed in Python
+(``cep.lineparse``; any other line by Spark's parser), the lifetimes come from ``cep.local``, and
+the state is read and written with pyarrow as the same Parquet tables — so consecutive batches may
+switch engines as the state grows or shrinks. Both engines are tested against the reference
+evaluator, also switching mid-run (``tests/test_cep_continuous.py``).
+
 Exactly once: Spark replays an unfinished batch with the same id and the same files after a
 restart. A batch reads the state of the latest earlier batch (kept until the next one is written),
 and writes its answers to ``part-<batch>.jsonl`` and its state to ``state/<batch>`` by atomic
@@ -84,6 +95,12 @@ _ITEMS, _EMITTED, _LAST, _META = "items", "emitted", "last", "meta.json"
 #: staged inputs of a batch (dropped with its state directory)
 _LINES, _NEW = "_lines", "_new"
 _CLOSED = "-closed"
+#: ``engine="auto"`` evaluates a batch on the driver (``cep.local``) while the state and the batch
+#: hold at most this many triples, and the static side's background patterns at most
+#: LOCAL_MAX_BACKGROUND rows; larger ones go to Spark
+LOCAL_MAX_ROWS = 200_000
+LOCAL_MAX_BACKGROUND = 500_000
+ENGINES = ("auto", "spark", "local")
 #: which source a line came from (its index in the run's sources)
 _SOURCE = "_source"
 #: the instant an answer is reported at (the ``_at`` output key)
@@ -355,6 +372,7 @@ class _Meta:
     done: int | None = None       # every instant ≤ done has been evaluated
     version: str | None = None    # the static side's version used last
     closed: bool = False
+    state_rows: int | None = None  # items kept (the driver-side path's size test)
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
@@ -412,10 +430,28 @@ class _StateStore:
         df.write.mode("overwrite").parquet(path)
         return self.spark.read.parquet(path)
 
-    def write(self, label: str, tables: Mapping[str, DataFrame | None], meta: _Meta) -> None:
+    def table(self, name: str | None, table: str):
+        """A state table as a pyarrow Table (the driver-side path, ``cep.local``), or None."""
+        import pyarrow.parquet as pq
+
+        if name is None or not (self.root / name / table).exists():
+            return None
+        return pq.read_table(str(self.root / name / table))
+
+    def write(self, label: str, tables: Mapping[str, object], meta: _Meta) -> None:
+        """Stage ``tables`` (DataFrames, or pyarrow Tables from the driver-side path: the same
+        Parquet either way, so consecutive batches may take different paths) and ``meta``, then
+        rename the batch's directory into place."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         tmp = self._tmp(label)
         for name, df in tables.items():
-            if df is not None:
+            if isinstance(df, pa.Table):
+                shutil.rmtree(tmp / name, ignore_errors=True)
+                (tmp / name).mkdir()
+                pq.write_table(df, str(tmp / name / "part-00000.parquet"))
+            elif df is not None:
                 df.write.mode("overwrite").parquet(str(tmp / name))
         (tmp / _META).write_text(meta.to_json(), encoding="utf-8")
         final = self.root / label
@@ -455,7 +491,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         static=None, trigger: str = "available-now", lateness: int = 0, emit: str = ISTREAM,
         time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
         metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
-        timeout: float | None = None) -> RunSummary:
+        timeout: float | None = None, engine: str = "auto") -> RunSummary:
     """Run ``query`` continuously over ``sources`` (see the module doc).
 
     ``query``: text or a ``cep.algebra.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
@@ -465,13 +501,23 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     close the input up to its largest event time, stop) or ``interval:SECONDS`` (run until stopped
     or ``timeout`` seconds). ``lateness`` in ticks of ``time_unit``. ``rejects``: a directory for
     rejected rows (JSON Lines per batch). ``metrics``: where the per-batch metric lines go (stderr
-    by default; they are also appended to ``CHECKPOINT/metrics.jsonl``).
+    by default; they are also appended to ``CHECKPOINT/metrics.jsonl``). ``engine``: where a batch
+    evaluates the query — ``auto`` (default: on the driver, ``cep.local``, while the state and the
+    static side are small and the query allows it; on Spark otherwise), ``spark`` or ``local``.
     """
     if isinstance(query, str):
         from cep.lower import compile_query
 
         query = compile_query(query, prefixes)
     cplan = make_plan(query, time_unit, lateness, emit=emit)
+    if engine not in ENGINES:
+        raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    if engine == "local":
+        from cep.local import unsupported
+
+        why = unsupported(query) or (None if emit == ISTREAM else f"--emit {emit}")
+        if why:
+            raise ContinuousError(f"the driver-side engine cannot run this query ({why}); use engine auto or spark")
     read = set(cplan.streams)
     given = {s.stream for s in sources}
     missing = [s for s in cplan.streams if s not in given]
@@ -480,7 +526,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
                               f"(sources: {', '.join(sorted(given)) or 'none'})")
     used = [s for s in sources if s.stream in read]
     runner = _Runner(spark, cplan, static or _NoStatic(), sink, Path(checkpoint), rejects, on_answers, metrics,
-                     dict(query.prefixes) if prefixes is None else dict(prefixes))
+                     dict(query.prefixes) if prefixes is None else dict(prefixes), engine)
     if hasattr(sink, "bind"):
         sink.bind(spark)
     runner.sources = used
@@ -512,8 +558,9 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
 
 class _Runner:
     def __init__(self, spark, cplan: ContinuousPlan, static, sink, checkpoint: Path, rejects, on_answers, metrics,
-                 prefixes):
+                 prefixes, engine: str = "auto"):
         self.spark, self.plan, self.static, self.sink = spark, cplan, static, sink
+        self.used = "spark"
         self.checkpoint = checkpoint
         self.rejects_dir = Path(rejects) if rejects else None
         self.on_answers, self.metrics_out, self.prefixes = on_answers, metrics, prefixes
@@ -528,6 +575,12 @@ class _Runner:
         self.names = [S, P, O] if self.construct else [v.name for v in query.form.variables]
         self.columns = [S, P, O] if self.construct else [var_column(n) for n in self.names]
         self.constants = _query_constants(query)
+        from cep.local import unsupported
+
+        self.engine = engine
+        self.local_ok = engine != "spark" and unsupported(query) is None and cplan.emit == ISTREAM
+        self.background_local = None   # (version, {Background node: Rel} or None when too large, {id: term})
+        self.used = "spark"            # the engine of the last batch (metrics)
 
     # -- one micro-batch -------------------------------------------------------------------------
     def batch(self, lines: DataFrame, batch_id: int) -> None:
@@ -544,28 +597,19 @@ class _Runner:
         started = time.time()
         label = self.state.label(batch_id)
         name, meta = self.state.latest_before(batch_id)
+        self.used = "spark"
+        if self._local_first(meta):
+            fast = self._collect_batch(lines)
+            if fast is not None:
+                self._batch_local(fast, lines, batch_id, label, name, meta, started)
+                return
         staging = self.state.staging(label)
         # The batch's lines go to Parquet first (one job over the source): everything after reads a
         # plain scan, so no later plan drags the streaming lineage along (re-analysing it made
         # every step of a batch cost seconds), and a rejected line's text is at hand.
-        columns = (FILE, LINE, RAW, STREAM, _SOURCE)
-        kinds = {s.numbered for s in self.sources}
-        parts = []
-        if True in kinds:      # Kafka: the offset is the line
-            mine = lines if kinds == {True} else lines.filter(F.col(LINE).isNotNull())
-            parts.append(mine.select(*columns))
-        if False in kinds:     # files: lines numbered from their blocks
-            mine = lines if kinds == {False} else lines.filter(F.col(LINE).isNull()).drop(LINE)
-            mine = mine.withColumn("_row", F.monotonically_increasing_id())
-            parts.append(with_line_numbers(mine, mine).select(*columns))
-        _union(parts).write.parquet(str(staging / _LINES))
+        self._numbered(lines).write.parquet(str(staging / _LINES))
         numbered = self.spark.read.parquet(str(staging / _LINES))
-        terms, rejects = [], []
-        for i, source in enumerate(self.sources):
-            mine = numbered.filter(F.col(_SOURCE) == i).select(FILE, LINE, RAW)
-            t, r = parse_lines(mine, self.prefixes, self.plan.time_unit, source.fmt)
-            terms.append(t.withColumn(STREAM, F.lit(source.stream)))
-            rejects.append(r)
+        terms, rejects = self._parsed(numbered)
         _encode(_union(terms)).write.parquet(str(staging / _NEW))
         items = self.spark.read.parquet(str(staging / _NEW))
         bad = _union(rejects)
@@ -586,8 +630,8 @@ class _Runner:
         upto = meta.done
         if watermark is not None and (upto is None or watermark - 1 > upto):
             upto = watermark - 1
-        previous = self.state.frame(name, _ITEMS)
         items = items.select(*_ITEM_COLUMNS)
+        previous = self.state.frame(name, _ITEMS)
         state_items = items if previous is None else previous.unionByName(items)
         answers = self._evaluate(state_items, name, meta, upto, label)
         kept = self._keep(state_items, upto)
@@ -604,13 +648,271 @@ class _Runner:
         started = time.time()
         batch_id = int(name[:10])
         label = self.state.label(batch_id, closed=True)
-        state_items = self.state.frame(name, _ITEMS)
         upto = max(meta.max_time, meta.done if meta.done is not None else meta.max_time)
-        answers = self._evaluate(state_items, name, meta, upto, label)
-        kept = self._keep(state_items, upto) if state_items is not None else None
-        self._write_state(label, name, kept, answers, meta, meta.max_time, upto, closed=True)
-        self._release(answers)
+        self.used = "spark"
+        local = self._local_state(name, meta)
+        if local is not None:
+            answers = self._advance_local(local, name, meta, upto, label, meta.max_time, closed=True)
+        else:
+            state_items = self.state.frame(name, _ITEMS)
+            answers = self._evaluate(state_items, name, meta, upto, label)
+            kept = self._keep(state_items, upto) if state_items is not None else None
+            self._write_state(label, name, kept, answers, meta, meta.max_time, upto, closed=True)
+            self._release(answers)
         self._report(label, started, 0, {}, answers, meta.max_time, upto + 1)
+
+    # -- input ---------------------------------------------------------------------------------
+    def _numbered(self, lines: DataFrame) -> DataFrame:
+        """The batch's lines as (FILE, LINE, RAW, STREAM, _SOURCE): Kafka's offset is the line,
+        file lines are numbered from their blocks."""
+        from reasoner.loading import with_line_numbers
+
+        columns = (FILE, LINE, RAW, STREAM, _SOURCE)
+        kinds = {s.numbered for s in self.sources}
+        parts = []
+        if True in kinds:
+            mine = lines if kinds == {True} else lines.filter(F.col(LINE).isNotNull())
+            parts.append(mine.select(*columns))
+        if False in kinds:
+            mine = lines if kinds == {False} else lines.filter(F.col(LINE).isNull()).drop(LINE)
+            mine = mine.withColumn("_row", F.monotonically_increasing_id())
+            parts.append(with_line_numbers(mine, mine).select(*columns))
+        return _union(parts)
+
+    def _parsed(self, numbered: DataFrame) -> tuple[list[DataFrame], list[DataFrame]]:
+        """Each source's lines parsed with its format: ([terms per source], [rejects per source])."""
+        from cep.streams import parse_lines
+
+        terms, rejects = [], []
+        for i, source in enumerate(self.sources):
+            mine = numbered.filter(F.col(_SOURCE) == i).select(FILE, LINE, RAW)
+            t, r = parse_lines(mine, self.prefixes, self.plan.time_unit, source.fmt)
+            terms.append(t.withColumn(STREAM, F.lit(source.stream)))
+            rejects.append(r)
+        return terms, rejects
+
+    # -- the driver-side path (cep.local) -------------------------------------------------------
+    def _local_first(self, meta: _Meta) -> bool:
+        """Whether to try this batch on the driver: allowed, the state small enough."""
+        if not self.local_ok:
+            return False
+        if self.engine == "auto" and meta.state_rows is not None and meta.state_rows > LOCAL_MAX_ROWS:
+            return False
+        if self._background_local() is None:
+            if self.engine == "local":
+                raise ContinuousError(f"the static side has more than {LOCAL_MAX_BACKGROUND} rows: too large for "
+                                      f"the driver-side engine; use engine auto or spark")
+            return False
+        return True
+
+    def _collect_batch(self, lines: DataFrame):
+        """The batch's items and rejected lines on the driver: ``(items, rejects)``, items as
+        ``_ITEM_COLUMNS`` + (FILE, LINE) tuples, rejects as (file, line, reason, raw); None when
+        ``engine="auto"`` and the batch has more than LOCAL_MAX_ROWS lines (it then takes the Spark
+        path, which reads the micro-batch again).
+
+        One cheap Spark job collects the raw lines; plain JSON Lines are parsed here
+        (``cep.lineparse``), every other line by Spark's parser (``cep.streams``; a second job, only
+        when there are such lines), which also gives the reasons of the rejects."""
+        from cep.lineparse import parse_jsonl
+        from cep.streams import JSONL, detect_stream_format
+        from reasoner.errors import SidecarError
+
+        none = F.lit(None).cast("long")
+        if "_block" not in lines.columns:           # Kafka only: the offset is the line
+            raw = lines.select(RAW, FILE, LINE, none.alias("_block"), none.alias("_row"), _SOURCE)
+        else:                                       # file lines carry their block and row
+            line = F.col(LINE) if LINE in lines.columns else none
+            raw = lines.select(RAW, FILE, line.alias(LINE), "_block",
+                               F.monotonically_increasing_id().alias("_row"), _SOURCE)
+        if self.engine == "auto":
+            collected = raw.limit(LOCAL_MAX_ROWS + 1).collect()
+            if len(collected) > LOCAL_MAX_ROWS:
+                return None
+        else:
+            collected = raw.collect()
+        # file lines numbered as reasoner.loading.with_line_numbers does: by block, then row
+        numbered, per_file = [], {}
+        for r in collected:
+            if r[LINE] is not None:
+                numbered.append((r[FILE], r[LINE], r[RAW], r[_SOURCE]))
+            else:
+                per_file.setdefault(r[FILE], []).append(r)
+        for file, rows in per_file.items():
+            rows.sort(key=lambda r: (r["_block"], r["_row"]))
+            numbered.extend((file, i, r[RAW], r[_SOURCE]) for i, r in enumerate(rows, start=1))
+        items, rejects, slow = [], [], []
+        formats: dict = {}
+        for file, line, text, source in numbered:
+            src = self.sources[source]
+            key = (source, file)
+            if key not in formats:
+                try:
+                    formats[key] = src.fmt or detect_stream_format(Path(file))
+                except SidecarError:
+                    formats[key] = None       # Spark's parser rejects it with the reason
+            parsed = parse_jsonl(text, file, line, self.prefixes) if formats[key] == JSONL else None
+            if parsed is None:
+                slow.append((file, line, text, source))
+                continue
+            for (item, s_, p_, o_, t1, t2) in parsed:
+                items.append((src.stream, item, term_id(s_), term_id(p_), term_id(o_), t1, t2, s_, p_, o_,
+                              file, line))
+        if slow:
+            frame = self.spark.createDataFrame(slow, f"{FILE} string, {LINE} long, {RAW} string, {_SOURCE} int")
+            terms, bad = self._parsed(frame)
+            parsed_items = _encode(_union(terms)).select(*_ITEM_COLUMNS, FILE, LINE,
+                                                         F.lit(None).cast("string").alias(REASON))
+            bad_rows = _union(bad).select(*[F.lit(None).cast("string" if c in (STREAM, *_TERMS.values()) else "long")
+                                            .alias(c) for c in _ITEM_COLUMNS], FILE, LINE, REASON, RAW)
+            for r in parsed_items.withColumn(RAW, F.lit(None).cast("string")).unionByName(bad_rows).collect():
+                if r[REASON] is not None:
+                    rejects.append((r[FILE], r[LINE], r[REASON], r[RAW]))
+                else:
+                    items.append(tuple(r[c] for c in _ITEM_COLUMNS) + (r[FILE], r[LINE]))
+        return items, rejects
+
+    def _batch_local(self, rows, lines: DataFrame, batch_id: int, label: str, name: str | None, meta: _Meta,
+                     started: float) -> None:
+        """A micro-batch on the driver: ``rows`` from ``_collect_batch``; ``lines`` is read again
+        only for the text of late lines (rare)."""
+        n_item = len(_ITEM_COLUMNS)
+        at = {c: i for i, c in enumerate(_ITEM_COLUMNS)}
+        parsed, bad = rows
+        new, late_items = [], set()
+        for r in parsed:
+            if meta.done is not None and r[at[T_START]] <= meta.done:
+                late_items.add((r[n_item], r[n_item + 1], r[at[T_START]]))
+            else:
+                new.append(r[:n_item])
+        if late_items:   # rare: their text comes from the source lines (cep.continuous "Watermark")
+            late = self.spark.createDataFrame(sorted(late_items), f"{FILE} string, {LINE} long, {T_START} long")
+            raw = self._late_rejects(self._numbered(lines), late, meta)
+            bad.extend((r[FILE], r[LINE], r[REASON], r[RAW]) for r in raw.collect())
+        reject_counts = self._record_rejects(label, sorted(bad, key=lambda r: (r[0], r[1])))
+        times = [r[at[T_START]] for r in new]
+        if times:
+            meta.first = _min(meta.first, min(times))
+        max_time = _max(meta.max_time, max(times) if times else None)
+        watermark = None if max_time is None else max_time - self.plan.lateness
+        upto = meta.done
+        if watermark is not None and (upto is None or watermark - 1 > upto):
+            upto = watermark - 1
+        old = self.state.table(name, _ITEMS)
+        state_rows = [tuple(r[c] for c in _ITEM_COLUMNS) for r in old.to_pylist()] if old is not None else []
+        answers = self._advance_local(state_rows + new, name, meta, upto, label, max_time, closed=False)
+        self.state.prune(batch_id - 1)
+        self._report(batch_id, started, len({r[at[ITEM]] for r in new}), reject_counts, answers, max_time, watermark)
+
+    def _local_state(self, previous: str | None, meta: _Meta):
+        """The state items as Python rows when the end-of-input close runs on the driver, else None."""
+        if not self._local_first(meta):
+            return None
+        old = self.state.table(previous, _ITEMS)
+        return [tuple(r[c] for c in _ITEM_COLUMNS) for r in old.to_pylist()] if old is not None else []
+
+    def _background_local(self):
+        """The static side's background patterns as ``cep.local`` relations with their terms,
+        collected once per closure version; None when they are larger than LOCAL_MAX_BACKGROUND."""
+        from cep import local as LOC
+        from cep.columns import is_var_column
+
+        version, prepared, side = self._static()
+        if self.background_local is not None and self.background_local[0] == version:
+            return self.background_local[1]
+        rels, ids = {}, set()
+        for node, frame in prepared.background_lifetimes().items():
+            rows = frame.limit(LOCAL_MAX_BACKGROUND + 1).collect()
+            if len(rows) > LOCAL_MAX_BACKGROUND:
+                self.background_local = (version, None, {})
+                return None
+            columns = [c for c in frame.columns if is_var_column(c)]
+            rels[node] = LOC.Rel.of(columns, {tuple(r[c] for c in columns) + (r[T_START], r[T_END], r[LIFE_FROM],
+                                                                              r[LIFE_TO]) for r in rows})
+            ids.update(r[c] for r in rows for c in columns if r[c] is not None)
+        terms = {}
+        if ids and side.dictionary is not None:
+            wanted = self.spark.createDataFrame([(i,) for i in ids], f"{ID} long")
+            terms = {r[ID]: r[TERM] for r in side.dictionary.join(wanted, ID, "left_semi").collect()}
+        self.background_local = (version, rels, terms)
+        return rels
+
+    def _advance_local(self, rows: list, previous: str | None, meta: _Meta, upto: int | None, label: str,
+                       max_time, closed: bool):
+        """``_evaluate`` + ``_keep`` + ``_write_state`` on the driver (``cep.local``)."""
+        import pyarrow as pa
+
+        from cep import local as LOC
+
+        self.used = "local"
+        at = {c: i for i, c in enumerate(_ITEM_COLUMNS)}
+        terms = dict(self.background_local[2])
+        terms.update((term_id(t), t) for t in self.constants)
+        for r in rows:
+            for c in (S, P, O):
+                terms[r[at[c]]] = r[at[_TERMS[c]]]
+        by_stream: dict = {}
+        for r in rows:
+            by_stream.setdefault(r[at[STREAM]], []).append(
+                (r[at[ITEM]], r[at[S]], r[at[P]], r[at[O]], r[at[T_START]], r[at[T_END]]))
+        emitted_table = self.state.table(previous, _EMITTED)
+        key_columns = [*self.columns, T_START, T_END]
+        emitted = set()
+        if emitted_table is not None:
+            emitted = {tuple(r[c] for c in key_columns) for r in emitted_table.to_pylist()}
+        new_keys: dict = {}
+        n = 0
+        if rows and upto is not None and meta.first is not None and (meta.done is None or upto > meta.done):
+            version = self._static()[0]
+            result = LOC.evaluate(self.plan.query, by_stream, self.background_local[1], self.plan.time_unit)
+            lo = meta.first if meta.done is None else max(meta.done + 1, meta.first)
+            for row in result.rows:
+                a, b = row[-2], row[-1]
+                if b < lo or a > upto:
+                    continue
+                key = row[:-2]
+                if key in emitted:
+                    continue
+                first = max(a, lo)
+                if key not in new_keys or first < new_keys[key]:
+                    new_keys[key] = first
+            ordered = []
+            for key, first in new_keys.items():
+                values = [terms[value] if value is not None else None for value in key[:-2]]
+                answer = dict(zip(self.names, values))
+                answer[OUT_START] = key[-2]
+                answer[OUT_END] = first if key[-1] == OPEN_END else key[-1]
+                answer[OUT_AT], answer[OUT_VERSION] = first, version
+                # the Spark path's order: instant, terms (unbound first), then the raw interval
+                ordered.append(((first, *[(0, "") if t is None else (1, t) for t in values], key[-2], key[-1]), answer))
+            out = [answer for _sort, answer in sorted(ordered, key=lambda pair: pair[0])]
+            n = self.sink.write(label, out)
+            if self.on_answers is not None:
+                self.on_answers(label, out)
+            self.summary.answers += n
+        # the state: items some window can still hold after upto; the emitted keys they can give
+        keep = set(r[at[ITEM]] for r in rows) if upto is None else set()
+        if upto is not None:
+            for pattern in A.stream_patterns(self.plan.query.pattern):
+                for life in LOC.window(by_stream.get(pattern.stream, ()), pattern.window, self.plan.time_unit):
+                    if life[-1] > upto:
+                        keep.add(life[0])
+        kept = [r for r in rows if r[at[ITEM]] in keep]
+        oldest = min((r[at[T_START]] for r in kept), default=None)
+        keys = emitted | set(new_keys)
+        keys = {k for k in keys if k[-1] == OPEN_END or (oldest is not None and k[-2] >= oldest)}
+        self.state_rows = len(kept)
+        item_schema = pa.schema([(c, pa.string() if c in (STREAM, *_TERMS.values()) else pa.int64())
+                                 for c in _ITEM_COLUMNS])
+        items_table = pa.Table.from_pylist([dict(zip(_ITEM_COLUMNS, r)) for r in kept], schema=item_schema)
+        key_schema = pa.schema([(c, pa.int64()) for c in key_columns])
+        emitted_out = pa.Table.from_pylist([dict(zip(key_columns, k)) for k in sorted(keys, key=repr)],
+                                           schema=key_schema)
+        version = self.prepared[0] if self.prepared is not None else meta.version
+        self.state.write(label, {_ITEMS: items_table, _EMITTED: emitted_out},
+                         _Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed,
+                               state_rows=len(kept)))
+        return None, n, None, None
 
     # -- pieces ----------------------------------------------------------------------------------
     def _late_rejects(self, numbered: DataFrame, late: DataFrame | None, meta: _Meta) -> DataFrame | None:
@@ -623,18 +925,27 @@ class _Runner:
             numbered.select(FILE, LINE, RAW), [FILE, LINE]).select(FILE, LINE, reason.alias(REASON), RAW)
 
     def _write_rejects(self, label: str, rejects: DataFrame) -> dict:
-        rows = rejects.orderBy(FILE, LINE).collect() if self.rejects_dir is not None else None
-        if rows is None:
-            counts = {r[REASON]: r["n"] for r in rejects.groupBy(
-                F.regexp_extract(F.col(REASON), r"^(late)", 1).alias(REASON)).agg(F.count(F.lit(1)).alias("n")).collect()}
-        else:
+        if self.rejects_dir is not None:
+            return self._record_rejects(label, [(r[FILE], r[LINE], r[REASON], r[RAW])
+                                                for r in rejects.orderBy(FILE, LINE).collect()])
+        counts = {r[REASON]: r["n"] for r in rejects.groupBy(
+            F.regexp_extract(F.col(REASON), r"^(late)", 1).alias(REASON)).agg(F.count(F.lit(1)).alias("n")).collect()}
+        return self._count_rejects(counts)
+
+    def _record_rejects(self, label: str, rows: list[tuple]) -> dict:
+        """Rejected lines ``(file, line, reason, raw)``, in order: to the rejects directory (if
+        any) and counted by reason."""
+        if self.rejects_dir is not None:
             self.rejects_dir.mkdir(parents=True, exist_ok=True)
             _write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
-                         ({"file": r[FILE], "line": r[LINE], "reason": r[REASON], "raw": r[RAW]} for r in rows))
-            counts: dict = {}
-            for r in rows:
-                key = "late" if r[REASON].startswith("late") else ""
-                counts[key] = counts.get(key, 0) + 1
+                         ({"file": f, "line": n, "reason": why, "raw": raw} for f, n, why, raw in rows))
+        counts: dict = {}
+        for _f, _n, why, _raw in rows:
+            key = "late" if why.startswith("late") else ""
+            counts[key] = counts.get(key, 0) + 1
+        return self._count_rejects(counts)
+
+    def _count_rejects(self, counts: dict) -> dict:
         named = {("late" if k == "late" else "bad input"): v for k, v in counts.items()}
         for k, v in named.items():
             self.summary.rejected[k] = self.summary.rejected.get(k, 0) + v
@@ -735,7 +1046,8 @@ class _Runner:
             emitted = emitted.filter(open_end if oldest is None else open_end | (F.col(T_START) >= F.lit(oldest)))
         version = self.prepared[0] if self.prepared is not None else meta.version
         self.state.write(label, {_EMITTED: emitted, _LAST: last},
-                         _Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed))
+                         _Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed,
+                               state_rows=self.state_rows))
 
     def _report(self, batch, started, input_items, rejects, answers, max_time, watermark) -> None:
         from cep.algebra import TIME_UNITS
@@ -745,7 +1057,7 @@ class _Runner:
         line = {"batch": batch, "input_items": input_items, "rejected": rejects,
                 "answers": 0 if answers is None else answers[1], "state_items": self.state_rows,
                 "max_event_time": max_time, "watermark": watermark, "seconds": round(now - started, 3),
-                "event_time_lag_seconds": lag}
+                "event_time_lag_seconds": lag, "engine": self.used}
         self.summary.batches += 1
         self.summary.state_rows = self.state_rows
         self.summary.input_rows += input_items

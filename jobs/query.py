@@ -38,7 +38,7 @@ intervals are not printed; ``--format`` does not apply).
   "query --continuous"): ``--stream IRI=DIR`` a directory of stream files or
   ``IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]`` a Kafka topic; ``--out`` console (default),
   a directory or ``kafka://HOST:PORT/TOPIC``; ``--checkpoint DIR`` (required), ``--trigger``,
-  ``--lateness``, ``--closure``, ``--emit``, ``--max-per-trigger``, ``--rejects DIR``.
+  ``--lateness``, ``--closure``, ``--emit``, ``--max-per-trigger``, ``--engine``, ``--rejects DIR``.
 
 Expected failures — a query error, an unknown stream or graph, a missing file, a bad ``--at`` —
 print one ``error:`` line and exit with code 2.
@@ -106,6 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "is used from the next micro-batch on")
     cont.add_argument("--max-per-trigger", type=int, metavar="N",
                       help="at most N new files (a directory) or N messages (Kafka) per stream and micro-batch")
+    cont.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
+                      help="where a micro-batch is evaluated: auto (default: the driver while the state is small "
+                           "and the query allows it, else Spark), spark, local")
     cont.add_argument("--emit", choices=("istream", "rstream", "dstream"), default="istream",
                       help="istream: each answer once, when it first holds (default)")
 
@@ -425,7 +428,7 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     trigger = args.trigger if args.trigger == "available-now" else f"interval:{args.trigger.split(':')[1].rstrip('s')}"
     summary = run_stream(spark, p.query, sources, sink=sink, checkpoint=args.checkpoint, static=static,
                          trigger=trigger, lateness=parse_lateness(args.lateness, args.time_unit), emit=args.emit,
-                         time_unit=p.time_unit, rejects=args.rejects)
+                         time_unit=p.time_unit, rejects=args.rejects, engine=args.engine)
     print(json.dumps({"continuous": summary.to_dict()}), file=sys.stderr)
     return summary.answers
 

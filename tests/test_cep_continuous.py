@@ -104,7 +104,8 @@ def relabeled(items, ids):
     return [(ids[i], g, t1, t2) for (i, g, t1, t2) in items]
 
 
-def run_continuous(spark, tmp_path: Path, query, chunks, *, lateness=0, static=None, name="run", emit="istream"):
+def run_continuous(spark, tmp_path: Path, query, chunks, *, lateness=0, static=None, name="run", emit="istream",
+                   engine="auto"):
     from cep.stream import CallbackSink, FileSource, run
 
     directory = tmp_path / name / "in"
@@ -113,7 +114,7 @@ def run_continuous(spark, tmp_path: Path, query, chunks, *, lateness=0, static=N
     summary = run(spark, query, [FileSource(STREAM_IRI, str(directory), max_files_per_trigger=1)],
                   sink=CallbackSink(lambda label, rows: got.extend(rows)), checkpoint=tmp_path / name / "ckpt",
                   static=static, lateness=lateness, emit=emit, rejects=tmp_path / name / "rejects",
-                  metrics=open(os.devnull, "w"))
+                  metrics=open(os.devnull, "w"), engine=engine)
     return got, summary, ids
 
 
@@ -165,18 +166,34 @@ QUERIES = [
 ]
 
 
+@pytest.mark.parametrize("engine", ["spark", "local", "mixed"])
 @pytest.mark.parametrize("label, window, pattern", QUERIES, ids=[q[0] for q in QUERIES])
-def test_continuous_equals_union_of_instants(spark, tmp_path, label, window, pattern):
+def test_continuous_equals_union_of_instants(spark, tmp_path, monkeypatch, label, window, pattern, engine):
     """Random point-event streams (24 multi-triple items, several per time) in 3 micro-batches:
     the Istream equals ⋃_t ⟦Q, t⟧ of the reference, each answer once. Guards the instants (a
     missed expiry of a negated head, a missed STEP close), the state kept between batches (an item
-    pruned too early loses a SEQ), and Istream's dedup (an answer found again in a later batch)."""
+    pruned too early loses a SEQ), and Istream's dedup (an answer found again in a later batch).
+    Each engine: Spark, the driver (``cep.local``), and both in turns (the state passes from one
+    to the other between batches)."""
+    import cep.stream
+
     query = _query(window, pattern)
     names = [var.name for var in query.form.variables]
     rng = random.Random(zlib.crc32(label.encode()))
     items = random_items(rng, 24, 16)
     assert reference_union(query, items), "the seed gives this query no answer: the test would prove nothing"
-    got, summary, ids = run_continuous(spark, tmp_path, query, chunked(items, 3))
+    if engine == "mixed":   # the driver for the 1st and 3rd decision, Spark for the 2nd and 4th
+        decide, calls = cep.stream._Runner._local_first, []
+
+        def alternate(runner, meta):
+            calls.append(None)
+            return decide(runner, meta) and len(calls) % 2 == 1
+
+        monkeypatch.setattr(cep.stream._Runner, "_local_first", alternate)
+    got, summary, ids = run_continuous(spark, tmp_path, query, chunked(items, 3),
+                                       engine="auto" if engine == "mixed" else engine)
+    used = {json.loads(line)["engine"] for line in (tmp_path / "run" / "ckpt" / "metrics.jsonl").read_text().splitlines()}
+    assert used == ({"spark", "local"} if engine == "mixed" else {engine})
     expected = reference_union(query, relabeled(items, ids))
     answers = as_answers(got, names)
     assert len(answers) == len(set(answers)), "an answer was emitted twice"

@@ -1,0 +1,144 @@
+"""Stream lines parsed on the driver — the plain, common ones; Spark parses everything else.
+
+The continuous runtime's driver-side path (``cep.stream``, ``cep.local``) would spend most of a
+small micro-batch building and planning the Spark parse of its lines (``cep.streams.parse_lines``:
+about 2 s of Catalyst work per batch, whatever its size). Most lines are plain: a JSON object with
+``s``/``p``/``o``/``t`` (or ``t``/``triples``) whose terms are IRIs, prefixed names, simple
+literals or blank nodes and whose times are JSON integers. ``parse_jsonl`` parses exactly those
+and returns None for any other line — escapes, ISO timestamps, unusual characters, anything
+malformed — which then goes to Spark's parser, the one definition of the formats, with its
+reasons for rejects. So this module never rejects a line, and for every line it accepts it gives
+what ``parse_lines`` gives (``tests/test_cep_lineparse.py`` compares the two on random and tricky
+lines): the same N-Triples terms (prefixes expanded, ``a`` for ``rdf:type``, language tags
+lower-cased, ``^^xsd:string`` dropped, blank nodes scoped to the file or Kafka partition) and the
+same item id ``xxhash64(file, line)``.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+
+from reasoner.hashing import xxh64
+from reasoner.vocab import RDF_TYPE, XSD_STRING
+
+__all__ = ["parse_jsonl", "item_id", "bnode_scope"]
+
+# Conservative subsets of the grammars of cep.streams / reasoner.loading (no escapes anywhere).
+_IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")
+_BNODE = re.compile(r"_:[A-Za-z0-9_\-]*[A-Za-z0-9_\-]")
+_PNAME = re.compile(r"([A-Za-z](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)?:([A-Za-z0-9_.\-/#%~:]*)")
+_LITERAL = re.compile(r"(\"[^\"\\\n\r]*\")(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\^\^(<[^<>\"{}|^`\\\x00-\x20]*>)"
+                      r"|\^\^([A-Za-z](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)?:([A-Za-z0-9_.\-/#%~:]*))?")
+_JSON_SPACE = re.compile(r"[ \t\n\x0b\f\r]*")
+_LONG = (-(1 << 63), (1 << 63) - 1)
+_TRIPLE_KEYS = frozenset(("s", "p", "o", "t", "t_end"))
+_GRAPH_KEYS = frozenset(("t", "t_end", "triples"))
+_XSD_STRING_SUFFIX = "^^" + XSD_STRING
+
+
+def item_id(file: str, line: int) -> int:
+    """Spark's ``xxhash64(file, line)``: the long hashed with the string's hash as seed."""
+    return xxh64(int(line).to_bytes(8, "little", signed=True), xxh64(file.encode("utf-8")))
+
+
+@functools.lru_cache(maxsize=1024)
+def bnode_scope(file: str) -> str:
+    """``cep.streams.file_scope``: ``s`` + the first 12 hex digits of the SHA-256 of the path."""
+    return "s" + hashlib.sha256(file.encode("utf-8")).hexdigest()[:12]
+
+
+def _expand(prefix: str | None, local: str, prefixes: Mapping[str, str]) -> str | None:
+    namespace = prefixes.get(prefix or "")
+    if namespace is None:
+        return None
+    iri = f"<{namespace}{local}>"
+    return iri if _IRI.fullmatch(iri) else None
+
+
+def _term(text, position: str, prefixes: Mapping[str, str], scope: str) -> str | None:
+    """A JSON term in N-Triples form, or None (not plain: Spark decides)."""
+    if not isinstance(text, str):
+        return None
+    if position == "p" and text == "a":
+        return RDF_TYPE
+    if _IRI.fullmatch(text):
+        return text
+    if position != "p" and text.startswith("_:"):
+        return f"_:f{scope}.{text[2:]}" if _BNODE.fullmatch(text) else None
+    if position == "o" and text.startswith('"'):
+        m = _LITERAL.fullmatch(text)
+        if m is None:
+            return None
+        lexical, lang, datatype, dt_prefix, dt_local = m.groups()
+        if lang is not None:
+            return f"{lexical}@{lang.lower()}"
+        if dt_local is not None:
+            datatype = _expand(dt_prefix, dt_local, prefixes)
+            if datatype is None:
+                return None
+        if datatype is None or datatype == XSD_STRING:
+            return lexical
+        return f"{lexical}^^{datatype}"
+    m = _PNAME.fullmatch(text)
+    return _expand(m.group(1), m.group(2), prefixes) if m else None
+
+
+def _time(value) -> int | None:
+    if type(value) is int and _LONG[0] <= value <= _LONG[1]:
+        return value
+    return None
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
+def parse_jsonl(raw: str, file: str, line: int, prefixes: Mapping[str, str]):
+    """One JSON Lines line → ``[]`` (a blank line), a list of ``(item, s, p, o, t1, t2)`` with
+    N-Triples terms (one per triple of the item), or None (not a plain line: Spark parses it)."""
+    if _JSON_SPACE.fullmatch(raw):
+        return []
+    if "\ufffd" in raw:
+        return None
+    try:
+        obj = json.loads(raw, object_pairs_hook=_no_duplicates)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    present = {k for k, v in obj.items() if v is not None}
+    if not set(obj) <= _TRIPLE_KEYS | _GRAPH_KEYS:
+        return None
+    t1 = _time(obj.get("t"))
+    if t1 is None:
+        return None
+    t2 = t1 if obj.get("t_end") is None else _time(obj["t_end"])
+    if t2 is None or t2 < t1:
+        return None
+    scope = bnode_scope(file)
+    if "triples" in present:
+        if present & {"s", "p", "o"}:
+            return None
+        listed = obj["triples"]
+        if not isinstance(listed, list) or not listed:
+            return None
+        if not all(isinstance(tr, list) and len(tr) == 3 for tr in listed):
+            return None
+    elif {"s", "p", "o"} <= present:
+        listed = [[obj["s"], obj["p"], obj["o"]]]
+    else:
+        return None
+    item = item_id(file, line)
+    out = []
+    for s, p, o in listed:
+        st, pt, ot = _term(s, "s", prefixes, scope), _term(p, "p", prefixes, scope), _term(o, "o", prefixes, scope)
+        if st is None or pt is None or ot is None:
+            return None
+        out.append((item, st, pt, ot, t1, t2))
+    return out

@@ -1,0 +1,91 @@
+"""``cep.lineparse`` (plain JSON Lines parsed on the driver) against Spark's parser
+(``cep.streams``): on random lines — plain ones and every kind of line it must leave to Spark —
+each line it accepts gives exactly Spark's triples, times and item id, and Spark accepts it too.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+
+import pytest
+
+from cep.lineparse import bnode_scope, item_id, parse_jsonl
+
+pytestmark = pytest.mark.spark
+
+PREFIXES = {"": "http://example.org/vienna#", "ex": "http://ex/", "xsd": "http://www.w3.org/2001/XMLSchema#"}
+TERMS_S = [":a1", "ex:b", "<http://x/c>", "_:b1", "_:b.x", "<http://x/é>", "nope:x", "<a b>", "\"lit\"", "ex:a/b#c",
+           "<http://x/\\u00e9>", 5, None, "a"]
+TERMS_P = [":delayAt", "a", "ex:p", "<http://x/p>", "_:p", "\"p\"", "ex:", 7]
+TERMS_O = [":m", "\"5\"^^xsd:integer", "\"x\"@EN-gb", "\"y\"^^<http://www.w3.org/2001/XMLSchema#string>",
+           "\"plain\"", "\"esc\\\"aped\"", "\"z\"^^nope:t", "_:o", "<http://x/o>", "\"t\"^^<http://x/dt>",
+           "ex:o.", "\"bad", "\"tab\there\"", "\"k\"@", ":"]
+TIMES = [0, 10, -3, 2 ** 62, 2 ** 64, 1.5, "10", "2024-05-01T10:00:00Z", True, None]
+
+
+def random_line(rng: random.Random) -> str:
+    kind = rng.random()
+    if kind < 0.08:
+        return rng.choice(["", "   ", "not json", "[1, 2]", "{'s': ':a'}", '{"s": ":a", "s": ":b", "p": "a", "o": ":m", "t": 1}',
+                           '{"s": ":a1", "p": ":delayAt", "o": ":m", "t": 1, "extra": 2}', "{}", "null"])
+    t = rng.choice(TIMES[:4]) if rng.random() < 0.8 else rng.choice(TIMES)
+    obj: dict = {"t": t}
+    if rng.random() < 0.2:
+        obj["t_end"] = rng.choice([t if isinstance(t, int) else 0, (t + 3) if type(t) is int else 4, 0, None])
+    if rng.random() < 0.25:
+        size = rng.choice([0, 1, 2, 3])
+        obj["triples"] = [[rng.choice(TERMS_S[:6]), rng.choice(TERMS_P[:4]), rng.choice(TERMS_O)] for _ in range(size)]
+        if rng.random() < 0.1:
+            obj["triples"].append(["<http://x/s>", "<http://x/p>"])
+        if rng.random() < 0.05:
+            obj["s"] = ":a1"
+    else:
+        obj["s"] = rng.choice(TERMS_S[:6]) if rng.random() < 0.8 else rng.choice(TERMS_S)
+        obj["p"] = rng.choice(TERMS_P[:4]) if rng.random() < 0.85 else rng.choice(TERMS_P)
+        obj["o"] = rng.choice(TERMS_O)
+        if rng.random() < 0.05:
+            del obj[rng.choice(["s", "p", "o"])]
+    return json.dumps(obj, ensure_ascii=rng.random() < 0.5)
+
+
+def test_plain_lines_parse_as_spark_parses_them(spark, tmp_path):
+    from cep.streams import read_stream
+
+    rng = random.Random(5)
+    lines = [random_line(rng) for _ in range(1500)]
+    path = tmp_path / "stream.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    stream = read_stream(spark, path, PREFIXES, "ms")
+    file = str(path.resolve())
+    spark_rows = defaultdict(list)
+    for r in stream.terms.collect():
+        spark_rows[r["item"]].append((r["s"], r["p"], r["o"], r["t_start"], r["t_end"]))
+    rejected = {r["line"] for r in stream.rejects.collect()}
+    accepted = blank = 0
+    for number, raw in enumerate(lines, start=1):
+        got = parse_jsonl(raw, file, number, PREFIXES)
+        if got is None:
+            continue
+        if got == []:
+            blank += 1
+            assert item_id(file, number) not in spark_rows and number not in rejected, raw
+            continue
+        accepted += 1
+        assert number not in rejected, raw
+        assert {g[0] for g in got} == {item_id(file, number)}
+        assert sorted(g[1:] for g in got) == sorted(spark_rows[item_id(file, number)]), raw
+    assert accepted > 400 and blank > 0
+    assert len(rejected) > 50, "the random lines must include lines Spark rejects"
+
+
+def test_item_ids_and_blank_node_scopes_match_spark(spark):
+    from pyspark.sql import functions as F
+
+    from cep.streams import file_scope
+
+    rows = [("/tmp/a b/é.jsonl", 1), ("kafka:events/3", 123456789), ("x", -5), ("", 0)]
+    df = spark.createDataFrame(rows, "file string, line long")
+    got = df.select(F.xxhash64("file", "line").alias("id"), file_scope(F.col("file")).alias("scope")).collect()
+    assert [r["id"] for r in got] == [item_id(f, n) for f, n in rows]
+    assert [r["scope"] for r in got] == [bnode_scope(f) for f, _ in rows]
