@@ -1,14 +1,21 @@
-"""Benchmark: continuous evaluation (``query --continuous``) against evaluating at every instant.
+"""Benchmark: continuous evaluation (``query --continuous``) against evaluating at every instant
+and against a classic CEP engine.
 
     python bench/streaming.py [--minutes 200] [--per-minute 50] [--batch-minutes 10]
-                              [--baseline-instants 20] [--seed 1]
+                              [--baseline-instants 20] [--seed 1] [--network real|example]
 
-The CQELS-CEP running example (``ontologies/vienna_example_query.rq``: SEQ of two delays and a
-negated arrival in a RANGE 10m window, joined with a subway type and a property path over the
-background ``ontologies/vienna_example.ttl``) over a seeded synthetic stream: ``--per-minute``
-events a minute for ``--minutes`` minutes (several per minute: delays 80 %, arrivals 20 %, of four
-vehicles — two subways — at the five stops), cut into one file per ``--batch-minutes``, read one
-file per micro-batch.
+DESIGN.md's Vienna query (``ontologies/vienna_example_query.rq``: SEQ of two delays of a subway
+and a negated arrival in a RANGE 10m window, at stops from which the centre is reachable by
+subway, ``(^:beg/[:means :subway]/:end)+``) over a seeded synthetic stream: ``--per-minute``
+events a minute for ``--minutes`` minutes (delays 80 %, arrivals 20 %), cut into one file per
+``--batch-minutes``, read one file per micro-batch. The background, ``--network``:
+
+* ``real`` (the default when the data directory is there): the Wiener Linien network
+  (``ontologies/vienna.py``, read from ``../shared/data``), the centre = Stephansplatz, and 60
+  vehicles of which 20 are subways (a small static file written here); events at real stations,
+  70 % of them at subway stations;
+* ``example``: the running example's map (``ontologies/vienna_example.ttl``): four vehicles, two
+  of them subways, at its five stops.
 
 Measured side by side in one run, one warm local[2] Spark session:
 
@@ -44,11 +51,50 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 STREAM = "<http://example.org/publicTransport>"
-VEHICLES = [":a1", ":d1", ":x1", ":x2"]   # :a1, :d1 are subways in vienna_example.ttl
-STOPS = [":m", ":b", ":h", ":g", ":c"]
+VIENNA = "http://example.org/vienna#"
+STEPHANSPLATZ = "st60201320"
 
 
-def write_stream(directory: Path, minutes: int, per_minute: int, batch_minutes: int, seed: int) -> int:
+class ExampleMap:
+    """The running example's map: :a1, :d1 are subways in vienna_example.ttl."""
+
+    vehicles = [":a1", ":d1", ":x1", ":x2"]
+
+    def __init__(self, work: Path):
+        self.static = {"<http://example.org/transportationMap>": [ROOT / "ontologies" / "vienna_example.ttl"]}
+        self.query = (ROOT / "ontologies" / "vienna_example_query.rq").read_text()
+
+    def stop(self, rng: random.Random) -> str:
+        return rng.choice([":m", ":b", ":h", ":g", ":c"])
+
+
+class RealNetwork:
+    """The Wiener Linien network, 60 vehicles (20 subways), the centre = Stephansplatz."""
+
+    def __init__(self, work: Path):
+        from ontologies import vienna
+        from ontologies.data import data_dir
+
+        network = vienna.build(data_dir())
+        vienna.write_ntriples(network, work / "network.nt")
+        self.vehicles = [f":veh{i}" for i in range(60)]
+        with open(work / "vehicles.nt", "w", encoding="utf-8") as out:
+            for i in range(60):
+                kind = "subway" if i < 20 else ("tram" if i < 40 else "bus")
+                out.write(f"<{VIENNA}veh{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{VIENNA}{kind}> .\n")
+        subway = {c.from_station for c in network.connections.values() if network.lines[c.line_id].means == vienna.SUBWAY}
+        self.subway_stations = sorted(f":st{d}" for d in subway)
+        self.stations = sorted(f":st{d}" for d in network.stations)
+        self.static = {"<http://example.org/transportationMap>": [work / "network.nt", work / "vehicles.nt"]}
+        self.query = (ROOT / "ontologies" / "vienna_example_query.rq").read_text().replace(
+            ":end)+ :c .", f":end)+ :{STEPHANSPLATZ} .")
+        assert f":{STEPHANSPLATZ} ." in self.query
+
+    def stop(self, rng: random.Random) -> str:
+        return rng.choice(self.subway_stations if rng.random() < 0.7 else self.stations)
+
+
+def write_stream(directory: Path, minutes: int, per_minute: int, batch_minutes: int, seed: int, world) -> int:
     rng = random.Random(seed)
     directory.mkdir(parents=True)
     n = 0
@@ -58,7 +104,7 @@ def write_stream(directory: Path, minutes: int, per_minute: int, batch_minutes: 
             for t in range(start, min(start + batch_minutes, minutes)):
                 for _ in range(per_minute):
                     p = ":delayAt" if rng.random() < 0.8 else ":arriveAt"
-                    out.write(json.dumps({"s": rng.choice(VEHICLES), "p": p, "o": rng.choice(STOPS), "t": t}) + "\n")
+                    out.write(json.dumps({"s": rng.choice(world.vehicles), "p": p, "o": world.stop(rng), "t": t}) + "\n")
                     n += 1
         os.utime(path, (1_600_000_000 + b, 1_600_000_000 + b))
     return n
@@ -71,6 +117,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-minutes", type=int, default=10)
     ap.add_argument("--baseline-instants", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--network", choices=("real", "example"), default=None,
+                    help="real: the Wiener Linien network (default when the data directory is there); example")
     args = ap.parse_args(argv)
 
     from jobs.spark import build_session
@@ -82,15 +130,23 @@ def main(argv=None) -> int:
     spark = build_session("bench streaming", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
                                               "spark.ui.enabled": "false"})
     spark.sparkContext.setLogLevel("ERROR")
-    query = compile_query((ROOT / "ontologies" / "vienna_example_query.rq").read_text())
     work = Path(tempfile.mkdtemp(prefix="bench-streaming-"))
-    events = write_stream(work / "in", args.minutes, args.per_minute, args.batch_minutes, args.seed)
-    print(f"stream: {events} events over {args.minutes} min ({args.minutes / 10:.0f}x the 10 min window), "
-          f"{len(list((work / 'in').iterdir()))} files, one per micro-batch")
+    if args.network is None:
+        from ontologies.data import data_dir
+        try:
+            data_dir()
+            args.network = "real"
+        except FileNotFoundError:
+            args.network = "example"
+    world = RealNetwork(work) if args.network == "real" else ExampleMap(work)
+    query = compile_query(world.query)
+    events = write_stream(work / "in", args.minutes, args.per_minute, args.batch_minutes, args.seed, world)
+    print(f"network: {args.network}; stream: {events} events over {args.minutes} min "
+          f"({args.minutes / 10:.0f}x the 10 min window), {len(list((work / 'in').iterdir()))} files, one per micro-batch")
 
-    static = StaticFiles({"<http://example.org/transportationMap>": [ROOT / "ontologies" / "vienna_example.ttl"]})
-    # warm-up: the same code on a tiny stream (JIT, first-job costs)
-    write_stream(work / "warm", 12, 5, 6, args.seed)
+    static = StaticFiles(world.static)
+    # warm-up: the same code on a tiny stream (JIT, first-job costs; the static side is prepared)
+    write_stream(work / "warm", 12, 5, 6, args.seed, world)
     run(spark, query, [FileSource(STREAM, str(work / "warm"), max_files_per_trigger=1)], sink=CallbackSink(lambda *_: None),
         checkpoint=work / "warm-ckpt", static=static, time_unit="m", metrics=open(os.devnull, "w"))
 

@@ -591,9 +591,6 @@ class _Runner:
             raise
 
     def _batch(self, lines: DataFrame, batch_id: int) -> None:
-        from cep.streams import parse_lines
-        from reasoner.loading import with_line_numbers
-
         started = time.time()
         label = self.state.label(batch_id)
         name, meta = self.state.latest_before(batch_id)
@@ -799,7 +796,7 @@ class _Runner:
         if watermark is not None and (upto is None or watermark - 1 > upto):
             upto = watermark - 1
         old = self.state.table(name, _ITEMS)
-        state_rows = [tuple(r[c] for c in _ITEM_COLUMNS) for r in old.to_pylist()] if old is not None else []
+        state_rows = _table_rows(old, _ITEM_COLUMNS)
         answers = self._advance_local(state_rows + new, name, meta, upto, label, max_time, closed=False)
         self.state.prune(batch_id - 1)
         self._report(batch_id, started, len({r[at[ITEM]] for r in new}), reject_counts, answers, max_time, watermark)
@@ -809,7 +806,7 @@ class _Runner:
         if not self._local_first(meta):
             return None
         old = self.state.table(previous, _ITEMS)
-        return [tuple(r[c] for c in _ITEM_COLUMNS) for r in old.to_pylist()] if old is not None else []
+        return _table_rows(old, _ITEM_COLUMNS)
 
     def _background_local(self):
         """The static side's background patterns as ``cep.local`` relations with their terms,
@@ -859,7 +856,7 @@ class _Runner:
         key_columns = [*self.columns, T_START, T_END]
         emitted = set()
         if emitted_table is not None:
-            emitted = {tuple(r[c] for c in key_columns) for r in emitted_table.to_pylist()}
+            emitted = set(_table_rows(emitted_table, key_columns))
         new_keys: dict = {}
         n = 0
         if rows and upto is not None and meta.first is not None and (meta.done is None or upto > meta.done):
@@ -904,10 +901,9 @@ class _Runner:
         self.state_rows = len(kept)
         item_schema = pa.schema([(c, pa.string() if c in (STREAM, *_TERMS.values()) else pa.int64())
                                  for c in _ITEM_COLUMNS])
-        items_table = pa.Table.from_pylist([dict(zip(_ITEM_COLUMNS, r)) for r in kept], schema=item_schema)
+        items_table = _rows_table(kept, item_schema)
         key_schema = pa.schema([(c, pa.int64()) for c in key_columns])
-        emitted_out = pa.Table.from_pylist([dict(zip(key_columns, k)) for k in sorted(keys, key=repr)],
-                                           schema=key_schema)
+        emitted_out = _rows_table(sorted(keys, key=repr), key_schema)
         version = self.prepared[0] if self.prepared is not None else meta.version
         self.state.write(label, {_ITEMS: items_table, _EMITTED: emitted_out},
                          _Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed,
@@ -1126,6 +1122,22 @@ def _encode(terms: DataFrame) -> DataFrame:
     """Parsed items → state items (``_ITEM_COLUMNS``) plus where each came from (FILE, LINE)."""
     return terms.select(F.col(STREAM), ITEM, *[F.xxhash64(F.col(c)).alias(c) for c in (S, P, O)], T_START, T_END,
                         *[F.col(c).alias(_TERMS[c]) for c in (S, P, O)], FILE, LINE)
+
+
+def _table_rows(table, columns) -> list[tuple]:
+    """A pyarrow table's rows as tuples of ``columns`` (column-wise: no dict per row)."""
+    if table is None:
+        return []
+    return list(zip(*(table.column(c).to_pylist() for c in columns))) if table.num_rows else []
+
+
+def _rows_table(rows, schema):
+    """Tuples in the order of ``schema``'s fields → a pyarrow table."""
+    import pyarrow as pa
+
+    columns = list(zip(*rows)) if rows else [[] for _ in schema.names]
+    return pa.table({name: pa.array(list(values), type=schema.field(name).type)
+                     for name, values in zip(schema.names, columns)}, schema=schema)
 
 
 def _union(frames: Sequence[DataFrame], allow_missing: bool = False) -> DataFrame:

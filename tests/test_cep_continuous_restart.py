@@ -75,7 +75,7 @@ def run_and_kill(cmd: list[str], ckpt: Path, after_batches: int, rng: random.Ran
 
 # (engine, files, the longest wait after a batch before the kill): a Spark batch takes seconds, a
 # driver-side one a fraction of a second, so the driver-side run gets more, quicker batches
-ENGINES = [("spark", 4, 3.0), ("local", 40, 1.0)]
+ENGINES = [("spark", 4, 3.0), ("local", 80, 0.5)]
 
 
 @pytest.mark.parametrize("engine, files, delay", ENGINES, ids=[e[0] for e in ENGINES])
