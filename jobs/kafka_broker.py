@@ -1,6 +1,7 @@
 """A single-node Apache Kafka broker on loopback, for tests and for trying ``--continuous`` over Kafka.
 
     python -m jobs.kafka_broker --dir /tmp/kafka [--port 9092]     # runs until Ctrl-C
+    python -m jobs.kafka_broker produce --topic events FILE         # one message per line of FILE
 
     with KafkaBroker(Path("/tmp/kafka")) as broker:
         broker.bootstrap        # "127.0.0.1:PORT"
@@ -52,7 +53,8 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def _java(self) -> str:
+    @staticmethod
+    def _java() -> str:
         home = os.environ.get("JAVA_HOME")
         return str(Path(home) / "bin" / "java") if home else "java"
 
@@ -115,8 +117,27 @@ class KafkaBroker:
         self.stop()
 
 
+def produce(bootstrap: str, topic: str, lines_file: Path) -> int:
+    """Send each line of ``lines_file`` as one message to ``topic`` (Kafka's own console producer,
+    from the broker's jars); returns its exit code."""
+    classpath = os.pathsep.join(str(p) for p in jars.resolve_kafka_broker())
+    with open(lines_file, "rb") as data:
+        return subprocess.run([KafkaBroker._java(), "-cp", classpath, "kafka.tools.ConsoleProducer",
+                               "--bootstrap-server", bootstrap, "--topic", topic], stdin=data).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="a single-node Kafka broker (KRaft) on 127.0.0.1, until Ctrl-C")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["produce"]:
+        ap = argparse.ArgumentParser(prog="python -m jobs.kafka_broker produce",
+                                     description="send each line of FILE as one message to TOPIC")
+        ap.add_argument("--bootstrap", default="127.0.0.1:9092")
+        ap.add_argument("--topic", required=True)
+        ap.add_argument("file", type=Path)
+        args = ap.parse_args(argv[1:])
+        return produce(args.bootstrap, args.topic, args.file)
+    ap = argparse.ArgumentParser(description="a single-node Kafka broker (KRaft) on 127.0.0.1, until Ctrl-C "
+                                             "(or: produce --topic T FILE)")
     ap.add_argument("--dir", required=True, help="its data directory (wiped at start)")
     ap.add_argument("--port", type=int, default=9092)
     ap.add_argument("--partitions", type=int, default=1, help="partitions of auto-created topics")
