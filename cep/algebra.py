@@ -72,7 +72,7 @@ __all__ = [
     "Query", "Pattern", "PATTERN_TYPES", "Form", "TIME_UNITS",
     "triple", "path_pattern", "bgp", "join", "union", "left_join", "sequence", "seq", "project",
     "construct",
-    "children", "walk", "variables", "expr_variables", "event_clauses", "background_patterns",
+    "children", "walk", "variables", "constants", "expr_variables", "event_clauses", "background_patterns",
     "stream_patterns",
 ]
 
@@ -465,6 +465,26 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
         case Project():
             return frozenset(node.variables)
     raise TypeError(f"not a pattern: {node!r}")
+
+
+def constants(node: "Pattern | Form") -> frozenset[str]:
+    """Every RDF term written in ``node`` (patterns, paths, windows' stream IRIs, expressions,
+    CONSTRUCT templates): what must decode when a variable is bound to it."""
+    found: set[str] = set()
+
+    def visit(value) -> None:
+        if isinstance(value, str):
+            if is_term(value):
+                found.add(value)
+        elif isinstance(value, (tuple, list)):
+            for x in value:
+                visit(x)
+        elif hasattr(value, "__dataclass_fields__"):
+            for name in value.__dataclass_fields__:
+                visit(getattr(value, name))
+
+    visit(node)
+    return frozenset(found)
 
 
 def _top_joined(node: Pattern) -> list[Pattern]:

@@ -574,7 +574,7 @@ class _Runner:
         self.construct = isinstance(query.form, A.Construct)
         self.names = [S, P, O] if self.construct else [v.name for v in query.form.variables]
         self.columns = [S, P, O] if self.construct else [var_column(n) for n in self.names]
-        self.constants = _query_constants(query)
+        self.constants = sorted(A.constants(query.form))
         from cep.local import unsupported
 
         self.engine = engine
@@ -1148,19 +1148,17 @@ def _union(frames: Sequence[DataFrame], allow_missing: bool = False) -> DataFram
 
 
 def _min(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
+    """The smaller of two optional values (None = not known yet)."""
+    return _either(min, a, b)
 
 
 def _max(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return max(a, b)
+    return _either(max, a, b)
+
+
+def _either(pick, a, b):
+    known = [x for x in (a, b) if x is not None]
+    return pick(known) if known else None
 
 
 def _minus(left: DataFrame, right: DataFrame, columns) -> DataFrame:
@@ -1170,24 +1168,6 @@ def _minus(left: DataFrame, right: DataFrame, columns) -> DataFrame:
     for c in columns:
         cond = cond & F.col(c).eqNullSafe(F.col(scratch("x", c)))
     return left.join(other, cond, "left_anti")
-
-
-def _query_constants(query) -> list[str]:
-    found: set[str] = set()
-
-    def visit(value) -> None:
-        if isinstance(value, str):
-            if A.is_term(value):
-                found.add(value)
-        elif isinstance(value, (tuple, list)):
-            for x in value:
-                visit(x)
-        elif hasattr(value, "__dataclass_fields__"):
-            for name in value.__dataclass_fields__:
-                visit(getattr(value, name))
-
-    visit(query.form)
-    return sorted(found)
 
 
 def _rows(decoded: DataFrame, names, columns):

@@ -247,26 +247,6 @@ def plan(args: argparse.Namespace) -> Plan:
 
 # --- running it -----------------------------------------------------------------------------
 
-def _query_terms(query) -> set[str]:
-    """Every constant of the query (they may be bound to variables, so they must decode)."""
-    from cep import algebra as A
-
-    found: set[str] = set()
-
-    def visit(value) -> None:
-        if isinstance(value, str):
-            if A.is_term(value):
-                found.add(value)
-        elif isinstance(value, (tuple, list)):
-            for x in value:
-                visit(x)
-        elif hasattr(value, "__dataclass_fields__"):
-            for name in value.__dataclass_fields__:
-                visit(getattr(value, name))
-
-    visit(query.form)
-    return found
-
 
 def _rejects(spark, named_frames, path: str | None) -> None:
     """Report each source's reject count on stderr; with ``path``, write them all (JSON Lines).
@@ -338,7 +318,8 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         dictionaries.append(stream.dictionary)
         reject_frames.append((f"stream {iri} ({path})", stream.rejects))
     _rejects(spark, reject_frames, rejects_path)
-    constants = spark.createDataFrame([(term_id(t), t) for t in sorted(_query_terms(query))], f"{ID} long, {TERM} string")
+    constants = spark.createDataFrame([(term_id(t), t) for t in sorted(A.constants(query.form))],
+                                      f"{ID} long, {TERM} string")
     dictionary, cached = checked_dictionary([constants, *dictionaries])
     try:
         result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary)

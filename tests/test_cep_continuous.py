@@ -20,16 +20,11 @@ from cep import algebra as A
 from cep import reference as R
 from cep.continuous import ContinuousError, plan
 from cep.lower import compile_query
+from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI
 
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parent.parent
-EX = "http://ex/"
-STREAM_IRI = f"<{EX}stream>"
-WINDOW_IRI = f"<{EX}W>"
-SUBJECTS = [f"<{EX}{n}>" for n in ("a", "b", "c")]
-OBJECTS = [f"<{EX}{n}>" for n in ("m", "h")]
-PREDICATES = [f"<{EX}p{i}>" for i in range(3)]
 v, s, x = (A.Var(n) for n in ("v", "s", "x"))
 
 

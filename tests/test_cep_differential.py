@@ -25,13 +25,8 @@ from cep.columns import ITEM, T_END, T_START, column_var, var_column
 from reasoner.hashing import term_id
 from reasoner.schema import O, P, S
 from tests.hypothesis_profiles import examples
+from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI
 
-EX = "http://ex/"
-STREAM_IRI = f"<{EX}stream>"
-WINDOW_IRI = f"<{EX}W>"
-SUBJECTS = [f"<{EX}{n}>" for n in ("a", "b", "c")]
-OBJECTS = [f"<{EX}{n}>" for n in ("m", "h")]
-PREDICATES = [f"<{EX}p{i}>" for i in range(3)]
 TERMS = {term_id(t): t for t in SUBJECTS + OBJECTS + PREDICATES}
 BATCH = 6
 

@@ -19,12 +19,11 @@ from cep.columns import var_column
 from cep.lifetimes import OPEN_END
 from cep.timeline import MIN_TIME
 from reasoner.hashing import term_id
+from tests.stream_terms import EX, OBJECTS, PREDICATES, SUBJECTS
+from tests.stream_terms import STREAM_IRI as STREAM
 
-EX = "http://ex/"
-STREAM, OTHER = f"<{EX}stream>", f"<{EX}other>"
-SUBJECTS = [f"<{EX}{n}>" for n in ("a", "b", "c")]
-OBJECTS = [f"<{EX}{n}>" for n in ("m", "h")]
-P0, P1, P2 = (f"<{EX}p{i}>" for i in range(3))
+OTHER = f"<{EX}other>"
+P0, P1, P2 = PREDICATES
 TYPE, KIND = f"<{EX}type>", f"<{EX}Kind>"
 v, s, x = (A.Var(n) for n in ("v", "s", "x"))
 
