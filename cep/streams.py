@@ -67,7 +67,7 @@ from cep.algebra import TIME_UNITS
 from cep.columns import ITEM, STREAM_COLUMNS
 # The N-Triples grammar pieces and term normalisation of the static loader, reused as they are.
 from reasoner.loading import (NT_BLANK_OR_COMMENT, NT_BNODE, NT_IRI, NT_LITERAL, NT_OBJECT, NT_WS, RDFLoadError, canonical_term,
-                              column_after, read_lines, reject_reason, scope_bnode, with_line_numbers)
+                              column_after, invalid_utf8, read_lines, reject_reason, scope_bnode, with_line_numbers)
 from reasoner.dictionary import build_dictionary, encode_column
 from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START
 from reasoner.vocab import RDF_TYPE
@@ -112,7 +112,6 @@ _UP_TO_TS = rf"{_BEFORE_TS}{_TS}"
 _TSNT_LINE = rf"{_UP_TO_TS}{NT_WS}\.?{NT_WS}(?:#.*)?$"
 
 _BLANK = r"^\s*$"
-_REPLACEMENT_CHAR = "\ufffd"  # what Spark's text reader puts for invalid UTF-8
 
 
 @dataclasses.dataclass
@@ -328,7 +327,7 @@ def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Co
     missing_spo = F.concat_ws(", ", *[F.when(~present[k], F.lit(k)) for k in (_K_S, _K_P, _K_O)])
     any_spo = present[_K_S] | present[_K_P] | present[_K_O]
     reason = (
-        F.when(F.instr(F.col(RAW), _REPLACEMENT_CHAR) > 0, F.lit("invalid UTF-8 byte sequence"))
+        F.when(invalid_utf8(F.col(RAW)), F.lit("invalid UTF-8 byte sequence"))
         .when(keys_c.isNull() | ~F.col(RAW).rlike(r"^\s*\{.*\}\s*$"),
               F.when(F.col(RAW).rlike(r"^\s*\{"), F.lit("bad JSON: not a well-formed JSON object"))
               .otherwise(F.lit("bad JSON: expected one JSON object {...} per line")))
@@ -372,7 +371,7 @@ def _tsnt(lines: DataFrame, time_unit: str, scope: Column) -> tuple[DataFrame, C
 
     raw = F.col(RAW)
     reason = (
-        F.when(F.instr(raw, _REPLACEMENT_CHAR) > 0, F.lit("invalid UTF-8 byte sequence"))
+        F.when(invalid_utf8(raw), F.lit("invalid UTF-8 byte sequence"))
         .when(~raw.rlike(NT_OBJECT), reject_reason(raw))  # subject / predicate / object, from the loader
         .when(~raw.rlike(_BEFORE_TS + "\""),
               at(column_after(rf"{NT_OBJECT}{NT_WS}\.?", raw), "expected a quoted timestamp \"...\" after the object"))

@@ -31,17 +31,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", choices=STRATEGIES, default="dataframe",
                         help="transitive-closure strategy (graphframes needs GraphFrames' JVM jar)")
     parser.add_argument("--follow-imports", action="store_true", help="also load owl:imports of file: IRIs")
+    parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
+                        help="where to reason: local = on the driver in Python, no Spark job (the same tables); "
+                             "auto (default) = local when the sources total at most RSP_LOCAL_MAX_BYTES "
+                             "(64 MiB), Spark otherwise")
 
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
     from reasoner.progress import Progress
-    from reasoner.publish import materialize_sources
+    from reasoner.publish import choose_engine, materialize_sources
 
-    spark = build_session("rsp-sidecar materialize")
+    # the driver-side engine needs no Spark session (a scheduled refresh of a small ontology
+    # then takes well under a second instead of a JVM start)
+    local = choose_engine(args.ontology, args.engine, args.strategy) == "local"
+    spark = None if local else build_session("rsp-sidecar materialize")
     summary = materialize_sources(spark, args.ontology, args.out, if_changed=args.if_changed,
                                   strategy=args.strategy, follow_imports=args.follow_imports,
-                                  export_ntriples=args.export_ntriples, progress=Progress("materialize"))
+                                  export_ntriples=args.export_ntriples, progress=Progress("materialize"),
+                                  engine="local" if local else "spark")
     print(json.dumps(summary, sort_keys=True))
     return 0
 

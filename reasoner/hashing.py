@@ -66,8 +66,22 @@ def xxh64(data: bytes, seed: int = SEED) -> int:
     return h - (1 << 64) if h >= 1 << 63 else h
 
 
+try:     # the C implementation (a dependency; the pure-Python one above stays as the fallback)
+    from xxhash import xxh64_intdigest as _c_xxh64
+except ImportError:  # pragma: no cover - xxhash is installed with the project
+    _c_xxh64 = None
+
+
+def fast_xxh64(data: bytes, seed: int = SEED) -> int:
+    """:func:`xxh64`, by the ``xxhash`` C library when it is installed."""
+    if _c_xxh64 is None:
+        return xxh64(data, seed)
+    h = _c_xxh64(data, seed)
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def term_id(term: str) -> int:
     """The dictionary id of a term given in N-Triples form (memoized: compilers ask for the same
     vocabulary terms on every evaluation)."""
-    return xxh64(term.encode("utf-8"))
+    return fast_xxh64(term.encode("utf-8"))

@@ -117,13 +117,20 @@ def column_after(prefix_regex: str, line: Column) -> Column:
     return F.length(F.regexp_extract(line, prefix_regex + NT_WS, 0)) + 1
 
 
+def invalid_utf8(line: Column) -> Column:
+    """Whether a line read by Spark's text reader is not UTF-8: the reader keeps a file's bytes as
+    they are, so bad bytes stay in the string; U+FFFD (what a decoder puts for them, and what the
+    driver-side reader sees) counts as bad too, so both readers refuse the same lines."""
+    return ~F.is_valid_utf8(line) | (F.instr(line, "\ufffd") > 0)
+
+
 def reject_reason(line: Column) -> Column:
     """Why a line is not an N-Triples statement, with the column where parsing stopped."""
     def at(column: Column, text: str) -> Column:
         return F.concat(F.lit(text + " at column "), column.cast("string"))
 
     return (
-        F.when(F.instr(line, "\ufffd") > 0, F.lit("invalid UTF-8 byte sequence"))
+        F.when(invalid_utf8(line), F.lit("invalid UTF-8 byte sequence"))
         .when(~line.rlike(_SUBJECT), at(column_after("^", line), "expected a subject (IRI <...> or blank node _:x)"))
         .when(~line.rlike(_PREDICATE), at(column_after(_SUBJECT, line), "expected a predicate IRI <...>"))
         .when(~line.rlike(NT_OBJECT), at(column_after(_PREDICATE, line),
@@ -187,7 +194,7 @@ def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[i
     content = raw.filter(~F.col(RAW).rlike(NT_BLANK_OR_COMMENT))
     # One regex evaluation per line: the three groups joined by LF (which no line contains).
     parts = F.split(F.regexp_replace(F.col(RAW), _LINE, "$1\n$2\n$3"), "\n")
-    is_good = (F.size(parts) == 3) & (F.instr(F.col(RAW), "\ufffd") == 0)
+    is_good = (F.size(parts) == 3) & ~invalid_utf8(F.col(RAW))
     scope = F.coalesce(scope_of[F.col(FILE)], F.lit("x"))
     triples = content.select(parts.alias("_t"), is_good.alias("_ok"), scope.alias("_scope")).filter("_ok").select(
         scope_bnode(F.col("_t")[0], F.col("_scope")).alias(S),
@@ -195,7 +202,105 @@ def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[i
         scope_bnode(canonical_term(F.col("_t")[2]), F.col("_scope")).alias(O),
     )
     rejects = with_line_numbers(content.filter(~is_good), raw).select(
-        F.col(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.col(RAW))
+        F.col(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.make_valid_utf8(RAW).alias(RAW))
+    return triples, rejects
+
+
+# --- N-Triples on the driver (the small-input path, ``reasoner.local``) ---------------------
+# The same grammar and the same answers as the Spark reader above, line for line: the patterns
+# are translated to Python's ``re`` (3.11 has possessive quantifiers) with Java's meaning of
+# ``.`` and ``$`` (they stop at Java's line terminators) and of ``\s`` (ASCII blanks only).
+_JAVA_DOT = "[^\n\r\u0085\u2028\u2029]"
+_JAVA_END = "(?=[\u0085\u2028\u2029]?\\Z)"
+
+
+def python_regex(java: str) -> re.Pattern:
+    """One of this module's Java regular expressions as a Python pattern that matches the same."""
+    out, i, in_class = [], 0, False
+    while i < len(java):
+        c = java[i]
+        if c == "\\":
+            pair = java[i:i + 2]
+            out.append(" \t\n\x0b\x0c\r" if pair == r"\s" and in_class else pair)
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == ".":
+            c = _JAVA_DOT
+        elif c == "$":
+            c = _JAVA_END
+        out.append(c)
+        i += 1
+    return re.compile("".join(out))
+
+
+_PY = {name: python_regex(java) for name, java in (
+    ("line", _LINE), ("blank", NT_BLANK_OR_COMMENT), ("subject", _SUBJECT), ("predicate", _PREDICATE),
+    ("object", NT_OBJECT), ("statement", _STATEMENT), ("ws", NT_WS),
+    ("tagged", r'^(".*")@([a-zA-Z0-9-]+)$'), ("xsd_string", "\\^\\^" + re.escape(XSD_STRING) + "$"))}
+_TERMINATOR = re.compile("\r\n|\r|\n")
+
+
+def split_lines(data: bytes) -> list[str]:
+    """A file's lines as Spark's text reader gives them: UTF-8 with U+FFFD for bad bytes, split
+    at ``\\n``, ``\\r\\n`` or ``\\r``, no empty line after a final terminator."""
+    lines = _TERMINATOR.split(data.decode("utf-8", errors="replace"))
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _python_reason(line: str) -> str:
+    """:func:`reject_reason` on the driver."""
+    def after(prefix: re.Pattern) -> int:   # column_after
+        match = re.search(prefix.pattern + _PY["ws"].pattern, line)
+        return (len(match.group(0)) if match else 0) + 1
+
+    if "\ufffd" in line:
+        return "invalid UTF-8 byte sequence"
+    steps = (("subject", None, "expected a subject (IRI <...> or blank node _:x)"),
+             ("predicate", "subject", "expected a predicate IRI <...>"),
+             ("object", "predicate", "expected an object (IRI, blank node or literal \"...\")"),
+             ("statement", "object", "expected '.' to end the statement"))
+    for name, before, text in steps:
+        if not _PY[name].search(line):
+            column = 1 + len(_PY["ws"].match(line).group(0)) if before is None else after(_PY[before])
+            return f"{text} at column {column}"
+    return f"unexpected text after '.' at column {after(_PY['statement'])}"
+
+
+def _python_canonical(term: str) -> str:
+    """:func:`canonical_term` on the driver."""
+    tagged = _PY["tagged"].search(term)
+    if tagged:
+        return f"{tagged.group(1)}@{tagged.group(2).lower()}"
+    return _PY["xsd_string"].sub("", term, count=1)
+
+
+def parse_ntriples_local(path: Path, scope: int) -> tuple[list[tuple[str, str, str]], list[tuple]]:
+    """:func:`read_ntriples` for one file on the driver: ``(triples, rejects)``, rejects as
+    ``(file, line, reason, raw)`` with the same file name, line numbers and reasons."""
+    file = str(path.resolve())
+    tag = f"_:f{scope}."
+    triples, rejects = [], []
+    line_re, blank_re = _PY["line"], _PY["blank"]
+    for number, line in enumerate(split_lines(path.read_bytes()), start=1):
+        match = line_re.search(line)
+        if match is None or "\ufffd" in line:
+            if not blank_re.search(line):
+                rejects.append((file, number, _python_reason(line), line))
+            continue
+        # Spark replaces the match by the three groups: text after it (``$`` matches before a
+        # final Java line terminator) stays on the object
+        s, p, o = match.group(1), match.group(2), _python_canonical(match.group(3) + line[match.end():])
+        if s.startswith("_:"):
+            s = tag + s[2:]
+        if o.startswith("_:"):
+            o = tag + o[2:]
+        triples.append((s, p, o))
     return triples, rejects
 
 
@@ -243,15 +348,15 @@ def _import_target(importer: Path, iri: str) -> Path:
                                       f"pass the imported ontology as another source instead")
 
 
-def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str, str] | None = None,
-         follow_imports: bool = False) -> Loaded:
-    """Load RDF files (see module doc). ``formats`` maps a path to an explicit format name."""
-    formats = formats or {}
+def _walk(paths: Sequence[str | Path], formats: dict[str, str], follow_imports: bool,
+          on_ntriples) -> tuple[list[Source], list[tuple[str, str, str]]]:
+    """Visit the sources (and, with ``follow_imports``, what they import) once each: N-Triples
+    files go to ``on_ntriples(path, scope)``, which returns their ``owl:imports`` IRIs when asked
+    to follow them; other formats are parsed by rdflib here. Returns the sources and rdflib's
+    triples."""
     queue = [Path(p) for p in paths]
     seen: set[Path] = set()
     sources: list[Source] = []
-    nt_paths: list[Path] = []
-    nt_scopes: list[int] = []
     rows: list[tuple[str, str, str]] = []
     while queue:
         path = queue.pop(0)
@@ -266,21 +371,35 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
         sources.append(Source(str(path), fmt, file_sha256(path), path.stat().st_size))
         imports: list[str] = []
         if fmt == "ntriples":
-            nt_paths.append(path)
-            nt_scopes.append(scope)
-            if follow_imports:
-                imports = [r[0] for r in spark.read.text(str(path))
-                           .filter(F.col("value").contains(OWL_IMPORTS)).limit(10_000).collect()]
-                imports = [m.group(1) for line in imports if (m := re.search(r"<([^>]*)>\s*\.\s*$", line))]
+            imports = on_ntriples(path, scope)
         else:
             graph = parse_with_rdflib(path, fmt, scope)
             tag = f"f{scope}."
             rows.extend((from_rdflib(s, tag), from_rdflib(p, tag), from_rdflib(o, tag)) for s, p, o in graph)
             if follow_imports:
                 imports = [str(o) for o in graph.objects(None, rdflib.OWL.imports)]
-        for iri in imports:
+        for iri in imports if follow_imports else ():
             target = _import_target(path, iri) if ":" in iri.split("/")[0] else (path.parent / iri)
             queue.append(target)
+    return sources, rows
+
+
+def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str, str] | None = None,
+         follow_imports: bool = False) -> Loaded:
+    """Load RDF files (see module doc). ``formats`` maps a path to an explicit format name."""
+    nt_paths: list[Path] = []
+    nt_scopes: list[int] = []
+
+    def on_ntriples(path: Path, scope: int) -> list[str]:
+        nt_paths.append(path)
+        nt_scopes.append(scope)
+        if not follow_imports:
+            return []
+        lines = [r[0] for r in spark.read.text(str(path)).filter(F.col("value").contains(OWL_IMPORTS))
+                 .limit(10_000).collect()]
+        return [m.group(1) for line in lines if (m := re.search(r"<([^>]*)>\s*\.\s*$", line))]
+
+    sources, rows = _walk(paths, formats or {}, follow_imports, on_ntriples)
     parts: list[DataFrame] = []
     rejects = spark.createDataFrame([], f"{FILE} string, {LINE} long, {REASON} string, {RAW} string")
     if nt_paths:
@@ -292,3 +411,33 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
     for part in parts[1:]:
         triples = triples.unionByName(part)
     return Loaded(triples, rejects, sources)
+
+
+@dataclasses.dataclass
+class LoadedLocal:
+    """What :func:`load_local` read: Python lists instead of DataFrames."""
+
+    triples: list[tuple[str, str, str]]  # N-Triples strings, duplicates possible
+    rejects: list[tuple[str, int, str, str]]  # (file, line, reason, raw)
+    sources: list[Source]
+
+
+def load_local(paths: Sequence[str | Path], *, formats: dict[str, str] | None = None,
+               follow_imports: bool = False) -> LoadedLocal:
+    """:func:`load` on the driver, without Spark: the same triples, rejects and sources."""
+    triples: list[tuple[str, str, str]] = []
+    rejects: list[tuple[str, int, str, str]] = []
+
+    def on_ntriples(path: Path, scope: int) -> list[str]:
+        found, bad = parse_ntriples_local(path, scope)
+        triples.extend(found)
+        rejects.extend(bad)
+        return [o[1:-1] for _s, p, o in found if p == OWL_IMPORTS and o.startswith("<")] if follow_imports else []
+
+    sources, rows = _walk(paths, formats or {}, follow_imports, on_ntriples)
+    return LoadedLocal(triples + rows, rejects, sources)
+
+
+def total_bytes(paths: Sequence[str | Path]) -> int:
+    """The size of the named files (imports not followed): what ``engine="auto"`` decides on."""
+    return sum(Path(p).stat().st_size for p in paths if Path(p).is_file())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,37 +11,75 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reasoner import loading, store
+from reasoner import loading, local, store
 from reasoner.closure import STRATEGIES
 from reasoner.dictionary import checked_dictionary, dictionary_terms, encode_triples
 from reasoner.materialize import materialize
 from reasoner.progress import SILENT, Progress
 from reasoner.rules import RULES
-from reasoner.schema import DICTIONARY, ID, INFERRED, O, P, REJECTS, S, SUBCLASS, SUBPROPERTY, TERM, TRANSITIVE, TYPES
+from reasoner.schema import (DICTIONARY, FILE, ID, INFERRED, LINE, O, P, RAW, REASON, REJECTS, S, SUBCLASS, SUBPROPERTY,
+                             TABLE_COLUMNS, TERM, TRANSITIVE, TYPES)
 
 
 def _fingerprint(sources: Sequence[loading.Source], strategy: str) -> dict:
     return {"sources": sorted(s.sha256 for s in sources), "rules": list(RULES)}
 
 
+ENGINES = ("auto", "spark", "local")
+#: ``engine="auto"`` reasons on the driver (``reasoner.local``) when the named sources total at
+#: most this many bytes (about 500,000 N-Triples; the driver's Python then holds a few hundred MB).
+#: Overridden by the environment variable ``RSP_LOCAL_MAX_BYTES``.
+LOCAL_MAX_BYTES = 64 << 20
+
+
+def local_max_bytes() -> int:
+    return int(os.environ.get("RSP_LOCAL_MAX_BYTES", LOCAL_MAX_BYTES))
+
+
+def choose_engine(paths: Sequence[str | Path], engine: str, strategy: str) -> str:
+    """``spark`` or ``local`` for ``engine`` (``auto``: local for small inputs, see LOCAL_MAX_BYTES)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    if engine == "local" and strategy != "dataframe":
+        raise ValueError(f"strategy {strategy!r} runs on Spark: use engine spark (or auto) with it")
+    if engine == "auto":
+        small = strategy == "dataframe" and loading.total_bytes(paths) <= local_max_bytes()
+        return "local" if small else "spark"
+    return engine
+
+
+def _unchanged(out, fingerprint: dict, started: float, export_ntriples, exporter) -> dict | None:
+    """The previous run's summary when ``out``'s current version has ``fingerprint`` (--if-changed)."""
+    if not store.current_version(out):
+        return None
+    previous = store.read_manifest(out)
+    if previous.get("fingerprint") != fingerprint:
+        return None
+    summary = {**previous["summary"], "skipped": True, "seconds": round(time.perf_counter() - started, 3)}
+    if export_ntriples:
+        exporter(out, export_ntriples)
+    return summary
+
+
 def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: str | Path, *,
                         if_changed: bool = False, strategy: str = "dataframe", follow_imports: bool = False,
-                        export_ntriples: str | Path | None = None, progress: Progress = SILENT) -> dict:
+                        export_ntriples: str | Path | None = None, progress: Progress = SILENT,
+                        engine: str = "auto") -> dict:
     """Load, close and publish; returns the run summary (also stored in the manifest).
-    ``progress`` reports each phase (``reasoner.progress``; silent by default)."""
+    ``progress`` reports each phase (``reasoner.progress``; silent by default). ``engine``:
+    ``spark``, ``local`` (the driver, ``reasoner.local``: same tables, no Spark job) or ``auto``."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     started = time.perf_counter()
+    if choose_engine(paths, engine, strategy) == "local":
+        return _materialize_local(paths, out, if_changed=if_changed, follow_imports=follow_imports,
+                                  export_ntriples=export_ntriples, progress=progress, started=started)
     timings: dict[str, float] = {}
     loaded = loading.load(spark, paths, follow_imports=follow_imports)
     fingerprint = _fingerprint(loaded.sources, strategy)
-    if if_changed and store.current_version(out):
-        previous = store.read_manifest(out)
-        if previous.get("fingerprint") == fingerprint:
-            summary = {**previous["summary"], "skipped": True, "seconds": round(time.perf_counter() - started, 3)}
-            if export_ntriples:
-                export(store.open_version(spark, out).table(INFERRED, decoded=True), export_ntriples)
-            return summary
+    if if_changed and (summary := _unchanged(out, fingerprint, started, export_ntriples,
+                                             lambda o, e: _export_spark(spark, o, e))) is not None:
+        return summary
     timings["load_planned"] = time.perf_counter() - started
     progress.phase(f"loading {len(loaded.sources)} source(s)")
     with store.new_version(out) as version:
@@ -74,6 +113,7 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
             "rejected": rejected,
             "rounds": closure.rounds,
             "strategy": strategy,
+            "engine": "spark",
             "seconds": round(time.perf_counter() - started, 3),
         }
         version.commit({
@@ -88,8 +128,89 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
             "spark_version": spark.version,
         })
     if export_ntriples:
-        export(store.open_version(spark, out).table(INFERRED, decoded=True), export_ntriples)
+        _export_spark(spark, out, export_ntriples)
     return summary
+
+
+def _export_spark(spark: SparkSession, out, path) -> int:
+    return export(store.open_version(spark, out).table(INFERRED, decoded=True), path)
+
+
+def _materialize_local(paths, out, *, if_changed: bool, follow_imports: bool, export_ntriples,
+                       progress: Progress, started: float) -> dict:
+    """``materialize_sources`` on the driver: ``loading.load_local``, ids by xxhash64 in Python,
+    ``reasoner.local.materialize``, the tables written with pyarrow, the export written from
+    them: no Spark at all."""
+    timings: dict[str, float] = {}
+    loaded = loading.load_local(paths, follow_imports=follow_imports)
+    fingerprint = _fingerprint(loaded.sources, "dataframe")
+    if if_changed and (summary := _unchanged(out, fingerprint, started, export_ntriples, export_local)) is not None:
+        return summary
+    timings["load"] = time.perf_counter() - started
+    progress.phase(f"loaded {len(loaded.sources)} source(s) on the driver", rows=len(loaded.triples))
+    with store.new_version(out) as version:
+        t0 = time.perf_counter()
+        ids = local.dictionary(loaded.triples)
+        counts = {DICTIONARY: version.write_rows(DICTIONARY, _COLUMN_TYPES[DICTIONARY],
+                                                 ((i, t) for t, i in ids.items()))}
+        rejected = version.write_rows(REJECTS, _COLUMN_TYPES[REJECTS], loaded.rejects)
+        triples, literals = local.encode(loaded.triples, ids)
+        timings["dictionary"] = time.perf_counter() - t0
+        progress.phase("dictionary written", rows=counts[DICTIONARY])
+        t0 = time.perf_counter()
+        tables = local.materialize(triples, literals)
+        timings["materialize"] = time.perf_counter() - t0
+        for name in (SUBCLASS, SUBPROPERTY, TYPES, TRANSITIVE, INFERRED):
+            t1 = time.perf_counter()
+            counts[name] = version.write_columns(name, _COLUMN_TYPES[name], tables[name])
+            timings[f"write_{name}"] = time.perf_counter() - t1
+            progress.phase(f"{name} written", rows=counts[name])
+        summary = {
+            "version": version.version,
+            "skipped": False,
+            "counts": counts,
+            "rejected": rejected,
+            "rounds": tables["rounds"],
+            "strategy": "dataframe",
+            "engine": "local",
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        version.commit({
+            "summary": summary,
+            "fingerprint": fingerprint,
+            "sources": [dataclasses.asdict(s) for s in loaded.sources],
+            "rules": list(RULES),
+            "strategy": "dataframe",
+            "engine": "local",
+            "follow_imports": follow_imports,
+            "tables": counts,
+            "timings": {k: round(v, 3) for k, v in timings.items()},
+        })
+    if export_ntriples:
+        export_local(out, export_ntriples)
+    return summary
+
+
+_COLUMN_TYPES = {name: {c: "string" if c == TERM else "long" for c in columns} for name, columns in TABLE_COLUMNS.items()}
+_COLUMN_TYPES[REJECTS] = {FILE: "string", LINE: "long", REASON: "string", RAW: "string"}
+
+
+def export_local(out, path: str | Path) -> int:
+    """:func:`export` of the current version on the driver (pyarrow): the same sorted lines."""
+    import pyarrow.parquet as pq
+
+    root = Path(out) / store.VERSIONS / store.read_manifest(out)["version"]
+    dictionary = pq.read_table(str(root / DICTIONARY)).to_pydict()
+    terms = dict(zip(dictionary[ID], dictionary[TERM]))
+    inferred = pq.read_table(str(root / INFERRED)).to_pydict()
+    lines = sorted(f"{terms[s]} {terms[p]} {terms[o]}" for s, p, o in zip(inferred[S], inferred[P], inferred[O]))
+    target = Path(path)
+    partial = target.with_name(target.name + ".part")
+    with partial.open("w", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(line + " .\n")
+    partial.replace(target)
+    return len(lines)
 
 
 def export(decoded_triples: DataFrame, path: str | Path) -> int:

@@ -16,7 +16,8 @@ directory to its version id (atomic on one file system) and only then replaces `
 version it names untouched. A lock file serialises concurrent runs on the same directory.
 
 The directory must be on a local or mounted POSIX file system (the manifest and the pointer are
-written by the driver); the Parquet tables are written by Spark.
+written by the driver); the Parquet tables are written by Spark, or by the driver with pyarrow
+for small inputs (``reasoner.local``) — the same layout either way.
 """
 from __future__ import annotations
 
@@ -102,6 +103,27 @@ class VersionWriter:
         path = self.staging / name
         df.write.mode("error").parquet(str(path))
         return df.sparkSession.read.parquet(str(path)).count()
+
+    def write_rows(self, name: str, columns: dict[str, str], rows) -> int:
+        """Write ``rows`` (tuples in the order of ``columns``: {name: "long" | "string"}) as the
+        Parquet table ``name`` from the driver (pyarrow; the same layout Spark reads); returns
+        the row count."""
+        rows = list(rows)
+        return self.write_columns(name, columns, [[r[i] for r in rows] for i in range(len(columns))])
+
+    def write_columns(self, name: str, columns: dict[str, str], values) -> int:
+        """:meth:`write_rows` from one sequence (list, numpy array) per column."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        types = {"long": pa.int64(), "string": pa.string()}
+        schema = pa.schema([(c, types[t]) for c, t in columns.items()])
+        arrays = [pa.array(v, type=f.type) for v, f in zip(values, schema)]
+        path = self.staging / name
+        path.mkdir()
+        table = pa.Table.from_arrays(arrays, schema=schema)
+        pq.write_table(table, str(path / "part-00000.parquet"))
+        return table.num_rows
 
     def commit(self, manifest: dict) -> None:
         manifest = {**manifest, "version": self.version}

@@ -71,36 +71,38 @@ def test_ntriples_reader_rejects_bad_lines_with_line_numbers(spark, tmp_path):
 
 
 @pytest.mark.spark
-def test_store_versions_refresh_failure_and_export(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_store_versions_refresh_failure_and_export(spark, tmp_path, monkeypatch, engine):
     out = tmp_path / "closure"
-    first = materialize_sources(spark, VIENNA, out)
+    first = materialize_sources(spark, VIENNA, out, engine=engine)
     assert first["version"] == "v000001" and not first["skipped"]
     assert store.current_version(out) == "v000001"
     manifest = store.read_manifest(out)
     assert {s["path"] for s in manifest["sources"]} == {str(p) for p in VIENNA}
     assert manifest["tables"]["inferred"] == first["counts"]["inferred"]
 
-    again = materialize_sources(spark, VIENNA, out, if_changed=True)
+    again = materialize_sources(spark, VIENNA, out, if_changed=True, engine=engine)
     assert again["skipped"] and store.list_versions(out) == ["v000001"]
 
     # a run failing half-way leaves the current version untouched and readable
-    original = store.VersionWriter.write_table
+    method = "write_table" if engine == "spark" else "write_columns"   # the local engine writes with pyarrow
+    original = getattr(store.VersionWriter, method)
 
-    def failing(self, name, df):
+    def failing(self, name, *args):
         if name == "inferred":
             raise RuntimeError("disk full (simulated)")
-        return original(self, name, df)
+        return original(self, name, *args)
 
-    monkeypatch.setattr(store.VersionWriter, "write_table", failing)
+    monkeypatch.setattr(store.VersionWriter, method, failing)
     with pytest.raises(RuntimeError, match="simulated"):
-        materialize_sources(spark, VIENNA, out)
+        materialize_sources(spark, VIENNA, out, engine=engine)
     monkeypatch.undo()
     assert store.current_version(out) == "v000001"
     assert store.list_versions(out) == ["v000001"]
     assert not list((out / "versions").glob(".tmp-*"))
 
     exported = tmp_path / "inferred.nt"
-    materialize_sources(spark, VIENNA, out, if_changed=True, export_ntriples=exported)
+    materialize_sources(spark, VIENNA, out, if_changed=True, export_ntriples=exported, engine=engine)
     lines = exported.read_text().splitlines()
     assert len(lines) == first["counts"]["inferred"] and lines == sorted(lines)
     version = store.open_version(spark, out)
