@@ -2,17 +2,21 @@
 
     python bench/materialize.py [--data-dir D] [--work DIR] [--owlrl-timeout 600]
                                 [--instances 1000000] [--scale 1000000 5000000 20000000]
-                                [--chain-depth 2000]
+                                [--incremental 5000000] [--chain-depth 2000]
 
-Prints a table: our wall time (warm session: a first run warms the JVM and is not counted),
-owlrl's wall time on the same input (RDFS semantics, parse + closure, in a child process killed
-at ``--owlrl-timeout`` seconds — reported as "> timeout"), and the ratio; then our time for each
-instance-triple count of ``--scale``; then the closure strategies on a deep chain (GraphFrames
-only when its jar is on the classpath — otherwise the line says why).
+Prints, in one run (warm session: a first run warms the JVM and is not counted): small
+ontologies end to end with the default engine (the driver, ``reasoner.local``) and with Spark,
+and the Spark jobs each ran; the plant hierarchy with both engines beside pyoxigraph (load +
+``COUNT`` of ``rdfs:subClassOf+``) and owlrl (RDFS semantics, parse + closure, in a child process
+killed at ``--owlrl-timeout`` seconds — reported as "> timeout"), with the ratios; then our time
+for each instance-triple count of ``--scale``; an incremental refresh (1% instance triples
+appended to the ``--incremental`` store) beside the full run; then the closure strategies on a deep chain
+(GraphFrames only when its jar is on the classpath — otherwise the line says why).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -25,6 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ontologies import chain, plants  # noqa: E402
 from ontologies.data import data_dir  # noqa: E402
 from reasoner.progress import Progress  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+VIENNA = [ROOT / "ontologies" / "vienna_schema.ttl", ROOT / "ontologies" / "vienna_example.ttl"]
 
 OWLRL_CHILD = """
 import sys, time, rdflib, owlrl
@@ -48,14 +55,38 @@ def owlrl_seconds(paths: list[Path], timeout: float) -> tuple[float | None, str]
     return float(seconds), f"{float(seconds):.1f} s ({triples} triples)"
 
 
-def ours_seconds(spark, paths: list[Path], work: Path, strategy: str = "dataframe") -> float:
+def ours_seconds(spark, paths: list[Path], work: Path, strategy: str = "dataframe", engine: str = "auto") -> float:
+    return ours(spark, paths, work, strategy, engine)[0]
+
+
+def ours(spark, paths: list[Path], work: Path, strategy: str = "dataframe", engine: str = "auto",
+         if_changed: bool = False, keep: bool = False) -> tuple[float, int, str]:
+    """Our wall time (load, close, write the store), the number of Spark jobs it ran, the engine
+    (``keep``: refresh the store of the previous call instead of starting a new one)."""
     from reasoner.publish import materialize_sources
 
     out = work / "store"
-    shutil.rmtree(out, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(out, ignore_errors=True)
+    group = f"bench-{time.monotonic_ns()}"
+    spark.sparkContext.setJobGroup(group, "bench/materialize")
     start = time.perf_counter()
-    materialize_sources(spark, paths, out, strategy=strategy)
-    return time.perf_counter() - start
+    summary = materialize_sources(spark, paths, out, strategy=strategy, engine=engine, if_changed=if_changed)
+    seconds = time.perf_counter() - start
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+    spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return seconds, jobs, summary["engine"]
+
+
+def oxigraph_seconds(path: Path) -> tuple[float, int]:
+    """pyoxigraph: load the file into an in-memory store and count ``rdfs:subClassOf+`` pairs."""
+    import pyoxigraph
+
+    start = time.perf_counter()
+    store = pyoxigraph.Store()
+    store.bulk_load(path=str(path), format=pyoxigraph.RdfFormat.N_TRIPLES)
+    rows = list(store.query("SELECT (COUNT(*) AS ?n) { ?a <http://www.w3.org/2000/01/rdf-schema#subClassOf>+ ?b }"))
+    return time.perf_counter() - start, int(rows[0]["n"].value)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instances", type=int, default=1_000_000)
     parser.add_argument("--scale", type=int, nargs="*", default=[1_000_000, 5_000_000, 20_000_000])
     parser.add_argument("--chain-depth", type=int, default=2000)
+    parser.add_argument("--incremental", type=int, default=5_000_000, metavar="N",
+                        help="store of the hierarchy + N instance triples, then 1%% more appended (0: skip)")
     args = parser.parse_args(argv)
 
     from jobs.spark import build_session
@@ -79,41 +112,83 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session("rsp-sidecar bench")
     spark.sparkContext.setLogLevel("ERROR")
     progress = Progress("bench/materialize")
-    ours_seconds(spark, [hierarchy], work)  # warm-up, not counted
+    ours_seconds(spark, [hierarchy], work, engine="spark")  # warm-up, not counted
     progress.phase("warm-up")
 
+    print("\nsmall ontologies, end to end (load, close, write the store); warm Spark session")
+    print(f"  {'input':<46} {'engine':>7} {'seconds':>9} {'Spark jobs':>11}")
+    synthetic = work / "tree10k.nt"
+    chain.write_chain(synthetic, depth=4, branching=10)
+    small = [("Vienna schema + running example", VIENNA),
+             (f"synthetic tree, {chain.class_count(4, 10):,} classes", [synthetic])]
+    for name, paths in small:
+        for engine in ("auto", "spark"):
+            seconds, jobs, used = ours(spark, paths, work, engine=engine)
+            print(f"  {name:<46} {used:>7} {seconds:>7.2f} s {jobs:>11}")
+    progress.phase("small ontologies")
+
     rows = []
-    ours = ours_seconds(spark, [hierarchy], work)
+    seconds, jobs, used = ours(spark, [hierarchy], work)
+    spark_seconds, spark_jobs, _ = ours(spark, [hierarchy], work, engine="spark")
+    oxi, pairs = oxigraph_seconds(hierarchy)
     theirs, shown = owlrl_seconds([hierarchy], args.owlrl_timeout)
-    rows.append(("plant hierarchy (42k Tracheobionta subclasses)", ours, shown, theirs))
-    progress.phase("plant hierarchy: ours and owlrl")
+    progress.phase("plant hierarchy: ours, pyoxigraph and owlrl")
+    print(f"\nplant hierarchy ({pairs:,} rdfs:subClassOf+ pairs)")
+    print(f"  ours, engine {used:<6}   {seconds:8.2f} s  ({jobs} Spark jobs)")
+    print(f"  ours, engine spark    {spark_seconds:8.2f} s  ({spark_jobs} Spark jobs)")
+    print(f"  pyoxigraph            {oxi:8.2f} s  (load + COUNT of subClassOf+)   ours/pyoxigraph = {seconds / oxi:.1f}x")
+    print(f"  owlrl                 {shown}   owlrl/ours = {theirs / seconds:.1f}x" if theirs else f"  owlrl  {shown}")
     if args.instances:
         instances = work / f"instances_{args.instances}.nt"
         plants.write_instances(taxa, instances, args.instances, seed=1)
-        ours = ours_seconds(spark, [hierarchy, instances], work)
+        ours_ = ours_seconds(spark, [hierarchy, instances], work)
         theirs, shown = owlrl_seconds([hierarchy, instances], args.owlrl_timeout)
-        rows.append((f"hierarchy + {args.instances:,} instance triples", ours, shown, theirs))
+        rows.append((f"hierarchy + {args.instances:,} instance triples", ours_, shown, theirs))
         progress.phase("hierarchy + instances: ours and owlrl", rows=args.instances)
 
     print(f"\n{'input':<50} {'ours':>10} {'owlrl':>36} {'owlrl/ours':>11}")
-    for name, ours, shown, theirs in rows:
-        ratio = f"{theirs / ours:.1f}x" if theirs else f"> {args.owlrl_timeout / ours:.1f}x"
-        print(f"{name:<50} {ours:>8.1f} s {shown:>36} {ratio:>11}")
+    for name, ours_, shown, theirs in rows:
+        ratio = f"{theirs / ours_:.1f}x" if theirs else f"> {args.owlrl_timeout / ours_:.1f}x"
+        print(f"{name:<50} {ours_:>8.1f} s {shown:>36} {ratio:>11}")
 
-    print(f"\nscale curve (ours, hierarchy + N instance triples, default memory settings)")
+    print("\nscale curve (ours, hierarchy + N instance triples, default memory settings)")
     for n in args.scale:
         instances = work / f"instances_{n}.nt"
         if not instances.exists():
             plants.write_instances(taxa, instances, n, seed=1)
-        seconds = ours_seconds(spark, [hierarchy, instances], work)
+        seconds, jobs, used = ours(spark, [hierarchy, instances], work)
         progress.phase("scale curve point", rows=n)
-        print(f"  {n:>12,}  {seconds:8.1f} s  ({n / seconds:,.0f} instance triples/s)")
+        print(f"  {n:>12,}  {seconds:8.1f} s  ({n / seconds:,.0f} instance triples/s, engine {used}, {jobs} Spark jobs)")
         instances.unlink()
+
+    if args.incremental:
+        n = args.incremental
+        instances = work / f"instances_{n}.nt"
+        plants.write_instances(taxa, instances, n, seed=1)
+        full, _, _ = ours(spark, [hierarchy, instances], work, engine="spark", if_changed=True)
+        added = work / "added.nt"
+        plants.write_instances(taxa, added, n // 100, seed=2, prefix="http://example.org/plants/added/")
+        with instances.open("ab") as handle, added.open("rb") as extra:
+            shutil.copyfileobj(extra, handle)
+        again, _, _ = ours(spark, [hierarchy, instances], work, engine="spark", if_changed=True, keep=True)
+        mode = json.loads((work / "store" / "versions" / "v000002" / "manifest.json").read_text())["mode"]
+        print(f"\nincremental refresh: hierarchy + {n:,} instance triples, then 1% more appended")
+        print(f"  full run {full:8.1f} s   refresh ({mode}) {again:8.1f} s   refresh/full = {again / full:.1%}")
+        instances.unlink()
+        progress.phase("incremental refresh")
 
     print(f"\nclosure strategies on a subClassOf chain of depth {args.chain_depth}")
     deep = work / "chain.nt"
     chain.write_chain(deep, args.chain_depth)
-    print(f"  dataframe    {ours_seconds(spark, [deep], work):8.1f} s")
+    from reasoner import materialize as M
+
+    print(f"  driver (engine local)              {ours_seconds(spark, [deep], work, engine='local'):8.1f} s")
+    print(f"  Spark, hierarchy closed on driver  {ours_seconds(spark, [deep], work, engine='spark'):8.1f} s")
+    saved, M.DRIVER_SCHEMA_ROWS = M.DRIVER_SCHEMA_ROWS, 0       # force the closure by squaring on Spark
+    try:
+        print(f"  Spark, closure by squaring         {ours_seconds(spark, [deep], work, engine='spark'):8.1f} s")
+    finally:
+        M.DRIVER_SCHEMA_ROWS = saved
     if graphframes_available(spark):
         print(f"  graphframes  {ours_seconds(spark, [deep], work, 'graphframes'):8.1f} s")
     else:

@@ -21,7 +21,7 @@ connections link them; ~115k triples):
 Our executors (``--engines``), one row each: ``spark`` — ``paths.evaluate(..., engine="spark")``,
 the compiler as Spark joins; ``local`` — ``engine="local"``, the same compiler on the graph's
 in-memory index in the driver (what ``engine="auto"``, the default, picks for graphs of at most
-``paths.spark.LOCAL_MAX_TRIPLES`` triples), the answer handed back as a DataFrame; ``arrays`` — the
+``paths.spark.local_max_triples()`` triples: a memory budget), the answer handed back as a DataFrame; ``arrays`` — the
 in-memory evaluation alone (``paths.local.evaluate``), answer as numpy arrays, no Spark job at all.
 The index is built once per graph, like the baselines' stores; its build time is printed and not
 in the query times.
@@ -270,12 +270,12 @@ def engine_runs(graph, path, start, end, engines: list[str]) -> dict:
 def measure_engines(graph, path, start, end, engines: list[str], repeats: int) -> dict:
     """{engine: (seconds, count)}: each run once to warm up, then the best of ``repeats`` timed
     runs (Spark: one). In-memory engines are skipped (None) on graphs over
-    ``paths.spark.LOCAL_MAX_TRIPLES``, as ``auto`` would."""
-    from paths.spark import LOCAL_MAX_TRIPLES
+    ``paths.spark.local_max_triples()``, as ``auto`` would."""
+    from paths.spark import local_max_triples
 
     out = {}
     for engine, run in engine_runs(graph, path, start, end, engines).items():
-        if engine != "spark" and graph.size() > LOCAL_MAX_TRIPLES:
+        if engine != "spark" and graph.size() > local_max_triples():
             out[engine] = None
             continue
         run()
@@ -285,10 +285,10 @@ def measure_engines(graph, path, start, end, engines: list[str], repeats: int) -
 
 def index_note(graph) -> str:
     """Builds the in-memory index (if not yet built) and says what it cost."""
-    from paths.spark import LOCAL_MAX_TRIPLES
+    from paths.spark import local_max_triples
 
-    if graph.size() > LOCAL_MAX_TRIPLES:
-        return "no in-memory index (over LOCAL_MAX_TRIPLES)"
+    if graph.size() > local_max_triples():
+        return "no in-memory index (over the memory budget)"
     seconds, _ = timed(graph.local)
     return f"in-memory index built once in {seconds:.2f} s (not in the times)"
 
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         for engine, value in measured.items():
             if value is None:
                 rows.append([name, graph_name, size, engine, "-", "-", ox["shown"], rd["shown"], "-", "-", "-",
-                             "over LOCAL_MAX_TRIPLES"])
+                             "over the memory budget"])
             else:
                 ours, count = value
                 rows.append([name, graph_name, size, engine, count, f"{ours:.3f}", ox["shown"], rd["shown"],

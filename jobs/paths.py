@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", metavar="IRI", help="base IRI for relative <iri> references in the path")
     parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
                         help="executor: Spark joins, or in memory in the driver; auto (default) runs graphs "
-                             "of up to 2M triples in memory. local (and auto on non-N-Triples files up to "
+                             "whose index fits a quarter of the available memory (RSP_PATHS_MEMORY_BUDGET bytes "
+                             "overrides) in memory. local (and auto on non-N-Triples files up to "
                              "16 MB) answers without starting Spark")
     parser.epilog = ("Results are distinct (start, end) pairs, as SELECT DISTINCT: SPARQL 1.1 gives sequence "
                      "(/) and alternative (|) paths bag semantics (one solution per intermediate node or "

@@ -6,7 +6,7 @@ jobs. :class:`LocalGraph` is an in-memory index of an id-encoded graph — numpy
 per graph (from a DataFrame through Arrow, or from terms) — and :class:`LocalExecutor` implements
 ``paths.compiler.Executor`` on it, so the *same* compiler (binding modes, frontiers, semi-naive
 fixpoints, nested tests as node sets) runs without Spark. ``paths.spark.evaluate`` chooses it for
-graphs under ``paths.spark.LOCAL_MAX_TRIPLES`` triples; ``tests/test_paths_local.py`` checks it
+graphs whose index fits its memory budget (``paths.spark.local_max_triples``); ``tests/test_paths_local.py`` checks it
 against the oracle (``paths.reference``) like the Spark executor.
 
 Representation. Terms are renumbered densely: the graph's terms (voc(G)) are ``0..n-1`` in

@@ -13,13 +13,16 @@ Two executors:
   driver (``PathGraph.local()``, collected once through Arrow). A Spark job costs ~0.1 s however
   small, and a closure takes one per step; on a small graph that is nearly all the time.
 
-``engine="auto"`` (the default) runs in memory when the graph has at most :data:`LOCAL_MAX_TRIPLES`
-triples, and falls back to Spark when an intermediate relation outgrows the in-memory budget
+``engine="auto"`` (the default) runs in memory when the graph's index fits the driver's memory
+budget (:func:`local_max_triples`: a quarter of the memory available when the graph is first
+evaluated, ~100 bytes per triple; ``RSP_PATHS_MEMORY_BUDGET`` bytes overrides), and falls back to Spark when an intermediate relation outgrows the in-memory budget
 (``paths.local.LocalTooLarge``); ``"spark"`` and ``"local"`` force one executor. The answer is the
 same either way (both executors are tested against ``paths.reference``); an in-memory answer comes
 back as a DataFrame built from Arrow.
 """
 from __future__ import annotations
+
+import os
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -34,18 +37,48 @@ from reasoner.sparkutil import cut_counted
 from reasoner.vocab import OWL_TRANSITIVEPROPERTY, RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 
 __all__ = ["START", "END", "PathGraph", "SparkExecutor", "evaluate", "PathIterationLimit",
-           "DEFAULT_MAX_ITERATIONS", "BROADCAST_ROWS", "LOCAL_MAX_TRIPLES", "LOCAL_MAX_PAIRS", "ENGINES"]
+           "DEFAULT_MAX_ITERATIONS", "BROADCAST_ROWS", "LOCAL_MAX_TRIPLES", "LOCAL_MAX_PAIRS", "ENGINES",
+           "local_max_triples"]
 
 _MID = "_mid"
 
 #: A set of ids (frontier, bound end, test set) with at most this many rows is broadcast.
 BROADCAST_ROWS = 1_000_000
-#: ``engine="auto"`` evaluates in memory (``paths.local``) graphs of at most this many triples:
-#: their index takes ~100 bytes per triple in the driver.
-LOCAL_MAX_TRIPLES = 2_000_000
+#: The in-memory index (``paths.local``) takes about this many bytes per triple in the driver.
+LOCAL_BYTES_PER_TRIPLE = 100
+#: ``engine="auto"`` evaluates in memory graphs whose index fits in this fraction of the memory
+#: the machine has available (``RSP_PATHS_MEMORY_BUDGET``, in bytes, replaces the whole budget).
+LOCAL_MEMORY_FRACTION = 0.25
+#: A fixed triple count instead of the budget (None: the budget decides).
+LOCAL_MAX_TRIPLES: int | None = None
 #: Pairs one intermediate relation of an in-memory evaluation may hold (16 bytes each): past it,
 #: ``auto`` falls back to Spark and ``local`` raises ``paths.local.LocalTooLarge``.
 LOCAL_MAX_PAIRS = 50_000_000
+
+
+def available_memory() -> int:
+    """Bytes of memory available to new allocations (``MemAvailable``; total memory elsewhere)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def local_memory_budget() -> int:
+    """The bytes ``engine="auto"`` lets an in-memory index take."""
+    explicit = os.environ.get("RSP_PATHS_MEMORY_BUDGET")
+    return int(explicit) if explicit else int(available_memory() * LOCAL_MEMORY_FRACTION)
+
+
+def local_max_triples() -> int:
+    """The largest graph ``engine="auto"`` indexes in memory."""
+    if LOCAL_MAX_TRIPLES is not None:
+        return LOCAL_MAX_TRIPLES
+    return local_memory_budget() // LOCAL_BYTES_PER_TRIPLE
 ENGINES = ("auto", "spark", "local")
 
 _POSITION_COLUMNS = (S, P, O)
@@ -344,7 +377,7 @@ def evaluate(graph: PathGraph | DataFrame, path: Path, start=None, end=None, *,
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     graph = graph if isinstance(graph, PathGraph) else PathGraph(graph)
     ends = (_end_value(start), _end_value(end))
-    if engine == "spark" or (engine == "auto" and graph.size() > LOCAL_MAX_TRIPLES):
+    if engine == "spark" or (engine == "auto" and graph.size() > local_max_triples()):
         return _spark(graph, path, ends, max_iterations)
     if engine == "local":
         return _local(graph, path, ends, max_iterations)

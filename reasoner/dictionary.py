@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from reasoner.errors import SidecarError
-from reasoner.schema import ID, O, OTHER, P, S, TERM, require_columns
+from reasoner.schema import ID, O, P, S, TERM, require_columns
 from reasoner.vocab import ENTAILMENT_VOCABULARY
 
 
@@ -56,22 +56,27 @@ def checked_dictionary(parts: Sequence[DataFrame]) -> tuple[DataFrame, DataFrame
     """One ``(id, term)`` row per id from the union of ``parts`` (each ``(id, term)``, duplicates
     allowed); raises :class:`HashCollisionError` when two distinct terms share an id.
 
-    One aggregation does both: grouping all term occurrences by id, a group whose smallest and
-    largest term differ is a collision. Returns the dictionary and the persisted frame behind it
-    (``unpersist()`` it when done).
+    The distinct ``(id, term)`` pairs are the dictionary when no id has two of them. Both steps
+    are hash aggregations (a ``min``/``max`` of the terms per id would be a sort-based one:
+    Spark's hash aggregation keeps no string buffers), and the check shuffles ids only.
+    Returns the dictionary and the persisted frame behind it (``unpersist()`` it when done).
     """
     union = parts[0].select(ID, TERM)
     for part in parts[1:]:
         union = union.unionAll(part.select(ID, TERM))
     # On disk only: a dictionary of millions of strings must not hold the executors' memory,
     # which the joins and aggregations of the closure need (a 1 GB driver runs out otherwise).
-    grouped = (union.groupBy(ID).agg(F.min(TERM).alias(TERM), F.max(TERM).alias(OTHER))
-               .persist(StorageLevel.DISK_ONLY))
-    clashes = grouped.filter(F.col(TERM) != F.col(OTHER)).limit(100).collect()
-    if clashes:
-        grouped.unpersist()
-        raise HashCollisionError([(row[ID], [row[TERM], row[OTHER]]) for row in clashes])
-    return grouped.select(ID, TERM), grouped
+    pairs = union.distinct().persist(StorageLevel.DISK_ONLY)
+    check_collisions(pairs)
+    return pairs, pairs
+
+
+def check_collisions(dictionary: DataFrame) -> None:
+    """Raise :class:`HashCollisionError` when distinct ``(id, term)`` pairs share an id."""
+    clashing = [row[ID] for row in dictionary.groupBy(ID).count().filter(F.col("count") > 1).limit(100).collect()]
+    if clashing:
+        terms = dictionary.filter(F.col(ID).isin(clashing)).collect()
+        raise HashCollisionError(sorted((i, sorted(row[TERM] for row in terms if row[ID] == i)) for i in clashing))
 
 
 def encode_triples(triples: DataFrame) -> DataFrame:

@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import rdflib
@@ -68,6 +68,15 @@ class Loaded:
     triples: DataFrame  # (s, p, o) N-Triples strings, duplicates possible
     rejects: DataFrame  # (file, line, reason, raw)
     sources: list[Source]
+    _read: Callable[[str | Path | None], tuple[DataFrame, DataFrame]] | None = None
+
+    def staged(self, directory: str | Path) -> "Loaded":
+        """The same, with the N-Triples parsed once into Parquet under ``directory`` (see
+        :func:`read_ntriples`): for a pipeline that reads the triples and the rejects several times."""
+        if self._read is None:
+            return self
+        triples, rejects = self._read(directory)
+        return Loaded(triples, rejects, self.sources)
 
     @property
     def rejected(self) -> int:
@@ -186,23 +195,37 @@ def with_line_numbers(rows: DataFrame, lines: DataFrame) -> DataFrame:
         "_block", "_row", "_n", "_first", "_before")
 
 
-def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[int]) -> tuple[DataFrame, DataFrame]:
-    """Line-parallel N-Triples reader: ``(triples, rejects)``; rejects carry 1-based line numbers."""
+def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[int],
+                  stage: str | Path | None = None) -> tuple[DataFrame, DataFrame]:
+    """Line-parallel N-Triples reader: ``(triples, rejects)``; rejects carry 1-based line numbers.
+
+    With ``stage`` (a directory that does not exist yet), every line is parsed once into a
+    Parquet table there — terms of good lines, raw text of bad ones, positions of all — and both
+    results read it, instead of parsing the text again for each (the bulk path of
+    ``reasoner.publish``: dictionary, encoding and rejects then cost a columnar scan each)."""
     locals_ = [str(p.resolve()) for p in paths]
     scope_of = F.create_map(*[x for path, k in zip(locals_, scopes) for x in (F.lit(path), F.lit(str(k)))])
     raw = read_lines(spark, paths)
-    content = raw.filter(~F.col(RAW).rlike(NT_BLANK_OR_COMMENT))
     # One regex evaluation per line: the three groups joined by LF (which no line contains).
     parts = F.split(F.regexp_replace(F.col(RAW), _LINE, "$1\n$2\n$3"), "\n")
-    is_good = (F.size(parts) == 3) & ~invalid_utf8(F.col(RAW))
+    good = (F.size(parts) == 3) & ~invalid_utf8(F.col(RAW))
+    bad = ~good & ~F.col(RAW).rlike(NT_BLANK_OR_COMMENT)
     scope = F.coalesce(scope_of[F.col(FILE)], F.lit("x"))
-    triples = content.select(parts.alias("_t"), is_good.alias("_ok"), scope.alias("_scope")).filter("_ok").select(
-        scope_bnode(F.col("_t")[0], F.col("_scope")).alias(S),
-        F.col("_t")[1].alias(P),
-        scope_bnode(canonical_term(F.col("_t")[2]), F.col("_scope")).alias(O),
-    )
-    rejects = with_line_numbers(content.filter(~is_good), raw).select(
-        F.col(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.make_valid_utf8(RAW).alias(RAW))
+    term = F.col("_t")
+    parsed = raw.select(parts.alias("_t"), good.alias("_good"), bad.alias("_bad"), scope.alias("_scope"), RAW, FILE,
+                        "_block", "_row").select(
+        F.when(F.col("_good"), scope_bnode(term[0], F.col("_scope"))).alias(S),
+        F.when(F.col("_good"), term[1]).alias(P),
+        # only literals change under canonical_term: IRIs and blank nodes skip its regexes
+        F.when(F.col("_good"), scope_bnode(F.when(term[2].startswith('"'), canonical_term(term[2])).otherwise(term[2]),
+                                           F.col("_scope"))).alias(O),
+        F.when(F.col("_bad"), F.make_valid_utf8(RAW)).alias(RAW), FILE, "_block", "_row")
+    if stage is not None:
+        parsed.write.mode("error").parquet(str(stage))
+        parsed = spark.read.parquet(str(stage))
+    triples = parsed.filter(F.col(S).isNotNull()).select(S, P, O)
+    rejects = with_line_numbers(parsed.filter(F.col(RAW).isNotNull()), parsed.select(FILE, "_block", "_row")).select(
+        F.col(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.col(RAW))
     return triples, rejects
 
 
@@ -400,17 +423,21 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
         return [m.group(1) for line in lines if (m := re.search(r"<([^>]*)>\s*\.\s*$", line))]
 
     sources, rows = _walk(paths, formats or {}, follow_imports, on_ntriples)
-    parts: list[DataFrame] = []
-    rejects = spark.createDataFrame([], f"{FILE} string, {LINE} long, {REASON} string, {RAW} string")
-    if nt_paths:
-        triples, rejects = read_ntriples(spark, nt_paths, nt_scopes)
-        parts.append(triples)
-    if rows or not parts:
-        parts.append(spark.createDataFrame(rows, TRIPLE_SCHEMA))
-    triples = parts[0]
-    for part in parts[1:]:
-        triples = triples.unionByName(part)
-    return Loaded(triples, rejects, sources)
+
+    def read(stage: str | Path | None) -> tuple[DataFrame, DataFrame]:
+        parts: list[DataFrame] = []
+        rejects = spark.createDataFrame([], f"{FILE} string, {LINE} long, {REASON} string, {RAW} string")
+        if nt_paths:
+            triples, rejects = read_ntriples(spark, nt_paths, nt_scopes, stage)
+            parts.append(triples)
+        if rows or not parts:
+            parts.append(spark.createDataFrame(rows, TRIPLE_SCHEMA))
+        triples = parts[0]
+        for part in parts[1:]:
+            triples = triples.unionByName(part)
+        return triples, rejects
+
+    return Loaded(*read(None), sources, read)
 
 
 @dataclasses.dataclass

@@ -112,7 +112,7 @@ def closure_map(edges: Iterable[Pair]) -> dict[int, frozenset]:
     return out
 
 
-class _Schema:
+class Schema:
     """One round's schema (``reasoner.materialize._Schema``), as Python sets."""
 
     def __init__(self, current: set[Triple]):
@@ -140,7 +140,7 @@ def _by_first(pairs: Iterable[Pair]) -> dict[int, list[int]]:
     return out
 
 
-def _property_fixpoint(triples: set[Triple], schema: _Schema, literals: set[int],
+def _property_fixpoint(triples: set[Triple], schema: Schema, literals: set[int],
                        max_iterations: int) -> tuple[set[Triple], int]:
     """rdfs7, prp-inv, prp-symp, prp-trp, semi-naive (``materialize._property_fixpoint``)."""
     active = {s for s, _ in schema.sp} | {s for s, _ in schema.inv} | schema.sym | schema.trans
@@ -190,7 +190,7 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
     ``inferred``) plus ``rounds``."""
     current = set(triples)
     for round_ in range(1, max_rounds + 1):
-        schema = _Schema(current)
+        schema = Schema(current)
         added, _ = _property_fixpoint(current, schema, literals, max_iterations)
         with_props = current | added if added else current
         dom, rng = _by_first(schema.dom), _by_first(schema.rng)
@@ -222,8 +222,8 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
     # The last round's tables. The parts of inferred have distinct predicates or are disjoint by
     # construction, so they are concatenated, not unioned (the closure pairs are the bulk).
     facts = [t for t in with_props if t[1] not in (rules.TYPE, rules.SC, rules.SP)]
-    sc_cols = _map_columns(schema.sc)
-    sp_cols = _map_columns(sp_map)
+    sc_cols = map_columns(schema.sc)
+    sp_cols = map_columns(sp_map)
     typed = _pair_columns(types)
     type_triples = (typed[0], np.full(len(typed[0]), rules.TYPE, dtype=np.int64), typed[1])
     hierarchy = [(sc_cols[0], np.full(len(sc_cols[0]), rules.SC, dtype=np.int64), sc_cols[1]),
@@ -241,11 +241,15 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
                   | {q for pair in schema.sp | schema.inv for q in pair} | {p for p, _ in schema.dom | schema.rng}
                   | schema.sym | schema.trans)
     subproperty = _concat([sp_cols, _pair_columns((q, q) for q in properties if q not in sp_map.get(q, ()))])
+    from reasoner.materialize import schema_record
+
     return {"subclass": subclass, "subproperty": subproperty, "types": typed, "transitive": transitive,
-            "inferred": inferred, "rounds": round_}
+            "inferred": inferred, "rounds": round_,
+            "schema": schema_record(schema.sp, schema.dom, schema.rng, schema.inv, schema.sym, schema.trans,
+                                    schema.owl_classes)}
 
 
-def _map_columns(mapping: dict[int, frozenset]) -> tuple[np.ndarray, np.ndarray]:
+def map_columns(mapping: dict[int, frozenset]) -> tuple[np.ndarray, np.ndarray]:
     keys = list(mapping)
     lengths = [len(mapping[k]) for k in keys]
     subs = np.repeat(np.array(keys, dtype=np.int64), lengths)
@@ -267,7 +271,7 @@ def _concat(parts: list[tuple]) -> tuple:
     return tuple(np.concatenate([part[i] for part in parts]) for i in range(len(parts[0])))
 
 
-def _needs_another_round(schema: _Schema, added: set[Triple], base_types: set[Pair]) -> bool:
+def _needs_another_round(schema: Schema, added: set[Triple], base_types: set[Pair]) -> bool:
     """``reasoner.materialize._needs_another_round`` on the driver."""
     rule_predicates = {rules.SC, rules.SP, rules.DOM, rules.RANGE, rules.EQC, rules.EQP, rules.INV}
     if any(p in rule_predicates for _, p, _ in added):

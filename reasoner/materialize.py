@@ -42,10 +42,34 @@ class Closure:
     subproperty: DataFrame  # (sub, sup) reflexive-transitive
     types: DataFrame  # (instance, class)
     transitive: DataFrame  # (property, s, o)
-    inferred: DataFrame  # (s, p, o) asserted + entailed
+    others: DataFrame  # (s, p, o): inferred minus the rdf:type triples
     rounds: int
     property_iterations: int
     timings: dict[str, float]
+    schema: dict | None = None  # the property-level schema, for the manifest (``schema_record``)
+
+    @property
+    def inferred(self) -> DataFrame:
+        """(s, p, o) asserted + entailed."""
+        return self.inferred_with(self.types)
+
+    def inferred_with(self, types: DataFrame) -> DataFrame:
+        """The inferred table from ``types`` (the types table, e.g. as just written: the bulk of
+        the inferred triples is then read from Parquet, not computed twice)."""
+        return _with_types(self.others, types)
+
+
+def schema_record(sp, dom, rng, inv, sym, trans, owl_classes) -> dict:
+    """The property-level schema of a run as JSON (the manifest's ``schema``): what an
+    incremental refresh (``reasoner.incremental``) needs besides the published tables."""
+    return {"sp": sorted(map(list, sp)), "dom": sorted(map(list, dom)), "rng": sorted(map(list, rng)),
+            "inv": sorted(map(list, inv)), "sym": sorted(sym), "trans": sorted(trans),
+            "owl_classes": sorted(owl_classes)}
+
+
+def _with_types(others: DataFrame, types: DataFrame) -> DataFrame:
+    # predicates are disjoint between the parts: no distinct
+    return others.unionAll(types.select(F.col(INSTANCE).alias(S), F.lit(rules.TYPE).alias(P), F.col(CLASS).alias(O)))
 
 
 class SchemaTooLarge(SidecarError, ValueError):
@@ -87,11 +111,22 @@ class _Schema:
         return F.broadcast(spark.createDataFrame(sorted(value), f"{SUB} long, {SUP} long"))
 
 
+#: A schema (subClassOf, equivalentClass and the property-level triples) of at most this many
+#: triples is collected and closed on the driver (``reasoner.local``): one job instead of one per
+#: squaring round, and a closure linear in its size. Larger ones are closed on Spark.
+DRIVER_SCHEMA_ROWS = 2_000_000
+
+
 def _schema(triples: DataFrame, strategy: str) -> _Schema:
     owl = [rules.SYMMETRIC, rules.TRANSITIVE]
     schema_triples = triples.filter(
         F.col(P).isin(rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV)
-        | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl))).transform(cut)
+        | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl)))
+    if strategy == "dataframe":
+        collected = schema_triples.select(S, P, O).limit(DRIVER_SCHEMA_ROWS + 1).toArrow()
+        if collected.num_rows <= DRIVER_SCHEMA_ROWS:
+            return _schema_on_driver(triples.sparkSession, collected)
+    schema_triples = schema_triples.transform(cut)
     properties = schema_triples.filter(~F.col(P).isin(rules.SC, rules.EQC)).limit(MAX_PROPERTY_SCHEMA_ROWS + 1).collect()
     if len(properties) > MAX_PROPERTY_SCHEMA_ROWS:
         raise SchemaTooLarge(f"more than {MAX_PROPERTY_SCHEMA_ROWS} property-level schema triples (subPropertyOf, domain, "
@@ -113,6 +148,22 @@ def _schema(triples: DataFrame, strategy: str) -> _Schema:
         trans=frozenset(s for s, o in types if o == rules.TRANSITIVE),
         owl_classes=frozenset(owl_classes),
     )
+
+
+def _schema_on_driver(spark, collected) -> _Schema:
+    """:func:`_schema` from the collected schema triples (a pyarrow table), closed by
+    ``reasoner.local``; the class hierarchy goes back to Spark through Arrow."""
+    import pyarrow as pa
+
+    from reasoner import local
+
+    columns = collected.to_pydict()
+    found = local.Schema(set(zip(columns[S], columns[P], columns[O])))
+    subs, sups = local.map_columns(found.sc)
+    sc = spark.createDataFrame(pa.table({SUB: pa.array(subs, pa.int64()), SUP: pa.array(sups, pa.int64())}))
+    sc = sc.persist(StorageLevel.MEMORY_AND_DISK)     # read by several joins and writes (3.4 MB per 420k pairs)
+    return _Schema(sc=_small(sc, len(subs)), sc_rows=len(subs), sp=found.sp, dom=found.dom, rng=found.rng,
+                   inv=found.inv, sym=found.sym, trans=found.trans, owl_classes=found.owl_classes)
 
 
 def _property_fixpoint(triples: DataFrame, schema: _Schema, literals: DataFrame,
@@ -166,11 +217,14 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         with_props = current if added is None else current.unionAll(added)
         timings[f"round{round_}_properties"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        base_types = (with_props.filter(F.col(P) == rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
-                      .unionAll(rules.rdfs2(with_props, schema.frame(spark, "dom")))
-                      .unionAll(rules.rdfs3(with_props, schema.frame(spark, "rng"), literals))
-                      .distinct().persist(StorageLevel.DISK_ONLY))
-        types = base_types.unionAll(rules.rdfs9(base_types, schema.sc)).distinct()
+        # the rdf:type triples are distinct (so are the input triples and what the rules add):
+        # only domains and ranges can repeat a base type
+        base_types = with_props.filter(F.col(P) == rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
+        if schema.dom or schema.rng:
+            base_types = (base_types.unionAll(rules.rdfs2(with_props, schema.frame(spark, "dom")))
+                          .unionAll(rules.rdfs3(with_props, schema.frame(spark, "rng"), literals)).distinct())
+        base_types = base_types.persist(StorageLevel.DISK_ONLY)
+        types = _close_types(base_types, schema)
         sp = schema.frame(spark, "sp")
         closure_triples = (schema.sc.select(F.col(SUB).alias(S), F.lit(rules.SC).alias(P), F.col(SUP).alias(O))
                            .unionAll(sp.select(F.col(SUB).alias(S), F.lit(rules.SP).alias(P), F.col(SUP).alias(O))))
@@ -178,9 +232,8 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         # subClassOf/subPropertyOf part keeps what the property rules derived this round too
         # (a sub-property of rdfs:subClassOf); the next round's schema closes it.
         hierarchy = closure_triples.unionAll(with_props.filter(F.col(P).isin(rules.SC, rules.SP))).distinct()
-        inferred = (with_props.filter(~F.col(P).isin(rules.TYPE, rules.SC, rules.SP))
-                    .unionAll(types.select(F.col(INSTANCE).alias(S), F.lit(rules.TYPE).alias(P), F.col(CLASS).alias(O)))
-                    .unionAll(hierarchy))
+        others = with_props.filter(~F.col(P).isin(rules.TYPE, rules.SC, rules.SP)).unionAll(hierarchy)
+        inferred = _with_types(others, types)
         timings[f"round{round_}_types_planned"] = time.perf_counter() - t0
         if not _needs_another_round(schema, added, base_types):
             break
@@ -188,8 +241,6 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         base_types.unpersist()
     else:
         raise FixpointError(f"materialization did not converge within {max_rounds} rounds")
-    # The bulk tables are read twice (own table, inferred): keep them on local disk once.
-    types = types.persist(StorageLevel.DISK_ONLY)
     transitive = inferred.filter(F.col(P).isin(sorted(schema.trans))).select(F.col(P).alias(PROPERTY), S, O)
     schema_classes = {c for _, c in schema.dom | schema.rng}
     classes = (schema.sc.select(F.col(SUB).alias("c")).union(schema.sc.select(F.col(SUP).alias("c")))
@@ -206,7 +257,37 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
                   .distinct())
     subproperty = sp.unionAll(properties.select(F.col("q").alias(SUB), F.col("q").alias(SUP))).distinct()
     timings["plan_total"] = time.perf_counter() - start
-    return Closure(subclass, subproperty, types, transitive, inferred, round_, iterations, timings)
+    return Closure(subclass, subproperty, types, transitive, others, round_, iterations, timings,
+                   schema_record(schema.sp, schema.dom, schema.rng, schema.inv, schema.sym, schema.trans,
+                                 schema.owl_classes))
+
+
+#: At most this many instances with several base types are split off by a broadcast semi-join;
+#: more, and rdfs9 deduplicates all its output.
+SEVERAL_TYPES_BROADCAST = 500_000
+
+
+def _close_types(base_types: DataFrame, schema: _Schema) -> DataFrame:
+    """rdfs9: the base types and their super-classes, distinct — without deduplicating the whole
+    (large: base types × hierarchy depth) result where it cannot repeat. An instance with one
+    base type c gets c and the super-classes of c other than c: distinct by construction. Only
+    the instances with several base types (found by counting base types per instance: a shuffle
+    of ids) go through a ``distinct``."""
+    up = schema.sc.filter(F.col(SUB) != F.col(SUP)).select(F.col(SUB).alias(CLASS), SUP)
+    up = _small(up, schema.sc_rows)
+
+    def with_supers(df: DataFrame) -> DataFrame:
+        return df.unionAll(df.join(up, CLASS).select(INSTANCE, F.col(SUP).alias(CLASS)))
+
+    several = (base_types.groupBy(INSTANCE).count().filter(F.col("count") > 1).select(INSTANCE)
+               .limit(SEVERAL_TYPES_BROADCAST + 1).collect())
+    if not several:
+        return with_supers(base_types)
+    if len(several) > SEVERAL_TYPES_BROADCAST:
+        return with_supers(base_types).distinct()
+    ids = F.broadcast(base_types.sparkSession.createDataFrame([(r[INSTANCE],) for r in several], f"{INSTANCE} long"))
+    return (with_supers(base_types.join(ids, INSTANCE, "left_anti"))
+            .unionAll(with_supers(base_types.join(ids, INSTANCE, "left_semi")).distinct()))
 
 
 def _needs_another_round(schema: _Schema, added: DataFrame | None, base_types: DataFrame) -> bool:

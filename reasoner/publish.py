@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,9 +12,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reasoner import loading, local, store
+from reasoner import incremental, loading, local, store
 from reasoner.closure import STRATEGIES
-from reasoner.dictionary import checked_dictionary, dictionary_terms, encode_triples
+from reasoner.dictionary import check_collisions, dictionary_terms, encode_triples
 from reasoner.materialize import materialize
 from reasoner.progress import SILENT, Progress
 from reasoner.rules import RULES
@@ -82,38 +83,35 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
         return summary
     timings["load_planned"] = time.perf_counter() - started
     progress.phase(f"loading {len(loaded.sources)} source(s)")
+    refresh, why_full = None, None
+    if if_changed and store.current_version(out):
+        try:
+            refresh = incremental.plan(store.read_manifest(out), loaded.sources)
+        except incremental.Refused as why:
+            why_full = str(why)
     with store.new_version(out) as version:
         t0 = time.perf_counter()
-        dictionary, cached = checked_dictionary([dictionary_terms(loaded.triples)])
-        counts = {DICTIONARY: version.write_table(DICTIONARY, dictionary)}
-        cached.unpersist()  # read back from Parquet below
-        rejected = version.write_table(REJECTS, loaded.rejects)
-        timings["load_and_dictionary"] = time.perf_counter() - t0
-        progress.phase("dictionary written", rows=counts[DICTIONARY])
-        t0 = time.perf_counter()
-        dictionary = spark.read.parquet(str(version.staging / DICTIONARY))
-        # Read and parse the sources once more, then keep the encoded triples (3 longs a row).
-        # On disk (the bulk is read a few times): memory stays for the joins and aggregations.
-        triples = encode_triples(loaded.triples).persist(StorageLevel.DISK_ONLY)
-        literals = dictionary.filter(F.col(TERM).startswith('"')).select(ID)
-        closure = materialize(triples, literals, strategy=strategy)
-        for name, df in ((SUBCLASS, closure.subclass), (SUBPROPERTY, closure.subproperty), (TYPES, closure.types),
-                         (TRANSITIVE, closure.transitive), (INFERRED, closure.inferred)):
-            t1 = time.perf_counter()
-            counts[name] = version.write_table(name, df)
-            timings[f"write_{name}"] = time.perf_counter() - t1
-            progress.phase(f"{name} written", rows=counts[name])
-        closure.types.unpersist()
-        triples.unpersist()
+        closure = None
+        if refresh is not None:
+            try:
+                counts = incremental.apply(spark, refresh, version, Path(out))
+                rejected = counts.pop(REJECTS)
+            except incremental.Refused as why:
+                why_full, refresh = str(why), None
+                for child in version.staging.iterdir():     # start the version again, fully
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        if refresh is None:
+            counts, rejected, closure = _full_spark(spark, loaded, version, strategy, progress, timings)
         timings["materialize"] = time.perf_counter() - t0
         summary = {
             "version": version.version,
             "skipped": False,
             "counts": counts,
             "rejected": rejected,
-            "rounds": closure.rounds,
+            "rounds": closure.rounds if closure else refresh.previous["summary"]["rounds"],
             "strategy": strategy,
             "engine": "spark",
+            "mode": "full" if refresh is None else "incremental",
             "seconds": round(time.perf_counter() - started, 3),
         }
         version.commit({
@@ -124,12 +122,47 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
             "strategy": strategy,
             "follow_imports": follow_imports,
             "tables": counts,
-            "timings": {k: round(v, 3) for k, v in {**timings, **closure.timings}.items()},
+            "mode": summary["mode"],
+            **({"full_because": why_full} if why_full and refresh is None else {}),
+            **({"previous": refresh.previous["version"]} if refresh is not None else {}),
+            "schema": closure.schema if closure else refresh.previous["schema"],
+            "timings": {k: round(v, 3) for k, v in {**timings, **(closure.timings if closure else {})}.items()},
             "spark_version": spark.version,
         })
     if export_ntriples:
         _export_spark(spark, out, export_ntriples)
     return summary
+
+
+def _full_spark(spark: SparkSession, loaded: loading.Loaded, version: store.VersionWriter, strategy: str,
+                progress: Progress, timings: dict) -> tuple[dict, int, object]:
+    """The tables of ``loaded`` written into ``version``: (counts, rejected lines, the closure)."""
+    t0 = time.perf_counter()
+    # the N-Triples are parsed once, into a scratch table of the staging directory
+    scratch = version.staging / "_parsed"
+    loaded = loaded.staged(scratch)
+    counts = {DICTIONARY: version.write_table(DICTIONARY, dictionary_terms(loaded.triples).distinct())}
+    dictionary = spark.read.parquet(str(version.staging / DICTIONARY))
+    check_collisions(dictionary)
+    rejected = version.write_table(REJECTS, loaded.rejects)
+    timings["load_and_dictionary"] = time.perf_counter() - t0
+    progress.phase("dictionary written", rows=counts[DICTIONARY])
+    # The encoded triples (3 longs a row) on disk: the bulk is read a few times, and memory
+    # stays for the joins and aggregations.
+    triples = encode_triples(loaded.triples).persist(StorageLevel.DISK_ONLY)
+    literals = dictionary.filter(F.col(TERM).startswith('"')).select(ID)
+    closure = materialize(triples, literals, strategy=strategy)
+    for name, df in ((SUBCLASS, closure.subclass), (SUBPROPERTY, closure.subproperty), (TYPES, closure.types),
+                     (TRANSITIVE, closure.transitive), (INFERRED, None)):
+        t1 = time.perf_counter()
+        if name == INFERRED:   # its bulk, the rdf:type triples, read back from the types just written
+            df = closure.inferred_with(spark.read.parquet(str(version.staging / TYPES)))
+        counts[name] = version.write_table(name, df)
+        timings[f"write_{name}"] = time.perf_counter() - t1
+        progress.phase(f"{name} written", rows=counts[name])
+    triples.unpersist()
+    shutil.rmtree(scratch, ignore_errors=True)
+    return counts, rejected, closure
 
 
 def _export_spark(spark: SparkSession, out, path) -> int:
@@ -173,6 +206,7 @@ def _materialize_local(paths, out, *, if_changed: bool, follow_imports: bool, ex
             "rounds": tables["rounds"],
             "strategy": "dataframe",
             "engine": "local",
+            "mode": "full",
             "seconds": round(time.perf_counter() - started, 3),
         }
         version.commit({
@@ -184,6 +218,8 @@ def _materialize_local(paths, out, *, if_changed: bool, follow_imports: bool, ex
             "engine": "local",
             "follow_imports": follow_imports,
             "tables": counts,
+            "mode": "full",
+            "schema": tables["schema"],
             "timings": {k: round(v, 3) for k, v in timings.items()},
         })
     if export_ntriples:

@@ -27,7 +27,6 @@ GF_ID, GF_SRC, GF_DST, GF_COMPONENT = "id", "src", "dst", "component"
 # scratch columns of the reasoner's own joins, never published
 MID = "_mid"  # the shared middle node of a composition (a, mid), (mid, c)
 KNOWN = "_known"  # whether a candidate pair was already in the closure
-OTHER = "_other"  # a second term seen for one id (hash collision check)
 ANCESTORS, OLD_ANCESTORS, GOT = "anc", "old", "got"  # GraphFrames ancestor-set propagation
 COMP_SUB, COMP_SUP, CYCLIC = "cs", "cd", "c"  # component-level pairs, components on a cycle
 

@@ -109,3 +109,16 @@ def test_iteration_cap_of_the_free_fixpoint():
     assert len(evaluate(chain, path, max_iterations=6)[0]) == 21
     with pytest.raises(PathIterationLimit, match="5 iterations"):
         evaluate(chain, path, max_iterations=5)
+
+
+def test_auto_engine_budget_comes_from_memory(monkeypatch):
+    """engine="auto" sizes the in-memory index by a memory budget, not a fixed triple count."""
+    from paths import spark as spark_paths
+
+    monkeypatch.delenv("RSP_PATHS_MEMORY_BUDGET", raising=False)
+    expected = int(spark_paths.available_memory() * spark_paths.LOCAL_MEMORY_FRACTION) // spark_paths.LOCAL_BYTES_PER_TRIPLE
+    assert abs(spark_paths.local_max_triples() - expected) <= expected // 10 + 1000   # memory moves a little
+    monkeypatch.setenv("RSP_PATHS_MEMORY_BUDGET", str(10_000 * spark_paths.LOCAL_BYTES_PER_TRIPLE))
+    assert spark_paths.local_max_triples() == 10_000
+    monkeypatch.setattr(spark_paths, "LOCAL_MAX_TRIPLES", 3)          # an explicit count still wins
+    assert spark_paths.local_max_triples() == 3

@@ -213,3 +213,32 @@ def test_materialize_job_on_the_driver_starts_no_spark(tmp_path):
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["engine"] == "local" and summary["counts"]["inferred"] == 118
     assert store.read_manifest(out)["tables"]["inferred"] == 118
+
+
+@pytest.mark.spark
+def test_spark_closure_by_squaring_gives_the_same_tables(spark, monkeypatch):
+    """Above DRIVER_SCHEMA_ROWS the Spark path closes the hierarchy on Spark (squaring), and above
+    SEVERAL_TYPES_BROADCAST multi-typed instances rdfs9 deduplicates everything: both forced here
+    on random ontologies, the tables equal the driver's."""
+    from reasoner import materialize as M
+
+    monkeypatch.setattr(M, "DRIVER_SCHEMA_ROWS", 0)
+    monkeypatch.setattr(M, "SEVERAL_TYPES_BROADCAST", 0)     # and rdfs9 deduplicating all its output
+    rng = random.Random(11)
+    union = set().union(*[_random_ontology(rng, f"http://example.org/q{i}#") for i in range(10)])
+    assert local.closure_sets(union) == tables_for(spark, union)
+
+
+@pytest.mark.spark
+def test_hash_collisions_are_refused_on_both_engines(spark, monkeypatch):
+    """Two terms with one id would merge in every table: both dictionaries refuse them, naming
+    the id and the terms."""
+    from reasoner.dictionary import HashCollisionError, checked_dictionary
+
+    parts = [spark.createDataFrame([(1, "<a>"), (2, "<c>"), (1, "<b>"), (2, "<c>")], "id long, term string")]
+    with pytest.raises(HashCollisionError, match="<a>.*<b>") as caught:
+        checked_dictionary(parts)
+    assert "<c>" not in str(caught.value)
+    monkeypatch.setattr(local, "fast_xxh64", lambda data: 7 if data in (b"<a>", b"<b>") else len(data) + 100)
+    with pytest.raises(HashCollisionError, match="<a>.*<b>"):
+        local.dictionary([("<a>", "<p>", "<b>")])

@@ -1,0 +1,252 @@
+"""Incremental refresh: a new version from the previous one plus the consequences of the triples
+added since, when that is exact.
+
+RDFS is monotone: when the sources only grew and the schema did not change, the closure of the
+new sources is the old closure plus what the added triples entail. ``plan`` decides whether a
+refresh may be incremental, from the previous manifest and the current sources:
+
+* every previous source is still named, at the same position (blank-node scopes are numbered by
+  position), and is either unchanged (same SHA-256) or an N-Triples file that grew by appending
+  (its first ``bytes`` bytes hash to the old SHA-256 and ended with a line break);
+* new files may follow (any format);
+* the previous version recorded its property-level schema (manifests since this module).
+
+``apply`` then checks the added triples themselves (``Refused`` names the reason, and the caller
+recomputes fully): none may be schema (subClassOf, subPropertyOf, domain, range, equivalences,
+inverseOf, a type that makes a property symmetric or transitive), no rule may read rdf:type /
+subClassOf / subPropertyOf as a property, and no added or derived triple may use a transitive
+property (prp-trp joins it with old triples). Everything else an added triple entails depends
+on it and the schema only: rdfs7, prp-inv, prp-symp (to a fixpoint over the added triples),
+rdfs2/3 and rdfs9 against the published ``subclass`` table.
+
+The new version's tables are the previous version's Parquet files, hard-linked (copied where
+links are impossible), plus part files holding the new rows only: rows already in the previous
+tables are removed by anti-joins restricted to the added triples' subjects (broadcast), so the
+tables stay sets. The manifest says ``"mode": "incremental"`` and names the previous version.
+The driver-side engine (``reasoner.local``) always recomputes: its inputs are small enough that a
+full run takes about a second.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from reasoner import loading, rules, store
+from reasoner.dictionary import HashCollisionError, dictionary_terms
+from reasoner.schema import (CLASS, DICTIONARY, FILE, ID, INFERRED, INSTANCE, LINE, O, P, RAW, REASON, REJECTS, S,
+                             SUB, SUBCLASS, SUBPROPERTY, SUP, TERM, TRANSITIVE, TYPES)
+
+
+class Refused(Exception):
+    """Why this refresh cannot be incremental (the caller recomputes fully)."""
+
+
+@dataclasses.dataclass
+class Plan:
+    previous: dict  # the previous manifest
+    appended: list[tuple[Path, int, int, int]]  # (file, bytes already read, lines already read, scope)
+    new_files: list[tuple[Path, int]]  # (file, scope)
+
+
+def _prefix(path: Path, size: int) -> tuple[str, int, bool]:
+    """SHA-256 of the first ``size`` bytes, their line count, whether they end a line."""
+    digest, lines, last, left = hashlib.sha256(), 0, b"\n", size
+    with path.open("rb") as handle:
+        while left > 0:
+            chunk = handle.read(min(1 << 22, left))
+            if not chunk:
+                break
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+            last, left = chunk[-1:], left - len(chunk)
+    return digest.hexdigest(), lines, last in (b"\n", b"\r")
+
+
+def plan(previous: dict, sources: list[loading.Source]) -> Plan:
+    """Whether the change from ``previous`` (a manifest) to ``sources`` may be incremental."""
+    if previous.get("schema") is None:
+        raise Refused("the previous version recorded no schema (made before incremental refresh)")
+    if previous.get("rules") != list(rules.RULES):
+        raise Refused("the previous version was made with other rules")
+    old = previous["sources"]
+    if len(sources) < len(old):
+        raise Refused("a source was removed")
+    appended = []
+    for scope, (before, now) in enumerate(zip(old, sources)):
+        if before["path"] != now.path:
+            raise Refused(f"the sources changed order or names at position {scope + 1} ({before['path']} -> {now.path})")
+        if before["sha256"] == now.sha256:
+            continue
+        if now.format != "ntriples" or now.bytes <= before["bytes"]:
+            raise Refused(f"{now.path} was modified, not appended to")
+        digest, lines, whole = _prefix(Path(now.path), before["bytes"])
+        if digest != before["sha256"] or not whole:
+            raise Refused(f"{now.path} was modified, not appended to")
+        appended.append((Path(now.path), before["bytes"], lines, scope))
+    new_files = [(Path(s.path), scope) for scope, s in enumerate(sources) if scope >= len(old)]
+    if not appended and not new_files:
+        raise Refused("nothing was added")
+    return Plan(previous, appended, new_files)
+
+
+def _added(spark: SparkSession, the_plan: Plan, scratch: Path) -> tuple[DataFrame, DataFrame]:
+    """The added triples (strings) and their rejects (file, line as in the whole file)."""
+    scratch.mkdir(parents=True)
+    paths, scopes, renames = [], [], {}
+    for i, (path, offset, lines, scope) in enumerate(the_plan.appended):
+        tail = scratch / f"appended-{i}.nt"
+        with path.open("rb") as src, tail.open("wb") as dst:
+            src.seek(offset)
+            shutil.copyfileobj(src, dst, 1 << 22)
+        paths.append(tail)
+        scopes.append(scope)
+        renames[str(tail.resolve())] = (str(path.resolve()), lines)
+    triples, rejects = None, None
+    if paths:
+        triples, rejects = loading.read_ntriples(spark, paths, scopes, scratch / "parsed")
+        original = F.create_map(*[x for k, (name, _) in renames.items() for x in (F.lit(k), F.lit(name))])
+        shift = F.create_map(*[x for k, (_, lines) in renames.items() for x in (F.lit(k), F.lit(lines))])
+        # (two steps: in one select, the renamed file column would be what the shift looks up)
+        rejects = (rejects.withColumn(LINE, F.col(LINE) + shift[F.col(FILE)])
+                   .withColumn(FILE, original[F.col(FILE)]).select(FILE, LINE, REASON, RAW))
+    for path, scope in the_plan.new_files:
+        part = loading.load(spark, [path]).staged(scratch / f"new-{scope}")
+        # a new file's blank nodes belong to its own scope (its position among the sources)
+        fixed = part.triples.select(*[F.regexp_replace(c, "^_:f0\\.", f"_:f{scope}.").alias(c) for c in (S, P, O)])
+        triples = fixed if triples is None else triples.unionByName(fixed)
+        rejects = part.rejects if rejects is None else rejects.unionByName(part.rejects)
+    return triples, rejects
+
+
+def _link_table(previous_dir: Path, staging: Path, name: str) -> None:
+    """The previous version's table ``name`` in the staging directory, file by file (hard links)."""
+    source, target = previous_dir / name, staging / name
+    target.mkdir()
+    for file in source.iterdir():
+        if file.name.startswith((".", "_")) and file.name != "_SUCCESS":
+            continue
+        try:
+            os.link(file, target / file.name)
+        except OSError:
+            shutil.copy2(file, target / file.name)
+
+
+def _pairs_frame(spark: SparkSession, pairs) -> DataFrame:
+    return F.broadcast(spark.createDataFrame(sorted(tuple(x) for x in pairs), f"{SUB} long, {SUP} long"))
+
+
+def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out: Path) -> dict:
+    """Write the incremental version into ``version``'s staging directory; returns the counts
+    (raises :class:`Refused` when the added triples touch what must be recomputed)."""
+    previous = the_plan.previous
+    schema = previous["schema"]
+    old_dir = out / store.VERSIONS / previous["version"]
+    old = {name: spark.read.parquet(str(old_dir / name)) for name in store.TABLES}
+    added, rejects = _added(spark, the_plan, version.staging / "_added")
+    terms = dictionary_terms(added).distinct()
+    # one scan of the old dictionary: collisions, the new terms, and which ids existed before
+    # (an instance that did not cannot have old types or triples: no anti-join needed for it)
+    looked_up = terms.join(old[DICTIONARY].withColumnRenamed(TERM, "_old"), ID, "left").cache()
+    clash = looked_up.filter(F.col("_old").isNotNull() & (F.col(TERM) != F.col("_old"))).limit(100).collect()
+    if clash:
+        raise HashCollisionError([(r[ID], sorted([r[TERM], r["_old"]])) for r in clash])
+    new_terms = looked_up.filter(F.col("_old").isNull()).select(ID, TERM)
+    known = F.broadcast(looked_up.filter(F.col("_old").isNotNull()).select(ID))
+    triples = added.select(*[F.xxhash64(c).alias(c) for c in (S, P, O)]).distinct().cache()
+
+    schema_predicates = [rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV]
+    owl_classes = schema["owl_classes"]
+    touching = triples.filter(F.col(P).isin(schema_predicates)
+                              | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl_classes))).limit(1).collect()
+    if touching:
+        raise Refused("the added triples change the schema")
+    readers = {a for a, _ in schema["sp"] + schema["inv"] + schema["dom"] + schema["rng"]} | set(schema["sym"]) | set(
+        schema["trans"])
+    if readers & {rules.TYPE, rules.SC, rules.SP}:
+        raise Refused("the schema's rules read rdf:type / subClassOf / subPropertyOf as properties")
+
+    # rdfs7, prp-inv, prp-symp over the added triples alone (their consequences need no old triple)
+    sp = {(a, b) for a, b in schema["sp"] if a != b}
+    inv, sym, trans = {tuple(x) for x in schema["inv"]}, set(schema["sym"]), set(schema["trans"])
+    with_props = triples
+    frontier = triples
+    for _ in range(200):
+        derived = []
+        if sp:
+            derived.append(rules.rdfs7(frontier, _pairs_frame(spark, sp)))
+        if inv:
+            derived.append(rules.prp_inv(frontier, _pairs_frame(spark, inv)))
+        if sym:
+            derived.append(rules.prp_symp(frontier, F.broadcast(spark.createDataFrame([(v,) for v in sorted(sym)],
+                                                                                      f"{SUB} long"))))
+        if not derived:
+            break
+        new = derived[0]
+        for d in derived[1:]:
+            new = new.unionAll(d)
+        literal_ids = terms.filter(F.col(TERM).startswith('"')).select(F.col(ID).alias(S))
+        new = new.join(literal_ids, S, "left_anti").distinct().join(with_props, [S, P, O], "left_anti").cache()
+        if new.isEmpty():
+            break
+        with_props = with_props.unionAll(new).cache()
+        frontier = new
+    if not with_props.filter(F.col(P).isin(schema_predicates)
+                             | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl_classes))).isEmpty():
+        raise Refused("what the added triples entail changes the schema (a sub-property of a schema property)")
+    if trans and not with_props.filter(F.col(P).isin(sorted(trans))).isEmpty():
+        raise Refused("the added triples use a transitive property (prp-trp joins them with old triples)")
+
+    literal_ids = terms.filter(F.col(TERM).startswith('"')).select(F.col(ID).alias(INSTANCE))
+    base = with_props.filter(F.col(P) == rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
+    if schema["dom"]:
+        base = base.unionAll(rules.rdfs2(with_props, _pairs_frame(spark, schema["dom"])))
+    if schema["rng"]:
+        base = base.unionAll(rules.rdfs3(with_props, _pairs_frame(spark, schema["rng"]),
+                                         literal_ids.withColumnRenamed(INSTANCE, ID)))
+    base = base.distinct().cache()
+    up = old[SUBCLASS].select(F.col(SUB).alias(CLASS), SUP)
+    types = base.unionAll(base.join(F.broadcast(up), CLASS).select(INSTANCE, F.col(SUP).alias(CLASS))).distinct()
+    old_instances = base.select(INSTANCE).distinct().join(known.withColumnRenamed(ID, INSTANCE), INSTANCE, "left_semi")
+    new_types = types
+    if not old_instances.isEmpty():
+        seen = old[TYPES].join(F.broadcast(old_instances), INSTANCE, "left_semi")
+        new_types = types.join(seen, [INSTANCE, CLASS], "left_anti")
+    new_types = new_types.cache()
+
+    facts = with_props.filter(F.col(P) != rules.TYPE).unionAll(
+        types.select(F.col(INSTANCE).alias(S), F.lit(rules.TYPE).alias(P), F.col(CLASS).alias(O))).distinct()
+    old_subjects = facts.select(S).distinct().join(known.withColumnRenamed(ID, S), S, "left_semi").cache()
+    new_inferred = facts
+    if not old_subjects.isEmpty():
+        seen = old[INFERRED].join(F.broadcast(old_subjects), S, "left_semi")
+        new_inferred = facts.join(seen, [S, P, O], "left_anti")
+    new_classes = (base.select(F.col(CLASS).alias(SUB)).distinct()
+                   .join(old[SUBCLASS].select(SUB), SUB, "left_anti")
+                   .select(SUB, F.col(SUB).alias(SUP)))
+    predicates = with_props.select(F.col(P).alias(SUB))
+    predicates = predicates.unionAll(base.limit(1).select(F.lit(rules.TYPE).alias(SUB)))
+    new_properties = (predicates.distinct().join(old[SUBPROPERTY].select(SUB), SUB, "left_anti")
+                      .select(SUB, F.col(SUB).alias(SUP)))
+
+    counts = {}
+    for name, delta in ((DICTIONARY, new_terms), (REJECTS, rejects), (SUBCLASS, new_classes),
+                        (SUBPROPERTY, new_properties), (TYPES, new_types), (TRANSITIVE, None),
+                        (INFERRED, new_inferred)):
+        _link_table(old_dir, version.staging, name)
+        before = previous["tables"].get(name) if name != REJECTS else previous["summary"]["rejected"]
+        written = 0
+        if delta is not None:
+            delta = delta.select(*old[name].columns)
+            delta.write.mode("append").parquet(str(version.staging / name))
+            written = spark.read.parquet(str(version.staging / name)).count() - before
+        counts[name] = before + written
+    shutil.rmtree(version.staging / "_added", ignore_errors=True)
+    for cached in (triples, looked_up, base, new_types, old_subjects):
+        cached.unpersist()
+    return counts
