@@ -47,7 +47,7 @@ def _compose(left: DataFrame, right: DataFrame) -> DataFrame:
 
 
 #: A delta with at most this many pairs is broadcast to the joins of the next round.
-BROADCAST_PAIRS = 2_000_000
+BROADCAST_PAIRS = 500_000
 
 
 def closure_dataframe(edges: DataFrame, max_rounds: int = 100) -> DataFrame:

@@ -32,6 +32,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -141,9 +142,20 @@ def _pairs_frame(spark: SparkSession, pairs) -> DataFrame:
     return F.broadcast(spark.createDataFrame(sorted(tuple(x) for x in pairs), f"{SUB} long, {SUP} long"))
 
 
-def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out: Path) -> dict:
+def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out: Path,
+          timings: dict | None = None) -> dict:
     """Write the incremental version into ``version``'s staging directory; returns the counts
-    (raises :class:`Refused` when the added triples touch what must be recomputed)."""
+    (raises :class:`Refused` when the added triples touch what must be recomputed). Seconds per
+    phase go to ``timings``."""
+    timings = {} if timings is None else timings
+    clock = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[f"incremental_{name}"] = round(now - clock, 3)
+        clock = now
+
     previous = the_plan.previous
     schema = previous["schema"]
     old_dir = out / store.VERSIONS / previous["version"]
@@ -157,6 +169,7 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
     if clash:
         raise HashCollisionError([(r[ID], sorted([r[TERM], r["_old"]])) for r in clash])
     new_terms = looked_up.filter(F.col("_old").isNull()).select(ID, TERM)
+    phase("read_and_dictionary_lookup")
     known = F.broadcast(looked_up.filter(F.col("_old").isNotNull()).select(ID))
     triples = added.select(*[F.xxhash64(c).alias(c) for c in (S, P, O)]).distinct().cache()
 
@@ -202,6 +215,7 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
     if trans and not with_props.filter(F.col(P).isin(sorted(trans))).isEmpty():
         raise Refused("the added triples use a transitive property (prp-trp joins them with old triples)")
 
+    phase("schema_checks_and_property_rules")
     literal_ids = terms.filter(F.col(TERM).startswith('"')).select(F.col(ID).alias(INSTANCE))
     base = with_props.filter(F.col(P) == rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
     if schema["dom"]:
@@ -234,6 +248,7 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
     new_properties = (predicates.distinct().join(old[SUBPROPERTY].select(SUB), SUB, "left_anti")
                       .select(SUB, F.col(SUB).alias(SUP)))
 
+    phase("types_planned")
     counts = {}
     for name, delta in ((DICTIONARY, new_terms), (REJECTS, rejects), (SUBCLASS, new_classes),
                         (SUBPROPERTY, new_properties), (TYPES, new_types), (TRANSITIVE, None),
@@ -246,6 +261,7 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
             delta.write.mode("append").parquet(str(version.staging / name))
             written = spark.read.parquet(str(version.staging / name)).count() - before
         counts[name] = before + written
+        phase(f"write_{name}")
     shutil.rmtree(version.staging / "_added", ignore_errors=True)
     for cached in (triples, looked_up, base, new_types, old_subjects):
         cached.unpersist()

@@ -47,6 +47,12 @@ class Closure:
     property_iterations: int
     timings: dict[str, float]
     schema: dict | None = None  # the property-level schema, for the manifest (``schema_record``)
+    cached: tuple = ()  # frames persisted on the way; ``release`` once the tables are written
+
+    def release(self) -> None:
+        """Unpersist what the computation persisted (a long-lived session runs many refreshes)."""
+        for frame in self.cached:
+            frame.unpersist()
 
     @property
     def inferred(self) -> DataFrame:
@@ -98,6 +104,7 @@ class _Schema:
     sym: frozenset[int]
     trans: frozenset[int]
     owl_classes: frozenset[int]  # owl:Symmetric/TransitiveProperty and their subclasses
+    persisted: DataFrame | None = None  # ``sc`` as persisted (``sc`` itself may carry a broadcast hint)
 
     @property
     def signature(self) -> tuple:
@@ -163,7 +170,7 @@ def _schema_on_driver(spark, collected) -> _Schema:
     sc = spark.createDataFrame(pa.table({SUB: pa.array(subs, pa.int64()), SUP: pa.array(sups, pa.int64())}))
     sc = sc.persist(StorageLevel.MEMORY_AND_DISK)     # read by several joins and writes (3.4 MB per 420k pairs)
     return _Schema(sc=_small(sc, len(subs)), sc_rows=len(subs), sp=found.sp, dom=found.dom, rng=found.rng,
-                   inv=found.inv, sym=found.sym, trans=found.trans, owl_classes=found.owl_classes)
+                   inv=found.inv, sym=found.sym, trans=found.trans, owl_classes=found.owl_classes, persisted=sc)
 
 
 def _property_fixpoint(triples: DataFrame, schema: _Schema, literals: DataFrame,
@@ -239,6 +246,8 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
             break
         current = inferred.transform(cut)
         base_types.unpersist()
+        if schema.persisted is not None:
+            schema.persisted.unpersist()
     else:
         raise FixpointError(f"materialization did not converge within {max_rounds} rounds")
     transitive = inferred.filter(F.col(P).isin(sorted(schema.trans))).select(F.col(P).alias(PROPERTY), S, O)
@@ -259,7 +268,7 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
     timings["plan_total"] = time.perf_counter() - start
     return Closure(subclass, subproperty, types, transitive, others, round_, iterations, timings,
                    schema_record(schema.sp, schema.dom, schema.rng, schema.inv, schema.sym, schema.trans,
-                                 schema.owl_classes))
+                                 schema.owl_classes), tuple(f for f in (base_types, schema.persisted) if f is not None))
 
 
 #: At most this many instances with several base types are split off by a broadcast semi-join;

@@ -94,7 +94,7 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
         closure = None
         if refresh is not None:
             try:
-                counts = incremental.apply(spark, refresh, version, Path(out))
+                counts = incremental.apply(spark, refresh, version, Path(out), timings)
                 rejected = counts.pop(REJECTS)
             except incremental.Refused as why:
                 why_full, refresh = str(why), None
@@ -161,6 +161,7 @@ def _full_spark(spark: SparkSession, loaded: loading.Loaded, version: store.Vers
         timings[f"write_{name}"] = time.perf_counter() - t1
         progress.phase(f"{name} written", rows=counts[name])
     triples.unpersist()
+    closure.release()
     shutil.rmtree(scratch, ignore_errors=True)
     return counts, rejected, closure
 
