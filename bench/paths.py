@@ -1,8 +1,8 @@
 """Benchmark: property paths on the Vienna network, ours against pyoxigraph and rdflib, plus a scale curve.
 
     python bench/paths.py [--data-dir D] [--queries running all-pairs reach] [--scale 100000 1000000 10000000]
-                          [--engines arrays local spark] [--baselines oxigraph rdflib] [--timeout 300]
-                          [--baseline-max-edges 1000000]
+                          [--engines arrays local spark spark-levels] [--baselines oxigraph rdflib]
+                          [--timeout 900] [--baseline-max-edges 10000000] [--rdflib-max-edges 1000000]
 
 Queries on the real Wiener Linien network (``ontologies/vienna.py``: stations are the nodes,
 connections link them; ~115k triples):
@@ -19,7 +19,9 @@ connections link them; ~115k triples):
 3. ``reach`` — ``:s0 (^:beg/:end)+ ?x`` from one station (Stephansplatz): everything reachable.
 
 Our executors (``--engines``), one row each: ``spark`` — ``paths.evaluate(..., engine="spark")``,
-the compiler as Spark joins; ``local`` — ``engine="local"``, the same compiler on the graph's
+the compiler as Spark joins, a closure's steps after its second handed to the driver when the
+step relation fits there (``SparkExecutor.hand_off``); ``spark-levels`` — the same with that
+hand-off switched off (one Spark job per BFS level, as before it existed); ``local`` — ``engine="local"``, the same compiler on the graph's
 in-memory index in the driver (what ``engine="auto"``, the default, picks for graphs of at most
 ``paths.spark.local_max_triples()`` triples: a memory budget), the answer handed back as a DataFrame; ``arrays`` — the
 in-memory evaluation alone (``paths.local.evaluate``), answer as numpy arrays, no Spark job at all.
@@ -30,14 +32,15 @@ Every query is counted (``SELECT (COUNT(*) AS ?n)``; ours: ``evaluate(...).count
 length of the arrays), and the counts of all engines must agree (the table says so). Our time:
 warm session — each query is run once to warm up, then timed ``--repeat`` times (Spark: once) and
 the best time kept; pyoxigraph the same. rdflib: one timed run (it is
-slow enough that a warm-up would double the wait). Baselines run in child processes (their
+slow enough that a warm-up would double the wait). The Spark rows print the number of Spark jobs
+their timed run started. Baselines run in child processes (their
 loading is not timed) killed after ``--timeout`` seconds, reported as "> T s".
 
 Scale curve for query 3 on synthetic random graphs generated directly as encoded Spark DataFrames
 (no files): ``--scale E`` gives E edges = E triples — E/2 connections, each ``:beg`` and ``:end``
 one of E/4 stations drawn with ``xxhash64`` (average out-degree 2), so the reachable set is the
-giant component. Baselines get the same rows (as N-Triples written from the DataFrame) only up to
-``--baseline-max-edges``.
+giant component. Baselines get the same rows (as N-Triples written from the DataFrame): pyoxigraph
+up to ``--baseline-max-edges``, rdflib up to ``--rdflib-max-edges`` (it needs hours beyond).
 """
 from __future__ import annotations
 
@@ -220,8 +223,9 @@ def synthetic_ntriples(triples, path: Path) -> None:
     lines = triples.select(F.concat(F.lit(f"<{SYNTHETIC_NS}"), F.col("s").cast("string"), F.lit("> "), pred,
                                     F.lit(f" <{SYNTHETIC_NS}"), F.col("o").cast("string"), F.lit("> .")).alias("l"))
     with open(path, "w", encoding="utf-8") as out:
-        for row in lines.toLocalIterator():
-            out.write(row["l"] + "\n")
+        for batch in lines.toArrow().column("l").chunks:      # one collect (10M lines: ~1 GB)
+            out.write("\n".join(batch.to_pylist()))
+            out.write("\n")
 
 
 # --- table -----------------------------------------------------------------------------------
@@ -249,7 +253,25 @@ def print_table(rows: list[list[str]], header: list[str]) -> None:
     sys.stdout.flush()
 
 
-ENGINES = ("arrays", "local", "spark")
+ENGINES = ("arrays", "local", "spark", "spark-levels")
+
+
+def spark_levels():
+    """The Spark executor with no hand-off to the driver (one job per BFS level)."""
+    from paths import spark as spark_paths
+    spark_paths.HAND_OFF = False
+    return _Restore(spark_paths)
+
+
+class _Restore:
+    def __init__(self, module):
+        self.module = module
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.module.HAND_OFF = True
 
 
 def engine_runs(graph, path, start, end, engines: list[str]) -> dict:
@@ -264,22 +286,35 @@ def engine_runs(graph, path, start, end, engines: list[str]) -> dict:
         "local": lambda: evaluate(graph, path, start=start, end=end, engine="local").count(),
         "spark": lambda: evaluate(graph, path, start=start, end=end, engine="spark").count(),
     }
+
+    def levels():
+        with spark_levels():
+            return evaluate(graph, path, start=start, end=end, engine="spark").count()
+    runs["spark-levels"] = levels
     return {engine: runs[engine] for engine in engines}
 
 
-def measure_engines(graph, path, start, end, engines: list[str], repeats: int) -> dict:
-    """{engine: (seconds, count)}: each run once to warm up, then the best of ``repeats`` timed
-    runs (Spark: one). In-memory engines are skipped (None) on graphs over
-    ``paths.spark.local_max_triples()``, as ``auto`` would."""
+def measure_engines(graph, path, start, end, engines: list[str], repeats: int, warm: bool = True) -> dict:
+    """{engine: (seconds, count, Spark jobs)}: each run once to warm up (unless not ``warm``), then
+    the best of ``repeats`` timed runs (Spark: one, its jobs counted). In-memory engines are skipped
+    (None) on graphs over ``paths.spark.local_max_triples()``, as ``auto`` would."""
     from paths.spark import local_max_triples
 
     out = {}
     for engine, run in engine_runs(graph, path, start, end, engines).items():
-        if engine != "spark" and graph.size() > local_max_triples():
+        on_spark = engine.startswith("spark")
+        if not on_spark and graph.size() > local_max_triples():
             out[engine] = None
             continue
-        run()
-        out[engine] = timed(run, 1 if engine == "spark" else repeats)
+        if warm:
+            run()
+        context = graph.spark.sparkContext
+        group = f"bench-paths-{engine}-{time.monotonic_ns()}"
+        context.setJobGroup(group, "bench/paths")
+        seconds, count = timed(run, 1 if on_spark else repeats)
+        context.setLocalProperty("spark.jobGroup.id", None)
+        jobs = len(context.statusTracker().getJobIdsForGroup(group))
+        out[engine] = (seconds, count, jobs)
     return out
 
 
@@ -303,11 +338,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", nargs="*", choices=ENGINES, default=list(ENGINES),
                         help="our executors to time (see the module doc)")
     parser.add_argument("--baselines", nargs="*", choices=("oxigraph", "rdflib"), default=["oxigraph", "rdflib"])
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per baseline run")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per baseline run")
     parser.add_argument("--repeat", type=int, default=5,
                         help="timed runs of our in-memory engines and of pyoxigraph, best kept (Spark, rdflib: one)")
-    parser.add_argument("--baseline-max-edges", type=int, default=1_000_000,
-                        help="largest synthetic graph the baselines are run on")
+    parser.add_argument("--baseline-max-edges", type=int, default=10_000_000,
+                        help="largest synthetic graph pyoxigraph is run on")
+    parser.add_argument("--rdflib-max-edges", type=int, default=1_000_000,
+                        help="largest synthetic graph rdflib is run on")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="time the first run of each engine on the synthetic graphs (at 10M edges "
+                             "a warm-up Spark run costs minutes)")
     args = parser.parse_args(argv)
 
     from jobs.spark import build_session
@@ -318,18 +358,18 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session("rsp-sidecar bench paths")
     spark.sparkContext.setLogLevel("ERROR")
     prefixes = {"": V}
-    header = ["query", "graph", "triples", "engine", "result", "ours s", "oxigraph s", "rdflib s", "ours/ox",
+    header = ["query", "graph", "triples", "engine", "result", "ours s", "jobs", "oxigraph s", "rdflib s", "ours/ox",
               "ours/rdflib", "counts agree", "note"]
 
     def report(rows, name, graph_name, size, measured, ox, rd, note):
         for engine, value in measured.items():
             if value is None:
-                rows.append([name, graph_name, size, engine, "-", "-", ox["shown"], rd["shown"], "-", "-", "-",
-                             "over the memory budget"])
+                rows.append([name, graph_name, size, engine, "-", "-", "-", ox["shown"], rd["shown"], "-", "-",
+                             "-", "over the memory budget"])
             else:
-                ours, count = value
-                rows.append([name, graph_name, size, engine, count, f"{ours:.3f}", ox["shown"], rd["shown"],
-                             ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd), note])
+                ours, count, jobs = value
+                rows.append([name, graph_name, size, engine, count, f"{ours:.3f}", jobs, ox["shown"],
+                             rd["shown"], ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd), note])
             progress.phase(" | ".join(map(str, rows[-1][:6])))
 
     progress = Progress("bench/paths")
@@ -355,15 +395,18 @@ def main(argv: list[str] | None = None) -> int:
             triples, size, start = synthetic_graph(spark, edges)
             graph = PathGraph(triples)
             note = index_note(graph) if set(args.engines) - {"spark"} else ""
-            measured = measure_engines(graph, reach, start, None, args.engines, args.repeat)
+            measured = measure_engines(graph, reach, start, None, args.engines, args.repeat,
+                                       warm=not args.no_warm_up)
             ox = rd = {"shown": "-"}
-            if edges <= args.baseline_max_edges and args.baselines:
+            run_ox = "oxigraph" in args.baselines and edges <= args.baseline_max_edges
+            run_rd = "rdflib" in args.baselines and edges <= args.rdflib_max_edges
+            if run_ox or run_rd:
                 nt = work / f"synthetic-{edges}.nt"
                 synthetic_ntriples(triples, nt)
                 query = PREFIX + f"SELECT (COUNT(*) AS ?n) WHERE {{ <{SYNTHETIC_NS}{start}> (^:beg/:end)+ ?x }}"
-                if "oxigraph" in args.baselines:
+                if run_ox:
                     ox = baseline("oxigraph", nt, query, "", args.timeout, args.repeat)
-                if "rdflib" in args.baselines:
+                if run_rd:
                     rd = baseline("rdflib", nt, query, "", args.timeout)
                 nt.unlink()
             report(rows, "(3) :s0 (^:beg/:end)+ ?x", f"synthetic {edges:,}", size, measured, ox, rd,

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Path, Plus, Seq,
-                           SelfTerm, Star, Test)
+                           SelfTerm, Star, Test, walk)
 from reasoner.errors import SidecarError
 from reasoner.hashing import term_id
 
@@ -67,6 +67,19 @@ Pairs = Any
 """An executor's relation of (start, end) id pairs, not necessarily distinct."""
 Ids = Any
 """An executor's set of ids, not necessarily distinct."""
+
+
+#: The closure step at which ``Compiler._expand`` offers the executor the rest of the loop
+#: (``Executor.hand_off``): the first steps from a few seeds are cheap on any executor, and a
+#: closure that ends within them never pays for the whole step relation.
+HAND_OFF_ITERATION = 3
+
+
+def _binds(path: Path) -> bool:
+    """Whether ``path`` has a zero-length path over nodes(G), the only part whose pairs depend on
+    whether an end is bound (see ``Compiler._steps``)."""
+    return any((isinstance(node, Identity) and node.domain is Domain.NODES)
+               or (isinstance(node, Star) and node.identity is Domain.NODES) for node in walk(path))
 
 
 class PathIterationLimit(SidecarError, RuntimeError):
@@ -137,6 +150,11 @@ class Executor(Protocol):
     def cut(self, pairs: Pairs) -> tuple[Pairs, int]: ...
     def probe(self, path: Path) -> Pairs | None: ...             # ⟦path⟧+ from a closure table
     def remember(self, key: tuple, build): ...                  # a value that depends on G only
+    # a closure's remaining steps elsewhere (see Compiler._expand); gives_up: what that raises
+    # when it cannot finish (the loop then goes on here)
+    gives_up: type[BaseException]
+    def hand_off(self, steps, reached: Pairs, delta: Pairs, total: int): ...  # None: stay
+    def take_back(self, other: "Executor", pairs: Pairs) -> Pairs: ...
 
 
 class Compiler:
@@ -320,21 +338,73 @@ class Compiler:
 
     def _expand(self, path: Path, seeds: End, forward: bool) -> Pairs:
         """Pairs (seed, node) of ⟦path⟧+ from the seeds (to the seeds when not ``forward``: the
-        pairs are then swapped back at the end). Each step binds its frontier iff ``seeds.bound``."""
+        pairs are then swapped back at the end). Each step binds its frontier iff ``seeds.bound``.
+
+        After :data:`HAND_OFF_ITERATION` steps the executor may take the rest over
+        (``Executor.hand_off``): it is given every step at once — ⟦path⟧ from any node a frontier
+        can hold (:meth:`_steps`) — and continues the same loop where that is cheaper (Spark: in
+        the driver, when the step relation fits its memory; no job per level)."""
         ops = self.ops
         reached, size = ops.cut(ops.distinct(self._step(path, seeds, forward)))
-        delta, total, iteration = reached, size, 0
+        grown = self._grow(ops, lambda frontier: self._step(path, frontier, forward), path, seeds.bound,
+                           reached, size, hand_off=lambda: self._steps(path, seeds, forward))
+        return grown if forward else ops.swap(grown)
+
+    def _grow(self, ops: Executor, step, path: Path, bound: bool, reached: Pairs, size: int,
+              iteration: int = 0, hand_off=None) -> Pairs:
+        """The loop of :meth:`_expand` on ``ops``: Δ ∘ step(frontier of Δ) minus what is reached,
+        until nothing is new; ``reached`` (= Δ at the start) has ``size`` pairs."""
+        delta, total = reached, size
         while size:
             iteration += 1
             if iteration > self.max_iterations:
                 raise PathIterationLimit(Plus(path), self.max_iterations, self.root)
+            if hand_off is not None and iteration == HAND_OFF_ITERATION:
+                taken = ops.hand_off(hand_off, reached, delta, total)
+                if taken is not None:                       # (executor, its step relation, Δ, reached)
+                    other, steps, other_delta, other_reached = taken
+                    done = self._grow_from(other, steps, path, bound, other_reached, other_delta,
+                                           size, total, iteration - 1)
+                    if done is not None:
+                        return ops.take_back(other, done)
             small = ops.small(size)
-            frontier = End(ops.distinct_ids(ops.column(delta, END)), seeds.bound, small)
-            candidates = ops.compose(delta, self._step(path, frontier, forward), left_small=small)
+            frontier = End(ops.distinct_ids(ops.column(delta, END)), bound, small)
+            candidates = ops.compose(delta, step(frontier), left_small=small)
             new, size = ops.cut(ops.minus(candidates, reached, ops.small(total)))
             reached = ops.union(reached, new)  # a union of materialized pieces
             delta, total = new, total + size
-        return reached if forward else ops.swap(reached)
+        return reached
+
+    def _grow_from(self, ops: Executor, steps: Pairs, path: Path, bound: bool, reached: Pairs,
+                   delta: Pairs, size: int, total: int, iteration: int) -> Pairs | None:
+        """:meth:`_grow` continued on another executor over the whole step relation ``steps``;
+        None when that executor gives up (``Executor.hand_off`` documents when)."""
+        try:
+            while size:
+                iteration += 1
+                if iteration > self.max_iterations:
+                    raise PathIterationLimit(Plus(path), self.max_iterations, self.root)
+                candidates = ops.compose(delta, steps, left_small=True)
+                new, size = ops.cut(ops.minus(candidates, reached, ops.small(total)))
+                reached = ops.union(reached, new)
+                delta, total = new, total + size
+        except ops.gives_up:
+            return None
+        return reached
+
+    def _steps(self, path: Path, seeds: End, forward: bool) -> Pairs:
+        """Every step a frontier of :meth:`_expand` can take, as pairs (frontier node, next node):
+        ⟦path⟧ from any node. A frontier holds seeds and nodes reached from them (terms of G).
+        Steps bind their frontier only through the zero-length path (``Identity(NODES)`` relates a
+        bound node to itself even when it is no subject or object of G): without one, bound and
+        filter steps are the same relation, ⟦path⟧ with free ends; with one (and bound seeds), it
+        is ⟦path⟧ bound at every term of G and every seed (one set-at-a-time evaluation)."""
+        ops = self.ops
+        if seeds.bound and _binds(path):
+            everything = ops.union_ids(ops.occurrences(Domain.VOC), seeds.ids)
+            near, _ = self.end(everything, True)
+            return self._step(path, near, forward)
+        return self.rel(path, None, None) if forward else ops.swap(self.rel(path, None, None))
 
     def _fixpoint(self, path: Path) -> Pairs:
         """⟦path⟧+ with both ends free: semi-naive, Δ_{k+1} = Δ_k ∘ ⟦path⟧ minus what is known."""

@@ -186,11 +186,35 @@ class LocalGraph:
 class LocalExecutor:
     """``paths.compiler.Executor`` over a :class:`LocalGraph`, for one evaluation."""
 
+    gives_up = LocalTooLarge
+
     def __init__(self, graph: LocalGraph, max_pairs: int = DEFAULT_MAX_PAIRS):
         self.graph = graph
         self.max_pairs = max_pairs
         self._extra: dict[int, int] = {}                        # raw id → dense number ≥ n
         self._extra_ids: list[int] = []
+
+    @classmethod
+    def over_pairs(cls, start: np.ndarray, end: np.ndarray,
+                   max_pairs: int = DEFAULT_MAX_PAIRS) -> "LocalExecutor":
+        """An executor numbering the terms of a relation (raw id pairs), for relations handed in
+        with :meth:`pairs` (another executor's closure finished here: ``Executor.hand_off``)."""
+        return cls(LocalGraph(start, start, end), max_pairs)
+
+    def pairs(self, start, end) -> _Rel:
+        """A relation of raw id pairs in this executor's numbering."""
+        self._checked(len(start))
+        return _Rel(self.encode(start), self.encode(end))
+
+    def ids(self, pairs: _Rel) -> tuple[np.ndarray, np.ndarray]:
+        """Raw ids of a relation's pairs."""
+        return self.decode(pairs.start), self.decode(pairs.end)
+
+    def hand_off(self, steps, reached, delta, total: int):
+        return None                                         # already in memory
+
+    def take_back(self, other, pairs):
+        return pairs
 
     # numbering --------------------------------------------------------------------------------
     def encode(self, ids) -> np.ndarray:

@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from paths.algebra import Axis, AxisKind, Domain, Path
 from paths.compiler import (DEFAULT_MAX_ITERATIONS, END, START, Compiler, End, PathIterationLimit,
                             constant_id)
+from paths.local import LocalExecutor, LocalTooLarge
 from reasoner.hashing import term_id
 from reasoner.schema import ID, INFERRED, O, P, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TRANSITIVE, \
     PROPERTY, require_columns
@@ -54,6 +55,11 @@ LOCAL_MAX_TRIPLES: int | None = None
 #: Pairs one intermediate relation of an in-memory evaluation may hold (16 bytes each): past it,
 #: ``auto`` falls back to Spark and ``local`` raises ``paths.local.LocalTooLarge``.
 LOCAL_MAX_PAIRS = 50_000_000
+#: Whether the Spark executor finishes a closure in the driver when its step relation fits there
+#: (see :meth:`SparkExecutor.hand_off`).
+HAND_OFF = True
+#: Driver bytes a pair of a handed-off closure takes (its arrays, index and sorted keys).
+HAND_OFF_BYTES_PER_PAIR = 64
 
 
 def available_memory() -> int:
@@ -168,11 +174,39 @@ class SparkExecutor:
     """``paths.compiler.Executor`` as Spark joins: ids are DataFrames with one column ``id``,
     relations DataFrames with columns ``start``, ``end``."""
 
+    gives_up = LocalTooLarge
+
     def __init__(self, graph: PathGraph):
         self.graph = graph
         self.spark = graph.spark
         self._transitive: dict[int, bool] = {}
         self._memo: dict = {}
+
+    # a closure's last steps in the driver -----------------------------------------------------
+    def hand_off(self, steps, reached: DataFrame, delta: DataFrame, total: int):
+        """Take a closure's remaining steps to the driver: one job computes every step at once
+        (``steps()``, the step relation from any node), and when it fits the driver's memory
+        budget (with the ``total`` pairs reached so far) it is collected through Arrow with the
+        pairs reached, and the loop goes on in ``paths.local`` — no Spark job per level, where a
+        BFS over a large graph otherwise runs one job (a scan of the graph) per level. Returns
+        None when it does not fit (the loop stays on Spark); the driver loop gives up
+        (``LocalTooLarge``) when a relation outgrows :data:`LOCAL_MAX_PAIRS`, and the loop then
+        goes on in Spark from this point."""
+        if not HAND_OFF:
+            return None
+        budget = local_memory_budget() // HAND_OFF_BYTES_PER_PAIR
+        if total > min(budget, LOCAL_MAX_PAIRS):
+            return None
+        relation, rows = self.cut(self.distinct(steps()))
+        if total + rows > min(budget, LOCAL_MAX_PAIRS):
+            return None
+        other = LocalExecutor.over_pairs(*_arrays(relation), max_pairs=LOCAL_MAX_PAIRS)
+        return other, other.pairs(*_arrays(relation)), other.pairs(*_arrays(delta)), \
+            other.pairs(*_arrays(reached))
+
+    def take_back(self, other: LocalExecutor, pairs) -> DataFrame:
+        """Pairs of a handed-off closure as a DataFrame again."""
+        return answer_frame(self.spark, *other.ids(pairs))
 
     def small(self, rows: int) -> bool:
         return rows <= BROADCAST_ROWS
@@ -297,6 +331,12 @@ class SparkExecutor:
                                               & (F.col(O) == term_id(OWL_TRANSITIVEPROPERTY)))
             self._transitive[prop] = bool(typed.limit(1).count())
         return self._transitive[prop]
+
+
+def _arrays(pairs: DataFrame):
+    """The (start, end) columns of a relation, collected through Arrow."""
+    table = pairs.select(START, END).toArrow()
+    return table.column(START).to_numpy(), table.column(END).to_numpy()
 
 
 # --- entry point -------------------------------------------------------------------------------

@@ -7,11 +7,14 @@ binding modes over one graph and brings all answers back in ONE collect (tagged 
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from pyspark.sql import functions as F
 
 from paths import PathGraph, lower, parse
+from paths import compiler
 from paths import spark as spark_paths
 from paths.algebra import AxisKind, Domain, axis, inverse, plus, star
 from paths.named import SC_PLUS, SC_STAR, SP_PLUS, SP_STAR, TYPE
@@ -68,17 +71,32 @@ CHEAP = settings(max_examples=examples(15), deadline=None, phases=[Phase.explici
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+@contextmanager
+def hand_off(at: int | None):
+    """Closures handed to the driver at their step ``at`` (every closure of a path from a set
+    end when 1), or never (None)."""
+    saved = spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION
+    spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION = at is not None, at or 1
+    try:
+        yield
+    finally:
+        spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION = saved
+
+
 @CHEAP
 @given(graph=graphs, path=paths, start=ends, end=ends, start_set=set_ends, end_set=set_ends)
 def test_against_reference(spark, graph, path, start, end, start_set, end_set):
     """One random path in five binding modes: free, both constants drawn (each may be None),
-    a DataFrame of starts, a DataFrame of ends, and a DataFrame start with a constant end."""
+    a DataFrame of starts, a DataFrame of ends, and a DataFrame start with a constant end; each
+    with closures from a set end continued in the driver from their first step, and never."""
     cases = [(path, None, None), (path, start, end), (path, start_set, None), (path, None, end_set),
              (path, start_set, end)]
-    got, names = run(spark, graph, cases)
-    names.update({term_id(t): t for triple in graph for t in triple})
-    for (p, s, o), pairs in zip(cases, got):
-        assert decode(pairs, names) == expected(graph, p, s, o), (str(p), s, o)
+    for at in (1, None):
+        with hand_off(at):
+            got, names = run(spark, graph, cases)
+        names.update({term_id(t): t for triple in graph for t in triple})
+        for (p, s, o), pairs in zip(cases, got):
+            assert decode(pairs, names) == expected(graph, p, s, o), (str(p), s, o, at)
 
 
 # --- targeted cases ----------------------------------------------------------------------------
@@ -113,15 +131,38 @@ def test_zero_length_constants_follow_sparql(spark):
     assert [decode(pairs, names) for pairs in got] == [{(k, k)}, set(), {(k, k)}, set(), set()]
 
 
-def test_iteration_cap_names_path_and_cap(spark):
+@pytest.mark.parametrize("at", [None, 1, 3])
+def test_iteration_cap_names_path_and_cap(spark, at):
+    """The cap holds on Spark and in a closure handed to the driver (at its first, third step)."""
     chain = {(e(f"n{i}"), e("p"), e(f"n{i + 1}")) for i in range(6)}
     path = plus(axis(AxisKind.NEXT, False, e("p")))
     graph = PathGraph(encoded(spark, chain))
-    for start in (None, e("n0")):
-        with pytest.raises(PathIterationLimit) as caught:
-            evaluate(graph, path, start, max_iterations=2)
-        assert "2 iterations" in str(caught.value) and str(path) in str(caught.value)
-    assert evaluate(graph, path, e("n0"), max_iterations=6).count() == 6   # the 6th finds nothing new
+    with hand_off(at):
+        for start in (None, e("n0")):
+            with pytest.raises(PathIterationLimit) as caught:
+                evaluate(graph, path, start, max_iterations=4)
+            assert "4 iterations" in str(caught.value) and str(path) in str(caught.value)
+        assert evaluate(graph, path, e("n0"), max_iterations=6).count() == 6   # the 6th finds nothing new
+
+
+def test_closure_handed_off_gives_up_and_goes_on_in_spark(spark, monkeypatch):
+    """A driver loop that outgrows its pair budget (``LocalTooLarge``) leaves the closure to Spark
+    from the step it was handed at: same answer. Steps that do not fit are never collected."""
+    chain = {(e(f"n{i}"), e("p"), e(f"n{i + 1}")) for i in range(12)}
+    path = plus(axis(AxisKind.NEXT, False, e("p")))
+    graph = PathGraph(encoded(spark, chain))
+    seeds = ids(spark, [e(f"n{i}") for i in range(13)])
+    collected = []
+    real = spark_paths._arrays
+    monkeypatch.setattr(spark_paths, "_arrays", lambda pairs: collected.append(1) or real(pairs))
+    with hand_off(2):           # at step 2: 23 pairs reached, 12 steps; 78 pairs in the end
+        monkeypatch.setattr(spark_paths, "LOCAL_MAX_PAIRS", 40)
+        assert evaluate(graph, path, seeds).count() == 78
+        assert collected
+        collected.clear()
+        monkeypatch.setattr(spark_paths, "LOCAL_MAX_PAIRS", 30)
+        assert evaluate(graph, path, seeds).count() == 78
+        assert not collected
 
 
 def test_end_arguments_are_checked(spark):
