@@ -35,7 +35,7 @@ import shutil
 import time
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from reasoner import loading, rules, store
@@ -161,16 +161,18 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
     old_dir = out / store.VERSIONS / previous["version"]
     old = {name: spark.read.parquet(str(old_dir / name)) for name in store.TABLES}
     added, rejects = _added(spark, the_plan, version.staging / "_added")
-    terms = dictionary_terms(added).distinct()
-    # one scan of the old dictionary: collisions, the new terms, and which ids existed before
-    # (an instance that did not cannot have old types or triples: no anti-join needed for it)
-    looked_up = terms.join(old[DICTIONARY].withColumnRenamed(TERM, "_old"), ID, "left").cache()
-    clash = looked_up.filter(F.col("_old").isNotNull() & (F.col(TERM) != F.col("_old"))).limit(100).collect()
+    terms = dictionary_terms(added).distinct().cache()
+    # one streaming scan of the old dictionary against the added terms (broadcast: they are few;
+    # a shuffle would move every old term): collisions, and which ids existed before (an
+    # instance that did not cannot have old types or triples: no anti-join needed for it)
+    looked_up = (old[DICTIONARY].withColumnRenamed(TERM, "_old")
+                 .join(F.broadcast(terms), ID).cache())
+    clash = looked_up.filter(F.col(TERM) != F.col("_old")).limit(100).collect()
     if clash:
         raise HashCollisionError([(r[ID], sorted([r[TERM], r["_old"]])) for r in clash])
-    new_terms = looked_up.filter(F.col("_old").isNull()).select(ID, TERM)
+    known = F.broadcast(looked_up.select(ID))
+    new_terms = terms.join(known, ID, "left_anti").select(ID, TERM)
     phase("read_and_dictionary_lookup")
-    known = F.broadcast(looked_up.filter(F.col("_old").isNotNull()).select(ID))
     triples = added.select(*[F.xxhash64(c).alias(c) for c in (S, P, O)]).distinct().cache()
 
     schema_predicates = [rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV]
@@ -256,13 +258,14 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
         _link_table(old_dir, version.staging, name)
         before = previous["tables"].get(name) if name != REJECTS else previous["summary"]["rejected"]
         written = 0
-        if delta is not None:
-            delta = delta.select(*old[name].columns)
+        if delta is not None:                               # counted by the write's own job
+            rows = Observation()
+            delta = delta.select(*old[name].columns).observe(rows, F.count(F.lit(1)).alias("n"))
             delta.write.mode("append").parquet(str(version.staging / name))
-            written = spark.read.parquet(str(version.staging / name)).count() - before
+            written = int(rows.get["n"])
         counts[name] = before + written
         phase(f"write_{name}")
     shutil.rmtree(version.staging / "_added", ignore_errors=True)
-    for cached in (triples, looked_up, base, new_types, old_subjects):
+    for cached in (terms, triples, looked_up, base, new_types, old_subjects):
         cached.unpersist()
     return counts
