@@ -14,7 +14,6 @@ expected there. Errors of meaning (an undeclared window, two negated elements, .
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path as _FilePath
 
 from lark import Token, v_args
 
@@ -60,7 +59,7 @@ _TERMINAL_WORDS = {
     "$END": "the end of the query",
 }
 
-_PARSER = GrammarParser(_FilePath(__file__).with_name("grammar.lark"), _TERMINAL_WORDS,
+_PARSER = GrammarParser("cep", "grammar.lark", _TERMINAL_WORDS,
                         error_cls=CepSyntaxError, subject="query")
 
 

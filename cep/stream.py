@@ -79,7 +79,9 @@ from cep.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_c
 from cep.continuous import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan, plan as make_plan
 from cep.lifetimes import OPEN_END
 from reasoner.hashing import term_id
+from reasoner.locations import local_path
 from reasoner.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
+from reasoner.sparkutil import cut
 
 __all__ = ["FileSource", "KafkaSource", "StaticFiles", "ClosureStore", "DirectorySink", "ConsoleSink", "KafkaSink",
            "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM"]
@@ -123,13 +125,16 @@ class FileSource:
     #: lines carry a file block and are numbered per batch (``reasoner.loading.with_line_numbers``)
     numbered = False
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "directory", str(local_path(self.directory, f"stream {self.stream}")))
+
     def lines(self, spark: SparkSession) -> DataFrame:
         reader = spark.readStream.format("text")
         if self.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", str(self.max_files_per_trigger))
-        local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
+        file_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
         return reader.load(str(self.directory)).select(
-            F.col("value").alias(RAW), local_path.alias(FILE),
+            F.col("value").alias(RAW), file_path.alias(FILE),
             F.col("_metadata.file_block_start").alias("_block"), F.lit(self.stream).alias(STREAM))
 
 
@@ -239,7 +244,7 @@ class StaticFiles:
             background, dictionaries = {}, []
             for graph, files in self.graphs.items():
                 closure, dictionary = encoded_closure(load(spark, files).triples)
-                background[graph] = closure.inferred.localCheckpoint()
+                background[graph] = cut(closure.inferred)
                 dictionaries.append(dictionary)
             if None not in background:
                 background[None] = spark.createDataFrame([], f"{S} long, {P} long, {O} long")
@@ -253,7 +258,7 @@ class ClosureStore:
     micro-batch, so a refresh that publishes a new version is picked up without a restart."""
 
     def __init__(self, directory: str | Path):
-        self.directory = Path(directory)
+        self.directory = local_path(directory, "the closure store")
 
     def version(self) -> str:
         from reasoner.store import StoreError, current_version
@@ -286,7 +291,7 @@ class DirectorySink:
     written to a temporary name and renamed: a replayed batch replaces its file (exactly once)."""
 
     def __init__(self, directory: str | Path):
-        self.directory = Path(directory)
+        self.directory = local_path(directory, "the output directory")
 
     def write(self, label: str, rows) -> int:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -525,7 +530,8 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         raise ContinuousError(f"the query reads stream(s) {', '.join(missing)} but no source was given for them "
                               f"(sources: {', '.join(sorted(given)) or 'none'})")
     used = [s for s in sources if s.stream in read]
-    runner = _Runner(spark, cplan, static or _NoStatic(), sink, Path(checkpoint), rejects, on_answers, metrics,
+    checkpoint = local_path(checkpoint, "the checkpoint")
+    runner = _Runner(spark, cplan, static or _NoStatic(), sink, checkpoint, rejects, on_answers, metrics,
                      dict(query.prefixes) if prefixes is None else dict(prefixes), engine)
     if hasattr(sink, "bind"):
         sink.bind(spark)
@@ -562,7 +568,7 @@ class _Runner:
         self.spark, self.plan, self.static, self.sink = spark, cplan, static, sink
         self.used = "spark"
         self.checkpoint = checkpoint
-        self.rejects_dir = Path(rejects) if rejects else None
+        self.rejects_dir = local_path(rejects, "the rejects directory") if rejects else None
         self.on_answers, self.metrics_out, self.prefixes = on_answers, metrics, prefixes
         self.state = _StateStore(spark, checkpoint)
         self.summary = RunSummary()

@@ -26,8 +26,15 @@ from pyspark.sql import functions as F
 
 from ontologies import plants
 from ontologies.data import data_dir
+from reasoner import resources
 
-ONTOLOGIES = Path(__file__).resolve().parent.parent / "ontologies"
+
+
+def example(name: str) -> Path:
+    """A shipped example file (package ``ontologies``) as a file on disk."""
+    return resources.path("ontologies", name)
+
+
 VIENNA = "http://example.org/vienna#"
 STEPHANSPLATZ = "st60201320"  # the station (DIVA) of Stephansplatz, Vienna's centre
 
@@ -70,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
           f" -> {'OK' if found == expected else 'MISMATCH'}")
 
     print("== 4. the Vienna schema + running-example background")
-    vienna = materialize_sources(spark, [ONTOLOGIES / "vienna_schema.ttl", ONTOLOGIES / "vienna_example.ttl"],
+    vienna = materialize_sources(spark, [example("vienna_schema.ttl"), example("vienna_example.ttl")],
                                  out / "vienna-store")
     print(json.dumps(vienna, sort_keys=True))
     inferred = open_version(spark, out / "vienna-store").table("inferred", decoded=True)
@@ -95,12 +102,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(names)} stations reach Stephansplatz by subway, e.g. {', '.join(names[:8])}")
 
     print("== 6. CQELS-CEP running example (query, background, stream):")
-    print((ONTOLOGIES / "vienna_example_query.rq").read_text(encoding="utf-8"))
+    print(resources.text("ontologies", "vienna_example_query.rq"))
     outcome = {}
     for at in (14, 16):
         answers_file = out / f"running_example_at_{at}.tsv"
-        query_job.main([str(ONTOLOGIES / "vienna_example_query.rq"), "--static", str(ONTOLOGIES / "vienna_example.ttl"),
-                        "--stream", f"<http://example.org/publicTransport>={ONTOLOGIES / 'vienna_example_stream.jsonl'}",
+        query_job.main([str(example("vienna_example_query.rq")), "--static", str(example("vienna_example.ttl")),
+                        "--stream", f"<http://example.org/publicTransport>={example('vienna_example_stream.jsonl')}",
                         "--at", str(at), "--time-unit", "m", "--out", str(answers_file)])
         outcome[at] = answers_file.read_text(encoding="utf-8").splitlines()[1:]
         print(f"-- at t={at}: {len(outcome[at])} answer(s)")

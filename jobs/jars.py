@@ -38,4 +38,13 @@ def run(args: argparse.Namespace) -> int:
     if args.kafka_broker:
         paths = jars.resolve_kafka_broker()
         print(f"Kafka broker cached: {len(paths)} jars in {paths[0].parent}")
+    print(cluster_packages())
     return 0
+
+
+def cluster_packages() -> str:
+    """What to pass to spark-submit on a cluster, where the jar cache is not on the classpath."""
+    return ("On a cluster, pass the JVM dependencies to spark-submit as Maven coordinates:\n"
+            f"  --packages {jars.KAFKA_CONNECTOR.coordinate}    (Kafka sources and sinks)\n"
+            f"  --packages {jars.GRAPHFRAMES.coordinate}    (optional: --strategy graphframes; "
+            "not on the Maven Central reachable here)")

@@ -39,9 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
+    from reasoner.locations import local_path
     from reasoner.progress import Progress
     from reasoner.publish import choose_engine, materialize_sources
 
+    local_path(args.out, "the store")                      # a foreign filesystem fails before Spark starts
     # the driver-side engine needs no Spark session (a scheduled refresh of a small ontology
     # then takes well under a second instead of a JVM start)
     local = choose_engine(args.ontology, args.engine, args.strategy) == "local"

@@ -41,6 +41,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 from jobs.errors import run_cli  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from reasoner.errors import SidecarError  # noqa: E402
+from reasoner.locations import local_path  # noqa: E402
 
 VARIABLES = ("start", "end")
 _PREFIX_FORMATS = ("turtle", "n3", "trig")
@@ -158,7 +159,7 @@ def prepare(args: argparse.Namespace) -> Query:
     """Everything that needs no Spark: files exist, prefixes, the path and the end terms parse."""
     from paths import PathSyntaxError, lower, parse
 
-    files = tuple(Path(f) for f in args.data)
+    files = tuple(local_path(f, "--data") for f in args.data)
     for path in files:
         if not path.is_file():
             raise PathsError(f"{path}: no such file")

@@ -62,6 +62,7 @@ from cep.algebra import TIME_UNITS  # noqa: E402
 from jobs.errors import run_cli  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from reasoner.errors import SidecarError  # noqa: E402
+from reasoner.locations import local_path  # noqa: E402
 
 #: The extra result columns of a query with event clauses: the answer's interval.
 START_VAR, END_VAR = "_start", "_end"
@@ -160,8 +161,23 @@ def _binding(item: str, prefixes: dict[str, str], option: str) -> tuple[str | No
         if option == "--stream":
             raise QueryError(f"--stream {item!r}: expected IRI=FILE (an <iri>, an absolute IRI or a prefixed "
                              f"name the query declares, then '=' and the stream file)")
-        return None, Path(item)
-    return iri, Path(file)
+        return None, _local(item, option)
+    return iri, (Path(file) if file.strip().startswith("kafka:") else _local(file, option))
+
+
+def _local(text: str, what: str) -> Path:
+    """A path argument as a local path (a file: URL converted; other filesystems refused)."""
+    return local_path(text, what)
+
+
+def _local_arguments(args: argparse.Namespace) -> None:
+    """The path options made local paths (``reasoner.locations``) before anything uses them."""
+    for option in ("checkpoint", "rejects", "closure"):
+        if getattr(args, option, None):
+            setattr(args, option, str(_local(getattr(args, option), f"--{option}")))
+    out = getattr(args, "out", None)
+    if out and out not in ("console", "-") and not out.startswith("kafka:"):
+        args.out = str(_local(out, "--out"))
 
 
 def _existing(path: Path, what: str) -> Path:
@@ -186,11 +202,12 @@ def plan(args: argparse.Namespace) -> Plan:
     from cep import CepSyntaxError, compile_query
     from cep.algebra import BGP, Project, background_patterns, stream_patterns
 
+    _local_arguments(args)
     continuous = bool(getattr(args, "continuous", False))
     at = None if continuous else parse_at(args.at, args.time_unit)
     if continuous:
         _check_continuous(args)
-    query_path = _existing(Path(args.query), "the query file")
+    query_path = _existing(_local(args.query, "the query file"), "the query file")
     text = query_path.read_text(encoding="utf-8")
     try:
         query = compile_query(text)

@@ -17,12 +17,11 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
-from reasoner import jars
+from reasoner import jars, resources
 
 LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
@@ -34,7 +33,9 @@ LOCAL_DEFAULTS = {
 }
 
 
-QUIET_LOG4J = Path(__file__).resolve().with_name("log4j2-quiet.properties")
+#: The JVM's quiet logging configuration, a resource of this package (a file on disk when run
+#: from a zip: ``reasoner.resources.path``).
+QUIET_LOG4J = ("jobs", "log4j2-quiet.properties")
 #: Lines the JVM prints on its stderr outside log4j that a quiet run drops.
 _JVM_NOISE = (b"WARNING: Using incubator modules:",)
 
@@ -83,7 +84,7 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
         options = present.get("spark.driver.extraJavaOptions", "")
         if "log4j2.configurationFile" not in options:
             builder = builder.config("spark.driver.extraJavaOptions",
-                                     f"{options} -Dlog4j2.configurationFile=file:{QUIET_LOG4J}".strip())
+                                     f"{options} -Dlog4j2.configurationFile=file:{resources.path(*QUIET_LOG4J)}".strip())
         if local:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for key, value in LOCAL_DEFAULTS.items():

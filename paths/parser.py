@@ -22,14 +22,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path as _FilePath
 from urllib.parse import urljoin, urlsplit
 
 from lark import Lark, Token, Transformer, v_args
+from lark.load_grammar import FromPackageLoader
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, \
     VisitError
 
 from paths import syntax as S
+from reasoner import resources
 from reasoner.errors import SidecarError
 
 __all__ = ["parse", "PathSyntaxError", "GrammarParser", "TERMINAL_WORDS", "PathTransformer",
@@ -68,8 +69,6 @@ def _one_of(items: tuple[str, ...]) -> str:
     return "one of " + ", ".join(items)
 
 
-_PATHS_DIR = _FilePath(__file__).resolve().parent
-
 # What each named terminal means to a reader of an error message.
 TERMINAL_WORDS = {
     "IRIREF": "an IRI <...>",
@@ -91,8 +90,10 @@ TERMINAL_WORDS = {
 
 
 class GrammarParser:
-    """The LALR(1) parser of ``grammar_file`` — ``paths/grammar.lark`` or a grammar that
-    ``%import``s its rules (``paths/`` is on lark's import path) — with errors in words.
+    """The LALR(1) parser of the grammar ``name`` shipped in ``package`` — ``paths/grammar.lark``
+    or a grammar that ``%import``s its rules (the ``paths`` package is on lark's import path) —
+    with errors in words. Grammars are package resources (``reasoner.resources``), so the parser
+    builds from a zip on ``sys.path`` as from a source tree.
 
     ``words`` maps terminal names to what they mean to a reader (extend :data:`TERMINAL_WORDS`);
     ``error_cls`` is the error raised, called as ``error_cls(reason, text, line, column,
@@ -100,11 +101,11 @@ class GrammarParser:
     ("path", "query") in the end-of-input message.
     """
 
-    def __init__(self, grammar_file: _FilePath, words: Mapping[str, str], *,
+    def __init__(self, package: str, name: str, words: Mapping[str, str], *,
                  error_cls: type[PathSyntaxError], subject: str) -> None:
-        self.lark = Lark(_FilePath(grammar_file).read_text(encoding="utf-8"), parser="lalr",
+        self.lark = Lark(resources.text(package, name), parser="lalr",
                          lexer="contextual", propagate_positions=True, maybe_placeholders=False,
-                         import_paths=[str(_PATHS_DIR)])
+                         import_paths=[FromPackageLoader("paths")])
         self.words = dict(words)
         self.error_cls = error_cls
         self.subject = subject
@@ -395,7 +396,7 @@ class PathTransformer(Transformer):
         return S.BlankNode(str(children[0])[2:], span=span(meta))
 
 
-_PARSER = GrammarParser(_FilePath(__file__).with_name("grammar.lark"), TERMINAL_WORDS,
+_PARSER = GrammarParser("paths", "grammar.lark", TERMINAL_WORDS,
                         error_cls=PathSyntaxError, subject="path")
 
 

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from reasoner.dictionary import decode
 from reasoner.errors import SidecarError
+from reasoner.locations import local_path
 from reasoner.schema import DICTIONARY, REJECTS, TABLE_COLUMNS, TERM_COLUMNS
 
 VERSIONS = "versions"
@@ -46,21 +47,20 @@ class StoreError(SidecarError, RuntimeError):
     """The output directory is missing, locked, or does not hold the asked version."""
 
 
-def _check_local(out: Path) -> None:
-    text = str(out)
-    if "://" in text and not text.startswith("file://"):
-        raise StoreError(f"{text}: the output directory must be a local or mounted path (no {text.split('://')[0]}:// URLs)")
+def _root(out: str | Path) -> Path:
+    """The store's directory: a local path or a ``file:`` URL (``reasoner.locations``)."""
+    return local_path(out, "the store")
 
 
 def current_version(out: str | Path) -> str | None:
-    pointer = Path(out) / CURRENT
+    pointer = _root(out) / CURRENT
     if not pointer.exists():
         return None
     return pointer.read_text(encoding="utf-8").strip() or None
 
 
 def list_versions(out: str | Path) -> list[str]:
-    directory = Path(out) / VERSIONS
+    directory = _root(out) / VERSIONS
     if not directory.is_dir():
         return []
     return sorted(p.name for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -70,7 +70,7 @@ def read_manifest(out: str | Path, version: str | None = None) -> dict:
     version = version or current_version(out)
     if version is None:
         raise StoreError(f"{out}: no current version (nothing has been materialized here yet)")
-    path = Path(out) / VERSIONS / version / MANIFEST
+    path = _root(out) / VERSIONS / version / MANIFEST
     if not path.exists():
         raise StoreError(f"{out}: version {version} does not exist (present: {', '.join(list_versions(out)) or 'none'})")
     return json.loads(path.read_text(encoding="utf-8"))
@@ -141,8 +141,7 @@ class VersionWriter:
 @contextlib.contextmanager
 def new_version(out: str | Path) -> Iterator[VersionWriter]:
     """Stage a new version; on any exception the staging directory is removed, CURRENT untouched."""
-    out = Path(out)
-    _check_local(out)
+    out = _root(out)
     with _locked(out):
         (out / VERSIONS).mkdir(parents=True, exist_ok=True)
         for stale in (out / VERSIONS).glob(".tmp-*"):  # left by a crashed run; we hold the lock
@@ -181,4 +180,4 @@ class Materialized:
 def open_version(spark: SparkSession, out: str | Path, version: str | None = None) -> Materialized:
     """Open the current version of ``out`` (or ``version``) for reading."""
     manifest = read_manifest(out, version)
-    return Materialized(spark, Path(out), manifest["version"], manifest)
+    return Materialized(spark, _root(out), manifest["version"], manifest)

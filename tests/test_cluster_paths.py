@@ -1,0 +1,138 @@
+"""Running where Spark users run it (issue 15), the parts testable without a cluster: the project
+imported and run from its ``--py-files`` zip alone, ``file:`` URLs as paths, other filesystems
+refused before anything is written, and the lineage cut off local mode."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from jobs import package
+from jobs.cli import main as cli
+from reasoner import resources, store
+from reasoner.locations import LocationError, local_path
+
+EXAMPLE = ("vienna_schema.ttl", "vienna_example.ttl")
+
+
+def examples() -> list[str]:
+    return [str(resources.path("ontologies", name)) for name in EXAMPLE]
+
+
+# --- the zip -------------------------------------------------------------------------------------
+
+def zip_only_env(artifact: Path) -> dict:
+    """An environment whose Python sees the zip and the site-packages only (run with -S: no .pth,
+    so not this source tree through the editable install)."""
+    site = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(artifact), *site])
+    return env
+
+
+def test_the_package_runs_from_its_zip(tmp_path):
+    artifact, launcher = package.build(tmp_path / "dist")
+    package.check(artifact)                                  # imports from the zip; both grammars build
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    ontology = work / "example.ttl"                          # the shipped example, read out of the zip
+    probe = ("import sys; from reasoner import resources; "
+             "sys.stdout.write(str(resources.path('ontologies', 'vienna_example.ttl')))")
+    extracted = subprocess.run([sys.executable, "-S", "-c", probe], env={**zip_only_env(artifact),
+                               "RSP_CACHE_DIR": str(tmp_path / "cache")}, cwd=work, capture_output=True, text=True)
+    assert extracted.returncode == 0, extracted.stderr
+    assert extracted.stdout.startswith(str(tmp_path / "cache"))  # not a path into the zip
+    ontology.write_bytes(Path(extracted.stdout).read_bytes())
+    assert ontology.read_bytes() == resources.data("ontologies", "vienna_example.ttl")
+    done = subprocess.run([sys.executable, "-S", str(launcher), "materialize", "--engine", "local",
+                           "--ontology", str(ontology), "--out", "file://" + str(work / "store")],
+                          env=zip_only_env(artifact), cwd=work, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    manifest = store.read_manifest(work / "store")
+    assert manifest["summary"]["counts"]["inferred"] > 0
+    assert sorted(p.name for p in work.iterdir()) == ["example.ttl", "store"]
+
+
+def test_a_zip_without_resource_loading_is_caught(tmp_path):
+    """The check fails for real: a zip whose parser reads its grammar through ``__file__``."""
+    artifact = tmp_path / "broken.zip"
+    import zipfile
+
+    good, _ = package.build(tmp_path / "dist")
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(artifact, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "paths/parser.py":
+                assert b"resources.text(package, name)" in data
+                data = data.replace(b"resources.text(package, name)",
+                                    b"__import__('pathlib').Path(__file__).with_name(name).read_text()")
+            target.writestr(item, data)
+    with pytest.raises(package.PackageError, match="does not import from the zip"):
+        package.check(artifact)
+
+
+# --- locations -----------------------------------------------------------------------------------
+
+def test_local_path_reads_file_urls_and_refuses_other_filesystems():
+    assert local_path("file:///abs/a%20b") == Path("/abs/a b")
+    assert local_path("file:/abs") == Path("/abs")
+    assert local_path("file://localhost/abs") == Path("/abs")
+    assert local_path("rel/x.nt") == Path("rel/x.nt")
+    assert local_path("odd:name.nt") == Path("odd:name.nt")     # a colon in a file name is no URL
+    for url in ("hdfs://nn:8020/closure", "s3a://bucket/key", "abfss://c@a.dfs.core.windows.net/x",
+                Path("hdfs://nn/x")):
+        with pytest.raises(LocationError, match=r"on a (hdfs|s3a|abfss):// filesystem"):
+            local_path(url, "--out")
+    with pytest.raises(LocationError, match="another host"):
+        local_path("file://other/x")
+
+
+def test_materialize_to_a_foreign_filesystem_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = cli(["materialize", "--ontology", *examples(), "--out", "hdfs://namenode:8020/closure"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("error: hdfs://namenode:8020/closure: the store is on a hdfs://")
+    code = cli(["materialize", "--ontology", "s3a://bucket/schema.ttl", "--out", "store"])
+    assert code == 2 and "source is on a s3a:// filesystem" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []                    # no directory named hdfs: or store
+
+
+def test_query_paths_refuse_foreign_filesystems(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    query = str(resources.path("ontologies", "vienna_example_query.rq"))
+    stream = str(resources.path("ontologies", "vienna_example_stream.jsonl"))
+    code = cli(["query", query, "--continuous", "--stream", f"<http://example.org/publicTransport>={tmp_path}",
+                "--checkpoint", "hdfs://nn/ckpt"])
+    assert code == 2 and "--checkpoint is on a hdfs:// filesystem" in capsys.readouterr().err
+    code = cli(["query", query, "--at", "5", "--stream", "<http://example.org/publicTransport>=s3a://b/events.jsonl"])
+    assert code == 2 and "--stream is on a s3a:// filesystem" in capsys.readouterr().err
+    code = cli(["paths", "--data", "hdfs://nn/data.nt", "--path", "<http://e/p>+"])
+    assert code == 2 and "--data is on a hdfs:// filesystem" in capsys.readouterr().err
+    assert stream and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.spark
+def test_a_file_url_store_is_one_store(spark, tmp_path, monkeypatch):
+    """``--out file:///abs/store`` once split the store: Parquet under /abs/store, the manifest and
+    CURRENT under ./file:/abs/store. Both engines now write all of it at /abs/store."""
+    from reasoner.publish import materialize_sources
+
+    monkeypatch.chdir(tmp_path)
+    for engine in ("spark", "local"):
+        target = tmp_path / f"store-{engine}"
+        url = "file://" + str(target)
+        first = materialize_sources(spark, ["file://" + p for p in examples()], url, engine=engine)
+        again = materialize_sources(spark, examples(), url, engine=engine, if_changed=True)
+        assert first["version"] == "v000001" and again["skipped"]
+        assert store.current_version(target) == "v000001"
+        manifest = json.loads((target / "versions" / "v000001" / "manifest.json").read_text())
+        assert manifest["tables"] == first["counts"]
+        assert (target / "versions" / "v000001" / "inferred").is_dir()
+        assert store.open_version(spark, url).table("inferred").count() == first["counts"]["inferred"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store-local", "store-spark"]
