@@ -69,8 +69,10 @@ def _prefix(path: Path, size: int) -> tuple[str, int, bool]:
     return digest.hexdigest(), lines, last in (b"\n", b"\r")
 
 
-def plan(previous: dict, sources: list[loading.Source]) -> Plan:
-    """Whether the change from ``previous`` (a manifest) to ``sources`` may be incremental."""
+def plan(previous: dict, sources: list[loading.Source], prefixes: dict | None = None) -> Plan:
+    """Whether the change from ``previous`` (a manifest) to ``sources`` may be incremental.
+    ``prefixes``: the hashes of the files' old lengths taken while loading (``loading.load``'s
+    ``marks``); a file without one is read again here."""
     if previous.get("schema") is None:
         raise Refused("the previous version recorded no schema (made before incremental refresh)")
     if previous.get("rules") != list(rules.RULES):
@@ -86,7 +88,8 @@ def plan(previous: dict, sources: list[loading.Source]) -> Plan:
             continue
         if now.format != "ntriples" or now.bytes <= before["bytes"]:
             raise Refused(f"{now.path} was modified, not appended to")
-        digest, lines, whole = _prefix(Path(now.path), before["bytes"])
+        known = (prefixes or {}).get(now.path)
+        digest, lines, whole = known if known is not None else _prefix(Path(now.path), before["bytes"])
         if digest != before["sha256"] or not whole:
             raise Refused(f"{now.path} was modified, not appended to")
         appended.append((Path(now.path), before["bytes"], lines, scope))

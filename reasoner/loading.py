@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from reasoner.errors import SidecarError
+from reasoner.locations import local_path
 from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S
 from reasoner.terms import from_rdflib
 from reasoner.vocab import OWL_IMPORTS, XSD_STRING
@@ -69,6 +70,8 @@ class Loaded:
     rejects: DataFrame  # (file, line, reason, raw)
     sources: list[Source]
     _read: Callable[[str | Path | None], tuple[DataFrame, DataFrame]] | None = None
+    #: path → (SHA-256, lines, ends a line) of its first ``marks[path]`` bytes (see :func:`load`)
+    prefixes: dict[str, tuple[str, int, bool]] = dataclasses.field(default_factory=dict)
 
     def staged(self, directory: str | Path) -> "Loaded":
         """The same, with the N-Triples parsed once into Parquet under ``directory`` (see
@@ -76,7 +79,7 @@ class Loaded:
         if self._read is None:
             return self
         triples, rejects = self._read(directory)
-        return Loaded(triples, rejects, self.sources)
+        return Loaded(triples, rejects, self.sources, prefixes=self.prefixes)
 
     @property
     def rejected(self) -> int:
@@ -84,11 +87,33 @@ class Loaded:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+    return hash_file(path)[0]
+
+
+def hash_file(path: Path, mark: int | None = None,
+              chunk: int = 1 << 22) -> tuple[str, tuple[str, int, bool] | None]:
+    """SHA-256 of the file and, with ``mark``, of its first ``mark`` bytes in the same pass: (their
+    SHA-256, their line count, whether they end a line) — what incremental refresh checks an
+    appended file against (None when the file is shorter)."""
+    digest, prefix, lines, done, previous_last = hashlib.sha256(), None, 0, 0, b"\n"
     with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        for block in iter(lambda: handle.read(chunk), b""):
+            if mark is not None and prefix is None and done + len(block) >= mark:
+                head = block[:mark - done]
+                digest.update(head)
+                lines += head.count(b"\n")
+                last = head[-1:] if head else previous_last
+                prefix = (digest.copy().hexdigest(), lines, last in (b"\n", b"\r"))
+                digest.update(block[mark - done:])
+            else:
+                digest.update(block)
+                if mark is not None and prefix is None:
+                    lines += block.count(b"\n")
+            previous_last = block[-1:]
+            done += len(block)
+    if mark == 0 and prefix is None:                        # an empty file
+        prefix = (hashlib.sha256().hexdigest(), 0, True)
+    return digest.hexdigest(), prefix
 
 
 def detect_format(path: Path, explicit: str | None = None) -> str:
@@ -372,12 +397,13 @@ def _import_target(importer: Path, iri: str) -> Path:
 
 
 def _walk(paths: Sequence[str | Path], formats: dict[str, str], follow_imports: bool,
-          on_ntriples) -> tuple[list[Source], list[tuple[str, str, str]]]:
+          on_ntriples, marks: dict[str, int] | None = None,
+          prefixes: dict | None = None) -> tuple[list[Source], list[tuple[str, str, str]]]:
     """Visit the sources (and, with ``follow_imports``, what they import) once each: N-Triples
     files go to ``on_ntriples(path, scope)``, which returns their ``owl:imports`` IRIs when asked
     to follow them; other formats are parsed by rdflib here. Returns the sources and rdflib's
     triples."""
-    queue = [Path(p) for p in paths]
+    queue = [local_path(p, "source") for p in paths]
     seen: set[Path] = set()
     sources: list[Source] = []
     rows: list[tuple[str, str, str]] = []
@@ -391,7 +417,12 @@ def _walk(paths: Sequence[str | Path], formats: dict[str, str], follow_imports: 
             raise RDFLoadError(str(path), "no such file")
         fmt = detect_format(path, formats.get(str(path)))
         scope = len(sources)
-        sources.append(Source(str(path), fmt, file_sha256(path), path.stat().st_size))
+        size = path.stat().st_size
+        mark = (marks or {}).get(str(path))
+        sha, prefix = hash_file(path, mark if mark is not None and mark <= size else None)
+        if prefix is not None and prefixes is not None:
+            prefixes[str(path)] = prefix
+        sources.append(Source(str(path), fmt, sha, size))
         imports: list[str] = []
         if fmt == "ntriples":
             imports = on_ntriples(path, scope)
@@ -408,8 +439,10 @@ def _walk(paths: Sequence[str | Path], formats: dict[str, str], follow_imports: 
 
 
 def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str, str] | None = None,
-         follow_imports: bool = False) -> Loaded:
-    """Load RDF files (see module doc). ``formats`` maps a path to an explicit format name."""
+         follow_imports: bool = False, marks: dict[str, int] | None = None) -> Loaded:
+    """Load RDF files (see module doc). ``formats`` maps a path to an explicit format name.
+    ``marks`` (path → bytes): also hash those files' first bytes, in the same pass as the whole
+    file (``Loaded.prefixes``; incremental refresh checks that a file only grew)."""
     nt_paths: list[Path] = []
     nt_scopes: list[int] = []
 
@@ -422,7 +455,8 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
                  .limit(10_000).collect()]
         return [m.group(1) for line in lines if (m := re.search(r"<([^>]*)>\s*\.\s*$", line))]
 
-    sources, rows = _walk(paths, formats or {}, follow_imports, on_ntriples)
+    prefixes: dict[str, tuple[str, int, bool]] = {}
+    sources, rows = _walk(paths, formats or {}, follow_imports, on_ntriples, marks or {}, prefixes)
 
     def read(stage: str | Path | None) -> tuple[DataFrame, DataFrame]:
         parts: list[DataFrame] = []
@@ -437,7 +471,7 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
             triples = triples.unionByName(part)
         return triples, rejects
 
-    return Loaded(*read(None), sources, read)
+    return Loaded(*read(None), sources, read, prefixes)
 
 
 @dataclasses.dataclass
@@ -467,4 +501,5 @@ def load_local(paths: Sequence[str | Path], *, formats: dict[str, str] | None = 
 
 def total_bytes(paths: Sequence[str | Path]) -> int:
     """The size of the named files (imports not followed): what ``engine="auto"`` decides on."""
-    return sum(Path(p).stat().st_size for p in paths if Path(p).is_file())
+    files = [local_path(p, "source") for p in paths]
+    return sum(p.stat().st_size for p in files if p.is_file())

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from reasoner import incremental, loading, local, store
 from reasoner.closure import STRATEGIES
 from reasoner.dictionary import check_collisions, dictionary_terms, encode_triples
+from reasoner.locations import local_path
 from reasoner.materialize import materialize
 from reasoner.progress import SILENT, Progress
 from reasoner.rules import RULES
@@ -72,11 +73,18 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     started = time.perf_counter()
+    # file: URLs become local paths and other filesystems are refused before anything is opened
+    paths = [local_path(p, "source") for p in paths]
+    out = local_path(out, "the store")
+    export_ntriples = None if export_ntriples is None else local_path(export_ntriples, "the N-Triples export")
     if choose_engine(paths, engine, strategy) == "local":
         return _materialize_local(paths, out, if_changed=if_changed, follow_imports=follow_imports,
                                   export_ntriples=export_ntriples, progress=progress, started=started)
     timings: dict[str, float] = {}
-    loaded = loading.load(spark, paths, follow_imports=follow_imports)
+    marks = None
+    if if_changed and store.current_version(out):           # hash the old lengths in the same pass
+        marks = {s["path"]: s["bytes"] for s in store.read_manifest(out).get("sources", [])}
+    loaded = loading.load(spark, paths, follow_imports=follow_imports, marks=marks)
     fingerprint = _fingerprint(loaded.sources, strategy)
     if if_changed and (summary := _unchanged(out, fingerprint, started, export_ntriples,
                                              lambda o, e: _export_spark(spark, o, e))) is not None:
@@ -86,7 +94,7 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
     refresh, why_full = None, None
     if if_changed and store.current_version(out):
         try:
-            refresh = incremental.plan(store.read_manifest(out), loaded.sources)
+            refresh = incremental.plan(store.read_manifest(out), loaded.sources, loaded.prefixes)
         except incremental.Refused as why:
             why_full = str(why)
     with store.new_version(out) as version:

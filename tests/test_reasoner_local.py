@@ -242,3 +242,23 @@ def test_hash_collisions_are_refused_on_both_engines(spark, monkeypatch):
     monkeypatch.setattr(local, "fast_xxh64", lambda data: 7 if data in (b"<a>", b"<b>") else len(data) + 100)
     with pytest.raises(HashCollisionError, match="<a>.*<b>"):
         local.dictionary([("<a>", "<p>", "<b>")])
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300).map(lambda b: b.replace(b"x", b"\n")), chunk=st.sampled_from([1, 3, 7, 64]),
+       cut=st.floats(0, 1))
+def test_a_file_and_its_prefix_hashed_in_one_pass(tmp_path_factory, data, chunk, cut):
+    """``loading.hash_file``'s prefix (SHA-256, lines, ends a line) of the first ``mark`` bytes is
+    what incremental refresh computes by reading them again, whatever the chunk boundaries."""
+    import hashlib
+
+    from reasoner.incremental import _prefix
+    from reasoner.loading import hash_file
+
+    path = tmp_path_factory.mktemp("hash") / "f.nt"
+    path.write_bytes(data)
+    mark = int(len(data) * cut)
+    sha, prefix = hash_file(path, mark, chunk=chunk)
+    assert sha == hashlib.sha256(data).hexdigest()
+    assert prefix == _prefix(path, mark)
+    assert hash_file(path)[1] is None
