@@ -89,6 +89,24 @@ def oxigraph_seconds(path: Path) -> tuple[float, int]:
     return time.perf_counter() - start, int(rows[0]["n"].value)
 
 
+def plant_hierarchy(spark, hierarchy: Path, work: Path, owlrl_timeout: float, progress) -> None:
+    """The plant hierarchy on both engines beside pyoxigraph and owlrl."""
+    seconds, jobs, used = ours(spark, [hierarchy], work)
+    spark_seconds, spark_jobs, _ = ours(spark, [hierarchy], work, engine="spark")
+    oxi, pairs = oxigraph_seconds(hierarchy)
+    theirs, shown = owlrl_seconds([hierarchy], owlrl_timeout)
+    progress.phase("plant hierarchy: ours, pyoxigraph and owlrl")
+    print(f"\nplant hierarchy ({pairs:,} rdfs:subClassOf+ pairs)")
+    print(f"  ours, engine {used:<6}   {seconds:8.2f} s  ({jobs} Spark jobs)")
+    print(f"  ours, engine spark    {spark_seconds:8.2f} s  ({spark_jobs} Spark jobs)")
+    print(f"  pyoxigraph            {oxi:8.2f} s  (load + COUNT of subClassOf+)   ours/pyoxigraph = {seconds / oxi:.1f}x")
+    print(f"  owlrl                 {shown}   owlrl/ours = {theirs / seconds:.1f}x" if theirs else f"  owlrl  {shown}")
+
+
+
+SECTIONS = ("small", "plants", "instances", "scale", "incremental", "chain")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir")
@@ -99,7 +117,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chain-depth", type=int, default=2000)
     parser.add_argument("--incremental", type=int, default=5_000_000, metavar="N",
                         help="store of the hierarchy + N instance triples, then 1%% more appended (0: skip)")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                        help="run these sections only (default: all)")
     args = parser.parse_args(argv)
+    if "chain" not in args.only:
+        args.chain_depth = 0
+    if "instances" not in args.only:
+        args.instances = 0
+    if "scale" not in args.only:
+        args.scale = []
+    if "incremental" not in args.only:
+        args.incremental = 0
 
     from jobs.spark import build_session
     from reasoner.closure import graphframes_available
@@ -115,12 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     ours_seconds(spark, [hierarchy], work, engine="spark")  # warm-up, not counted
     progress.phase("warm-up")
 
-    print("\nsmall ontologies, end to end (load, close, write the store); warm Spark session")
-    print(f"  {'input':<46} {'engine':>7} {'seconds':>9} {'Spark jobs':>11}")
-    synthetic = work / "tree10k.nt"
-    chain.write_chain(synthetic, depth=4, branching=10)
-    small = [("Vienna schema + running example", VIENNA),
-             (f"synthetic tree, {chain.class_count(4, 10):,} classes", [synthetic])]
+    small = []
+    if "small" in args.only:
+        print("\nsmall ontologies, end to end (load, close, write the store); warm Spark session")
+        print(f"  {'input':<46} {'engine':>7} {'seconds':>9} {'Spark jobs':>11}")
+        synthetic = work / "tree10k.nt"
+        chain.write_chain(synthetic, depth=4, branching=10)
+        small = [("Vienna schema + running example", VIENNA),
+                 (f"synthetic tree, {chain.class_count(4, 10):,} classes", [synthetic])]
     for name, paths in small:
         for engine in ("auto", "spark"):
             seconds, jobs, used = ours(spark, paths, work, engine=engine)
@@ -128,16 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     progress.phase("small ontologies")
 
     rows = []
-    seconds, jobs, used = ours(spark, [hierarchy], work)
-    spark_seconds, spark_jobs, _ = ours(spark, [hierarchy], work, engine="spark")
-    oxi, pairs = oxigraph_seconds(hierarchy)
-    theirs, shown = owlrl_seconds([hierarchy], args.owlrl_timeout)
-    progress.phase("plant hierarchy: ours, pyoxigraph and owlrl")
-    print(f"\nplant hierarchy ({pairs:,} rdfs:subClassOf+ pairs)")
-    print(f"  ours, engine {used:<6}   {seconds:8.2f} s  ({jobs} Spark jobs)")
-    print(f"  ours, engine spark    {spark_seconds:8.2f} s  ({spark_jobs} Spark jobs)")
-    print(f"  pyoxigraph            {oxi:8.2f} s  (load + COUNT of subClassOf+)   ours/pyoxigraph = {seconds / oxi:.1f}x")
-    print(f"  owlrl                 {shown}   owlrl/ours = {theirs / seconds:.1f}x" if theirs else f"  owlrl  {shown}")
+    if "plants" in args.only:
+        plant_hierarchy(spark, hierarchy, work, args.owlrl_timeout, progress)
     if args.instances:
         instances = work / f"instances_{args.instances}.nt"
         plants.write_instances(taxa, instances, args.instances, seed=1)
@@ -146,12 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((f"hierarchy + {args.instances:,} instance triples", ours_, shown, theirs))
         progress.phase("hierarchy + instances: ours and owlrl", rows=args.instances)
 
-    print(f"\n{'input':<50} {'ours':>10} {'owlrl':>36} {'owlrl/ours':>11}")
+    if rows:
+        print(f"\n{'input':<50} {'ours':>10} {'owlrl':>36} {'owlrl/ours':>11}")
     for name, ours_, shown, theirs in rows:
         ratio = f"{theirs / ours_:.1f}x" if theirs else f"> {args.owlrl_timeout / ours_:.1f}x"
         print(f"{name:<50} {ours_:>8.1f} s {shown:>36} {ratio:>11}")
 
-    print("\nscale curve (ours, hierarchy + N instance triples, default memory settings)")
+    if args.scale:
+        print("\nscale curve (ours, hierarchy + N instance triples, default memory settings)")
     for n in args.scale:
         instances = work / f"instances_{n}.nt"
         if not instances.exists():
@@ -171,12 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         with instances.open("ab") as handle, added.open("rb") as extra:
             shutil.copyfileobj(extra, handle)
         again, _, _ = ours(spark, [hierarchy, instances], work, engine="spark", if_changed=True, keep=True)
-        mode = json.loads((work / "store" / "versions" / "v000002" / "manifest.json").read_text())["mode"]
+        manifest = json.loads((work / "store" / "versions" / "v000002" / "manifest.json").read_text())
         print(f"\nincremental refresh: hierarchy + {n:,} instance triples, then 1% more appended")
-        print(f"  full run {full:8.1f} s   refresh ({mode}) {again:8.1f} s   refresh/full = {again / full:.1%}")
+        print(f"  full run {full:8.1f} s   refresh ({manifest['mode']}) {again:8.1f} s   "
+              f"refresh/full = {again / full:.1%}")
+        phases = {k: v for k, v in manifest.get("timings", {}).items() if k.startswith("incremental_")}
+        print("  refresh phases: " + ", ".join(f"{k[len('incremental_'):]} {v:.1f} s" for k, v in phases.items()))
         instances.unlink()
         progress.phase("incremental refresh")
 
+    if not args.chain_depth:
+        return 0
     print(f"\nclosure strategies on a subClassOf chain of depth {args.chain_depth}")
     deep = work / "chain.nt"
     chain.write_chain(deep, args.chain_depth)

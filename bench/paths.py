@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,7 +57,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ontologies import vienna  # noqa: E402
 from ontologies.data import data_dir  # noqa: E402
-from reasoner.progress import Progress  # noqa: E402
 
 V = vienna.VIENNA_NS
 PREFIX = f"PREFIX : <{V}>\n"
@@ -222,10 +222,13 @@ def synthetic_ntriples(triples, path: Path) -> None:
         .otherwise(F.lit(names[term_id(vienna.END)]))
     lines = triples.select(F.concat(F.lit(f"<{SYNTHETIC_NS}"), F.col("s").cast("string"), F.lit("> "), pred,
                                     F.lit(f" <{SYNTHETIC_NS}"), F.col("o").cast("string"), F.lit("> .")).alias("l"))
-    with open(path, "w", encoding="utf-8") as out:
-        for batch in lines.toArrow().column("l").chunks:      # one collect (10M lines: ~1 GB)
-            out.write("\n".join(batch.to_pylist()))
-            out.write("\n")
+    parts = path.with_name(path.name + ".parts")           # written by Spark: no collect into the driver
+    lines.write.mode("overwrite").text(str(parts))
+    with open(path, "wb") as out:
+        for part in sorted(parts.glob("part-*")):
+            with open(part, "rb") as handle:
+                shutil.copyfileobj(handle, out, 1 << 22)
+    shutil.rmtree(parts)
 
 
 # --- table -----------------------------------------------------------------------------------
@@ -370,9 +373,8 @@ def main(argv: list[str] | None = None) -> int:
                 ours, count, jobs = value
                 rows.append([name, graph_name, size, engine, count, f"{ours:.3f}", jobs, ox["shown"],
                              rd["shown"], ratio(ours, ox), ratio(ours, rd), agree(count, ox, rd), note])
-            progress.phase(" | ".join(map(str, rows[-1][:6])))
+            print(" | ".join(map(str, rows[-1][:7])), file=sys.stderr, flush=True)
 
-    progress = Progress("bench/paths")
     if args.queries:
         encoded, nt, size = vienna_graph(spark, data_dir(args.data_dir), work)
         graph = PathGraph(encoded)

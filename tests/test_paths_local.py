@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from paths import lower, parse
 from paths.algebra import AxisKind, axis, plus
@@ -122,3 +123,15 @@ def test_auto_engine_budget_comes_from_memory(monkeypatch):
     assert spark_paths.local_max_triples() == 10_000
     monkeypatch.setattr(spark_paths, "LOCAL_MAX_TRIPLES", 3)          # an explicit count still wins
     assert spark_paths.local_max_triples() == 3
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(size=st.integers(0, 20_000), spread=st.integers(1, 400_000), base=st.integers(-2**40, 2**40),
+       seed=st.integers(0, 2**32 - 1))
+def test_unique_by_bitmap_is_numpys_unique(size, spread, base, seed):
+    """The dense-range ``_unique`` (a bitmap over min..max) and its fallback give ``np.unique``."""
+    from paths.local import _unique
+
+    values = np.random.default_rng(seed).integers(0, spread, size).astype(np.int64) + base
+    got = _unique(values)
+    assert got.dtype == np.int64 and np.array_equal(got, np.unique(values))
