@@ -150,8 +150,9 @@ class Executor(Protocol):
     def cut(self, pairs: Pairs) -> tuple[Pairs, int]: ...
     def probe(self, path: Path) -> Pairs | None: ...             # ⟦path⟧+ from a closure table
     def remember(self, key: tuple, build): ...                  # a value that depends on G only
-    # a closure's remaining steps elsewhere (see Compiler._expand); gives_up: what that raises
-    # when it cannot finish (the loop then goes on here)
+    # a closure's remaining steps elsewhere, or here over the whole step relation (see
+    # Compiler._expand); gives_up: what that raises when it cannot finish (the loop then goes on
+    # here, as before the hand-off)
     gives_up: type[BaseException]
     def hand_off(self, steps, reached: Pairs, delta: Pairs, total: int): ...  # None: stay
     def take_back(self, other: "Executor", pairs: Pairs) -> Pairs: ...
@@ -384,7 +385,7 @@ class Compiler:
                 iteration += 1
                 if iteration > self.max_iterations:
                     raise PathIterationLimit(Plus(path), self.max_iterations, self.root)
-                candidates = ops.compose(delta, steps, left_small=True)
+                candidates = ops.compose(delta, steps, left_small=ops.small(size))
                 new, size = ops.cut(ops.minus(candidates, reached, ops.small(total)))
                 reached = ops.union(reached, new)
                 delta, total = new, total + size

@@ -184,28 +184,29 @@ class SparkExecutor:
 
     # a closure's last steps in the driver -----------------------------------------------------
     def hand_off(self, steps, reached: DataFrame, delta: DataFrame, total: int):
-        """Take a closure's remaining steps to the driver: one job computes every step at once
-        (``steps()``, the step relation from any node), and when it fits the driver's memory
+        """Take a closure's remaining steps elsewhere: one job computes every step at once
+        (``steps()``, the step relation from any node, cut). When it fits the driver's memory
         budget (with the ``total`` pairs reached so far) it is collected through Arrow with the
         pairs reached, and the loop goes on in ``paths.local`` — no Spark job per level, where a
-        BFS over a large graph otherwise runs one job (a scan of the graph) per level. Returns
-        None when it does not fit (the loop stays on Spark); the driver loop gives up
-        (``LocalTooLarge``) when a relation outgrows :data:`LOCAL_MAX_PAIRS`, and the loop then
-        goes on in Spark from this point."""
+        BFS over a large graph otherwise runs one job (a scan of the graph) per level; the driver
+        loop gives up (``LocalTooLarge``) when a relation outgrows :data:`LOCAL_MAX_PAIRS`, and
+        the loop then goes on in Spark from this point. When it does not fit, the loop stays on
+        Spark over the materialized step relation (a join per level with it, instead of deriving
+        the step from the whole graph again)."""
         if not HAND_OFF:
             return None
-        budget = local_memory_budget() // HAND_OFF_BYTES_PER_PAIR
-        if total > min(budget, LOCAL_MAX_PAIRS):
-            return None
         relation, rows = self.cut(self.distinct(steps()))
-        if total + rows > min(budget, LOCAL_MAX_PAIRS):
-            return None
+        budget = min(local_memory_budget() // HAND_OFF_BYTES_PER_PAIR, LOCAL_MAX_PAIRS)
+        if total + rows > budget:
+            return self, relation, delta, reached
         other = LocalExecutor.over_pairs(*_arrays(relation), max_pairs=LOCAL_MAX_PAIRS)
         return other, other.pairs(*_arrays(relation)), other.pairs(*_arrays(delta)), \
             other.pairs(*_arrays(reached))
 
-    def take_back(self, other: LocalExecutor, pairs) -> DataFrame:
+    def take_back(self, other, pairs) -> DataFrame:
         """Pairs of a handed-off closure as a DataFrame again."""
+        if other is self:
+            return pairs
         return answer_frame(self.spark, *other.ids(pairs))
 
     def small(self, rows: int) -> bool:

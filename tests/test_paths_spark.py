@@ -72,15 +72,18 @@ CHEAP = settings(max_examples=examples(15), deadline=None, phases=[Phase.explici
 
 
 @contextmanager
-def hand_off(at: int | None):
-    """Closures handed to the driver at their step ``at`` (every closure of a path from a set
-    end when 1), or never (None)."""
-    saved = spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION
+def hand_off(at: int | None, where: str = "driver"):
+    """Closures handed off at their step ``at`` (every closure of a path from a set end when 1),
+    or never (None): to the driver, or (``where="spark"``: nothing fits the driver) kept on Spark
+    over the materialized step relation."""
+    saved = spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION, spark_paths.LOCAL_MAX_PAIRS
     spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION = at is not None, at or 1
+    if where == "spark":
+        spark_paths.LOCAL_MAX_PAIRS = 0
     try:
         yield
     finally:
-        spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION = saved
+        spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION, spark_paths.LOCAL_MAX_PAIRS = saved
 
 
 @CHEAP
@@ -88,15 +91,16 @@ def hand_off(at: int | None):
 def test_against_reference(spark, graph, path, start, end, start_set, end_set):
     """One random path in five binding modes: free, both constants drawn (each may be None),
     a DataFrame of starts, a DataFrame of ends, and a DataFrame start with a constant end; each
-    with closures from a set end continued in the driver from their first step, and never."""
+    with closures from a set end handed off at their first step (to the driver; on Spark over the
+    step relation) and never."""
     cases = [(path, None, None), (path, start, end), (path, start_set, None), (path, None, end_set),
              (path, start_set, end)]
-    for at in (1, None):
-        with hand_off(at):
+    for at, where in ((1, "driver"), (1, "spark"), (None, "-")):
+        with hand_off(at, where):
             got, names = run(spark, graph, cases)
         names.update({term_id(t): t for triple in graph for t in triple})
         for (p, s, o), pairs in zip(cases, got):
-            assert decode(pairs, names) == expected(graph, p, s, o), (str(p), s, o, at)
+            assert decode(pairs, names) == expected(graph, p, s, o), (str(p), s, o, at, where)
 
 
 # --- targeted cases ----------------------------------------------------------------------------
@@ -131,13 +135,13 @@ def test_zero_length_constants_follow_sparql(spark):
     assert [decode(pairs, names) for pairs in got] == [{(k, k)}, set(), {(k, k)}, set(), set()]
 
 
-@pytest.mark.parametrize("at", [None, 1, 3])
-def test_iteration_cap_names_path_and_cap(spark, at):
-    """The cap holds on Spark and in a closure handed to the driver (at its first, third step)."""
+@pytest.mark.parametrize("at,where", [(None, "-"), (1, "driver"), (3, "driver"), (1, "spark")])
+def test_iteration_cap_names_path_and_cap(spark, at, where):
+    """The cap holds on Spark and in a closure handed off (at its first, third step)."""
     chain = {(e(f"n{i}"), e("p"), e(f"n{i + 1}")) for i in range(6)}
     path = plus(axis(AxisKind.NEXT, False, e("p")))
     graph = PathGraph(encoded(spark, chain))
-    with hand_off(at):
+    with hand_off(at, where):
         for start in (None, e("n0")):
             with pytest.raises(PathIterationLimit) as caught:
                 evaluate(graph, path, start, max_iterations=4)
@@ -147,7 +151,8 @@ def test_iteration_cap_names_path_and_cap(spark, at):
 
 def test_closure_handed_off_gives_up_and_goes_on_in_spark(spark, monkeypatch):
     """A driver loop that outgrows its pair budget (``LocalTooLarge``) leaves the closure to Spark
-    from the step it was handed at: same answer. Steps that do not fit are never collected."""
+    from the step it was handed at: same answer. Steps that do not fit are never collected (the
+    loop stays on Spark, over them)."""
     chain = {(e(f"n{i}"), e("p"), e(f"n{i + 1}")) for i in range(12)}
     path = plus(axis(AxisKind.NEXT, False, e("p")))
     graph = PathGraph(encoded(spark, chain))
