@@ -128,10 +128,17 @@ def test_auto_engine_budget_comes_from_memory(monkeypatch):
 @settings(max_examples=examples(100), deadline=None)
 @given(size=st.integers(0, 20_000), spread=st.integers(1, 400_000), base=st.integers(-2**40, 2**40),
        seed=st.integers(0, 2**32 - 1))
-def test_unique_by_bitmap_is_numpys_unique(size, spread, base, seed):
-    """The dense-range ``_unique`` (a bitmap over min..max) and its fallback give ``np.unique``."""
-    from paths.local import _unique
+def test_unique_and_renumbering_are_numpys(size, spread, base, seed):
+    """``_unique`` (a bitmap over min..max when dense, else a sort) gives ``np.unique``;
+    ``_renumber`` gives the distinct values and each column's positions in them."""
+    from paths.local import _renumber, _unique
 
-    values = np.random.default_rng(seed).integers(0, spread, size).astype(np.int64) + base
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, spread, size).astype(np.int64) + base
     got = _unique(values)
     assert got.dtype == np.int64 and np.array_equal(got, np.unique(values))
+    columns = [values, rng.permutation(values)[: size // 2], rng.integers(-2**62, 2**62, size // 3)]
+    terms, dense = _renumber(columns)
+    assert np.array_equal(terms, np.unique(np.concatenate(columns)))
+    for column, numbers in zip(columns, dense):
+        assert np.array_equal(numbers, np.searchsorted(terms, column))
