@@ -342,13 +342,16 @@ class Compiler:
         pairs are then swapped back at the end). Each step binds its frontier iff ``seeds.bound``.
 
         After :data:`HAND_OFF_ITERATION` steps the executor may take the rest over
-        (``Executor.hand_off``): it is given every step at once — ⟦path⟧ from any node a frontier
+        (``Executor.hand_off``) when ``path`` is a hop (no closure inside): it is given every step at once — ⟦path⟧ from any node a frontier
         can hold (:meth:`_steps`) — and continues the same loop where that is cheaper (Spark: in
         the driver, when the step relation fits its memory; no job per level)."""
         ops = self.ops
         reached, size = ops.cut(ops.distinct(self._step(path, seeds, forward)))
+        # only a hop (no closure inside) is offered: ⟦(p+/q)⟧ from every node can be far larger
+        # than anything a BFS from the seeds ever computes
+        hop = not any(isinstance(node, (Plus, Star)) for node in walk(path))
         grown = self._grow(ops, lambda frontier: self._step(path, frontier, forward), path, seeds.bound,
-                           reached, size, hand_off=lambda: self._steps(path, seeds, forward))
+                           reached, size, hand_off=(lambda: self._steps(path, seeds, forward)) if hop else None)
         return grown if forward else ops.swap(grown)
 
     def _grow(self, ops: Executor, step, path: Path, bound: bool, reached: Pairs, size: int,
