@@ -161,23 +161,18 @@ def _binding(item: str, prefixes: dict[str, str], option: str) -> tuple[str | No
         if option == "--stream":
             raise QueryError(f"--stream {item!r}: expected IRI=FILE (an <iri>, an absolute IRI or a prefixed "
                              f"name the query declares, then '=' and the stream file)")
-        return None, _local(item, option)
-    return iri, (Path(file) if file.strip().startswith("kafka:") else _local(file, option))
-
-
-def _local(text: str, what: str) -> Path:
-    """A path argument as a local path (a file: URL converted; other filesystems refused)."""
-    return local_path(text, what)
+        return None, local_path(item, option)
+    return iri, (Path(file) if file.strip().startswith("kafka:") else local_path(file, option))
 
 
 def _local_arguments(args: argparse.Namespace) -> None:
     """The path options made local paths (``reasoner.locations``) before anything uses them."""
     for option in ("checkpoint", "rejects", "closure"):
         if getattr(args, option, None):
-            setattr(args, option, str(_local(getattr(args, option), f"--{option}")))
+            setattr(args, option, str(local_path(getattr(args, option), f"--{option}")))
     out = getattr(args, "out", None)
     if out and out not in ("console", "-") and not out.startswith("kafka:"):
-        args.out = str(_local(out, "--out"))
+        args.out = str(local_path(out, "--out"))
 
 
 def _existing(path: Path, what: str) -> Path:
@@ -207,7 +202,7 @@ def plan(args: argparse.Namespace) -> Plan:
     at = None if continuous else parse_at(args.at, args.time_unit)
     if continuous:
         _check_continuous(args)
-    query_path = _existing(_local(args.query, "the query file"), "the query file")
+    query_path = _existing(local_path(args.query, "the query file"), "the query file")
     text = query_path.read_text(encoding="utf-8")
     try:
         query = compile_query(text)
