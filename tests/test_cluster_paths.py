@@ -136,3 +136,22 @@ def test_a_file_url_store_is_one_store(spark, tmp_path, monkeypatch):
         assert (target / "versions" / "v000001" / "inferred").is_dir()
         assert store.open_version(spark, url).table("inferred").count() == first["counts"]["inferred"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store-local", "store-spark"]
+
+
+@pytest.mark.spark
+def test_lineage_cut_is_reliable_off_local_mode(spark, tmp_path, monkeypatch):
+    """Off local mode, ``cut`` writes a reliable checkpoint (to ``RSP_CHECKPOINT_DIR`` when the
+    context has no checkpoint directory yet): the rows survive, and their files are there."""
+    from urllib.parse import urlsplit
+
+    from reasoner import sparkutil
+
+    monkeypatch.setattr(sparkutil, "is_local", lambda session: False)
+    monkeypatch.setenv("RSP_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
+    context = spark.sparkContext
+    before = context.getCheckpointDir()
+    frame, rows = sparkutil.cut_counted(spark.range(1000).selectExpr("id * 2 AS x"))
+    assert rows == 1000 and frame.agg({"x": "sum"}).first()[0] == 999_000
+    used = context.getCheckpointDir()
+    assert used is not None and (before is not None or str(tmp_path / "checkpoints") in used)
+    assert any(Path(urlsplit(used).path).rglob("rdd-*"))     # written, not kept in executor memory
