@@ -22,3 +22,12 @@ def run_cli(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
     except EXPECTED as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def job_main(prog: str, doc: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+             run: Callable[[argparse.Namespace], int], argv: list[str] | None) -> int:
+    """A job's own entry point (``python -m jobs.X`` / ``spark-submit jobs/X.py``): its options
+    (described by the first paragraph of ``doc``), parsed and run by :func:`run_cli`."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    add_arguments(parser)
+    return run_cli(run, parser.parse_args(argv))

@@ -17,7 +17,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from jobs.errors import run_cli  # noqa: E402
+from jobs.errors import job_main  # noqa: E402
 from reasoner.closure import STRATEGIES  # noqa: E402
 
 
@@ -57,9 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="materialize", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run_cli(run, parser.parse_args(argv))
+    return job_main("materialize", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -145,11 +145,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.errors import run_cli
+    from jobs.errors import job_main
 
-    parser = argparse.ArgumentParser(prog="rsp-sidecar package", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run_cli(run, parser.parse_args(argv))
+    return job_main("rsp-sidecar package", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from typing import TextIO
 if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from jobs.errors import run_cli  # noqa: E402
+from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from reasoner.errors import SidecarError  # noqa: E402
 from reasoner.locations import local_path  # noqa: E402
@@ -299,9 +299,7 @@ def _run(args: argparse.Namespace, spark, out: TextIO | None) -> int:
 
 def main(argv: list[str] | None = None, *, spark=None, out: TextIO | None = None) -> int:
     """CLI entry point. ``spark`` / ``out`` let tests reuse a session and capture the results."""
-    parser = argparse.ArgumentParser(prog="paths", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run_cli(lambda args: run(args, spark, out), parser.parse_args(argv))
+    return job_main("paths", __doc__, add_arguments, lambda args: run(args, spark, out), argv)
 
 
 if __name__ == "__main__":

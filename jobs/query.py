@@ -59,7 +59,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cep.algebra import TIME_UNITS  # noqa: E402
-from jobs.errors import run_cli  # noqa: E402
+from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from reasoner.errors import SidecarError  # noqa: E402
 from reasoner.locations import local_path  # noqa: E402
@@ -441,9 +441,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="query", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run_cli(run, parser.parse_args(argv))
+    return job_main("query", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -111,34 +111,53 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
         if refresh is None:
             counts, rejected, closure = _full_spark(spark, loaded, version, strategy, progress, timings)
         timings["materialize"] = time.perf_counter() - t0
-        summary = {
-            "version": version.version,
-            "skipped": False,
-            "counts": counts,
-            "rejected": rejected,
-            "rounds": closure.rounds if closure else refresh.previous["summary"]["rounds"],
-            "strategy": strategy,
-            "engine": "spark",
-            "mode": "full" if refresh is None else "incremental",
-            "seconds": round(time.perf_counter() - started, 3),
-        }
-        version.commit({
-            "summary": summary,
-            "fingerprint": fingerprint,
-            "sources": [dataclasses.asdict(s) for s in loaded.sources],
-            "rules": list(RULES),
-            "strategy": strategy,
-            "follow_imports": follow_imports,
-            "tables": counts,
-            "mode": summary["mode"],
-            **({"full_because": why_full} if why_full and refresh is None else {}),
-            **({"previous": refresh.previous["version"]} if refresh is not None else {}),
-            "schema": closure.schema if closure else refresh.previous["schema"],
-            "timings": {k: round(v, 3) for k, v in {**timings, **(closure.timings if closure else {})}.items()},
-            "spark_version": spark.version,
-        })
+        extra = {"spark_version": spark.version}
+        if refresh is None and why_full:
+            extra["full_because"] = why_full
+        if refresh is not None:
+            extra["previous"] = refresh.previous["version"]
+        summary = _commit(
+            version, engine="spark", strategy=strategy, mode="full" if refresh is None else "incremental",
+            counts=counts, rejected=rejected,
+            rounds=closure.rounds if closure else refresh.previous["summary"]["rounds"],
+            schema=closure.schema if closure else refresh.previous["schema"],
+            timings={**timings, **(closure.timings if closure else {})}, fingerprint=fingerprint,
+            sources=loaded.sources, follow_imports=follow_imports, started=started, extra=extra)
     if export_ntriples:
         _export_spark(spark, out, export_ntriples)
+    return summary
+
+
+def _commit(version: store.VersionWriter, *, engine: str, strategy: str, mode: str, counts: dict,
+            rejected: int, rounds, schema, timings: dict, fingerprint: dict, sources, follow_imports: bool,
+            started: float, extra: dict | None = None) -> dict:
+    """Publish ``version`` with its manifest (the one layout of both engines); returns the run
+    summary (also in the manifest)."""
+    summary = {
+        "version": version.version,
+        "skipped": False,
+        "counts": counts,
+        "rejected": rejected,
+        "rounds": rounds,
+        "strategy": strategy,
+        "engine": engine,
+        "mode": mode,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    version.commit({
+        "summary": summary,
+        "fingerprint": fingerprint,
+        "sources": [dataclasses.asdict(s) for s in sources],
+        "rules": list(RULES),
+        "strategy": strategy,
+        "engine": engine,
+        "follow_imports": follow_imports,
+        "tables": counts,
+        "mode": mode,
+        "schema": schema,
+        "timings": {k: round(v, 3) for k, v in timings.items()},
+        **(extra or {}),
+    })
     return summary
 
 
@@ -207,30 +226,10 @@ def _materialize_local(paths, out, *, if_changed: bool, follow_imports: bool, ex
             counts[name] = version.write_columns(name, _COLUMN_TYPES[name], tables[name])
             timings[f"write_{name}"] = time.perf_counter() - t1
             progress.phase(f"{name} written", rows=counts[name])
-        summary = {
-            "version": version.version,
-            "skipped": False,
-            "counts": counts,
-            "rejected": rejected,
-            "rounds": tables["rounds"],
-            "strategy": "dataframe",
-            "engine": "local",
-            "mode": "full",
-            "seconds": round(time.perf_counter() - started, 3),
-        }
-        version.commit({
-            "summary": summary,
-            "fingerprint": fingerprint,
-            "sources": [dataclasses.asdict(s) for s in loaded.sources],
-            "rules": list(RULES),
-            "strategy": "dataframe",
-            "engine": "local",
-            "follow_imports": follow_imports,
-            "tables": counts,
-            "mode": "full",
-            "schema": tables["schema"],
-            "timings": {k: round(v, 3) for k, v in timings.items()},
-        })
+        summary = _commit(version, engine="local", strategy="dataframe", mode="full", counts=counts,
+                          rejected=rejected, rounds=tables["rounds"], schema=tables["schema"], timings=timings,
+                          fingerprint=fingerprint, sources=loaded.sources, follow_imports=follow_imports,
+                          started=started)
     if export_ntriples:
         export_local(out, export_ntriples)
     return summary

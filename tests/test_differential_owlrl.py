@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ontologies import plants
 from reasoner.vocab import RDF_NS, RDFS_NS, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, RDF_TYPE, XSD_NS
 from tests.hypothesis_profiles import examples
-from tests.rdfhelpers import graph_triples, tables_for
+from tests.rdfhelpers import graph_triples, parse_turtle, tables_for
 
 pytestmark = pytest.mark.spark
 
@@ -112,26 +112,26 @@ def _own_vocabulary(triples: set[tuple[str, str, str]], ns: str) -> set[tuple[st
             if s.startswith(own) and s != o and (p.startswith(own) or (p in (RDF_TYPE, SC) and o.startswith(own)))}
 
 
+#: Every OWL extra at once, with a subClassOf cycle (prefix ``:`` = http://example.org/t#).
+OWL_EXTRAS = """
+    :A rdfs:subClassOf :B . :B rdfs:subClassOf :C . :C rdfs:subClassOf :A . :C rdfs:subClassOf :D .
+    :E owl:equivalentClass :A . :F owl:equivalentClass :E . :x a :F . :y a :B .
+    :p owl:equivalentProperty :q . :q rdfs:subPropertyOf :r . :r rdfs:domain :E .
+    :s owl:inverseOf :r . :u :s :v . :anc a owl:TransitiveProperty . :sib a owl:SymmetricProperty .
+    :r rdfs:subPropertyOf :anc . :a1 :p :a2 . :a2 :q :a3 . :a3 :anc :a4 . :a1 :sib :a5 .
+    :sib rdfs:subPropertyOf :anc ."""
+
+
 @pytest.mark.parametrize("name", ["vienna", "cycles"])
 def test_owl_extras_match_owlrl_owl2rl(spark, name):
     """equivalentClass/Property, inverseOf, Symmetric/TransitiveProperty, subClassOf cycles vs OWL 2 RL."""
-    graph = rdflib.Graph()
     if name == "vienna":
+        graph = rdflib.Graph()
         graph.parse(ONTOLOGIES / "vienna_example.ttl")
         graph.parse(ONTOLOGIES / "vienna_schema.ttl")
-        ns = "http://example.org/vienna#"
+        triples, ns = graph_triples(graph), "http://example.org/vienna#"
     else:
-        ns = "http://example.org/t#"
-        graph.parse(format="turtle", data=f"""
-            @prefix : <{ns}> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
-            @prefix owl: <http://www.w3.org/2002/07/owl#> .
-            :A rdfs:subClassOf :B . :B rdfs:subClassOf :C . :C rdfs:subClassOf :A . :C rdfs:subClassOf :D .
-            :E owl:equivalentClass :A . :F owl:equivalentClass :E . :x a :F . :y a :B .
-            :p owl:equivalentProperty :q . :q rdfs:subPropertyOf :r . :r rdfs:domain :E .
-            :s owl:inverseOf :r . :u :s :v . :anc a owl:TransitiveProperty . :sib a owl:SymmetricProperty .
-            :r rdfs:subPropertyOf :anc . :a1 :p :a2 . :a2 :q :a3 . :a3 :anc :a4 . :a1 :sib :a5 .
-            :sib rdfs:subPropertyOf :anc .""")
-    triples = graph_triples(graph)
+        triples, ns = parse_turtle(OWL_EXTRAS), "http://example.org/t#"
     ours = tables_for(spark, triples)["inferred"]
     expected = owlrl_closure(triples, owlrl.OWLRL_Semantics)
     assert _own_vocabulary(ours, ns) == _own_vocabulary(expected, ns)

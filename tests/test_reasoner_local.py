@@ -76,16 +76,10 @@ def test_local_matches_owlrl(onts):
 
 
 def test_local_owl_extras_match_owlrl_owl2rl():
-    from tests.test_differential_owlrl import _own_vocabulary
     from tests.rdfhelpers import parse_turtle
+    from tests.test_differential_owlrl import OWL_EXTRAS, _own_vocabulary
 
-    triples = parse_turtle("""
-        :A rdfs:subClassOf :B . :B rdfs:subClassOf :C . :C rdfs:subClassOf :A . :C rdfs:subClassOf :D .
-        :E owl:equivalentClass :A . :F owl:equivalentClass :E . :x a :F . :y a :B .
-        :p owl:equivalentProperty :q . :q rdfs:subPropertyOf :r . :r rdfs:domain :E .
-        :s owl:inverseOf :r . :u :s :v . :anc a owl:TransitiveProperty . :sib a owl:SymmetricProperty .
-        :r rdfs:subPropertyOf :anc . :a1 :p :a2 . :a2 :q :a3 . :a3 :anc :a4 . :a1 :sib :a5 .
-        :sib rdfs:subPropertyOf :anc .""")
+    triples = parse_turtle(OWL_EXTRAS)
     ours = local.closure_sets(triples)["inferred"]
     expected = owlrl_closure(triples, owlrl.OWLRL_Semantics)
     ns = "http://example.org/t#"
