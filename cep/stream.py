@@ -84,7 +84,7 @@ from reasoner.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 from reasoner.sparkutil import cut
 
 __all__ = ["FileSource", "KafkaSource", "StaticFiles", "ClosureStore", "DirectorySink", "ConsoleSink", "KafkaSink",
-           "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM"]
+           "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM", "write_json_lines"]
 
 #: the stream IRI of a state item
 STREAM = "_stream"
@@ -294,8 +294,12 @@ class DirectorySink:
         self.directory = local_path(directory, "the output directory")
 
     def write(self, label: str, rows) -> int:
+        return self.write_lines(label, (json.dumps(row, ensure_ascii=False) for row in rows))
+
+    def write_lines(self, label: str, lines) -> int:
+        """Answers already serialised (one JSON object per string)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        return _write_jsonl(self.directory / f"part-{label}.jsonl", rows)
+        return _write_lines(self.directory / f"part-{label}.jsonl", lines)
 
 
 class ConsoleSink:
@@ -305,10 +309,13 @@ class ConsoleSink:
         self.out = out
 
     def write(self, label: str, rows) -> int:
+        return self.write_lines(label, (json.dumps(row, ensure_ascii=False) for row in rows))
+
+    def write_lines(self, label: str, lines) -> int:
         out = self.out or sys.stdout
         n = 0
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for line in lines:
+            out.write(line + "\n")
             n += 1
         out.flush()
         return n
@@ -328,7 +335,10 @@ class KafkaSink:
         self.spark = spark
 
     def write(self, label: str, rows) -> int:
-        messages = [(f"{label}/{i}", json.dumps(row, ensure_ascii=False)) for i, row in enumerate(rows)]
+        return self.write_lines(label, (json.dumps(row, ensure_ascii=False) for row in rows))
+
+    def write_lines(self, label: str, lines) -> int:
+        messages = [(f"{label}/{i}", line) for i, line in enumerate(lines)]
         if not messages:
             return 0
         spark = self.spark or SparkSession.getActiveSession()
@@ -355,12 +365,25 @@ class CallbackSink:
         return len(rows)
 
 
+def write_json_lines(sink, label: str, lines) -> int:
+    """Serialised answers (JSON strings) to any sink: as they are where the sink takes text
+    (``write_lines``), parsed back into dicts for the others (``CallbackSink``)."""
+    if hasattr(sink, "write_lines"):
+        return sink.write_lines(label, lines)
+    return sink.write(label, [json.loads(line) for line in lines])
+
+
 def _write_jsonl(path: Path, rows) -> int:
+    return _write_lines(path, (json.dumps(row, ensure_ascii=False) for row in rows))
+
+
+def _write_lines(path: Path, lines) -> int:
+    """Lines to ``path`` through a temporary file and an atomic rename (a replay rewrites it)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     n = 0
     with open(tmp, "w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for line in lines:
+            out.write(line + "\n")
             n += 1
         out.flush()
         os.fsync(out.fileno())

@@ -7,6 +7,7 @@
     rsp-sidecar demo [--data-dir D] [--out DIR]   the end-to-end demo of the README
     rsp-sidecar paths --data F ... --path EXPR [--from T] [--to T] [--format tsv|csv|json]
     rsp-sidecar query QUERY_FILE [--static [IRI=]F ...] [--stream IRI=F ...] --at T [--time-unit U] [--format F]
+    rsp-sidecar tracheobionta --stream DIR --checkpoint DIR [--out DIR] [--class C]   plant stream reasoning
     rsp-sidecar package [--out DIR] [--with-dependencies]   a zip for spark-submit --py-files
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 
 from jobs import demo, jars, materialize, package
 from jobs import paths as paths_job
+from jobs import tracheobionta
 from jobs import query as query_job
 from jobs.errors import run_cli
 
@@ -41,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     qry = sub.add_parser("query", help="evaluate a CQELS-CEP query at a time T over static graphs and stream files")
     query_job.add_arguments(qry)
     qry.set_defaults(run=query_job.run)
+    trb = sub.add_parser("tracheobionta", help="stream reasoning: streamed subjects that are instances of a plant class")
+    tracheobionta.add_arguments(trb)
+    trb.set_defaults(run=tracheobionta.run)
     pkg = sub.add_parser("package", help="the project as a zip for spark-submit --py-files, and a launcher")
     package.add_arguments(pkg)
     pkg.set_defaults(run=package.run)

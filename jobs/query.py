@@ -221,7 +221,9 @@ def plan(args: argparse.Namespace) -> Plan:
         if kafka.startswith("kafka:"):
             if not continuous:
                 raise QueryError(f"--stream {item!r}: a Kafka topic is read with --continuous only (--at reads files)")
-            _kafka(kafka, "--stream")
+            from jobs.streaming import kafka_url
+
+            kafka_url(kafka, "--stream")
             result.streams[iri] = kafka
             continue
         if continuous and not path.is_dir():
@@ -374,51 +376,28 @@ def _check_continuous(args: argparse.Namespace) -> None:
         raise QueryError("--closure STORE_DIR and --static files both give the background; pass one of them")
     if args.closure and not Path(args.closure).is_dir():
         raise QueryError(f"{args.closure}: no such directory (--closure names a materialize store)")
-    if not (args.trigger == "available-now" or re.fullmatch(r"interval:[0-9]+(\.[0-9]+)?s?", args.trigger)):
-        raise QueryError(f"--trigger {args.trigger!r}: expected available-now or interval:SECONDS (e.g. interval:5)")
+    from jobs.streaming import trigger_for
+
+    trigger_for(args.trigger)
     parse_lateness(args.lateness, args.time_unit)
     if args.max_per_trigger is not None and args.max_per_trigger < 1:
         raise QueryError(f"--max-per-trigger {args.max_per_trigger}: expected a positive number")
 
 
-def _kafka(url: str, option: str) -> tuple[str, str, dict]:
-    from cep.continuous import ContinuousError
-    from cep.stream import parse_kafka_url
-
-    try:
-        return parse_kafka_url(url)
-    except ContinuousError as exc:
-        raise QueryError(f"{option} {exc}") from None
-
-
 def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     """Run the query continuously (``cep.stream.run``); returns the number of answers emitted."""
-    from cep.stream import (ClosureStore, ConsoleSink, DirectorySink, FileSource, KafkaSink, KafkaSource,
-                            StaticFiles, run as run_stream)
+    from cep.stream import ClosureStore, StaticFiles, run as run_stream
     from jobs.spark import build_session
+    from jobs.streaming import file_or_kafka_source, need_kafka, sink_for, trigger_for
 
     sources = []
     for iri, where in p.streams.items():
-        if isinstance(where, str):
-            bootstrap, topic, options = _kafka(where, "--stream")
-            limit = (("maxOffsetsPerTrigger", args.max_per_trigger),) if args.max_per_trigger else ()
-            sources.append(KafkaSource(iri, bootstrap, topic, fmt=options.get("format", "jsonl"), options=limit))
-        else:
-            sources.append(FileSource(iri, str(where), max_files_per_trigger=args.max_per_trigger))
-    if args.out in (None, "console", "-"):
-        sink = ConsoleSink()
-    elif args.out.startswith("kafka:"):
-        bootstrap, topic, _ = _kafka(args.out, "--out")
-        sink = KafkaSink(bootstrap, topic)
-    else:
-        sink = DirectorySink(args.out)
-    if any(isinstance(x, (KafkaSource, KafkaSink)) for x in [*sources, sink]):
-        from reasoner import jars
-
-        jars.resolve_kafka_connector()  # cached after the first time; must be on the classpath at start-up
+        sources.append(file_or_kafka_source(iri, where if isinstance(where, str) else str(where), args.max_per_trigger))
+    sink = sink_for(args.out)
+    need_kafka(*sources, sink)
     spark = build_session("rsp-sidecar query --continuous")
     static = ClosureStore(args.closure) if args.closure else (StaticFiles(p.graphs) if p.graphs else None)
-    trigger = args.trigger if args.trigger == "available-now" else f"interval:{args.trigger.split(':')[1].rstrip('s')}"
+    trigger = trigger_for(args.trigger)
     summary = run_stream(spark, p.query, sources, sink=sink, checkpoint=args.checkpoint, static=static,
                          trigger=trigger, lateness=parse_lateness(args.lateness, args.time_unit), emit=args.emit,
                          time_unit=p.time_unit, rejects=args.rejects, engine=args.engine)

@@ -1,0 +1,564 @@
+"""Class membership over an RDF stream: which streamed subjects are instances of a class?
+
+EP-SPARQL's Test 2 ("is this streamed plant a Tracheobionta?") as a service, for any class:
+
+    from scenarios.membership import run
+    from cep.stream import DirectorySink, FileSource
+    summary = run(spark, [FileSource("<urn:plants>", "in/")], store="closure/",
+                  target="<http://example.org/plants#subkingdom:Tracheobionta>",
+                  sink=DirectorySink("out/"), checkpoint="ckpt/")
+
+Semantics. A streamed triple ``x P C`` makes ``x`` an instance of the target class T when P is
+``rdf:type`` or one of its subproperties (rdfs7) and C is T or one of its subclasses (rdfs9), both
+read from the *published closure* (the reasoner's store: its ``subclass`` and ``subproperty``
+tables, the current version at each micro-batch — a refresh is picked up by the next batch). Every
+such triple is one answer: ``{"subject", "class" (the streamed C), "t" (its event time),
+"processed_at" (wall clock, ms), "version" (of the closure), "file", "line"}``. Answers do not
+depend on other items (no window, no state): the output of a batch is final when written, and the
+answer for a triple is the same whichever batch it arrives in. Literal subjects cannot occur
+(N-Triples), and a blank-node subject is scoped to its file as ``cep.streams`` scopes it.
+``rdfs:domain``/``rdfs:range`` of the streamed predicates are not used: the taxonomy has none
+(README, known limits).
+
+Execution (Spark Structured Streaming, ``foreachBatch``, exactly once into a ``DirectorySink``):
+
+* ``engine="auto"`` (default) — the driver path. For file sources the batch's files are named by
+  Spark's own checkpoint (the offsets of the batch and the file source's log; Spark wrote both
+  before the batch ran) and read on the driver by ``scenarios.tsnt`` (pyarrow, chunks classified
+  in parallel threads): no Spark job at all for a plain batch. Lines only the full parser can
+  read go to ``cep.streams.parse_lines`` (one small Spark job, only when there are such lines),
+  which also gives the reasons of the rejects. Kafka messages, and file batches whose files the
+  checkpoint does not name readably, are collected with one Spark job (Arrow) and classified the
+  same way.
+* ``engine="spark"`` — every line parsed by Spark and joined with the class set (broadcast); the
+  answers collected through Arrow. For inputs the driver cannot read (a cluster's filesystem).
+
+Bad lines go to ``rejects`` (one JSON Lines file per batch: file, line, reason, raw) and are
+counted; nothing is dropped silently.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cep.lineparse import bnode_scope, parse_jsonl
+from cep.stream import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_json_lines
+from cep.streams import JSONL, TSNT, detect_stream_format
+from reasoner import store as closure_store
+from reasoner.errors import SidecarError
+from reasoner.locations import local_path
+from reasoner.schema import DICTIONARY, FILE, ID, LINE, O, P, RAW, REASON, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TERM
+from reasoner.vocab import RDF_TYPE
+from scenarios import tsnt
+
+__all__ = ["MembershipError", "ClassSet", "load_class_set", "resolve_class", "batch_files", "run", "RunSummary",
+           "ENGINES"]
+
+ENGINES = ("auto", "spark")
+METRICS_FILE = "metrics.jsonl"
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+class MembershipError(SidecarError, ValueError):
+    """The target class is unknown to the closure, or the closure store is missing."""
+
+
+def resolve_class(text: str, local: Callable[[str], str] | None = None) -> str:
+    """``<iri>`` as it is, ``http://...`` in angle brackets, anything else a local name turned into
+    a term by ``local`` (the plant job: a taxon id, ``subkingdom:Tracheobionta``)."""
+    text = text.strip()
+    if text.startswith("<") and text.endswith(">"):
+        return text
+    if "://" in text or text.startswith("urn:"):
+        return f"<{text}>"
+    if local is None:
+        raise MembershipError(f"class {text!r}: expected an IRI (<http://...> or http://...)")
+    return local(text)
+
+
+@dataclass(frozen=True)
+class ClassSet:
+    """The target class, its subclasses and the typing predicates, of one closure version."""
+
+    version: str
+    target: str
+    classes: pa.Array      # N-Triples terms of every C with C rdfs:subClassOf* target
+    predicates: pa.Array   # rdf:type and every property rdfs:subPropertyOf* rdf:type
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+
+def load_class_set(store: str | Path, target: str, version: str | None = None) -> ClassSet:
+    """Read the class set of ``target`` from a published closure (pyarrow; no Spark job)."""
+    import pyarrow.parquet as pq
+
+    root = local_path(store, "the closure store")
+    version = version or closure_store.current_version(root)
+    if version is None:
+        raise MembershipError(f"{root}: no published closure here (no CURRENT); publish one with "
+                              f"rsp-sidecar materialize or let the job publish the taxonomy")
+    base = root / closure_store.VERSIONS / version
+    dictionary = pq.read_table(str(base / DICTIONARY), columns=[ID, TERM])
+    ids = dictionary.column(ID)
+    terms = dictionary.column(TERM)
+
+    def id_of(term: str) -> int | None:
+        found = pc.indices_nonzero(pc.equal(terms, term))
+        return ids[found[0].as_py()].as_py() if len(found) else None
+
+    target_id = id_of(target)
+    if target_id is None:
+        raise MembershipError(f"class {target} is not a term of closure version {version} in {root}: "
+                              f"check the IRI (--class) or the ontology the closure was built from")
+    classes = _below(pq.read_table(str(base / SUBCLASS)), target_id)
+    type_id = id_of(RDF_TYPE)
+    predicates = _below(pq.read_table(str(base / SUBPROPERTY)), type_id) if type_id is not None else pa.array([], pa.int64())
+    def decode(wanted: pa.Array, always: str) -> pa.Array:
+        chosen = pc.filter(terms, pc.is_in(ids, value_set=wanted))
+        return pc.unique(pa.concat_arrays([chosen.combine_chunks() if isinstance(chosen, pa.ChunkedArray) else chosen,
+                                           pa.array([always], pa.string())]))
+
+    return ClassSet(version, target, decode(classes, target), decode(predicates, RDF_TYPE))
+
+
+def _below(pairs: pa.Table, top: int) -> pa.Array:
+    """``sub`` of the closure pairs ``(sub, top)`` (the tables hold the transitive closure)."""
+    subs = pc.filter(pairs.column(SUB), pc.equal(pairs.column(SUP), top))
+    return pc.unique(subs.combine_chunks() if isinstance(subs, pa.ChunkedArray) else subs)
+
+
+# --- which files a micro-batch read: Spark's checkpoint ------------------------------------------
+
+def batch_files(spark_checkpoint: str | Path, batch_id: int, source: int = 0) -> list[Path] | None:
+    """The files file source ``source`` read in ``batch_id``, from Spark's checkpoint: the batch's
+    offsets (``offsets/<id>``, ``offsets/<id-1>``: the source's log offsets) and the source's file
+    log (``sources/<n>/<k>`` or the compacted ``<k>.compact``). None whenever that record is not
+    there or not in the form Spark 3-4 write it, or names a file that is not local: the caller
+    then reads the batch through Spark."""
+    root = Path(spark_checkpoint)
+    try:
+        end = _log_offset(root / "offsets" / str(batch_id), source)
+        start = _log_offset(root / "offsets" / str(batch_id - 1), source) if batch_id > 0 else -1
+        if end is None:
+            return None
+        start = -1 if start is None else start
+        wanted = set(range(start + 1, end + 1))
+        found: dict[int, list[str]] = {}
+        log = root / "sources" / str(source)
+        for k in sorted(wanted):
+            if k in found:
+                continue
+            plain = log / str(k)
+            if plain.exists():
+                found[k] = [e["path"] for e in _log_entries(plain)]
+                continue
+            compact = min((p for p in log.glob("*.compact") if p.name.split(".")[0].isdigit()
+                           and int(p.name.split(".")[0]) >= k), key=lambda p: int(p.name.split(".")[0]), default=None)
+            if compact is None:
+                return None
+            for entry in _log_entries(compact):
+                if entry["batchId"] in wanted:
+                    found.setdefault(entry["batchId"], []).append(entry["path"])
+            if k not in found:
+                return None
+        paths = []
+        for k in sorted(wanted):
+            for url in found.get(k, []):
+                if not url.startswith("file:"):
+                    return None
+                paths.append(local_path(url, "a stream file"))
+        return paths
+    except (OSError, ValueError, KeyError, TypeError, SidecarError):
+        return None
+
+
+def _log_offset(path: Path, source: int) -> int | None:
+    if not path.exists():
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0] != "v1" or len(lines) < 3 + source:
+        raise ValueError(f"unexpected offset log {path}")
+    text = lines[2 + source]
+    if text == "-":
+        return None
+    return int(json.loads(text)["logOffset"])
+
+
+def _log_entries(path: Path) -> list[dict]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0] != "v1":
+        raise ValueError(f"unexpected file source log {path}")
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+# --- the service ------------------------------------------------------------------------------
+
+@dataclass
+class RunSummary:
+    batches: int = 0
+    lines: int = 0
+    answers: int = 0
+    rejected: int = 0
+    version: str | None = None
+    seconds: float = 0.0          # inside the batches (the steady-state work)
+    driver_batches: int = 0
+    spark_batches: int = 0
+    per_batch: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        out = dict(self.__dict__)
+        out.pop("per_batch")
+        out["lines_per_second"] = round(self.lines / self.seconds) if self.seconds else None
+        return out
+
+
+class _Answers:
+    """Answer lines of one batch, as JSON text (built column-wise for the driver path)."""
+
+    def __init__(self, version: str):
+        self.version = version
+        self.parts: list[pa.Array] = []
+        self.count = 0
+
+    def add_columns(self, subject: pa.Array, klass: pa.Array, ticks: pa.Array, file: str, lines: pa.Array,
+                    processed_at: int) -> None:
+        if not len(subject):
+            return
+        tail = f',"version":{json.dumps(self.version)},"processed_at":{processed_at}}}'
+        subject, klass = _json_text(subject), _json_text(klass)
+        self.parts.append(pc.binary_join_element_wise(
+            '{"subject":"', subject, '","class":"', klass, '","t":', pc.cast(ticks, pa.string()),
+            f',"file":{json.dumps(file, ensure_ascii=False)},"line":', pc.cast(lines, pa.string()), tail, ""))
+        self.count += len(subject)
+
+    def add_row(self, subject: str, klass: str, t: int, file: str, line: int, processed_at: int) -> None:
+        row = {"subject": subject, "class": klass, "t": t, "file": file, "line": line, "version": self.version,
+               "processed_at": processed_at}
+        self.parts.append(pa.array([json.dumps(row, ensure_ascii=False)], pa.string()))
+        self.count += 1
+
+    def lines(self):
+        for part in self.parts:
+            yield from part.to_pylist()
+
+
+class _Service:
+    def __init__(self, spark, sources, store: Path, target: str, sink, checkpoint: Path, rejects: Path | None,
+                 time_unit: str, prefixes: dict, metrics: TextIO | None, engine: str,
+                 on_answers: Callable | None):
+        self.spark, self.sources, self.store, self.target, self.sink = spark, list(sources), store, target, sink
+        self.checkpoint, self.rejects_dir, self.time_unit, self.prefixes = checkpoint, rejects, time_unit, prefixes
+        self.metrics_out, self.engine, self.on_answers = metrics, engine, on_answers
+        self.classes: ClassSet | None = None
+        self.class_frame = None         # (version, DataFrame) for the Spark engine
+        self.summary = RunSummary()
+        self.error: BaseException | None = None
+        self.pool = ThreadPoolExecutor(_THREADS)
+
+    # the current closure version's class set (a refresh is picked up here, between batches)
+    def _class_set(self) -> ClassSet:
+        version = closure_store.current_version(self.store)
+        if self.classes is None or self.classes.version != version:
+            self.classes = load_class_set(self.store, self.target, version)
+        return self.classes
+
+    def batch(self, lines, batch_id: int) -> None:
+        try:
+            self._batch(lines, batch_id)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by run(); Spark wraps it
+            self.error = exc
+            raise
+
+    def _batch(self, lines, batch_id: int) -> None:
+        started = time.perf_counter()
+        classes = self._class_set()
+        answers = _Answers(classes.version)
+        rejects: list[tuple] = []
+        slow: list[tuple] = []          # (file, line, raw, fmt)
+        processed_at = int(time.time() * 1000)
+        counted = 0
+        path = "driver"
+        if self.engine == "spark":
+            path = "spark"
+            counted = self._spark_batch(lines, classes, answers, rejects, processed_at)
+        else:
+            files = self._files(batch_id)
+            if files is not None:
+                for file, fmt in files:
+                    counted += self._driver_file(file, fmt, classes, answers, slow, processed_at)
+            else:
+                counted = self._collected(lines, classes, answers, slow, processed_at)
+            if slow:
+                self._slow(slow, classes, answers, rejects, processed_at)
+        label = f"{batch_id:010d}"
+        written = write_json_lines(self.sink, label, answers.lines())
+        if self.on_answers is not None:
+            self.on_answers(label, [json.loads(x) for x in answers.lines()])
+        if rejects and self.rejects_dir is not None:
+            self.rejects_dir.mkdir(parents=True, exist_ok=True)
+            _write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
+                         ({"file": f, "line": n, "reason": why, "raw": raw} for f, n, why, raw in sorted(rejects)))
+        seconds = time.perf_counter() - started
+        s = self.summary
+        s.batches += 1
+        s.lines += counted
+        s.answers += written
+        s.rejected += len(rejects)
+        s.version = classes.version
+        s.seconds += seconds
+        if path == "driver":
+            s.driver_batches += 1
+        else:
+            s.spark_batches += 1
+        record = {"batch": batch_id, "lines": counted, "answers": written, "rejected": len(rejects),
+                  "seconds": round(seconds, 4), "lines_per_second": round(counted / seconds) if seconds else None,
+                  "path": path, "version": classes.version, "classes": len(classes)}
+        s.per_batch.append(record)
+        text = json.dumps(record)
+        print(text, file=self.metrics_out or sys.stderr, flush=True)
+        with open(self.checkpoint / METRICS_FILE, "a", encoding="utf-8") as out:
+            out.write(text + "\n")
+
+    # -- the driver path ------------------------------------------------------------------------
+    def _files(self, batch_id: int) -> list[tuple[str, str | None]] | None:
+        """The batch's files with their format, when every source is a file source and Spark's
+        checkpoint names them (``batch_files``); else None."""
+        out = []
+        for i, source in enumerate(self.sources):
+            if not isinstance(source, FileSource):
+                return None
+            paths = batch_files(self.checkpoint / SPARK_DIR, batch_id, i)
+            if paths is None:
+                return None
+            out.extend((str(p), source.fmt) for p in paths)
+        return out
+
+    def _format(self, file: str, fmt: str | None) -> str | None:
+        if fmt is not None:
+            return fmt
+        try:
+            return detect_stream_format(Path(file))
+        except SidecarError:
+            return None            # Spark's parser rejects its lines with the reason
+
+    def _driver_file(self, file: str, fmt: str | None, classes: ClassSet, answers: _Answers, slow: list,
+                     processed_at: int) -> int:
+        kind = self._format(file, fmt)
+        futures = []
+        count = 0
+        for first, chunk in tsnt.read_lines(file):
+            count += len(chunk)
+            if kind == TSNT:
+                futures.append((first, chunk, self.pool.submit(tsnt.type_hits, chunk, classes.predicates,
+                                                               classes.classes)))
+            else:
+                self._other_lines(file, first, chunk.to_pylist(), kind, classes, answers, slow, processed_at)
+        scope = bnode_scope(file)
+        for first, chunk, future in futures:
+            self._take_hits(future.result(), chunk, first, file, scope, answers, slow, processed_at)
+        return count
+
+    def _take_hits(self, hits: tsnt.Hits, chunk: pa.Array, first, file: str, scope: str, answers: _Answers,
+                   slow: list, processed_at: int) -> None:
+        """Add one chunk's hits; ``first`` is the number of the chunk's first line, or an array of
+        every line's number (Kafka offsets)."""
+        subject = hits.subject
+        if len(subject) and pc.any(pc.starts_with(subject, "_:")).as_py():
+            subject = pc.if_else(pc.starts_with(subject, "_:"),
+                                 pc.binary_join_element_wise(f"_:f{scope}.", pc.utf8_slice_codeunits(subject, 2), ""),
+                                 subject)
+        if isinstance(first, int):
+            numbers = pc.add(pc.cast(hits.index, pa.int64()), first)
+            slow_numbers = [first + i for i in hits.slow.to_pylist()]
+        else:
+            numbers = pc.take(first, hits.index)
+            slow_numbers = pc.take(first, hits.slow).to_pylist()
+        answers.add_columns(subject, hits.klass, hits.ticks, file, numbers, processed_at)
+        if len(hits.slow):
+            for number, raw in zip(slow_numbers, pc.take(chunk, hits.slow).to_pylist()):
+                slow.append((file, number, raw, TSNT))
+
+    def _other_lines(self, file: str, first: int, texts: list, kind: str | None, classes: ClassSet,
+                     answers: _Answers, slow: list, processed_at: int, numbers: list | None = None) -> None:
+        """JSON Lines (``cep.lineparse`` for the plain ones) and files of an unknown format."""
+        wanted_p = set(classes.predicates.to_pylist())
+        wanted_c = _class_lookup(classes)
+        for k, text in enumerate(texts):
+            number = numbers[k] if numbers is not None else first + k
+            parsed = parse_jsonl(text, file, number, self.prefixes) if kind == JSONL else None
+            if parsed is None:
+                if kind != JSONL or text.strip():
+                    slow.append((file, number, text, kind))
+                continue
+            for (_item, s_, p_, o_, t1, _t2) in parsed:
+                if p_ in wanted_p and o_ in wanted_c:
+                    answers.add_row(s_, o_, t1, file, number, processed_at)
+
+    def _collected(self, lines, classes: ClassSet, answers: _Answers, slow: list, processed_at: int) -> int:
+        """The batch's lines collected through Spark (Kafka, or files the checkpoint does not name)."""
+        table = self._numbered(lines).select(FILE, LINE, RAW, "_source").toArrow()
+        count = table.num_rows
+        if not count:
+            return 0
+        for (file, source), group in _groups(table):
+            kind = self._format(file, self.sources[source].fmt)
+            texts, numbers = group.column(RAW).combine_chunks(), group.column(LINE).combine_chunks()
+            if kind == TSNT:
+                hits = tsnt.type_hits(texts, classes.predicates, classes.classes)
+                self._take_hits(hits, texts, numbers, file, bnode_scope(file), answers, slow, processed_at)
+            else:
+                self._other_lines(file, 0, texts.to_pylist(), kind, classes, answers, slow, processed_at,
+                                  numbers=numbers.to_pylist())
+        return count
+
+    def _numbered(self, lines):
+        """The batch's lines as (FILE, LINE, RAW, _source): a Kafka offset is its line, file lines
+        are numbered from their blocks (``reasoner.loading.with_line_numbers``)."""
+        from pyspark.sql import functions as F
+
+        from cep.stream import _union
+        from reasoner.loading import with_line_numbers
+
+        kinds = {isinstance(s, KafkaSource) for s in self.sources}
+        parts = []
+        if True in kinds:
+            parts.append(lines.filter(F.col(LINE).isNotNull()).select(FILE, LINE, RAW, "_source"))
+        if False in kinds:
+            rows = lines.filter(F.col(LINE).isNull()).drop(LINE).withColumn("_row", F.monotonically_increasing_id())
+            parts.append(with_line_numbers(rows, rows).select(FILE, LINE, RAW, "_source"))
+        return _union(parts)
+
+    def _slow(self, slow: list, classes: ClassSet, answers: _Answers, rejects: list, processed_at: int) -> None:
+        """Lines only Spark's parser reads: parsed (and rejected, with reasons) there."""
+        from pyspark.sql import functions as F
+
+        from cep.streams import parse_lines
+
+        wanted_p = set(classes.predicates.to_pylist())
+        wanted_c = _class_lookup(classes)
+        frame = self.spark.createDataFrame([(f, n, raw, fmt) for f, n, raw, fmt in slow],
+                                           f"{FILE} string, {LINE} long, {RAW} string, _fmt string")
+        kinds = sorted({fmt for *_x, fmt in slow}, key=lambda k: (k is None, k or ""))
+        for kind in kinds:
+            mine = frame.filter(F.col("_fmt") == kind if kind is not None else F.col("_fmt").isNull())
+            terms, bad = parse_lines(mine.select(FILE, LINE, RAW), self.prefixes, self.time_unit, kind)
+            for r in terms.select(S, P, O, "t_start", FILE, LINE).collect():
+                if r[P] in wanted_p and r[O] in wanted_c:
+                    answers.add_row(r[S], r[O], r["t_start"], r[FILE], r[LINE], processed_at)
+            rejects.extend((r[FILE], r[LINE], r[REASON], r[RAW]) for r in bad.collect())
+
+    # -- the Spark engine -----------------------------------------------------------------------
+    def _spark_batch(self, lines, classes: ClassSet, answers: _Answers, rejects: list, processed_at: int) -> int:
+        from pyspark.sql import functions as F
+
+        from cep.streams import parse_lines
+
+        numbered = self._numbered(lines).cache()
+        try:
+            count = numbered.count()
+            if self.class_frame is None or self.class_frame[0] != classes.version:
+                self.class_frame = (classes.version, self.spark.createDataFrame(
+                    [(c,) for c in classes.classes.to_pylist()], f"{O} string"))
+            frame = self.class_frame[1]
+            for i, source in enumerate(self.sources):
+                mine = numbered.filter(F.col("_source") == i).select(FILE, LINE, RAW)
+                terms, bad = parse_lines(mine, self.prefixes, self.time_unit, source.fmt)
+                hits = (terms.filter(F.col(P).isin(classes.predicates.to_pylist()))
+                        .join(F.broadcast(frame), O).select(S, O, "t_start", FILE, LINE).toArrow())
+                for file, group in _by_file(hits):
+                    answers.add_columns(group.column(S).combine_chunks(), group.column(O).combine_chunks(),
+                                        group.column("t_start").combine_chunks(), file,
+                                        group.column(LINE).combine_chunks(), processed_at)
+                rejects.extend((r[FILE], r[LINE], r[REASON], r[RAW]) for r in bad.collect())
+        finally:
+            numbered.unpersist()
+        return count
+
+
+def _json_text(terms: pa.Array) -> pa.Array:
+    """Terms as the inside of a JSON string: a backslash (``\\u`` escapes of an IRI) or a quote
+    escaped; IRIs and blank-node labels hold no control characters."""
+    if len(terms) and pc.any(pc.match_substring_regex(terms, r'[\\"]')).as_py():
+        terms = pc.replace_substring(pc.replace_substring(terms, "\\", "\\\\"), '"', '\\"')
+    return terms
+
+
+def _class_lookup(classes: ClassSet) -> set:
+    return set(classes.classes.to_pylist())
+
+
+def _groups(table: pa.Table):
+    keys = pc.binary_join_element_wise(table.column(FILE), pc.cast(table.column("_source"), pa.string()), "\x00")
+    for key in pc.unique(keys).to_pylist():
+        file, source = key.rsplit("\x00", 1)
+        yield (file, int(source)), table.filter(pc.equal(keys, key))
+
+
+def _by_file(table: pa.Table):
+    for file in pc.unique(table.column(FILE)).to_pylist():
+        yield file, table.filter(pc.equal(table.column(FILE), file))
+
+
+def run(spark, sources: Sequence[FileSource | KafkaSource], *, store: str | Path, target: str, sink,
+        checkpoint: str | Path, trigger: str = "available-now", rejects: str | Path | None = None,
+        time_unit: str = "ms", prefixes: dict | None = None, metrics: TextIO | None = None,
+        engine: str = "auto", timeout: float | None = None, on_answers: Callable | None = None) -> RunSummary:
+    """Classify the subjects of ``sources`` against ``target`` continuously (module doc).
+    ``trigger``: ``available-now`` (what is there, then stop) or ``interval:SECONDS``."""
+    from pyspark.sql import functions as F
+
+    from cep.stream import _union
+
+    if engine not in ENGINES:
+        raise MembershipError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    if not sources:
+        raise MembershipError("no stream source given")
+    store = local_path(store, "the closure store")
+    checkpoint = local_path(checkpoint, "the checkpoint")
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    load_class_set(store, target)          # fail before streaming when the class or store is wrong
+    service = _Service(spark, sources, store, target, sink, checkpoint,
+                       local_path(rejects, "the rejects directory") if rejects else None, time_unit,
+                       dict(prefixes or {}), metrics, engine, on_answers)
+    if hasattr(sink, "bind"):
+        sink.bind(spark)
+    frames = []
+    for i, source in enumerate(sources):
+        frame = source.lines(spark).withColumn("_source", F.lit(i))
+        if LINE not in frame.columns:
+            frame = frame.withColumn(LINE, F.lit(None).cast("long"))
+        if "_block" not in frame.columns:
+            frame = frame.withColumn("_block", F.lit(None).cast("long"))
+        frames.append(frame.select(RAW, FILE, LINE, "_block", "_source"))
+    lines = _union(frames)
+    writer = lines.writeStream.foreachBatch(service.batch).option("checkpointLocation", str(checkpoint / SPARK_DIR))
+    if trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    elif trigger.startswith("interval:"):
+        writer = writer.trigger(processingTime=f"{float(trigger.split(':', 1)[1])} seconds")
+    else:
+        raise MembershipError(f"unknown trigger {trigger!r}; expected available-now or interval:SECONDS")
+    streaming = writer.start()
+    try:
+        if timeout is None:
+            streaming.awaitTermination()
+        else:
+            streaming.awaitTermination(timeout)
+    finally:
+        if streaming.isActive:
+            streaming.stop()
+        service.pool.shutdown(wait=False)
+    if streaming.exception() is not None:
+        raise service.error or RuntimeError(f"the streaming query failed: {streaming.exception()}")
+    return service.summary

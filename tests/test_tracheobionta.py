@@ -1,0 +1,276 @@
+"""The Tracheobionta service (``scenarios.membership``, ``jobs/tracheobionta.py``).
+
+Oracles, independent of the code under test: Spark's stream parser (``cep.streams.read_stream``,
+the one definition of the formats) for what each line says, and the taxonomy CSV walked in Python
+(``ontologies.plants.descendants``) for which classes are below the target — not the reasoner's
+closure the service reads.
+"""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from ontologies.plants import TRACHEOBIONTA_ID, class_iri, descendants, read_taxonomy, taxonomy_path
+from reasoner.vocab import RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+from scenarios import tsnt
+
+pytestmark = pytest.mark.spark
+
+EX = "http://example.org/x#"
+TRACHEOBIONTA = class_iri(TRACHEOBIONTA_ID)
+
+
+# --- the bulk splitter against Spark's parser -------------------------------------------------
+
+SUBJECTS = ["<http://x/s>", "_:b1", "_:b.x", "<http://x/é>", "<>", "<http://x/\\u00e9>", "_:", "<a b>", '"lit"',
+            "<http://x/s\ufffd>"]
+PREDICATES = [RDF_TYPE, "<http://x/p>", "<http://x/type>", "_:p"]
+OBJECTS = ["<http://k/C>", "<http://k/D>", '"5"^^<http://www.w3.org/2001/XMLSchema#integer>', '"x"@EN-gb',
+           '"a b <http://k/C> c"', '"esc\\"aped"', "_:o", '"tab\there"', "<http://k/C", '"unterminated']
+STAMPS = ['"10"', '"0"', '"007"', '"-3"', '"123456789012345678"', '"1234567890123456789012"', '"2024-05-01T10:00:00Z"',
+          '"5"^^<http://www.w3.org/2001/XMLSchema#long>', '"x"', "10"]
+SHAPES = ["{s} {p} {o} {t} .", "{s} {p} {o} {t}", "{s} {p} {o} . {t}", "{s} {p} {o} {t}.", "{s}\t{p} {o} {t} .",
+          "  {s} {p} {o} {t} .", "{s} {p} {o} {t} . # c", "{s} {p} {o} .", "{s}  {p} {o} {t} .", "{s} {p} {o}{t} ."]
+
+
+def spark_parse(spark, path: Path, prefixes: dict | None = None):
+    """Spark's reading of a stream file: ([(s, p, o, t_start, file, line)], [(file, line, reason)])."""
+    from cep.streams import parse_lines
+    from reasoner.loading import read_lines, with_line_numbers
+    from reasoner.schema import FILE, LINE, RAW
+
+    lines = read_lines(spark, [Path(path)])
+    numbered = with_line_numbers(lines, lines).select(FILE, LINE, RAW)
+    terms, rejects = parse_lines(numbered, prefixes or {}, "ms")
+    return ([(r["s"], r["p"], r["o"], r["t_start"], r["file"], r["line"]) for r in terms.collect()],
+            [(r["file"], r["line"], r["reason"]) for r in rejects.collect()])
+
+
+def random_line(rng: random.Random) -> str:
+    if rng.random() < 0.05:
+        return rng.choice(["", "   ", "# comment", "\t# c", "garbage", "<http://x/s>"])
+    pick = (lambda xs, k: rng.choice(xs[:k]) if rng.random() < 0.8 else rng.choice(xs))
+    shape = rng.choice(SHAPES[:4]) if rng.random() < 0.75 else rng.choice(SHAPES)
+    return shape.format(s=pick(SUBJECTS, 3), p=pick(PREDICATES, 2), o=pick(OBJECTS, 4), t=pick(STAMPS, 5))
+
+
+def test_plain_lines_split_as_spark_parses_them(spark, tmp_path):
+    from cep.lineparse import bnode_scope
+
+    rng = random.Random(11)
+    lines = [random_line(rng) for _ in range(3000)]
+    path = tmp_path / "stream.nt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    terms, bad = spark_parse(spark, path)
+    parsed = {line: (s, p, o, t) for s, p, o, t, _f, line in terms}
+    rejected = {line for _f, line, _r in bad}
+    chunks = list(tsnt.read_lines(path, block_bytes=1 << 14))      # several chunks
+    assert sum(len(c) for _, c in chunks) == len(lines)
+    predicates = pa.array([RDF_TYPE, "<http://x/type>"])
+    classes = pa.array(["<http://k/C>", "<http://k/D>"])
+    scope = bnode_scope(str(path.resolve()))
+    fast = slow = 0
+    for first, chunk in chunks:
+        hits = tsnt.type_hits(chunk, predicates, classes)
+        slow_lines = {first + i for i in hits.slow.to_pylist()}
+        slow += len(slow_lines)
+        got = {}
+        for i, s, k, t in zip(hits.index.to_pylist(), hits.subject.to_pylist(), hits.klass.to_pylist(),
+                              hits.ticks.to_pylist()):
+            got[first + i] = ("_:f" + scope + "." + s[2:] if s.startswith("_:") else s, k, t)
+        for offset in range(len(chunk)):
+            number = first + offset
+            if number in slow_lines:
+                continue
+            # not slow: Spark accepts it (or it is blank), and it is a hit exactly when Spark says so
+            assert number not in rejected, lines[number - 1]
+            want = parsed.get(number)
+            is_hit = want is not None and want[1] in (RDF_TYPE, "<http://x/type>") and want[2] in ("<http://k/C>", "<http://k/D>")
+            if is_hit:
+                fast += 1
+                assert got.get(number) == (want[0], want[2], want[3]), lines[number - 1]
+            else:
+                assert number not in got, lines[number - 1]
+    assert fast > 150 and slow > 300
+    assert len(rejected) > 100
+
+
+def test_files_the_csv_reader_refuses_are_read_line_by_line(tmp_path):
+    path = tmp_path / "odd.nt"
+    good = '<http://x/s> <http://x/p> <http://x/o> "1" .'
+    path.write_bytes((good + "\r\n" + "<a> \x01 <b>\n" + good + "\r" + "\xff\xfe bad\n" + good + "\n").encode("latin-1"))
+    lines = [x for _, chunk in tsnt.read_lines(path) for x in chunk.to_pylist()]
+    assert lines == [good, "<a> \x01 <b>", good, "\ufffd\ufffd bad", good]
+
+
+# --- the service -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def taxa(shared_data):
+    return read_taxonomy(taxonomy_path(shared_data))
+
+
+@pytest.fixture(scope="module")
+def closure(spark, shared_data, tmp_path_factory):
+    from jobs.tracheobionta import publish_taxonomy
+
+    store = tmp_path_factory.mktemp("plants-closure")
+    publish_taxonomy(spark, store, str(shared_data))
+    return store
+
+
+def below(taxa, root=TRACHEOBIONTA_ID) -> set[str]:
+    return {class_iri(t) for t in descendants(taxa, root) | {root}}
+
+
+def oracle(spark, files: list[Path], classes: set[str], predicates=(RDF_TYPE,)):
+    """(answers, rejects) as the Spark parser and the taxonomy CSV define them."""
+    answers, rejects = set(), set()
+    for f in files:
+        terms, bad = spark_parse(spark, f, {"ex": EX})
+        answers |= {(s, o, t, file, line) for s, p, o, t, file, line in terms if p in predicates and o in classes}
+        rejects |= set(bad)
+    return answers, rejects
+
+
+def got(out: Path) -> list[tuple]:
+    rows = []
+    for part in sorted(out.glob("part-*.jsonl")):
+        for line in part.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            rows.append((r["subject"], r["class"], r["t"], r["file"], r["line"]))
+    return rows
+
+
+def got_rejects(directory: Path) -> set[tuple]:
+    return {(r["file"], r["line"], r["reason"]) for part in directory.glob("part-*.jsonl")
+            for r in map(json.loads, part.read_text(encoding="utf-8").splitlines())}
+
+
+def tricky_files(directory: Path) -> list[Path]:
+    """Lines the bulk path leaves to Spark: blank nodes, tabs, ISO times, comments, JSON Lines."""
+    directory.mkdir(parents=True, exist_ok=True)
+    vascular, moss = class_iri("species:Abies_alba"), class_iri("division:Bryophyta")
+    nt = directory / "tricky.nt"
+    nt.write_text("\n".join([
+        f'_:p1 {RDF_TYPE} {TRACHEOBIONTA} "5" .',
+        f'<{EX}a>\t{RDF_TYPE} {TRACHEOBIONTA} "6" .',
+        f'<{EX}b> {RDF_TYPE} {TRACHEOBIONTA} "1970-01-01T00:00:01Z" .',
+        f'<{EX}c> {RDF_TYPE} {TRACHEOBIONTA} "7" . # seen in the garden',
+        f'<{EX}d> {RDF_TYPE} {moss} "8" .',
+        f'<{EX}e> {RDF_TYPE} {vascular} "9"',
+        "",
+        f'<{EX}\\u00e9> {RDF_TYPE} {TRACHEOBIONTA} "10" .',
+        f'<{EX}f> {RDF_TYPE} "no class" "11" .',
+    ]) + "\n", encoding="utf-8")
+    js = directory / "tricky.jsonl"
+    js.write_text("\n".join([
+        json.dumps({"s": "ex:g", "p": "a", "o": TRACHEOBIONTA, "t": 12}),
+        json.dumps({"t": 13, "triples": [["ex:h", "a", TRACHEOBIONTA], ["ex:h", "ex:likes", "ex:i"]]}),
+        json.dumps({"s": "ex:j", "p": "a", "o": TRACHEOBIONTA}),
+        json.dumps({"s": "ex:k", "p": "a", "o": TRACHEOBIONTA, "t": "1970-01-01T00:00:02Z"}),
+    ]) + "\n", encoding="utf-8")
+    return [nt, js]
+
+
+@pytest.mark.parametrize("engine", ["auto", "spark"])
+def test_answers_and_rejects_are_those_the_semantics_defines(spark, taxa, closure, tmp_path, engine):
+    from cep.stream import DirectorySink, FileSource
+    from scenarios.membership import run
+    from scenarios.plant_stream import Mix, generate
+
+    stream = tmp_path / "in"
+    generate(taxa, stream, 6000, files=3, seed=3, mix=Mix(bad=0.02))
+    files = sorted(stream.glob("*.nt")) + tricky_files(stream)
+    summary = run(spark, [FileSource("<urn:plants>", str(stream), max_files_per_trigger=2)], store=closure,
+                  target=TRACHEOBIONTA, sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt",
+                  rejects=tmp_path / "rejects", prefixes={"ex": EX}, engine=engine)
+    want, want_rejects = oracle(spark, [f.resolve() for f in files], below(taxa))
+    rows = got(tmp_path / "out")
+    assert len(rows) == len(set(rows)), "an answer was written twice"
+    assert set(rows) == want
+    assert got_rejects(tmp_path / "rejects") == want_rejects
+    assert summary.answers == len(want) and summary.rejected == len(want_rejects) > 100
+    assert summary.batches == 3
+    if engine == "auto":
+        assert summary.driver_batches == 3 and summary.spark_batches == 0
+    subjects = {r[0] for r in rows}
+    assert any(s.startswith("_:f") for s in subjects), "the blank node subject is scoped to its file"
+    assert f"<{EX}h>" in subjects and f"<{EX}\\u00e9>" in subjects
+
+
+def test_restart_continues_exactly_once_and_a_refreshed_closure_is_picked_up(spark, taxa, tmp_path):
+    """Two runs on one checkpoint, a new closure version published between them: no answer
+    twice, none lost, and the second run's batches answer with the new version — where a
+    taxon unknown before is now a subclass of the target."""
+    from cep.stream import DirectorySink, FileSource
+    from reasoner.publish import materialize_sources
+    from scenarios.membership import run
+    from scenarios.plant_stream import Mix, generate
+
+    target = f"<{EX}Watched>"
+    store = tmp_path / "store"
+    schema = tmp_path / "schema.nt"
+    inside = [class_iri(t.id) for t in taxa[:400]]
+    schema.write_text("".join(f"{c} {RDFS_SUBCLASSOF} {target} .\n" for c in inside)
+                      + f"<{EX}seen> {RDFS_SUBPROPERTYOF} {RDF_TYPE} .\n", encoding="utf-8")
+    materialize_sources(spark, [schema], store)
+    stream = tmp_path / "in"
+    generate(taxa[:800], stream, 3000, files=3, seed=8, mix=Mix(unknown=0.2), target_id=taxa[0].id)
+    kw = dict(store=store, target=target, sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt")
+    first = run(spark, [FileSource("<urn:p>", str(stream), max_files_per_trigger=1)], **kw)
+    assert first.batches == 3 and first.version == "v000001"
+    # the taxonomy grows: an unknown taxon becomes a subclass of one inside
+    unknown = "<http://example.org/plants#unknown:Taxon7>"
+    with open(schema, "a", encoding="utf-8") as out:
+        out.write(f"{unknown} {RDFS_SUBCLASSOF} {inside[0]} .\n")
+    materialize_sources(spark, [schema], store)
+    generate(taxa[:800], stream, 2000, files=2, seed=9, mix=Mix(unknown=0.2), first_index=3000)
+    (stream / "seen.nt").write_text(f'<{EX}z> <{EX}seen> {inside[1]} "5" .\n', encoding="utf-8")
+    second = run(spark, [FileSource("<urn:p>", str(stream), max_files_per_trigger=1)], **kw)
+    assert second.batches == 3 and second.version == "v000002"
+    rows = got(tmp_path / "out")
+    assert len(rows) == len(set(rows))
+    files = sorted(f.resolve() for f in stream.glob("*.nt"))
+    old, _ = oracle(spark, [f for f in files if f.name <= "plants-8-~"], set(inside))
+    new, _ = oracle(spark, [f for f in files if f.name > "plants-8-~"], set(inside) | {unknown},
+                    predicates=(RDF_TYPE, f"<{EX}seen>"))
+    assert set(rows) == old | new
+    assert any(r[1] == unknown for r in rows) and any(r[0] == f"<{EX}z>" for r in rows)
+    versions = {json.loads(x)["version"] for p in (tmp_path / "out").glob("*.jsonl")
+                for x in p.read_text().splitlines()}
+    assert versions == {"v000001", "v000002"}
+
+
+def test_many_batches_read_their_files_from_the_compacted_source_log(spark, taxa, closure, tmp_path):
+    """Spark compacts its file-source log every 10 batches; the driver path still finds each
+    batch's files there (no batch falls back to collecting through Spark)."""
+    from cep.stream import DirectorySink, FileSource
+    from scenarios.membership import run
+    from scenarios.plant_stream import generate
+
+    stream = tmp_path / "in"
+    generate(taxa, stream, 1300, files=13, seed=4)
+    summary = run(spark, [FileSource("<urn:p>", str(stream), max_files_per_trigger=1)], store=closure,
+                  target=TRACHEOBIONTA, sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt")
+    assert summary.batches == 13 and summary.driver_batches == 13
+    assert any(p.name.endswith(".compact") for p in (tmp_path / "ckpt" / "spark" / "sources" / "0").iterdir())
+    want, _ = oracle(spark, sorted(f.resolve() for f in stream.glob("*.nt")), below(taxa))
+    assert sorted(got(tmp_path / "out")) == sorted(want)
+
+
+def test_cli_errors_name_the_problem(closure, tmp_path):
+    (tmp_path / "in").mkdir()
+    cmd = [sys.executable, "-m", "jobs.tracheobionta", "--stream", str(tmp_path / "in"), "--closure", str(closure),
+           "--checkpoint", str(tmp_path / "ck"), "--class", "genus:Nonexistent"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "genus_Nonexistent" in done.stderr and "is not a term of closure version" in done.stderr
+    done = subprocess.run(cmd[:4] + [str(tmp_path / "missing")] + cmd[5:-2], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "no such directory" in done.stderr
