@@ -52,63 +52,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 STREAM = "<http://example.org/publicTransport>"
-VIENNA = "http://example.org/vienna#"
-STEPHANSPLATZ = "st60201320"
-
-
-class ExampleMap:
-    """The running example's map: :a1, :d1 are subways in vienna_example.ttl."""
-
-    vehicles = [":a1", ":d1", ":x1", ":x2"]
-
-    def __init__(self, work: Path):
-        self.static = {"<http://example.org/transportationMap>": [ROOT / "ontologies" / "vienna_example.ttl"]}
-        self.query = (ROOT / "ontologies" / "vienna_example_query.rq").read_text()
-
-    def stop(self, rng: random.Random) -> str:
-        return rng.choice([":m", ":b", ":h", ":g", ":c"])
-
-
-class RealNetwork:
-    """The Wiener Linien network, 60 vehicles (20 subways), the centre = Stephansplatz."""
-
-    def __init__(self, work: Path):
-        from ontologies import vienna
-        from ontologies.data import data_dir
-
-        network = vienna.build(data_dir())
-        vienna.write_ntriples(network, work / "network.nt")
-        self.vehicles = [f":veh{i}" for i in range(60)]
-        with open(work / "vehicles.nt", "w", encoding="utf-8") as out:
-            for i in range(60):
-                kind = "subway" if i < 20 else ("tram" if i < 40 else "bus")
-                out.write(f"<{VIENNA}veh{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{VIENNA}{kind}> .\n")
-        subway = {c.from_station for c in network.connections.values() if network.lines[c.line_id].means == vienna.SUBWAY}
-        self.subway_stations = sorted(f":st{d}" for d in subway)
-        self.stations = sorted(f":st{d}" for d in network.stations)
-        self.static = {"<http://example.org/transportationMap>": [work / "network.nt", work / "vehicles.nt"]}
-        self.query = (ROOT / "ontologies" / "vienna_example_query.rq").read_text().replace(
-            ":end)+ :c .", f":end)+ :{STEPHANSPLATZ} .")
-        assert f":{STEPHANSPLATZ} ." in self.query
-
-    def stop(self, rng: random.Random) -> str:
-        return rng.choice(self.subway_stations if rng.random() < 0.7 else self.stations)
-
-
-def write_stream(directory: Path, minutes: int, per_minute: int, batch_minutes: int, seed: int, world) -> int:
-    rng = random.Random(seed)
-    directory.mkdir(parents=True)
-    n = 0
-    for b, start in enumerate(range(0, minutes, batch_minutes)):
-        path = directory / f"part{b:05d}.jsonl"
-        with open(path, "w", encoding="utf-8") as out:
-            for t in range(start, min(start + batch_minutes, minutes)):
-                for _ in range(per_minute):
-                    p = ":delayAt" if rng.random() < 0.8 else ":arriveAt"
-                    out.write(json.dumps({"s": rng.choice(world.vehicles), "p": p, "o": world.stop(rng), "t": t}) + "\n")
-                    n += 1
-        os.utime(path, (1_600_000_000 + b, 1_600_000_000 + b))
-    return n
 
 
 def main(argv=None) -> int:
@@ -127,6 +70,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from jobs.spark import build_session
+    from scenarios import vienna_transit as vt
     from cep.stream import CallbackSink, FileSource, StaticFiles, run
     from cep.streams import read_stream
     from cep.spark import evaluate
@@ -143,15 +87,15 @@ def main(argv=None) -> int:
             args.network = "real"
         except FileNotFoundError:
             args.network = "example"
-    world = RealNetwork(work) if args.network == "real" else ExampleMap(work)
+    world = vt.real_network(work) if args.network == "real" else vt.example_map()
     query = compile_query(world.query)
-    events = write_stream(work / "in", args.minutes, args.per_minute, args.batch_minutes, args.seed, world)
+    events = vt.write_stream(work / "in", args.minutes, args.per_minute, args.batch_minutes, args.seed, world)
     print(f"network: {args.network}; stream: {events} events over {args.minutes} min "
           f"({args.minutes / 10:.0f}x the 10 min window), {len(list((work / 'in').iterdir()))} files, one per micro-batch")
 
     static = StaticFiles(world.static)
     # warm-up: the same code on a tiny stream (JIT, first-job costs; the static side is prepared)
-    write_stream(work / "warm", 12, 5, 6, args.seed, world)
+    vt.write_stream(work / "warm", 12, 5, 6, args.seed, world)
     run(spark, query, [FileSource(STREAM, str(work / "warm"), max_files_per_trigger=1)], sink=CallbackSink(lambda *_: None),
         checkpoint=work / "warm-ckpt", static=static, time_unit="m", metrics=open(os.devnull, "w"))
 

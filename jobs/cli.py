@@ -8,6 +8,7 @@
     rsp-sidecar paths --data F ... --path EXPR [--from T] [--to T] [--format tsv|csv|json]
     rsp-sidecar query QUERY_FILE [--static [IRI=]F ...] [--stream IRI=F ...] --at T [--time-unit U] [--format F]
     rsp-sidecar tracheobionta --stream DIR --checkpoint DIR [--out DIR] [--class C]   plant stream reasoning
+    rsp-sidecar vienna-transit --stream DIR --checkpoint DIR [--out DIR] [--example]   transit alerts
     rsp-sidecar package [--out DIR] [--with-dependencies]   a zip for spark-submit --py-files
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from jobs import demo, jars, materialize, package
 from jobs import paths as paths_job
 from jobs import tracheobionta
+from jobs import vienna_transit
 from jobs import query as query_job
 from jobs.errors import run_cli
 
@@ -46,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     trb = sub.add_parser("tracheobionta", help="stream reasoning: streamed subjects that are instances of a plant class")
     tracheobionta.add_arguments(trb)
     trb.set_defaults(run=tracheobionta.run)
+    vt = sub.add_parser("vienna-transit", help="alerts: repeated subway delays without an arrival, at stops that reach "
+                                               "the centre by subway (the CQELS-CEP query on the real network)")
+    vienna_transit.add_arguments(vt)
+    vt.set_defaults(run=vienna_transit.run)
     pkg = sub.add_parser("package", help="the project as a zip for spark-submit --py-files, and a launcher")
     package.add_arguments(pkg)
     pkg.set_defaults(run=package.run)
