@@ -9,6 +9,7 @@
     rsp-sidecar query QUERY_FILE [--static [IRI=]F ...] [--stream IRI=F ...] --at T [--time-unit U] [--format F]
     rsp-sidecar tracheobionta --stream DIR --checkpoint DIR [--out DIR] [--class C]   plant stream reasoning
     rsp-sidecar vienna-transit --stream DIR --checkpoint DIR [--out DIR] [--example]   transit alerts
+    rsp-sidecar milan-routing --stream DIR --agents F --checkpoint DIR [--out DIR] [--map PNG]   route service
     rsp-sidecar package [--out DIR] [--with-dependencies]   a zip for spark-submit --py-files
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 
 from jobs import demo, jars, materialize, package
 from jobs import paths as paths_job
-from jobs import tracheobionta
+from jobs import milan_routing, tracheobionta
 from jobs import vienna_transit
 from jobs import query as query_job
 from jobs.errors import run_cli
@@ -52,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
                                                "the centre by subway (the CQELS-CEP query on the real network)")
     vienna_transit.add_arguments(vt)
     vt.set_defaults(run=vienna_transit.run)
+    mil = sub.add_parser("milan-routing", help="delivery agents' routes on the Milan network, recomputed when "
+                                               "traffic closes a connection")
+    milan_routing.add_arguments(mil)
+    mil.set_defaults(run=milan_routing.run)
     pkg = sub.add_parser("package", help="the project as a zip for spark-submit --py-files, and a launcher")
     package.add_arguments(pkg)
     pkg.set_defaults(run=package.run)

@@ -60,6 +60,7 @@ from reasoner.locations import local_path
 from reasoner.schema import DICTIONARY, FILE, ID, LINE, O, P, RAW, REASON, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TERM
 from reasoner.vocab import RDF_TYPE
 from scenarios import tsnt
+from scenarios.batches import batch_files, numbered_lines, parse_slow, run_batches
 
 __all__ = ["MembershipError", "ClassSet", "load_class_set", "resolve_class", "batch_files", "run", "RunSummary",
            "ENGINES"]
@@ -136,70 +137,6 @@ def _below(pairs: pa.Table, top: int) -> pa.Array:
     """``sub`` of the closure pairs ``(sub, top)`` (the tables hold the transitive closure)."""
     subs = pc.filter(pairs.column(SUB), pc.equal(pairs.column(SUP), top))
     return pc.unique(subs.combine_chunks() if isinstance(subs, pa.ChunkedArray) else subs)
-
-
-# --- which files a micro-batch read: Spark's checkpoint ------------------------------------------
-
-def batch_files(spark_checkpoint: str | Path, batch_id: int, source: int = 0) -> list[Path] | None:
-    """The files file source ``source`` read in ``batch_id``, from Spark's checkpoint: the batch's
-    offsets (``offsets/<id>``, ``offsets/<id-1>``: the source's log offsets) and the source's file
-    log (``sources/<n>/<k>`` or the compacted ``<k>.compact``). None whenever that record is not
-    there or not in the form Spark 3-4 write it, or names a file that is not local: the caller
-    then reads the batch through Spark."""
-    root = Path(spark_checkpoint)
-    try:
-        end = _log_offset(root / "offsets" / str(batch_id), source)
-        start = _log_offset(root / "offsets" / str(batch_id - 1), source) if batch_id > 0 else -1
-        if end is None:
-            return None
-        start = -1 if start is None else start
-        wanted = set(range(start + 1, end + 1))
-        found: dict[int, list[str]] = {}
-        log = root / "sources" / str(source)
-        for k in sorted(wanted):
-            if k in found:
-                continue
-            plain = log / str(k)
-            if plain.exists():
-                found[k] = [e["path"] for e in _log_entries(plain)]
-                continue
-            compact = min((p for p in log.glob("*.compact") if p.name.split(".")[0].isdigit()
-                           and int(p.name.split(".")[0]) >= k), key=lambda p: int(p.name.split(".")[0]), default=None)
-            if compact is None:
-                return None
-            for entry in _log_entries(compact):
-                if entry["batchId"] in wanted:
-                    found.setdefault(entry["batchId"], []).append(entry["path"])
-            if k not in found:
-                return None
-        paths = []
-        for k in sorted(wanted):
-            for url in found.get(k, []):
-                if not url.startswith("file:"):
-                    return None
-                paths.append(local_path(url, "a stream file"))
-        return paths
-    except (OSError, ValueError, KeyError, TypeError, SidecarError):
-        return None
-
-
-def _log_offset(path: Path, source: int) -> int | None:
-    if not path.exists():
-        return None
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if not lines or lines[0] != "v1" or len(lines) < 3 + source:
-        raise ValueError(f"unexpected offset log {path}")
-    text = lines[2 + source]
-    if text == "-":
-        return None
-    return int(json.loads(text)["logOffset"])
-
-
-def _log_entries(path: Path) -> list[dict]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if not lines or lines[0] != "v1":
-        raise ValueError(f"unexpected file source log {path}")
-    return [json.loads(line) for line in lines[1:] if line.strip()]
 
 
 # --- the service ------------------------------------------------------------------------------
@@ -423,40 +360,17 @@ class _Service:
         return count
 
     def _numbered(self, lines):
-        """The batch's lines as (FILE, LINE, RAW, _source): a Kafka offset is its line, file lines
-        are numbered from their blocks (``reasoner.loading.with_line_numbers``)."""
-        from pyspark.sql import functions as F
-
-        from cep.stream import _union
-        from reasoner.loading import with_line_numbers
-
-        kinds = {isinstance(s, KafkaSource) for s in self.sources}
-        parts = []
-        if True in kinds:
-            parts.append(lines.filter(F.col(LINE).isNotNull()).select(FILE, LINE, RAW, "_source"))
-        if False in kinds:
-            rows = lines.filter(F.col(LINE).isNull()).drop(LINE).withColumn("_row", F.monotonically_increasing_id())
-            parts.append(with_line_numbers(rows, rows).select(FILE, LINE, RAW, "_source"))
-        return _union(parts)
+        return numbered_lines(lines, self.sources)
 
     def _slow(self, slow: list, classes: ClassSet, answers: _Answers, rejects: list, processed_at: int) -> None:
         """Lines only Spark's parser reads: parsed (and rejected, with reasons) there."""
-        from pyspark.sql import functions as F
-
-        from cep.streams import parse_lines
-
         wanted_p = set(classes.predicates.to_pylist())
         wanted_c = _class_lookup(classes)
-        frame = self.spark.createDataFrame([(f, n, raw, fmt) for f, n, raw, fmt in slow],
-                                           f"{FILE} string, {LINE} long, {RAW} string, _fmt string")
-        kinds = sorted({fmt for *_x, fmt in slow}, key=lambda k: (k is None, k or ""))
-        for kind in kinds:
-            mine = frame.filter(F.col("_fmt") == kind if kind is not None else F.col("_fmt").isNull())
-            terms, bad = parse_lines(mine.select(FILE, LINE, RAW), self.prefixes, self.time_unit, kind)
-            for r in terms.select(S, P, O, "t_start", FILE, LINE).collect():
-                if r[P] in wanted_p and r[O] in wanted_c:
-                    answers.add_row(r[S], r[O], r["t_start"], r[FILE], r[LINE], processed_at)
-            rejects.extend((r[FILE], r[LINE], r[REASON], r[RAW]) for r in bad.collect())
+        terms, bad = parse_slow(self.spark, slow, self.prefixes, self.time_unit)
+        for s_, p_, o_, t1, _t2, file, line in terms:
+            if p_ in wanted_p and o_ in wanted_c:
+                answers.add_row(s_, o_, t1, file, line, processed_at)
+        rejects.extend(bad)
 
     # -- the Spark engine -----------------------------------------------------------------------
     def _spark_batch(self, lines, classes: ClassSet, answers: _Answers, rejects: list, processed_at: int) -> int:
@@ -516,10 +430,6 @@ def run(spark, sources: Sequence[FileSource | KafkaSource], *, store: str | Path
         engine: str = "auto", timeout: float | None = None, on_answers: Callable | None = None) -> RunSummary:
     """Classify the subjects of ``sources`` against ``target`` continuously (module doc).
     ``trigger``: ``available-now`` (what is there, then stop) or ``interval:SECONDS``."""
-    from pyspark.sql import functions as F
-
-    from cep.stream import _union
-
     if engine not in ENGINES:
         raise MembershipError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if not sources:
@@ -533,32 +443,8 @@ def run(spark, sources: Sequence[FileSource | KafkaSource], *, store: str | Path
                        dict(prefixes or {}), metrics, engine, on_answers)
     if hasattr(sink, "bind"):
         sink.bind(spark)
-    frames = []
-    for i, source in enumerate(sources):
-        frame = source.lines(spark).withColumn("_source", F.lit(i))
-        if LINE not in frame.columns:
-            frame = frame.withColumn(LINE, F.lit(None).cast("long"))
-        if "_block" not in frame.columns:
-            frame = frame.withColumn("_block", F.lit(None).cast("long"))
-        frames.append(frame.select(RAW, FILE, LINE, "_block", "_source"))
-    lines = _union(frames)
-    writer = lines.writeStream.foreachBatch(service.batch).option("checkpointLocation", str(checkpoint / SPARK_DIR))
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    elif trigger.startswith("interval:"):
-        writer = writer.trigger(processingTime=f"{float(trigger.split(':', 1)[1])} seconds")
-    else:
-        raise MembershipError(f"unknown trigger {trigger!r}; expected available-now or interval:SECONDS")
-    streaming = writer.start()
     try:
-        if timeout is None:
-            streaming.awaitTermination()
-        else:
-            streaming.awaitTermination(timeout)
+        run_batches(spark, sources, service.batch, checkpoint, trigger, timeout, lambda: service.error)
     finally:
-        if streaming.isActive:
-            streaming.stop()
         service.pool.shutdown(wait=False)
-    if streaming.exception() is not None:
-        raise service.error or RuntimeError(f"the streaming query failed: {streaming.exception()}")
     return service.summary
