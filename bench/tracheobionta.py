@@ -81,7 +81,9 @@ def oxigraph(hierarchy: Path, directory: Path, target: str, cap: float) -> dict:
     with open(hierarchy, "rb") as handle:
         store.bulk_load(handle, ox.RdfFormat.N_TRIPLES)
     load = time.perf_counter() - started
-    ask = f"ASK {{ ?x <{RDF_TYPE}>/<http://www.w3.org/2000/01/rdf-schema#subClassOf>* {target} }}"
+    # the subject written into the query text: with a substitution for ?x instead, pyoxigraph
+    # evaluates the path from the class's side (~45 ms a query instead of ~45 us)
+    ask = "ASK {{ {} <" + RDF_TYPE + ">/<http://www.w3.org/2000/01/rdf-schema#subClassOf>* " + target + " }}"
     seen = answers = 0
     started = time.perf_counter()
     deadline = started + cap
@@ -94,7 +96,7 @@ def oxigraph(hierarchy: Path, directory: Path, target: str, cap: float) -> dict:
                 subject = ox.NamedNode(s[1:-1])
                 obj = ox.NamedNode(o[1:-1]) if o.startswith("<") else ox.Literal(o.strip('"'))
                 store.add(ox.Quad(subject, ox.NamedNode(p[1:-1]), obj))
-                if store.query(ask, substitutions={ox.Variable("x"): subject}):
+                if store.query(ask.format(s)):
                     answers += 1
                 seen += 1
                 if not seen % 1000 and time.perf_counter() > deadline:

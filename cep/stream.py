@@ -301,6 +301,19 @@ class DirectorySink:
         self.directory.mkdir(parents=True, exist_ok=True)
         return _write_lines(self.directory / f"part-{label}.jsonl", lines)
 
+    def write_blobs(self, label: str, blobs, count: int) -> int:
+        """``count`` answers already serialised as bytes (JSON lines, newlines included)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"part-{label}.jsonl"
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        with open(tmp, "wb") as out:
+            for blob in blobs:
+                out.write(blob)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        return count
+
 
 class ConsoleSink:
     """Answers as JSON Lines on a text stream (stdout by default); at least once across restarts."""

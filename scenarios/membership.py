@@ -38,6 +38,7 @@ counted; nothing is dropped silently.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -95,6 +96,11 @@ class ClassSet:
     target: str
     classes: pa.Array      # N-Triples terms of every C with C rdfs:subClassOf* target
     predicates: pa.Array   # rdf:type and every property rdfs:subPropertyOf* rdf:type
+
+    @functools.cached_property
+    def plain(self) -> bool:
+        """No class term holds a backslash (an escape) or a quote: JSON as it is."""
+        return not pc.any(pc.match_substring_regex(self.classes, r'[\\"]')).as_py()
 
     def __len__(self) -> int:
         return len(self.classes)
@@ -161,33 +167,54 @@ class RunSummary:
 
 
 class _Answers:
-    """Answer lines of one batch, as JSON text (built column-wise for the driver path)."""
+    """Answer lines of one batch as JSON text, one Arrow string array per chunk, every element
+    ending with a newline — so a chunk's data buffer *is* its part of the output file."""
 
     def __init__(self, version: str):
         self.version = version
         self.parts: list[pa.Array] = []
         self.count = 0
 
+    @staticmethod
+    def build(subject: pa.Array, klass: pa.Array, ticks: pa.Array, file: str, lines: pa.Array, processed_at: int,
+              version: str, plain: bool = False) -> pa.Array:
+        """The JSON lines of a chunk's answers, column-wise (thread-safe: no state). ``plain``:
+        the terms hold no backslash or quote (the bulk splitter's lines), no escaping needed."""
+        tail = f',"version":{json.dumps(version)},"processed_at":{processed_at}}}\n'
+        if not plain:
+            subject, klass = _json_text(subject), _json_text(klass)
+        ticks = ticks if pa.types.is_string(ticks.type) else pc.cast(ticks, pa.string())
+        return pc.binary_join_element_wise(
+            '{"subject":"', subject, '","class":"', klass, '","t":', ticks,
+            f',"file":{json.dumps(file, ensure_ascii=False)},"line":', pc.cast(lines, pa.string()), tail, "")
+
+    def add(self, part: pa.Array) -> None:
+        if len(part):
+            self.parts.append(part)
+            self.count += len(part)
+
     def add_columns(self, subject: pa.Array, klass: pa.Array, ticks: pa.Array, file: str, lines: pa.Array,
                     processed_at: int) -> None:
-        if not len(subject):
-            return
-        tail = f',"version":{json.dumps(self.version)},"processed_at":{processed_at}}}'
-        subject, klass = _json_text(subject), _json_text(klass)
-        self.parts.append(pc.binary_join_element_wise(
-            '{"subject":"', subject, '","class":"', klass, '","t":', pc.cast(ticks, pa.string()),
-            f',"file":{json.dumps(file, ensure_ascii=False)},"line":', pc.cast(lines, pa.string()), tail, ""))
-        self.count += len(subject)
+        if len(subject):
+            self.add(self.build(subject, klass, ticks, file, lines, processed_at, self.version))
 
     def add_row(self, subject: str, klass: str, t: int, file: str, line: int, processed_at: int) -> None:
         row = {"subject": subject, "class": klass, "t": t, "file": file, "line": line, "version": self.version,
                "processed_at": processed_at}
-        self.parts.append(pa.array([json.dumps(row, ensure_ascii=False)], pa.string()))
-        self.count += 1
+        self.add(pa.array([json.dumps(row, ensure_ascii=False) + "\n"], pa.string()))
 
     def lines(self):
         for part in self.parts:
-            yield from part.to_pylist()
+            for line in part.to_pylist():
+                yield line[:-1]
+
+    def blobs(self):
+        """The output as bytes, chunk by chunk (no per-line Python work)."""
+        for part in self.parts:
+            offsets, data = part.buffers()[1], part.buffers()[2]
+            ends = memoryview(offsets).cast("i")
+            start, end = ends[part.offset], ends[part.offset + len(part)]
+            yield memoryview(data)[start:end]
 
 
 class _Service:
@@ -239,7 +266,10 @@ class _Service:
             if slow:
                 self._slow(slow, classes, answers, rejects, processed_at)
         label = f"{batch_id:010d}"
-        written = write_json_lines(self.sink, label, answers.lines())
+        if hasattr(self.sink, "write_blobs"):
+            written = self.sink.write_blobs(label, answers.blobs(), answers.count)
+        else:
+            written = write_json_lines(self.sink, label, answers.lines())
         if self.on_answers is not None:
             self.on_answers(label, [json.loads(x) for x in answers.lines()])
         if rejects and self.rejects_dir is not None:
@@ -294,37 +324,18 @@ class _Service:
         kind = self._format(file, fmt)
         futures = []
         count = 0
+        scope = bnode_scope(file)
         for first, chunk in tsnt.read_lines(file):
             count += len(chunk)
-            if kind == TSNT:
-                futures.append((first, chunk, self.pool.submit(tsnt.type_hits, chunk, classes.predicates,
-                                                               classes.classes)))
+            if kind == TSNT:      # split, checked, matched and written as JSON in the pool's threads
+                futures.append(self.pool.submit(_classify, chunk, first, file, scope, classes, processed_at))
             else:
                 self._other_lines(file, first, chunk.to_pylist(), kind, classes, answers, slow, processed_at)
-        scope = bnode_scope(file)
-        for first, chunk, future in futures:
-            self._take_hits(future.result(), chunk, first, file, scope, answers, slow, processed_at)
+        for future in futures:
+            part, slow_lines = future.result()
+            answers.add(part)
+            slow.extend(slow_lines)
         return count
-
-    def _take_hits(self, hits: tsnt.Hits, chunk: pa.Array, first, file: str, scope: str, answers: _Answers,
-                   slow: list, processed_at: int) -> None:
-        """Add one chunk's hits; ``first`` is the number of the chunk's first line, or an array of
-        every line's number (Kafka offsets)."""
-        subject = hits.subject
-        if len(subject) and pc.any(pc.starts_with(subject, "_:")).as_py():
-            subject = pc.if_else(pc.starts_with(subject, "_:"),
-                                 pc.binary_join_element_wise(f"_:f{scope}.", pc.utf8_slice_codeunits(subject, 2), ""),
-                                 subject)
-        if isinstance(first, int):
-            numbers = pc.add(pc.cast(hits.index, pa.int64()), first)
-            slow_numbers = [first + i for i in hits.slow.to_pylist()]
-        else:
-            numbers = pc.take(first, hits.index)
-            slow_numbers = pc.take(first, hits.slow).to_pylist()
-        answers.add_columns(subject, hits.klass, hits.ticks, file, numbers, processed_at)
-        if len(hits.slow):
-            for number, raw in zip(slow_numbers, pc.take(chunk, hits.slow).to_pylist()):
-                slow.append((file, number, raw, TSNT))
 
     def _other_lines(self, file: str, first: int, texts: list, kind: str | None, classes: ClassSet,
                      answers: _Answers, slow: list, processed_at: int, numbers: list | None = None) -> None:
@@ -352,8 +363,9 @@ class _Service:
             kind = self._format(file, self.sources[source].fmt)
             texts, numbers = group.column(RAW).combine_chunks(), group.column(LINE).combine_chunks()
             if kind == TSNT:
-                hits = tsnt.type_hits(texts, classes.predicates, classes.classes)
-                self._take_hits(hits, texts, numbers, file, bnode_scope(file), answers, slow, processed_at)
+                part, slow_lines = _classify(texts, numbers, file, bnode_scope(file), classes, processed_at)
+                answers.add(part)
+                slow.extend(slow_lines)
             else:
                 self._other_lines(file, 0, texts.to_pylist(), kind, classes, answers, slow, processed_at,
                                   numbers=numbers.to_pylist())
@@ -398,6 +410,28 @@ class _Service:
         finally:
             numbered.unpersist()
         return count
+
+
+def _classify(chunk: pa.Array, first, file: str, scope: str, classes: ClassSet, processed_at: int):
+    """One chunk of timestamped N-Triples lines: ``(answers as JSON lines, slow lines)``.
+    ``first``: the number of the chunk's first line, or every line's number (Kafka offsets)."""
+    hits = tsnt.type_hits(chunk, classes.predicates, classes.classes)
+    subject = hits.subject
+    if len(subject) and pc.any(pc.starts_with(subject, "_:")).as_py():
+        subject = pc.if_else(pc.starts_with(subject, "_:"),
+                             pc.binary_join_element_wise(f"_:f{scope}.", pc.utf8_slice_codeunits(subject, 2), ""),
+                             subject)
+    if isinstance(first, int):
+        numbers = pc.add(pc.cast(hits.index, pa.int64()), first)
+        slow_numbers = [first + i for i in hits.slow.to_pylist()]
+    else:
+        numbers = pc.take(first, hits.index)
+        slow_numbers = pc.take(first, hits.slow).to_pylist()
+    # subjects of plain lines hold no quote or backslash, and the class set was checked for them
+    part = _Answers.build(subject, hits.klass, hits.ticks, file, numbers, processed_at, classes.version,
+                          plain=classes.plain)
+    slow = [(file, number, raw, TSNT) for number, raw in zip(slow_numbers, pc.take(chunk, hits.slow).to_pylist())]
+    return part, slow
 
 
 def _json_text(terms: pa.Array) -> pa.Array:

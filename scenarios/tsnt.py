@@ -39,7 +39,7 @@ STRICT = rf"^(?:{_IRI}|{_BNODE}) {_IRI} (?:{_IRI}|{_BNODE}|{_LITERAL}) (?:\. )?{
 _BLANK_OR_COMMENT = r"^[ \t]*(?:#.*)?$"
 _TICKS = r'^(?:\. )?"(?P<t>[0-9]+)"'
 #: bytes of a file per chunk (pyarrow's CSV block)
-BLOCK_BYTES = 1 << 24
+BLOCK_BYTES = 1 << 22
 
 
 def read_lines(path: str | Path, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, pa.Array]]:
@@ -87,12 +87,12 @@ def _python_lines(path: Path) -> Iterator[tuple[int, pa.Array]]:
 class Hits:
     """What :func:`type_hits` found in a chunk: ``index`` (positions in the chunk) of the lines whose
     triple types its subject with a class of the set, with ``subject``, ``klass`` (the streamed class)
-    and ``ticks``; ``slow``: positions of the lines for the full parser."""
+    and ``ticks`` (digit strings); ``slow``: positions of the lines for the full parser."""
 
     index: pa.Array
     subject: pa.Array
     klass: pa.Array
-    ticks: pa.Array
+    ticks: pa.Array        # the timestamps' digits (strings: plain, at most 18 digits, no sign)
     slow: pa.Array
 
 
@@ -102,19 +102,18 @@ def type_hits(lines: pa.Array, predicates: pa.Array, classes: pa.Array) -> Hits:
     read. Blank nodes are returned as written (the caller scopes them to their file)."""
     lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
     strict = pc.match_substring_regex(lines, STRICT)
-    if len(predicates) == 1:   # the common case: rdf:type only; most lines are skipped by memchr
-        candidate = pc.and_(strict, pc.match_substring(lines, f" {predicates[0].as_py()} "))
-    else:
-        candidate = strict
-    at = pc.indices_nonzero(candidate)
+    at = pc.indices_nonzero(strict)
+    # every plain line splits into subject, predicate, object and the timestamp's part; no term
+    # holds a space except a literal object, which is never a class (a pre-filter on the
+    # predicate's text costs more than it saves)
     parts = pc.split_pattern(pc.take(lines, at), " ", max_splits=3)
     predicate, obj = pc.list_element(parts, 1), pc.list_element(parts, 2)
-    hit = pc.and_(pc.is_in(predicate, value_set=predicates), pc.is_in(obj, value_set=classes))
-    keep = pc.indices_nonzero(hit)
+    typed = pc.equal(predicate, predicates[0]) if len(predicates) == 1 else pc.is_in(predicate, value_set=predicates)
+    keep = pc.indices_nonzero(pc.and_(typed, pc.is_in(obj, value_set=classes)))
     parts = pc.take(parts, keep)
     stamps = pc.extract_regex(pc.list_element(parts, 3), _TICKS).field("t")
     loose = pc.invert(strict)
     if pc.any(loose).as_py():
         loose = pc.and_(loose, pc.invert(pc.match_substring_regex(lines, _BLANK_OR_COMMENT)))
     return Hits(index=pc.take(at, keep), subject=pc.list_element(parts, 0), klass=pc.list_element(parts, 2),
-                ticks=pc.cast(stamps, pa.int64()), slow=pc.indices_nonzero(loose))
+                ticks=stamps, slow=pc.indices_nonzero(loose))

@@ -83,7 +83,7 @@ def test_plain_lines_split_as_spark_parses_them(spark, tmp_path):
         got = {}
         for i, s, k, t in zip(hits.index.to_pylist(), hits.subject.to_pylist(), hits.klass.to_pylist(),
                               hits.ticks.to_pylist()):
-            got[first + i] = ("_:f" + scope + "." + s[2:] if s.startswith("_:") else s, k, t)
+            got[first + i] = ("_:f" + scope + "." + s[2:] if s.startswith("_:") else s, k, int(t))
         for offset in range(len(chunk)):
             number = first + offset
             if number in slow_lines:
