@@ -3,7 +3,7 @@
     rsp-sidecar package [--out DIR] [--with-dependencies]
 
 Writes ``DIR/rsp_sidecar-VERSION.zip`` — the packages ``reasoner``, ``paths``, ``cep``, ``jobs``,
-``ontologies`` with their resources (grammars, logging configuration, example files), which load
+``ontologies``, ``scenarios`` with their resources (grammars, logging configuration, example files), which load
 through ``importlib.resources`` and so work from the zip — and ``DIR/rsp_sidecar_main.py``, a
 launcher taking the same arguments as ``rsp-sidecar`` (spark-submit needs a main file). With
 ``--with-dependencies`` the zip also carries the pure-Python distributions the driver imports
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from reasoner.errors import SidecarError
 
-PACKAGES = ("reasoner", "paths", "cep", "jobs", "ontologies")
+PACKAGES = ("reasoner", "paths", "cep", "jobs", "ontologies", "scenarios")
 #: Pure-Python distributions the driver imports (``--with-dependencies``).
 PURE_DEPENDENCIES = ("lark", "rdflib", "owlrl", "pyparsing")
 _SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -45,8 +45,8 @@ if __name__ == "__main__":
 CHECK = r"""
 import sys
 zip_path = sys.argv[1]
-import paths, cep, reasoner, jobs.cli
-for module in (paths, cep, reasoner, jobs.cli):
+import paths, cep, reasoner, jobs.cli, scenarios.membership, scenarios.milan_routing, scenarios.vienna_transit
+for module in (paths, cep, reasoner, jobs.cli, scenarios.membership):
     assert module.__file__.startswith(zip_path), (module.__name__, module.__file__)
 paths.parse("(^<http://e/beg>/<http://e/end>)+")
 from cep import parse

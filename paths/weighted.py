@@ -102,33 +102,55 @@ class Network:
 
     def route(self, source, target) -> Route | None:
         """The fastest route over the open connections (module doc); None when ``target`` is not
-        reachable. ``source == target`` is the empty route."""
+        reachable. ``source == target`` is the empty route.
+
+        Dijkstra on ``(duration, hops)`` with one predecessor per node; two paths that tie on
+        both are compared by their connection keys (rebuilt from the predecessors, only then).
+        Extending two tied paths by the same connection keeps their order, so the choice made
+        at each node is the one the whole route needs."""
         if source not in self.out:
             raise KeyError(f"unknown node {source!r}")
         if target not in self.out:
             raise KeyError(f"unknown node {target!r}")
         if source == target:
             return Route((source,), (), 0)
-        best: dict = {source: (0, 0, ())}
-        heap = [(0, 0, (), source)]
+        best: dict = {source: (0, 0)}
+        pred: dict = {source: None}
+        heap = [(0, 0, 0, source)]
+        pushed = 1
         done: set = set()
+        closed, out, end, seconds_of, keys = self.closed, self.out, self.end, self.seconds, self.keys
         while heap:
-            seconds, hops, path, node = heapq.heappop(heap)
-            if node in done:
+            seconds, hops, _n, node = heapq.heappop(heap)
+            if node in done or best[node] != (seconds, hops):
                 continue
             done.add(node)
             if node == target:
-                stops = [source] + [self.end[self.index[k]] for k in path]
+                path = self._keys_to(pred, target)
+                stops = [source] + [end[self.index[k]] for k in path]
                 return Route(tuple(stops), path, seconds)
-            for i in self.out[node]:
-                if i in self.closed:
+            for i in out[node]:
+                if i in closed:
                     continue
-                nxt = self.end[i]
+                nxt = end[i]
                 if nxt in done:
                     continue
-                key = (seconds + self.seconds[i], hops + 1, path + (self.keys[i],))
+                key = (seconds + seconds_of[i], hops + 1)
                 old = best.get(nxt)
                 if old is None or key < old:
                     best[nxt] = key
-                    heapq.heappush(heap, (*key, nxt))
+                    pred[nxt] = i
+                    heapq.heappush(heap, (key[0], key[1], pushed, nxt))
+                    pushed += 1
+                elif key == old and self._keys_to(pred, node) + (keys[i],) < self._keys_to(pred, nxt):
+                    pred[nxt] = i
         return None
+
+    def _keys_to(self, pred: dict, node) -> tuple:
+        """The connection keys of the current best path to ``node``, from the predecessors."""
+        path = []
+        while pred[node] is not None:
+            i = pred[node]
+            path.append(self.keys[i])
+            node = self.beg[i]
+        return tuple(reversed(path))
