@@ -11,7 +11,7 @@ events are files of ``--file-seconds`` of event time, one per micro-batch; the s
 Printed per agent count: events, route events (of which caused by a closure), unreachable
 events; **recomputation latency** (one route search, p50/p99); **traffic event in → route event
 out** (a closure-caused route event's micro-batch, from the batch handed to the service to its
-outputs written: p50/p99); total time; the service's peak Python memory (tracemalloc); and the
+outputs written: p50/p99); total time; the driver process's peak RSS (the JVM apart); and the
 cost per agent, to show how it grows. Baseline, side by side: the same day where every traffic
 event recomputes every agent's route (what a service must do that does not track which routes
 use a connection), timed on the same network and closures, and the ratio.
@@ -23,7 +23,7 @@ import json
 import sys
 import tempfile
 import time
-import tracemalloc
+import resource
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,14 +113,12 @@ def main(argv=None) -> int:
         def collect(label, rows_, outputs=outputs):
             outputs.extend(rows_)
 
-        tracemalloc.start()
         started = time.perf_counter()
         summary = run(spark, [FileSource("<urn:m>", str(work / name / "in"), max_files_per_trigger=1)],
                       network=network, plans=plans, sink=DirectorySink(work / name / "out"),
                       checkpoint=work / name / "ckpt", metrics=open("/dev/null", "w"), on_outputs=collect)
         total = time.perf_counter() - started
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         metrics = [json.loads(x) for x in (work / name / "ckpt" / "metrics.jsonl").read_text().splitlines()]
         # a closure-caused route event waits for its whole batch: the batch's seconds
         per_batch = {m["batch"]: m["seconds"] for m in metrics}
@@ -139,7 +137,7 @@ def main(argv=None) -> int:
                "compute_ms_p50": percentile(compute, 0.5), "compute_ms_p99": percentile(compute, 0.99),
                "event_to_route_s_p50": percentile(closure_latency, 0.5),
                "event_to_route_s_p99": percentile(closure_latency, 0.99),
-               "peak_python_mib": round(peak / 2 ** 20, 1), "naive_search_s": round(naive, 2), "naive_searches": searches,
+               "peak_rss_mib": round(peak / 2 ** 20, 1), "naive_search_s": round(naive, 2), "naive_searches": searches,
                "ours_search_s": round(ours_search, 2), "ours_searches": len(compute)}
         rows.append(row)
         print(f"\n== {n} agents x {args.locations} locations: {counts['events']:,} events "
@@ -150,7 +148,7 @@ def main(argv=None) -> int:
         print(f"  recomputation (one route search): p50 {row['compute_ms_p50']:.1f} ms  p99 {row['compute_ms_p99']:.1f} ms")
         print(f"  traffic event in -> route event out (its micro-batch): p50 {row['event_to_route_s_p50']:.2f} s  "
               f"p99 {row['event_to_route_s_p99']:.2f} s")
-        print(f"  total {total:.1f} s ({total / n:.2f} s per agent); peak Python memory {row['peak_python_mib']} MiB")
+        print(f"  total {total:.1f} s ({total / n:.2f} s per agent); driver process peak RSS so far {row['peak_rss_mib']} MiB")
         print(f"  route searches: ours {len(compute):,} in {ours_search:.2f} s; baseline (every agent at every "
               f"traffic event) {searches:,} in {naive:.2f} s{' (extrapolated)' if extrapolated else ''}: "
               f"{naive / ours_search if ours_search else float('nan'):.1f}x")
