@@ -126,3 +126,46 @@ def test_without_the_connector_the_error_says_how_to_get_it(tmp_path):
     assert done.returncode != 0
     assert "spark-sql-kafka-0-10_2.13:4.0.0 is not available" in done.stderr
     assert "rsp-sidecar setup" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_scenario_services_read_kafka(spark, broker, tmp_path):
+    """Tracheobionta over timestamped N-Triples messages (a bad one rejected with its partition
+    and offset, a blank node scoped to the partition) and Milan routing over JSON events."""
+    from cep.lineparse import bnode_scope
+    from cep.stream import DirectorySink, KafkaSource
+    from reasoner.publish import materialize_sources
+    from scenarios.membership import run as membership
+
+    ex = "http://example.org/k#"
+    rdf_type = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+    schema = tmp_path / "schema.nt"
+    schema.write_text(f"<{ex}Fern> <http://www.w3.org/2000/01/rdf-schema#subClassOf> <{ex}Plant> .\n")
+    materialize_sources(spark, [schema], tmp_path / "store")
+    produce(spark, broker, "plants", [f'<{ex}x> {rdf_type} <{ex}Fern> "5" .', f'_:b {rdf_type} <{ex}Plant> "6" .',
+                                      f'<{ex}y> {rdf_type} <{ex}Rock> "7" .', "not a triple",
+                                      f'<{ex}z> <{ex}likes> <{ex}Fern> "8" .'])
+    summary = membership(spark, [KafkaSource("<urn:k>", broker.bootstrap, "plants", fmt="tsnt")],
+                         store=tmp_path / "store", target=f"<{ex}Plant>", sink=DirectorySink(tmp_path / "out"),
+                         checkpoint=tmp_path / "ckpt", rejects=tmp_path / "rejects", metrics=open(os.devnull, "w"))
+    rows = [json.loads(x) for p in (tmp_path / "out").glob("*.jsonl") for x in p.read_text().splitlines()]
+    assert sorted((r["subject"], r["t"], r["file"], r["line"]) for r in rows) == [
+        (f"<{ex}x>", 5, "kafka:plants/0", 0), (f"_:f{bnode_scope('kafka:plants/0')}.b", 6, "kafka:plants/0", 1)]
+    rejects = [json.loads(x) for p in (tmp_path / "rejects").glob("*.jsonl") for x in p.read_text().splitlines()]
+    assert [(r["file"], r["line"]) for r in rejects] == [("kafka:plants/0", 3)] and summary.rejected == 1
+
+    from ontologies import milan
+    from scenarios.milan_routing import CLOSED, M, REQUESTS, TRAFFIC, Plans, agent_iri, run as routing
+
+    stops = {f"stop/{i}": milan.Stop(f"stop/{i}", f"s{i}", 45.4, 9.1, "45.4", "9.1") for i in range(3)}
+    conns = {("r", "stop/0", "stop/1"): milan.Connection("r", "bus", "stop/0", "stop/1", 10, 60),
+             ("r", "stop/1", "stop/2"): milan.Connection("r", "bus", "stop/1", "stop/2", 10, 60),
+             ("q", "stop/0", "stop/2"): milan.Connection("q", "bus", "stop/0", "stop/2", 10, 200)}
+    net = milan.Network(stops, conns, {"r": "bus", "q": "bus"}, [])
+    first = conns[("r", "stop/0", "stop/1")].iri
+    produce(spark, broker, "traffic", [json.dumps({"s": agent_iri("a"), "p": REQUESTS, "o": f"<{M}next>", "t": 1}),
+                                       json.dumps({"s": first, "p": TRAFFIC, "o": CLOSED, "t": 2})])
+    plans = Plans({agent_iri("a"): (stops["stop/0"].iri, [stops["stop/2"].iri])})
+    routing(spark, [KafkaSource("<urn:m>", broker.bootstrap, "traffic")], network=net, plans=plans,
+            sink=DirectorySink(tmp_path / "routes"), checkpoint=tmp_path / "mckpt", metrics=open(os.devnull, "w"))
+    routes = [json.loads(x) for p in sorted((tmp_path / "routes").glob("*.jsonl")) for x in p.read_text().splitlines()]
+    assert [(r["cause"], r["duration_s"]) for r in routes] == [("request", 120), (f"closed {first}", 200)]
