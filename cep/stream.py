@@ -301,8 +301,8 @@ class DirectorySink:
         self.directory.mkdir(parents=True, exist_ok=True)
         return _write_lines(self.directory / f"part-{label}.jsonl", lines)
 
-    def write_blobs(self, label: str, blobs, count: int) -> int:
-        """``count`` answers already serialised as bytes (JSON lines, newlines included)."""
+    def write_blobs(self, label: str, blobs) -> None:
+        """Answers already serialised as bytes (JSON lines, newlines included), chunk by chunk."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"part-{label}.jsonl"
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -312,7 +312,6 @@ class DirectorySink:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-        return count
 
 
 class ConsoleSink:

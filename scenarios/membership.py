@@ -174,6 +174,9 @@ class _Answers:
         self.version = version
         self.parts: list[pa.Array] = []
         self.count = 0
+        self.pending: list = []           # futures of chunks being classified: (part, slow lines)
+        self.slow: list = []
+        self.finish: Callable[[], None] | None = None
 
     @staticmethod
     def build(subject: pa.Array, klass: pa.Array, ticks: pa.Array, file: str, lines: pa.Array, processed_at: int,
@@ -208,13 +211,35 @@ class _Answers:
             for line in part.to_pylist():
                 yield line[:-1]
 
-    def blobs(self):
-        """The output as bytes, chunk by chunk (no per-line Python work)."""
-        for part in self.parts:
-            offsets, data = part.buffers()[1], part.buffers()[2]
-            ends = memoryview(offsets).cast("i")
-            start, end = ends[part.offset], ends[part.offset + len(part)]
-            yield memoryview(data)[start:end]
+    def stream(self):
+        """The output as bytes, part by part: the chunks still being classified are waited for in
+        order (their slow lines collected in ``slow``), then ``finish`` runs (it may add parts)."""
+        done = 0
+        for future in self.pending:
+            part, slow = future.result()
+            self.slow.extend(slow)
+            self.add(part)
+            while done < len(self.parts):
+                yield _blob(self.parts[done])
+                done += 1
+        self.pending = []
+        if self.finish is not None:
+            finish, self.finish = self.finish, None
+            finish()
+        while done < len(self.parts):
+            yield _blob(self.parts[done])
+            done += 1
+
+    def resolve(self) -> None:
+        for _ in self.stream():
+            pass
+
+
+def _blob(part: pa.Array) -> memoryview:
+    """A string array's characters (no per-line Python): its data buffer between its offsets."""
+    offsets, data = part.buffers()[1], part.buffers()[2]
+    ends = memoryview(offsets).cast("i")
+    return memoryview(data)[ends[part.offset]:ends[part.offset + len(part)]]
 
 
 class _Service:
@@ -263,12 +288,19 @@ class _Service:
                     counted += self._driver_file(file, fmt, classes, answers, slow, processed_at)
             else:
                 counted = self._collected(lines, classes, answers, slow, processed_at)
-            if slow:
-                self._slow(slow, classes, answers, rejects, processed_at)
+
+            def finish() -> None:    # after the chunks: the lines only Spark's parser reads
+                slow.extend(answers.slow)
+                if slow:
+                    self._slow(slow, classes, answers, rejects, processed_at)
+
+            answers.finish = finish
         label = f"{batch_id:010d}"
-        if hasattr(self.sink, "write_blobs"):
-            written = self.sink.write_blobs(label, answers.blobs(), answers.count)
+        if hasattr(self.sink, "write_blobs"):    # written while the last chunks are classified
+            self.sink.write_blobs(label, answers.stream())
+            written = answers.count
         else:
+            answers.resolve()
             written = write_json_lines(self.sink, label, answers.lines())
         if self.on_answers is not None:
             self.on_answers(label, [json.loads(x) for x in answers.lines()])
@@ -331,10 +363,7 @@ class _Service:
                 futures.append(self.pool.submit(_classify, chunk, first, file, scope, classes, processed_at))
             else:
                 self._other_lines(file, first, chunk.to_pylist(), kind, classes, answers, slow, processed_at)
-        for future in futures:
-            part, slow_lines = future.result()
-            answers.add(part)
-            slow.extend(slow_lines)
+        answers.pending.extend(futures)
         return count
 
     def _other_lines(self, file: str, first: int, texts: list, kind: str | None, classes: ClassSet,
