@@ -20,8 +20,11 @@ import json
 import sys
 from pathlib import Path
 
-from jobs.errors import job_main
-from reasoner.errors import SidecarError
+if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from jobs.errors import job_main  # noqa: E402
+from reasoner.errors import SidecarError  # noqa: E402
 
 
 class MilanOptionError(SidecarError, ValueError):

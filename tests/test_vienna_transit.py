@@ -81,3 +81,15 @@ def test_an_unknown_centre_is_refused_with_suggestions(shared_data, tmp_path):
     with pytest.raises(TransitError, match="Stephansplatz"):
         real_network(tmp_path, str(shared_data), centre="Stephans")
     assert real_network(tmp_path, str(shared_data), centre="stephansplatz").centre == ":st60201320"
+
+
+@pytest.mark.skipif(__import__("shutil").which("spark-submit") is None, reason="spark-submit is not on PATH")
+def test_spark_submit_runs_the_job_file(tmp_path):
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(["spark-submit", "--master", "local[1]", str(repo / "jobs" / "vienna_transit.py"), "--example",
+                           "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "out")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert answers(tmp_path / "out") == [(f"<{V}m>", 10, 16)]
