@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, metavar="SECONDS")
     parser.add_argument("--max-per-trigger", type=int, metavar="N", help="at most N files or messages per micro-batch")
     parser.add_argument("--time-unit", default="s", choices=("ms", "s", "m"), help="unit of the event times (default s)")
+    parser.add_argument("--engine", choices=("local", "spark"), default="local",
+                        help="route search on the driver (default; milliseconds on a city) or on Spark (a job per "
+                             "round, for networks beyond the driver)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     spark = build_session("rsp-sidecar milan-routing")
     summary = mr.run(spark, [source], network=network, plans=plans, sink=sink, checkpoint=args.checkpoint,
                      trigger=trigger, rejects=args.rejects, time_unit=args.time_unit, timeout=args.timeout,
-                     map_png=args.map)
+                     map_png=args.map, engine=args.engine)
     print(json.dumps({"milan_routing": summary.to_dict(), **({"map": args.map} if args.map else {})}), file=sys.stderr)
     return 0
 

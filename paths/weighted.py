@@ -154,3 +154,61 @@ class Network:
             path.append(self.keys[i])
             node = self.beg[i]
         return tuple(reversed(path))
+
+
+def spark_route(connections, source, target, closed=(), max_iterations: int = 100_000) -> Route | None:
+    """:meth:`Network.route` on Spark, for networks beyond what the driver holds: ``connections``
+    a DataFrame ``(key, beg, end, seconds)`` (strings, strings, strings, long), ``closed`` the keys
+    of closed connections. Bellman-Ford by frontiers: each round joins the nodes improved in the
+    last round with the open connections and keeps, per node, the least ``(seconds, hops, keys)``
+    (Spark orders structs field by field and arrays element by element, so the tie-break is the
+    same as in memory). A walk through a cycle has more hops than the path without it, so the
+    least walk is a simple path. One round is one Spark job (the improved frontier, counted as it
+    is cut); it stops when no node improves."""
+    from pyspark.sql import functions as F
+
+    from reasoner.sparkutil import cut_counted
+
+    spark = connections.sparkSession
+    known = connections.filter((F.col("beg") == source) | (F.col("end") == source)).limit(1).count()
+    if source == target:
+        if not known and not connections.filter(F.col("end") == target).limit(1).count():
+            raise KeyError(f"unknown node {source!r}")
+        return Route((source,), (), 0)
+    if not known:
+        raise KeyError(f"unknown node {source!r}")
+    if not connections.filter((F.col("beg") == target) | (F.col("end") == target)).limit(1).count():
+        raise KeyError(f"unknown node {target!r}")
+    closed = sorted(set(closed))
+    open_ = connections.filter(~F.col("key").isin(closed)) if closed else connections
+    open_ = open_.select("key", "beg", "end", F.col("seconds").cast("long").alias("seconds")).cache()
+    best_key = F.struct(F.col("seconds"), F.col("hops"), F.col("path")).alias("best")
+    best = spark.createDataFrame([(source, 0, 0, [])], "node string, seconds long, hops long, path array<string>")
+    best = best.select("node", best_key)
+    frontier = best
+    try:
+        for _ in range(max_iterations):
+            step = (frontier.join(open_, frontier["node"] == open_["beg"])
+                    .select(open_["end"].alias("node"),
+                            F.struct((F.col("best.seconds") + F.col("seconds")).alias("seconds"),
+                                     (F.col("best.hops") + 1).alias("hops"),
+                                     F.concat(F.col("best.path"), F.array(F.col("key"))).alias("path")).alias("cand"))
+                    .groupBy("node").agg(F.min("cand").alias("cand")))
+            improved = (step.join(best, "node", "left")
+                        .filter(F.col("best").isNull() | (F.col("cand") < F.col("best")))
+                        .select("node", F.col("cand").alias("best")))
+            improved, n = cut_counted(improved)
+            if not n:
+                break
+            best, _ = cut_counted(best.join(improved.select("node"), "node", "left_anti").unionByName(improved))
+            frontier = improved
+        else:
+            raise RuntimeError(f"no fixpoint after {max_iterations} rounds")
+        found = best.filter(F.col("node") == target).select("best.*").collect()
+        if not found:
+            return None
+        seconds, _hops, path = found[0]
+        ends = dict(open_.filter(F.col("key").isin(list(path))).select("key", "end").collect())
+    finally:
+        open_.unpersist()
+    return Route(tuple([source] + [ends[k] for k in path]), tuple(path), int(seconds))

@@ -57,6 +57,7 @@ PREFIXES = {"m": M, "v": "http://example.org/vienna#"}
 TRAFFIC, CLOSED, OPEN = f"<{M}traffic>", f"<{M}closed>", f"<{M}open>"
 REQUESTS, ARRIVED = f"<{M}requestsRoute>", f"<{M}arrivedAt>"
 STATE_DIR, METRICS_FILE = "state", "metrics.jsonl"
+ENGINES = ("local", "spark")
 
 
 class RoutingError(SidecarError, ValueError):
@@ -192,11 +193,12 @@ class RunSummary:
 class _Service:
     def __init__(self, spark, sources, router: Network, version: str, plans: Plans, sink, checkpoint: Path,
                  rejects: Path | None, time_unit: str, metrics: TextIO | None, map_png: Path | None, geometry,
-                 on_outputs: Callable | None):
+                 on_outputs: Callable | None, engine: str = "local"):
         self.spark, self.sources, self.router, self.network_version = spark, list(sources), router, version
         self.plans, self.sink, self.checkpoint, self.rejects_dir = plans, sink, checkpoint, rejects
         self.time_unit, self.metrics_out, self.map_png, self.geometry = time_unit, metrics, map_png, geometry
-        self.on_outputs = on_outputs
+        self.on_outputs, self.engine = on_outputs, engine
+        self.frame = None                 # the connections as a DataFrame (engine "spark")
         self.summary = RunSummary()
         self.error: BaseException | None = None
         self.state_root = checkpoint / STATE_DIR
@@ -356,7 +358,7 @@ class _Service:
             return
         target = agent.remaining[0]
         started = time.perf_counter()
-        route: Route | None = self.router.route(agent.position, target)
+        route: Route | None = self._route(agent.position, target)
         compute_ms = (time.perf_counter() - started) * 1000
         if route is None:
             agent.route = None
@@ -366,6 +368,18 @@ class _Service:
         outputs.append({"event": "route", **base, "to": target, "stops": list(route.stops),
                         "connections": list(route.connections), "duration_s": route.seconds, "hops": route.hops,
                         "compute_ms": round(compute_ms, 3)})
+
+    def _route(self, source: str, target: str) -> Route | None:
+        if self.engine != "spark":
+            return self.router.route(source, target)
+        from paths.weighted import spark_route
+
+        if self.frame is None:
+            r = self.router
+            self.frame = self.spark.createDataFrame(
+                [(r.keys[i], r.beg[i], r.end[i], r.seconds[i]) for i in range(len(r.keys))],
+                "key string, beg string, end string, seconds long").cache()
+        return spark_route(self.frame, source, target, [self.router.keys[i] for i in self.router.closed])
 
     # -- output ---------------------------------------------------------------------------------
     def _rejects(self, label: str, rejects: list, lines_of: dict) -> None:
@@ -447,9 +461,14 @@ def draw_map(geometry: dict, router: Network, state: _State, out_png: str | Path
 def run(spark, sources: Sequence[FileSource | KafkaSource], *, network, plans: Plans, sink, checkpoint: str | Path,
         trigger: str = "available-now", rejects: str | Path | None = None, time_unit: str = "s",
         metrics: TextIO | None = None, timeout: float | None = None, map_png: str | Path | None = None,
-        on_outputs: Callable | None = None) -> RunSummary:
+        on_outputs: Callable | None = None, engine: str = "local") -> RunSummary:
     """Run the routing service over ``sources`` (module doc). ``network``: an
-    ``ontologies.milan.Network``; ``plans``: :func:`read_plans`."""
+    ``ontologies.milan.Network``; ``plans``: :func:`read_plans`. ``engine``: where routes are
+    searched — ``local`` (the driver, ``paths.weighted.Network``: milliseconds on a city) or
+    ``spark`` (``paths.weighted.spark_route``: a Spark job per round, for networks beyond the
+    driver; the same routes)."""
+    if engine not in ENGINES:
+        raise RoutingError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if not sources:
         raise RoutingError("no stream source given")
     router, version = router_for(network)
@@ -461,7 +480,7 @@ def run(spark, sources: Sequence[FileSource | KafkaSource], *, network, plans: P
     geometry = {st.iri: (st.lat, st.lon) for st in network.stops.values()}
     service = _Service(spark, sources, router, version, plans, sink, checkpoint,
                        local_path(rejects, "the rejects directory") if rejects else None, time_unit, metrics,
-                       local_path(map_png, "--map") if map_png else None, geometry, on_outputs)
+                       local_path(map_png, "--map") if map_png else None, geometry, on_outputs, engine)
     if hasattr(sink, "bind"):
         sink.bind(spark)
     run_batches(spark, sources, service.batch, checkpoint, trigger, timeout, lambda: service.error)

@@ -189,6 +189,24 @@ def test_routes_are_those_an_independent_replay_gives(spark, tmp_path):
     assert any(r[3].startswith("closed") for r in every), "and recomputations caused by closures"
 
 
+def test_routes_searched_on_spark_are_the_same(spark, tmp_path):
+    from cep.stream import DirectorySink, FileSource
+    from scenarios.milan_routing import run
+
+    rng = random.Random(7)
+    net = small_network(rng, nodes=5, edges=10)
+    plans, events = random_day(net, rng, 2, 16)
+    stream = tmp_path / "in"
+    stream.mkdir()
+    (stream / "e.jsonl").write_text("".join(json.dumps({"s": s, "p": p, "o": o, "t": t}) + "\n"
+                                            for t, s, p, o in events), encoding="utf-8")
+    run(spark, [FileSource("<urn:m>", str(stream))], network=net, plans=plans, sink=DirectorySink(tmp_path / "out"),
+        checkpoint=tmp_path / "ckpt", engine="spark")
+    got = [as_replay(r) for r in outputs(tmp_path / "out")]
+    assert sorted(got, key=repr) == sorted(replay(net, plans, events), key=repr)
+    assert any(r[0] == "route" and len(r[4]) > 1 for r in got)
+
+
 def test_bad_late_and_unknown_events_are_rejected_with_reasons(spark, tmp_path):
     from cep.stream import DirectorySink, FileSource
     from scenarios.milan_routing import run
