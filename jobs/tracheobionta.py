@@ -101,6 +101,10 @@ def run(args: argparse.Namespace) -> int:
     source = file_or_kafka_source(STREAM_IRI, args.stream, args.max_per_trigger, fmt=None)
     sink = sink_for(args.out)
     need_kafka(source, sink)
+    if args.closure:              # a wrong class or store is said before any JVM starts
+        from scenarios.membership import load_class_set
+
+        load_class_set(args.closure, target)
     spark = build_session("rsp-sidecar tracheobionta")
     if args.closure:
         store = args.closure

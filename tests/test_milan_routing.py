@@ -195,7 +195,7 @@ def test_routes_searched_on_spark_are_the_same(spark, tmp_path):
 
     rng = random.Random(7)
     net = small_network(rng, nodes=5, edges=10)
-    plans, events = random_day(net, rng, 2, 16)
+    plans, events = random_day(net, rng, 2, 10)
     stream = tmp_path / "in"
     stream.mkdir()
     (stream / "e.jsonl").write_text("".join(json.dumps({"s": s, "p": p, "o": o, "t": t}) + "\n"
