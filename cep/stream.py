@@ -84,7 +84,7 @@ from reasoner.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 from reasoner.sparkutil import cut
 
 __all__ = ["FileSource", "KafkaSource", "StaticFiles", "ClosureStore", "DirectorySink", "ConsoleSink", "KafkaSink",
-           "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM", "write_json_lines"]
+           "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM", "write_json_lines", "run_micro_batches"]
 
 #: the stream IRI of a state item
 STREAM = "_stream"
@@ -573,8 +573,19 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     runner.sources = used
     lines = _union([source.lines(spark).withColumn(_SOURCE, F.lit(i)) for i, source in enumerate(used)],
                    allow_missing=True)
-    writer = lines.writeStream.foreachBatch(runner.batch).option(
-        "checkpointLocation", str(Path(checkpoint) / SPARK_DIR))
+    run_micro_batches(lines, runner.batch, checkpoint, trigger, timeout, lambda: runner.error)
+    if trigger == "available-now":
+        runner.close()
+    return runner.summary
+
+
+def run_micro_batches(lines: DataFrame, on_batch: Callable, checkpoint: str | Path, trigger: str,
+                      timeout: float | None, failure: Callable[[], BaseException | None]) -> None:
+    """Run ``on_batch(frame, batch_id)`` on every micro-batch of the streaming frame ``lines``,
+    Spark's progress under ``CHECKPOINT/spark``, until the input is exhausted (``available-now``)
+    or ``timeout`` seconds (``interval:SECONDS``); then stop. On a failure the service's own
+    exception (``failure()``) is raised rather than Spark's wrapper of it."""
+    writer = lines.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(Path(checkpoint) / SPARK_DIR))
     if trigger == "available-now":
         writer = writer.trigger(availableNow=True)
     elif trigger.startswith("interval:"):
@@ -591,10 +602,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         if streaming.isActive:
             streaming.stop()
     if streaming.exception() is not None:
-        raise runner.error or RuntimeError(f"the streaming query failed: {streaming.exception()}")
-    if trigger == "available-now":
-        runner.close()
-    return runner.summary
+        raise failure() or RuntimeError(f"the streaming query failed: {streaming.exception()}")
 
 
 class _Runner:

@@ -43,11 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ontologies.data import data_dir
-from ontologies.vienna import (BEG, BUS, DISTANCE, DUR, END, GEO_LAT, GEO_LONG, LINE, LINE_CLASS, MEANS, RDFS_COMMENT,
-                               STOP, SUBWAY, TRAM, XSD_DURATION, Reject, great_circle_metres, v, xsd_duration)
+from ontologies.vienna import (BUS, DUR, RDFS_COMMENT, STOP, SUBWAY, TRAM, Reject, connection_triples,
+                               great_circle_metres, line_triples, place_triples, v)
 from reasoner.errors import SidecarError
 from reasoner.terms import literal
-from reasoner.vocab import RDF_TYPE, RDFS_LABEL, XSD_DECIMAL, XSD_INTEGER
 
 MILAN_NS = "http://example.org/milan/"
 WALK = v("walk")
@@ -200,24 +199,14 @@ def triples(network: Network) -> list[str]:
     out: list[str] = []
     add = out.append
     for st in network.stops.values():
-        add(f"{st.iri} {RDF_TYPE} {STOP} .\n")
-        add(f"{st.iri} {RDFS_LABEL} {literal(st.name)} .\n")
-        add(f"{st.iri} {GEO_LAT} {literal(st.lat_text, datatype=XSD_DECIMAL)} .\n")
-        add(f"{st.iri} {GEO_LONG} {literal(st.lon_text, datatype=XSD_DECIMAL)} .\n")
+        out += place_triples(st.iri, STOP, st.name, st.lat_text, st.lon_text)
     for route, mode in network.routes.items():
-        line = f"<{MILAN_NS}line/{_safe(route)}>"
-        add(f"{line} {RDF_TYPE} {LINE_CLASS} .\n")
-        add(f"{line} {RDFS_LABEL} {literal(route)} .\n")
-        add(f"{line} {MEANS} {MEANS_OF[mode]} .\n")
+        out += line_triples(f"<{MILAN_NS}line/{_safe(route)}>", route, MEANS_OF[mode])
     for c in network.connections.values():
-        s = c.iri
-        add(f"{s} {BEG} {network.stops[c.beg].iri} .\n")
-        add(f"{s} {END} {network.stops[c.end].iri} .\n")
-        add(f"{s} {MEANS} {WALK if c.mode == 'walk' else MEANS_OF[c.mode]} .\n")
-        if c.mode != "walk":
-            add(f"{s} {LINE} <{MILAN_NS}line/{_safe(c.route)}> .\n")
-        add(f"{s} {DISTANCE} {literal(str(c.metres), datatype=XSD_INTEGER)} .\n")
-        add(f"{s} {DUR} {literal(xsd_duration(c.seconds), datatype=XSD_DURATION)} .\n")
+        walk = c.mode == "walk"
+        out += connection_triples(c.iri, network.stops[c.beg].iri, network.stops[c.end].iri,
+                                  WALK if walk else MEANS_OF[c.mode],
+                                  None if walk else f"<{MILAN_NS}line/{_safe(c.route)}>", c.metres, c.seconds)
     add(f"{DUR} {RDFS_COMMENT} {literal(DUR_COMMENT)} .\n")
     out.sort()
     return out

@@ -429,40 +429,50 @@ def _decimal(text: str) -> str:
     return literal(text, datatype=XSD_DECIMAL)
 
 
+def place_triples(s: str, klass: str, label: str, lat_text: str | None, lon_text: str | None) -> list[str]:
+    """A stop's (or stop point's) class, label and coordinates, as N-Triples lines."""
+    out = [f"{s} {RDF_TYPE} {klass} .\n", f"{s} {RDFS_LABEL} {literal(label)} .\n"]
+    if lat_text is not None:
+        out += [f"{s} {GEO_LAT} {_decimal(lat_text)} .\n", f"{s} {GEO_LONG} {_decimal(lon_text)} .\n"]
+    return out
+
+
+def line_triples(s: str, label: str, means: str) -> list[str]:
+    """A line's class, label and means of transport."""
+    return [f"{s} {RDF_TYPE} {LINE_CLASS} .\n", f"{s} {RDFS_LABEL} {literal(label)} .\n", f"{s} {MEANS} {means} .\n"]
+
+
+def connection_triples(s: str, beg: str, end: str, means: str, line: str | None, metres: int,
+                       seconds: int) -> list[str]:
+    """A connection: its ends, means, line (if any), distance and estimated duration."""
+    out = [f"{s} {BEG} {beg} .\n", f"{s} {END} {end} .\n", f"{s} {MEANS} {means} .\n"]
+    if line is not None:
+        out.append(f"{s} {LINE} {line} .\n")
+    out += [f"{s} {DISTANCE} {literal(str(metres), datatype=XSD_INTEGER)} .\n",
+            f"{s} {DUR} {literal(xsd_duration(seconds), datatype=XSD_DURATION)} .\n"]
+    return out
+
+
 def triples(network: Network) -> list[str]:
     """The network as N-Triples lines (sorted, each ending with a newline)."""
     out: list[str] = []
     add = out.append
     for st in network.stations.values():
-        s = station_iri(st.diva)
-        add(f"{s} {RDF_TYPE} {STOP} .\n")
-        add(f"{s} {RDFS_LABEL} {literal(st.name)} .\n")
-        if st.lat_text is not None:
-            add(f"{s} {GEO_LAT} {_decimal(st.lat_text)} .\n")
-            add(f"{s} {GEO_LONG} {_decimal(st.lon_text)} .\n")
+        out += place_triples(station_iri(st.diva), STOP, st.name, st.lat_text, st.lon_text)
     for sp in network.stop_points.values():
         s = stop_point_iri(sp.stop_id)
-        add(f"{s} {RDF_TYPE} {STOP_POINT} .\n")
+        out += place_triples(s, STOP_POINT, sp.name, sp.lat_text, sp.lon_text)
         add(f"{s} {AT_STATION} {station_iri(sp.diva)} .\n")
-        add(f"{s} {RDFS_LABEL} {literal(sp.name)} .\n")
-        add(f"{s} {GEO_LAT} {_decimal(sp.lat_text)} .\n")
-        add(f"{s} {GEO_LONG} {_decimal(sp.lon_text)} .\n")
     for ln in network.lines.values():
         s = line_iri(ln.line_id)
-        add(f"{s} {RDF_TYPE} {LINE_CLASS} .\n")
-        add(f"{s} {RDFS_LABEL} {literal(ln.text)} .\n")
-        add(f"{s} {MEANS} {ln.means} .\n")
+        out += line_triples(s, ln.text, ln.means)
         add(f"{s} {TRANSPORT_TYPE} {literal(ln.transport_type)} .\n")
     for c in network.connections.values():
         s = c.iri
-        add(f"{s} {BEG} {station_iri(c.from_station)} .\n")
-        add(f"{s} {END} {station_iri(c.to_station)} .\n")
+        out += connection_triples(s, station_iri(c.from_station), station_iri(c.to_station),
+                                  network.lines[c.line_id].means, line_iri(c.line_id), c.metres, c.seconds)
         add(f"{s} {BEG_POINT} {stop_point_iri(c.from_stop)} .\n")
         add(f"{s} {END_POINT} {stop_point_iri(c.to_stop)} .\n")
-        add(f"{s} {MEANS} {network.lines[c.line_id].means} .\n")
-        add(f"{s} {LINE} {line_iri(c.line_id)} .\n")
-        add(f"{s} {DISTANCE} {literal(str(c.metres), datatype=XSD_INTEGER)} .\n")
-        add(f"{s} {DUR} {literal(xsd_duration(c.seconds), datatype=XSD_DURATION)} .\n")
     add(f"{DUR} {RDFS_COMMENT} {literal(DUR_COMMENT)} .\n")
     add(f"{DISTANCE} {RDFS_COMMENT} {literal('Great-circle distance in metres between the two stop points.')} .\n")
     out.sort()

@@ -123,12 +123,11 @@ def parse_slow(spark, slow: list, prefixes: dict, time_unit: str) -> tuple[list,
 
 def run_batches(spark, sources, on_batch, checkpoint: Path, trigger: str, timeout: float | None, failure) -> None:
     """Run ``on_batch(lines, batch_id)`` on every micro-batch of ``sources`` (their lines as
-    ``(raw, file, line, _block, _source)``), Spark's progress under ``CHECKPOINT/spark``, until the
-    input is exhausted (``available-now``), or ``timeout`` seconds (``interval:SECONDS``). On a
-    failure the service's own exception (``failure()``) is raised rather than Spark's wrapper."""
+    ``(raw, file, line, _block, _source)``), with the trigger, checkpoint and error handling of
+    ``cep.stream.run_micro_batches``."""
     from pyspark.sql import functions as F
 
-    from cep.stream import SPARK_DIR, _union
+    from cep.stream import _union, run_micro_batches
 
     frames = []
     for i, source in enumerate(sources):
@@ -138,22 +137,4 @@ def run_batches(spark, sources, on_batch, checkpoint: Path, trigger: str, timeou
         if "_block" not in frame.columns:
             frame = frame.withColumn("_block", F.lit(None).cast("long"))
         frames.append(frame.select(RAW, FILE, LINE, "_block", "_source"))
-    writer = _union(frames).writeStream.foreachBatch(on_batch).option("checkpointLocation",
-                                                                      str(Path(checkpoint) / SPARK_DIR))
-    if trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    elif trigger.startswith("interval:"):
-        writer = writer.trigger(processingTime=f"{float(trigger.split(':', 1)[1])} seconds")
-    else:
-        raise SidecarError(f"unknown trigger {trigger!r}; expected available-now or interval:SECONDS")
-    streaming = writer.start()
-    try:
-        if timeout is None:
-            streaming.awaitTermination()
-        else:
-            streaming.awaitTermination(timeout)
-    finally:
-        if streaming.isActive:
-            streaming.stop()
-    if streaming.exception() is not None:
-        raise failure() or RuntimeError(f"the streaming query failed: {streaming.exception()}")
+    run_micro_batches(_union(frames), on_batch, checkpoint, trigger, timeout, failure)

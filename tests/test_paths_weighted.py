@@ -27,6 +27,16 @@ def random_network(rng: random.Random, nodes: int, edges: int):
     return conns
 
 
+def closed_network(rng: random.Random, nodes: int, edges: int, closed: int):
+    """A random network with ``closed`` of its connections closed: (connections, Network, closed keys)."""
+    conns = random_network(rng, nodes, edges)
+    net = Network(conns)
+    keys = set(rng.sample([c[0] for c in conns], closed))
+    for key in keys:
+        assert net.close(key)
+    return conns, net, keys
+
+
 def brute_force(conns, closed, source, target):
     out = {}
     for key, a, b, s in conns:
@@ -74,12 +84,7 @@ def test_routes_are_the_least_duration_then_hops_then_keys(seed):
 
 @pytest.mark.parametrize("seed", range(15))
 def test_reachability_is_the_path_executors_closure_over_open_connections(seed):
-    rng = random.Random(100 + seed)
-    conns = random_network(rng, 8, 16)
-    net = Network(conns)
-    closed = set(rng.sample([c[0] for c in conns], 6))
-    for key in closed:
-        net.close(key)
+    conns, net, closed = closed_network(random.Random(100 + seed), 8, 16, 6)
     net.reopen(sorted(closed)[0])
     closed.discard(sorted(closed)[0])
     triples = set()
@@ -115,12 +120,7 @@ def test_the_spark_search_finds_the_same_routes(spark):
     from paths.weighted import spark_route
 
     for seed in range(2):
-        rng = random.Random(200 + seed)
-        conns = random_network(rng, 6, 12)
-        net = Network(conns)
-        closed = set(rng.sample([c[0] for c in conns], 3))
-        for key in closed:
-            net.close(key)
+        conns, net, closed = closed_network(random.Random(200 + seed), 6, 12, 3)
         frame = spark.createDataFrame(conns, "key string, beg string, end string, seconds long")
         nodes = sorted(net.nodes())
         for source, target in [(nodes[0], nodes[-1]), (nodes[1], nodes[0]), (nodes[0], nodes[0])]:
