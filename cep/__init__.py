@@ -1,5 +1,8 @@
 """CQELS-CEP: continuous queries with windows, event sequences (SEQ with one negated element) and
-nested regular expressions (Dao-Tran & Le-Phuoc, HiDeSt 2015; ../shared/papers/002_...).
+nested regular expressions (Dao-Tran & Le-Phuoc, HiDeSt 2015; ../shared/papers/002_...); and
+EP-SPARQL (Anicic et al., WWW 2011; ../shared/papers/000_...): SEQ, EQUALS, OPTIONALSEQ and
+EQUALSOPTIONAL between graph patterns over a stream, getDURATION() & co. in FILTER. Both parse with
+one grammar and lower to one algebra (``cep.lower.detect_language``, or ``lang=``).
 
 Three trees, three modules (DESIGN.md "Engineering rules"):
 

@@ -36,7 +36,19 @@ node                                ⟦node, t⟧
                                     since t1 (eq. 17)
 ``Project(vs, distinct, p)``        {⟨μ|V, [t1,t2]⟩ | ⟨μ,[t1,t2]⟩ ∈ ⟦p⟧} (eq. 1)
 ``Construct(template, p)``          the template instantiated with each mapping of ⟦p⟧
+``Occurrences(p)``                  EP-SPARQL (000_... §4.2): ⟦p⟧ over the occurrences of every
+                                    stream given, ended by t; a BGP there matches each triple in
+                                    any occurrence, ⟨μ, [min t_i, max t'_i]⟩
+``CoverJoin(l, r)``                 EP Join: ⟨μ1 ∪ μ2, [min(t1,t3), max(t2,t4)]⟩, μ1 ~ μ2
+``EqJoin(l, r)``                    EQUALS: ⟨μ1 ∪ μ2, [t1, t2]⟩, μ1 ~ μ2, [t1,t2] = [t3,t4]
+``CoverLeftJoin(l, o, c)``          EP OPTIONAL: covered pairs with t4 < t2 and c, else ⟨μ1,[t1,t2]⟩
+``SeqRightJoin(o, r, c)``           OPTIONALSEQ: covered pairs with t4 < t1 (o first) and c, else r's
+``EqLeftJoin(l, o, c)``             EQUALSOPTIONAL: covered pairs with equal intervals and c, else l's
 ==================================  ==============================================================
+
+SeqJoin (EP-SPARQL's SEQ) is ``Sequence``: its definition, compatible pairs with t2 < t3 over
+[t1, t4], is SEQ's. FILTER expressions may call getDURATION(), getSTARTTIME(), getENDTIME()
+(``IntervalFn``), which read the interval of the mapping they are evaluated on.
 
 A query's pattern is ``JOIN(EC_1, ..., EC_m, Background(D, P))`` (eq. 1, 2), right-associated.
 ``sequence`` builds a sequence with at most one negated element exactly per eq. (3)-(8) and
@@ -56,8 +68,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from cep.expressions import (ARITH_OPS, COMPARE_OPS, EXPR_TYPES, And, Arith, Bound, Compare, Const,
-                             Datatype, Expr, Lang, Neg, Not, Or, Regex, Str, Var, check_expr,
-                             check_term, expr_variables)
+                             Datatype, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or, Regex,
+                             Str, Var, check_expr, check_term, expr_variables, uses_interval)
 from cep.windows import TIME_UNITS, WINDOW_TYPES, All, Duration, Now, Range, Triples, Window
 from paths import algebra as PA
 from paths.algebra import Term, is_term
@@ -66,6 +78,8 @@ __all__ = [
     "Term", "Var", "is_term",
     "TriplePattern", "PathPattern", "BGP", "Join", "Union", "LeftJoin", "Filter", "Sequence",
     "SeqWithout", "NoHead", "NoTail", "StreamPattern", "Background", "Project", "Construct",
+    "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
+    "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
     "Duration", "Range", "Triples", "Now", "All", "Window",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
     "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
@@ -327,10 +341,128 @@ class Background:
         return f"BACKGROUND({where}, {self.pattern})"
 
 
+# --- EP-SPARQL (Anicic et al., WWW 2011, ../shared/papers/000_...: §4.2) ---------------------------
+# A solution is ⟨μ, tα, tω⟩; combining two compatible solutions gives μ ∪ μ' with the interval
+# that covers both, [min(tα, t'α), max(tω, t'ω)]. These operators occur only under Occurrences.
+
+@dataclass(frozen=True)
+class Occurrences:
+    """⟦P⟧ over the RDF stream as EP-SPARQL defines it (§4.2): the triple occurrences
+    ⟨⟨s,p,o⟩, t, t'⟩ of every stream given (merged), those ended by the evaluation time (t' ≤ t).
+    Inside, a BGP matches each triple pattern in ANY occurrence: ⟨μ, min(t_i), max(t'_i)⟩; and
+    the pattern is built of CoverJoin, Union, Sequence (SeqJoin), EqJoin, CoverLeftJoin,
+    SeqRightJoin, EqLeftJoin and Filter (whose expressions may call getDURATION() ...)."""
+
+    pattern: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.pattern, "Occurrences.pattern")
+
+    def __str__(self) -> str:
+        return f"OCCURRENCES({self.pattern})"
+
+
+@dataclass(frozen=True)
+class CoverJoin:
+    """Join(Ψ, Ψ') of EP-SPARQL (§4.2): every compatible pair, with the interval covering both
+    (juxtaposed patterns; not CQELS's intersecting JOIN)."""
+
+    left: "Pattern"
+    right: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "CoverJoin.left")
+        _check_pattern(self.right, "CoverJoin.right")
+
+    def __str__(self) -> str:
+        return f"COVERJOIN({self.left}, {self.right})"
+
+
+@dataclass(frozen=True)
+class EqJoin:
+    """``P1 EQUALS P2``: EqJoin(Ψ, Ψ') (§4.2): compatible pairs with tα = t'α and tω = t'ω."""
+
+    left: "Pattern"
+    right: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "EqJoin.left")
+        _check_pattern(self.right, "EqJoin.right")
+
+    def __str__(self) -> str:
+        return f"EQJOIN({self.left}, {self.right})"
+
+
+def _check_condition(condition, what: str) -> None:
+    if condition is not None:
+        check_expr(condition, what)
+
+
+@dataclass(frozen=True)
+class CoverLeftJoin:
+    """``P1 OPTIONAL { P2 FILTER F }`` in EP-SPARQL: LeftJoin(Ψ, Ψ', F) (§4.2): a pair joins when
+    compatible, F holds and the optional part ends before the mandatory one (t'ω < tω); a
+    mandatory solution with no such pair is kept alone."""
+
+    left: "Pattern"
+    optional: "Pattern"
+    condition: "Expr | None" = None
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "CoverLeftJoin.left")
+        _check_pattern(self.optional, "CoverLeftJoin.optional")
+        _check_condition(self.condition, "CoverLeftJoin.condition")
+
+    def __str__(self) -> str:
+        extra = "" if self.condition is None else f", {self.condition}"
+        return f"LEFTJOIN_EP({self.left}, {self.optional}{extra})"
+
+
+@dataclass(frozen=True)
+class SeqRightJoin:
+    """``P1 OPTIONALSEQ P2``: SeqRightJoin(Ψ', Ψ, F) (§4.2): P1 optional and before, P2
+    mandatory: Filter(F, SeqJoin(Ψ', Ψ)) plus each Ψ solution with no compatible earlier Ψ'
+    solution (t'ω < tα) for which F holds."""
+
+    optional: "Pattern"
+    right: "Pattern"
+    condition: "Expr | None" = None
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.optional, "SeqRightJoin.optional")
+        _check_pattern(self.right, "SeqRightJoin.right")
+        _check_condition(self.condition, "SeqRightJoin.condition")
+
+    def __str__(self) -> str:
+        extra = "" if self.condition is None else f", {self.condition}"
+        return f"SEQRIGHTJOIN({self.optional}, {self.right}{extra})"
+
+
+@dataclass(frozen=True)
+class EqLeftJoin:
+    """``P1 EQUALSOPTIONAL P2``: EqLeftJoin(Ψ, Ψ', F) (§4.2): Filter(F, EqJoin(Ψ, Ψ')) plus each
+    Ψ solution with no compatible Ψ' solution of the same interval for which F holds."""
+
+    left: "Pattern"
+    optional: "Pattern"
+    condition: "Expr | None" = None
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "EqLeftJoin.left")
+        _check_pattern(self.optional, "EqLeftJoin.optional")
+        _check_condition(self.condition, "EqLeftJoin.condition")
+
+    def __str__(self) -> str:
+        extra = "" if self.condition is None else f", {self.condition}"
+        return f"EQLEFTJOIN({self.left}, {self.optional}{extra})"
+
+
 Pattern = _t.Union[BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
-                StreamPattern, Background]
+                StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
+                SeqRightJoin, EqLeftJoin]
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
-                 StreamPattern, Background)
+                 StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
+                 SeqRightJoin, EqLeftJoin)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -419,8 +551,12 @@ class Query:
 def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
     """The sub-patterns of ``node``, left to right."""
     match node:
-        case Join() | Union() | LeftJoin() | Sequence():
+        case Join() | Union() | LeftJoin() | Sequence() | CoverJoin() | EqJoin():
             return (node.left, node.right)
+        case CoverLeftJoin() | EqLeftJoin():
+            return (node.left, node.optional)
+        case SeqRightJoin():
+            return (node.optional, node.right)
         case NoTail():
             return (node.left, node.negated)
         case SeqWithout():
@@ -429,7 +565,7 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.negated, node.right)
         case Filter() | Project() | Construct():
             return (node.inner,)
-        case StreamPattern() | Background():
+        case StreamPattern() | Background() | Occurrences():
             return (node.pattern,)
         case BGP():
             return ()
@@ -452,15 +588,19 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             for item in node.patterns:
                 out |= item.variables()
             return out
-        case Join() | Union() | LeftJoin() | Sequence() | SeqWithout():
+        case Join() | Union() | LeftJoin() | Sequence() | SeqWithout() | CoverJoin() | EqJoin():
             return variables(node.left) | variables(node.right)
+        case CoverLeftJoin() | EqLeftJoin():
+            return variables(node.left) | variables(node.optional)
+        case SeqRightJoin():
+            return variables(node.optional) | variables(node.right)
         case NoHead():
             return variables(node.right)
         case NoTail():
             return variables(node.left)
         case Filter() | Construct():
             return variables(node.inner)
-        case StreamPattern() | Background():
+        case StreamPattern() | Background() | Occurrences():
             return variables(node.pattern)
         case Project():
             return frozenset(node.variables)
@@ -504,6 +644,13 @@ def event_clauses(node: Pattern) -> tuple[Pattern, ...]:
 def background_patterns(node: Pattern) -> tuple[Background, ...]:
     """The Background operands of the top-level JOIN (eq. 1)."""
     return tuple(p for p in _top_joined(node) if isinstance(p, Background))
+
+
+def is_epsparql(node: "Query | Pattern | Form") -> bool:
+    """Whether ``node`` is (or holds) an EP-SPARQL pattern (an ``Occurrences`` node)."""
+    if isinstance(node, Query):
+        node = node.form
+    return any(isinstance(p, Occurrences) for p in walk(node))
 
 
 def stream_patterns(node: "Pattern | Form") -> tuple[StreamPattern, ...]:

@@ -166,6 +166,9 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
         raise ContinuousError(f"the allowed lateness must be a non-negative number of {time_unit}, got {lateness!r}")
     if emit not in EMITS:
         raise ContinuousError(f"unknown output stream {emit!r}; expected one of {', '.join(EMITS)}")
+    if A.is_epsparql(query):
+        raise ContinuousError("an EP-SPARQL query is evaluated at one instant (query --at T, cep.evaluate); "
+                              "continuous EP-SPARQL is not built yet")
     patterns = A.stream_patterns(query.pattern)
     if not patterns:
         raise ContinuousError("the query has no WINDOW over a stream, so there is nothing to follow continuously; "

@@ -17,8 +17,8 @@ from paths.algebra import Term, is_term
 
 __all__ = [
     "Var", "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
-    "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS", "expr_variables", "check_term",
-    "check_expr",
+    "Datatype", "IntervalFn", "INTERVAL_FUNCTIONS", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
+    "expr_variables", "check_term", "check_expr", "uses_interval",
 ]
 
 # --- variables and terms -----------------------------------------------------------------------
@@ -238,8 +238,32 @@ class Datatype:
         return f"DATATYPE({self.expr})"
 
 
-Expr = _t.Union[Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype]
-EXPR_TYPES = (Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype)
+#: EP-SPARQL's interval functions (EP-SPARQL §4.1; σ_{tα tω} of §4.2): name → what it yields
+INTERVAL_FUNCTIONS = {"DURATION": "xsd:duration tω − tα", "STARTTIME": "xsd:dateTime tα",
+                      "ENDTIME": "xsd:dateTime tω"}
+
+
+@dataclass(frozen=True)
+class IntervalFn:
+    """``getDURATION()``, ``getSTARTTIME()``, ``getENDTIME()`` (EP-SPARQL §4.1): the length, start
+    and end of the interval of the solution the FILTER is evaluated on (§4.2, σ_{tα tω}). A
+    duration compares with xsd:duration / xsd:dayTimeDuration values, a time with xsd:dateTime
+    values (the stream's ticks read as time since 1970-01-01T00:00:00Z)."""
+
+    kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in INTERVAL_FUNCTIONS:
+            raise ValueError(f"IntervalFn.kind must be one of {tuple(INTERVAL_FUNCTIONS)}, got {self.kind!r}")
+
+    def __str__(self) -> str:
+        return f"get{self.kind}()"
+
+
+Expr = _t.Union[Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype,
+                IntervalFn]
+EXPR_TYPES = (Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype,
+              IntervalFn)
 """Every expression node type."""
 
 
@@ -256,7 +280,7 @@ def expr_variables(expr: Expr) -> frozenset[Var]:
             return frozenset((expr,))
         case Bound():
             return frozenset((expr.var,))
-        case Const():
+        case Const() | IntervalFn():
             return frozenset()
     out: frozenset[Var] = frozenset()
     for f in fields(expr):
@@ -264,3 +288,11 @@ def expr_variables(expr: Expr) -> frozenset[Var]:
         if isinstance(value, EXPR_TYPES):
             out |= expr_variables(value)
     return out
+
+
+def uses_interval(expr: Expr) -> bool:
+    """Whether ``expr`` calls an interval function (getDURATION() ...)."""
+    if isinstance(expr, IntervalFn):
+        return True
+    return any(isinstance(getattr(expr, f.name), EXPR_TYPES) and uses_interval(getattr(expr, f.name))
+               for f in fields(expr))

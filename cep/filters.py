@@ -12,7 +12,13 @@ drops the row, as FILTER does, §18.5 Filter):
 * comparisons are numeric when both sides are numeric literals (``cep.literals.NUMERIC_DATATYPES``,
   the lexical form read as a double), by string when both are simple / xsd:string literals, else by
   term (``=`` / ``!=`` only; ``<`` etc. are errors); arithmetic yields doubles, errors as nulls;
-* ``STR``, ``LANG``, ``DATATYPE``, ``REGEX`` (pattern and flags constant strings; flags i, m, s, x).
+* ``STR``, ``LANG``, ``DATATYPE``, ``REGEX`` (pattern and flags constant strings; flags i, m, s, x);
+* EP-SPARQL's ``getDURATION()`` / ``getSTARTTIME()`` / ``getENDTIME()`` read the row's interval
+  (``T_START``, ``T_END`` in ``time_unit`` ticks) as exact decimal seconds: a duration, or a time
+  since 1970-01-01T00:00:00Z. They compare with xsd:duration / xsd:dayTimeDuration (days, hours,
+  minutes, seconds; none with years or months) and xsd:dateTime values (no zone: UTC; to the
+  microsecond), constants or terms, per ``cep.literals.temporal_value``; two such literals compare
+  by value too. Anything else compared with them is an error.
 
 ``cep.reference.eval_expr`` is the same semantics in pure Python (the oracle).
 """
@@ -25,10 +31,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
-from cep.columns import scratch, var_column
+from cep.columns import T_END, T_START, scratch, var_column
 from cep.errors import DictionaryRequiredError, UnsupportedQueryError
-from cep.literals import (ESCAPES, LITERAL_JAVA_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD_BOOLEAN,
+from cep.literals import (DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES, ESCAPES,
+                          LITERAL_JAVA_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME,
                           XSD_STRING, parse_literal)
+from cep.windows import TIME_UNITS
 from reasoner.hashing import term_id
 from reasoner.schema import ID, TERM
 
@@ -36,13 +44,48 @@ __all__ = ["filter_mappings"]
 
 _NUMERIC = tuple(sorted(NUMERIC_DATATYPES))
 _TERM, _NUM, _BOOL = "term", "num", "bool"
+_DUR, _DT = "duration", "dateTime"  # exact seconds (decimal), EP-SPARQL's interval functions
+_SECONDS = "decimal(38,9)"
 
 
-def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame]) -> DataFrame:
+def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame], *,
+                    time_unit: str = "ms") -> DataFrame:
     """The rows of ``omega`` (extra columns kept) whose ``condition`` (a ``cep.algebra``
     expression) is true. ``dictionaries``: DataFrames (id, term) decoding the ids the condition
-    inspects; DictionaryRequiredError when it inspects some and none is given."""
-    return _Filter(condition, tuple(dictionaries)).apply(omega)
+    inspects; DictionaryRequiredError when it inspects some and none is given. ``time_unit``: the
+    unit of the interval columns (for getDURATION() ...)."""
+    return _Filter(condition, tuple(dictionaries), time_unit).apply(omega)
+
+
+def _seconds_of(v: "_Val") -> tuple[Column, Column]:
+    """(duration seconds, dateTime seconds) of a value, each null when it is not one."""
+    none = F.lit(None).cast(_SECONDS)
+    if v.kind == _DUR:
+        return v.col, none
+    if v.kind == _DT:
+        return none, v.col
+    if v.kind != _TERM:
+        return none, none
+    dt, lex = _datatype(v.col), _lexical(v.col)
+
+    def group(pattern: str, n: int) -> Column:
+        return F.regexp_extract(lex, pattern, n)
+
+    def number(pattern: str, n: int) -> Column:
+        return F.coalesce(F.nullif(group(pattern, n), F.lit("")).cast(_SECONDS), F.lit(0).cast(_SECONDS))
+
+    d = DAY_TIME_DURATION_PATTERN
+    length = (number(d, 2) * 86400 + number(d, 3) * 3600 + number(d, 4) * 60 + number(d, 5)).cast(_SECONDS)
+    duration = F.when(dt.isin(*sorted(DURATION_DATATYPES)) & lex.rlike(d) & ~lex.endswith("T"),
+                      F.when(group(d, 1) == "-", -length).otherwise(length))
+    t = DATETIME_PATTERN
+    zone = F.when(group(t, 3) == "", F.lit("Z")).otherwise(group(t, 3))
+    stamp = F.try_to_timestamp(F.concat(group(t, 1), zone))
+    fraction = F.rpad(F.substring(group(t, 2), 1, 6), 6, "0").cast("long")
+    micros = F.unix_micros(stamp) + fraction
+    when = F.when((dt == XSD_DATETIME) & lex.rlike(t) & stamp.isNotNull(),
+                  (micros.cast(_SECONDS) / F.lit(1_000_000)).cast(_SECONDS))
+    return duration.cast(_SECONDS), when
 
 
 @dataclass(frozen=True)
@@ -89,7 +132,7 @@ def _datatype(term: Column) -> Column:
 def _num_of(v: _Val) -> Column:
     if v.kind == _NUM:
         return v.col
-    if v.kind == _BOOL:
+    if v.kind in (_BOOL, _DUR, _DT):
         return F.lit(None).cast("double")
     return F.when(_datatype(v.col).isin(*_NUMERIC), _lexical(v.col).try_cast("double"))
 
@@ -100,7 +143,7 @@ def _term_of(v: _Val) -> Column:
     if v.kind == _BOOL:
         return (F.when(v.col, F.lit(f'"true"^^<{XSD_BOOLEAN}>'))
                 .when(~v.col, F.lit(f'"false"^^<{XSD_BOOLEAN}>')))
-    return F.lit(None).cast("string")  # a computed number has no canonical term (compared numerically)
+    return F.lit(None).cast("string")  # a computed number or time has no canonical term  # a computed number has no canonical term (compared numerically)
 
 
 def _simple_string(term: Column) -> Column:
@@ -113,6 +156,8 @@ def _ebv(v: _Val) -> Column:
         return v.col
     if v.kind == _NUM:
         return (v.col != 0) & ~F.isnan(v.col)
+    if v.kind in (_DUR, _DT):
+        return F.lit(None).cast("boolean")
     dt, lex = _datatype(v.col), _lexical(v.col)
     num = lex.try_cast("double")
     return (F.when(dt == XSD_BOOLEAN, lex.isin("true", "1"))
@@ -167,6 +212,7 @@ class _Filter:
 
     condition: object
     dictionaries: tuple[DataFrame, ...]
+    time_unit: str = "ms"
 
     def apply(self, omega: DataFrame) -> DataFrame:
         needed = sorted(_needs_terms(self.condition))
@@ -202,6 +248,13 @@ class _Filter:
             same = ids == F.lit(term_id(c.term))
             return _Val(_BOOL, same if e.op == "=" else ~same)
         match e:
+            case A.IntervalFn(kind=kind):
+                per_tick = F.lit(TIME_UNITS[self.time_unit]).cast(_SECONDS) / F.lit(1000)
+                start = F.col(T_START).cast(_SECONDS) if T_START in columns else F.lit(None).cast(_SECONDS)
+                end = F.col(T_END).cast(_SECONDS) if T_END in columns else F.lit(None).cast(_SECONDS)
+                if kind == "DURATION":
+                    return _Val(_DUR, ((end - start) * per_tick).cast(_SECONDS))
+                return _Val(_DT, ((start if kind == "STARTTIME" else end) * per_tick).cast(_SECONDS))
             case A.Var(name=name):
                 return _Val(_TERM, F.col(_term_column(var_column(name))))
             case A.Const(term=term):
@@ -247,10 +300,17 @@ class _Filter:
     def _compare(op: str, a: _Val, b: _Val) -> Column:
         """§17.3 operator mapping: numeric if both numeric, string if both simple strings, else
         term equality for = / != and an error otherwise."""
+        (dur_a, dt_a), (dur_b, dt_b) = _seconds_of(a), _seconds_of(b)
+        temporal = (F.when(dur_a.isNotNull() & dur_b.isNotNull(), _cmp(op, dur_a, dur_b))
+                    .when(dt_a.isNotNull() & dt_b.isNotNull(), _cmp(op, dt_a, dt_b)))
+        if a.kind in (_DUR, _DT) or b.kind in (_DUR, _DT):
+            return temporal  # null (an error) unless both are durations or both times
+        both_temporal = (dur_a.isNotNull() | dt_a.isNotNull()) & (dur_b.isNotNull() | dt_b.isNotNull())
         na, nb = _num_of(a), _num_of(b)
         ta, tb = _term_of(a), _term_of(b)
         sa, sb = _simple_string(ta), _simple_string(tb)
         fallback = _cmp(op, ta, tb) if op in ("=", "!=") else F.lit(None).cast("boolean")
-        return (F.when(na.isNotNull() & nb.isNotNull(), _cmp(op, na, nb))
+        return (F.when(both_temporal, temporal)
+                .when(na.isNotNull() & nb.isNotNull(), _cmp(op, na, nb))
                 .when(sa.isNotNull() & sb.isNotNull(), _cmp(op, sa, sb))
                 .otherwise(fallback))

@@ -31,6 +31,14 @@ Operators (DESIGN.md "Operators"; §4.2 of the paper):
 * :func:`left_join` OPTIONAL for background patterns (SPARQL 1.1 §18.5 LeftJoin, with JOIN's
   interval intersection for the kept pairs).
 
+EP-SPARQL (§4.2 of ../shared/papers/000_...; ``cep.reference`` has the definitions): a combined
+solution covers both intervals, [least(t1,t3), greatest(t2,t4)]:
+
+* :func:`cover_join` Join(Ψ, Ψ'); :func:`eq_join` EqJoin (equal intervals); SeqJoin is :func:`seq`;
+* :func:`optional_join` LeftJoin (t'ω < tω), SeqRightJoin (the optional one ends before the
+  mandatory one starts), EqLeftJoin (equal intervals), each with its condition;
+* :func:`occurrences` the stream at t: every item of every stream ended by t.
+
 Negations are ``left_anti`` joins on the compatibility + interval condition. No Python UDFs.
 
 Windows (§4.1; a stream is a DataFrame ``(item, s, p, o, t_start, t_end)``; each function returns
@@ -63,6 +71,7 @@ __all__ = [
     "canonical", "join", "union", "seq", "seq_wo", "no_head", "no_tail", "left_join",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant", "STREAM_COLUMNS",
     "window", "constant", "within_item", "EXTRA", "prefixed", "compatible", "merged", "side_col",
+    "cover_join", "eq_join", "optional_join", "occurrences",
 ]
 
 #: the columns a row carries besides the mapping and its interval (none; ``cep.lifetimes`` adds
@@ -218,6 +227,65 @@ def left_join(o1: DataFrame, o2: DataFrame, keep=None) -> DataFrame:
     pairs = joined.select(*left_cols, *merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END))
     if keep is not None:
         pairs = keep(pairs)
+    return _with_unmatched(o1, pairs)
+
+
+# ---------------------------------------------------------------------------------------------
+# EP-SPARQL (§4.2)
+
+def _covered(o1: DataFrame, o2: DataFrame, condition: Column) -> DataFrame:
+    """The compatible pairs of Ω1 × Ω2 satisfying ``condition`` (over ``_l_``/``_r_`` columns), as
+    merged mappings over the interval covering both, with Ω1's own columns kept as ``_l_*``."""
+    l, r = prefixed(o1, _L), prefixed(o2, _R)
+    joined = l.join(r, compatible(o1, _L, o2, _R) & condition, "inner")
+    start = F.least(side_col(_L, T_START), side_col(_R, T_START))
+    end = F.greatest(side_col(_L, T_END), side_col(_R, T_END))
+    return joined.select(*[F.col(scratch(_L, c)) for c in o1.columns], *merged(o1, _L, o2, _R),
+                         start.alias(T_START), end.alias(T_END))
+
+
+def cover_join(o1: DataFrame, o2: DataFrame) -> DataFrame:
+    """EP-SPARQL Join(Ψ, Ψ'): every compatible pair, over the interval covering both."""
+    _check(o1, "Join left")
+    _check(o2, "Join right")
+    return canonical(_covered(o1, o2, F.lit(True))).distinct()
+
+
+def eq_join(o1: DataFrame, o2: DataFrame) -> DataFrame:
+    """EqJoin(Ψ, Ψ'): compatible pairs with equal intervals."""
+    _check(o1, "EQUALS left")
+    _check(o2, "EQUALS right")
+    same = ((side_col(_L, T_START) == side_col(_R, T_START)) & (side_col(_L, T_END) == side_col(_R, T_END)))
+    return canonical(_covered(o1, o2, same)).distinct()
+
+
+def _optional_order(order: str) -> Column:
+    """When an optional solution (``_r_``) may join a mandatory one (``_l_``)."""
+    if order == "left":                                     # LeftJoin: t'ω < tω
+        return side_col(_R, T_END) < side_col(_L, T_END)
+    if order == "seq":                                      # SeqRightJoin: the optional one first
+        return side_col(_R, T_END) < side_col(_L, T_START)
+    if order == "equal":                                    # EqLeftJoin
+        return (side_col(_R, T_START) == side_col(_L, T_START)) & (side_col(_R, T_END) == side_col(_L, T_END))
+    raise ValueError(f"unknown optional order {order!r}")
+
+
+def optional_join(mandatory: DataFrame, optional: DataFrame, order: str, keep=None) -> DataFrame:
+    """EP-SPARQL's LeftJoin / SeqRightJoin / EqLeftJoin (``order`` "left" / "seq" / "equal"): the
+    covered compatible pairs in that order that satisfy ``keep`` (a function from a DataFrame of
+    merged solutions to those satisfying the condition; None = all), plus every mandatory solution
+    with no such pair, as it is."""
+    _check(mandatory, "OPTIONAL mandatory side")
+    _check(optional, "OPTIONAL optional side")
+    pairs = _covered(mandatory, optional, _optional_order(order))
+    if keep is not None:
+        pairs = keep(pairs)
+    return _with_unmatched(mandatory, pairs)
+
+
+def _with_unmatched(o1: DataFrame, pairs: DataFrame) -> DataFrame:
+    """``pairs`` (merged solutions carrying Ω1's columns as ``_l_*``) plus the Ω1 rows that no pair
+    came from."""
     matched = pairs.select(*[F.col(scratch(_L, c)).alias(scratch(_M, c)) for c in o1.columns]).distinct()
     same = F.lit(True)
     for c in o1.columns:
@@ -225,6 +293,16 @@ def left_join(o1: DataFrame, o2: DataFrame, keep=None) -> DataFrame:
     unmatched = (prefixed(o1, _L).join(matched, same, "left_anti")
                  .select(*[F.col(scratch(_L, c)).alias(c) for c in o1.columns]))
     return union(canonical(pairs), canonical(unmatched))
+
+
+def occurrences(streams, t: int) -> DataFrame:
+    """EP-SPARQL's stream at t: the items of every stream in ``streams`` ended by t (t_end ≤ t)."""
+    out = None
+    for stream in streams:
+        _check_stream(stream)
+        part = stream.select(ITEM, S, P, O, T_START, T_END).filter(F.col(T_END) <= F.lit(int(t)))
+        out = part if out is None else out.unionByName(part)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

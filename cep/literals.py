@@ -23,6 +23,7 @@ from reasoner.vocab import RDF_NS, XSD_NS
 __all__ = [
     "XSD", "XSD_STRING", "XSD_BOOLEAN", "RDF_LANGSTRING", "NUMERIC_DATATYPES",
     "LITERAL_PATTERN", "LITERAL_RE", "LITERAL_JAVA_RE", "ESCAPES", "unescape", "parse_literal", "numeric_value",
+    "XSD_DATETIME", "DURATION_DATATYPES", "DAY_TIME_DURATION_PATTERN", "DATETIME_PATTERN", "temporal_value",
 ]
 
 # datatype IRIs as they appear between ``^^<`` and ``>`` (bare; ``reasoner.vocab`` has N-Triples forms)
@@ -70,3 +71,59 @@ def numeric_value(term) -> float | None:
         return float(lit[0])
     except ValueError:
         return None
+
+
+# --- time values (EP-SPARQL's getDURATION() / getSTARTTIME() / getENDTIME() compare with these) ---
+
+XSD_DATETIME = XSD + "dateTime"
+#: the duration datatypes compared by their length: xsd:duration and xsd:dayTimeDuration
+#: (a duration with years or months has no fixed length in seconds; it compares with nothing)
+DURATION_DATATYPES = frozenset((XSD + "duration", XSD + "dayTimeDuration"))
+
+#: a day-time duration ``-?P nD T nH nM n.nS`` (no years, no months); groups: 1 sign, 2 days,
+#: 3 hours, 4 minutes, 5 seconds. Read alike by Python's ``re`` and Java's regex (Spark).
+DAY_TIME_DURATION_PATTERN = (r"^(-)?P(?=[0-9T])(?:([0-9]+)D)?"
+                             r"(?:T(?=[0-9])(?:([0-9]+)H)?(?:([0-9]+)M)?(?:([0-9]+(?:\.[0-9]+)?)S)?)?$")
+_DAY_TIME_DURATION_RE = re.compile(DAY_TIME_DURATION_PATTERN)
+#: an xsd:dateTime ``YYYY-MM-DDThh:mm:ss(.s+)?(Z|±hh:mm)?``; groups: 1 date and time to the
+#: second, 2 the fraction digits, 3 the zone (none: read as UTC)
+DATETIME_PATTERN = (r"^(-?[0-9]{4,}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]+))?"
+                    r"(Z|[+-][0-9]{2}:[0-9]{2})?$")
+_DATETIME_RE = re.compile(DATETIME_PATTERN)
+
+
+def temporal_value(term):
+    """``("duration", seconds)`` for an xsd:duration / xsd:dayTimeDuration literal without years
+    or months, ``("dateTime", seconds since 1970-01-01T00:00:00Z)`` for an xsd:dateTime literal
+    (no zone: read as UTC; fractions kept to the microsecond, as Spark's timestamps), else None.
+    Seconds are exact ``Decimal`` values."""
+    from datetime import datetime, timezone
+    from decimal import Decimal
+
+    lit = parse_literal(term)
+    if lit is None:
+        return None
+    lex, _lang, dt = lit
+    if dt in DURATION_DATATYPES:
+        m = _DAY_TIME_DURATION_RE.match(lex)
+        if not m or lex.endswith("T"):
+            return None
+        sign, days, hours, minutes, seconds = m.groups()
+        total = (Decimal(days or 0) * 86400 + Decimal(hours or 0) * 3600 + Decimal(minutes or 0) * 60
+                 + Decimal(seconds or 0))
+        return ("duration", -total if sign else total)
+    if dt == XSD_DATETIME:
+        m = _DATETIME_RE.match(lex)
+        if not m:
+            return None
+        whole, fraction, zone = m.groups()
+        try:
+            stamp = datetime.fromisoformat(whole + ("+00:00" if zone in (None, "Z") else zone))
+        except ValueError:
+            return None
+        epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        delta = stamp - epoch
+        micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+        micros += int((fraction or "0")[:6].ljust(6, "0"))
+        return ("dateTime", Decimal(micros) / 1_000_000)
+    return None

@@ -47,6 +47,21 @@ Errors (``CepSemanticError``, with the line and column of the offending part):
 
 The paper puts no restriction on the variables of a negated element (SEQ_WO only asks its mappings
 to be compatible); neither do we.
+
+EP-SPARQL (Anicic et al., WWW 2011, ``../shared/papers/000_...`` §4): a query is EP-SPARQL when
+``lang="epsparql"`` is given, or (``lang=None``) when it combines groups with SEQ, EQUALS,
+OPTIONALSEQ or EQUALSOPTIONAL and has no window. It names no stream: its WHERE pattern P is
+evaluated over the triple occurrences of every stream given, ``Project(V, Occurrences(P))``, with
+the translation of §4.2: adjacent triples one BGP (each triple matched in any occurrence, the
+intervals covered); juxtaposed patterns CoverJoin; UNION Union; ``OPTIONAL {P FILTER F}``
+CoverLeftJoin(·, P, F); ``SEQ`` SeqJoin (``Sequence``); ``EQUALS`` EqJoin; ``P1 OPTIONALSEQ P2``
+SeqRightJoin(P1, P2, F) with F the FILTERs of P1's group (P1 is the optional side, as the
+optional group's filters are OPTIONAL's condition in SPARQL); ``P1 EQUALSOPTIONAL P2``
+EqLeftJoin(P1, P2, F), F the FILTERs of P2's group. A chain ``{A} op {B} op {C}`` is read left to
+right, ``((A op B) op C)``; a group's FILTERs restrict the whole group, getDURATION() etc.
+reading the group's interval. Errors: windows, FROM graphs, property paths and empty groups in an
+EP-SPARQL query (the stream is the only input; an empty group has no interval), and EP-SPARQL
+operators in a query lowered as CQELS-CEP (``lang="cqels"``).
 """
 from __future__ import annotations
 
@@ -58,7 +73,10 @@ from cep.parser import CepSemanticError, parse
 from paths.lowering import lower as lower_path
 from paths.lowering import term as lower_term
 
-__all__ = ["lower", "compile_query"]
+__all__ = ["lower", "compile_query", "LANGUAGES", "detect_language"]
+
+#: the query languages ``lower`` reads (C-SPARQL and RSEP-QL are not built yet)
+LANGUAGES = ("cqels", "epsparql")
 
 
 def _error(tree_text: str, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
@@ -69,6 +87,30 @@ def _error(tree_text: str, node: S.Node, reason: str, expected: tuple[str, ...] 
 
 def _where(node: S.Node) -> str:
     return f"line {node.span.start_line}, column {node.span.start_column}"
+
+
+def _elements(group: S.Group):
+    """Every syntax element under ``group``, pre-order."""
+    for element in group.elements:
+        yield element
+        match element:
+            case S.OptionalPattern():
+                yield from _elements(element.group)
+            case S.UnionPattern() | S.GroupChain():
+                for g in element.groups:
+                    yield from _elements(g)
+
+
+def _ep_chains(tree: S.Query) -> list[S.GroupChain]:
+    return [e for e in _elements(tree.where) if isinstance(e, S.GroupChain)]
+
+
+def detect_language(tree: S.Query) -> str:
+    """"epsparql" for a query that combines groups with EP-SPARQL's operators and has no window,
+    else "cqels"."""
+    windows = any(isinstance(d, S.FromWindow) for d in tree.datasets) or any(
+        isinstance(e, (S.WindowBlock, S.EventSequence)) for e in _elements(tree.where))
+    return "epsparql" if _ep_chains(tree) and not windows else "cqels"
 
 
 class _Lowering:
@@ -128,6 +170,8 @@ class _Lowering:
                 return A.Bound(A.Var(node.args[0].name))
             case S.Call(name="REGEX"):
                 return A.Regex(*(self.expr(arg) for arg in node.args))
+            case S.Call(name=name) if name.startswith("GET"):
+                return A.IntervalFn(name[3:])
             case S.Call():
                 inner = self.expr(node.args[0])
                 return {"STR": A.Str, "LANG": A.Lang, "DATATYPE": A.Datatype}[node.name](inner)
@@ -211,6 +255,13 @@ class _Lowering:
                         pattern = A.left_join(pattern, inner)
                 case S.UnionPattern():
                     pattern = _join(pattern, A.union(*(self.group(g) for g in element.groups)))
+                case S.GroupChain():
+                    op = next(o for o in element.operators if o != "UNION")
+                    raise self.fail(element, f"{op} between groups is EP-SPARQL (§4.1), and this query "
+                                    "is read as CQELS-CEP (it has windows, or --lang cqels was given); "
+                                    "CQELS-CEP sequences windows with SEQ(:W1, :W2) or patterns "
+                                    "inside a window with SEQ({...}, {...})",
+                                    ("UNION", "SEQ(...) in a WINDOW block"))
                 case S.WindowBlock() | S.EventSequence():
                     raise self.fail(element, "WINDOW blocks and SEQ(...) event clauses belong at "
                                     "the top level of WHERE, not inside OPTIONAL, UNION or a "
@@ -220,9 +271,88 @@ class _Lowering:
         condition = self.conjunction(filters)
         return pattern if condition is None else A.Filter(condition, pattern)
 
-    # -- the query
-    def lower(self) -> A.Query:
+    # -- EP-SPARQL (§4.2)
+    def ep_group(self, group: S.Group) -> A.Pattern:
+        """A group over the stream, translated as EP-SPARQL §4.2 does (module docstring)."""
+        pattern: A.Pattern | None = None
+        filters = []
+
+        def joined(part: A.Pattern) -> A.Pattern:
+            if pattern is None:
+                return part
+            if isinstance(pattern, A.BGP) and isinstance(part, A.BGP):
+                return A.bgp(pattern, part)
+            return A.CoverJoin(pattern, part)
+
+        for element in group.elements:
+            match element:
+                case S.FilterPattern():
+                    filters.append(element)
+                case S.TriplesBlock():
+                    pattern = joined(self.bgp(element, paths_allowed=False,
+                                              where="over a stream (EP-SPARQL)"))
+                case S.OptionalPattern():
+                    if pattern is None:
+                        raise self.fail(element, "OPTIONAL over a stream needs a pattern before it: "
+                                        "an empty pattern has no interval (EP-SPARQL §4.2)",
+                                        ("triples", "{ ... }"))
+                    inner, condition = _split_filter(self.ep_group(element.group))
+                    pattern = A.CoverLeftJoin(pattern, inner, condition)
+                case S.UnionPattern():
+                    pattern = joined(A.union(*(self.ep_group(g) for g in element.groups)))
+                case S.GroupChain():
+                    pattern = joined(self.ep_chain(element))
+                case S.WindowBlock() | S.EventSequence():
+                    raise self.fail(element, "an EP-SPARQL query has no windows: it reads the "
+                                    "streams given (EP-SPARQL §4.2); windows are CQELS-CEP's "
+                                    "(leave out --lang epsparql, or the EP-SPARQL operators)")
+                case _:
+                    raise TypeError(f"not a group element: {element!r}")
+        if pattern is None:
+            raise self.fail(group, "an empty group over a stream has no interval (EP-SPARQL §4.2)",
+                            ("triples",))
+        condition = self.conjunction(filters)
+        return pattern if condition is None else A.Filter(condition, pattern)
+
+    def ep_chain(self, chain: S.GroupChain) -> A.Pattern:
+        acc = self.ep_group(chain.groups[0])
+        for op, group in zip(chain.operators, chain.groups[1:]):
+            right = self.ep_group(group)
+            match op:
+                case "UNION":
+                    acc = A.Union(acc, right)
+                case "SEQ":
+                    acc = A.Sequence(acc, right)
+                case "EQUALS":
+                    acc = A.EqJoin(acc, right)
+                case "OPTIONALSEQ":
+                    optional, condition = _split_filter(acc)
+                    acc = A.SeqRightJoin(optional, right, condition)
+                case "EQUALSOPTIONAL":
+                    optional, condition = _split_filter(right)
+                    acc = A.EqLeftJoin(acc, optional, condition)
+                case _:
+                    raise TypeError(f"unknown operator {op!r}")
+        return acc
+
+    def ep_pattern(self) -> A.Pattern:
         tree = self.tree
+        for dataset in tree.datasets:
+            what = "FROM graphs" if isinstance(dataset, S.FromGraph) else "windows"
+            raise self.fail(dataset, f"an EP-SPARQL query reads only the streams given (EP-SPARQL "
+                            f"§4.2); {what} are not part of it",
+                            ("WHERE",))
+        return A.Occurrences(self.ep_group(tree.where))
+
+    # -- the query
+    def lower(self, lang: str | None = None) -> A.Query:
+        tree = self.tree
+        if lang is None:
+            lang = detect_language(tree)
+        if lang not in LANGUAGES:
+            raise ValueError(f"unknown query language {lang!r}; expected one of {', '.join(LANGUAGES)}")
+        if lang == "epsparql":
+            return self.finish(self.ep_pattern())
         graphs = [d for d in tree.datasets if isinstance(d, S.FromGraph)]
         if len(graphs) > 1:
             raise self.fail(graphs[1], "at most one FROM graph: the background D is one graph "
@@ -297,7 +427,11 @@ class _Lowering:
         condition = self.conjunction([e for e in top if isinstance(e, S.FilterPattern)])
         if condition is not None:
             pattern = A.Filter(condition, pattern)
+        return self.finish(pattern)
 
+    def finish(self, pattern: A.Pattern) -> A.Query:
+        """The query form (SELECT / CONSTRUCT) over ``pattern``, with the prologue."""
+        tree = self.tree
         form = tree.form
         if isinstance(form, S.Select):
             bound = A.variables(pattern)
@@ -345,6 +479,14 @@ def _declare_hint(name) -> tuple[str, ...]:
             f"WINDOW {name} ON <stream> [RANGE ...] {{ ... }}")
 
 
+def _split_filter(pattern: A.Pattern) -> tuple[A.Pattern, A.Expr | None]:
+    """(inner, condition) of a Filter, else (pattern, None): a group's FILTERs as an optional
+    join's condition."""
+    if isinstance(pattern, A.Filter):
+        return pattern.inner, pattern.condition
+    return pattern, None
+
+
 def _join(left: A.Pattern, right: A.Pattern) -> A.Pattern:
     if isinstance(left, A.BGP) and not left.patterns:
         return right
@@ -377,15 +519,17 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
     return list(seen)
 
 
-def lower(tree: S.Query) -> A.Query:
+def lower(tree: S.Query, lang: str | None = None) -> A.Query:
     """Lower a parsed query (``cep.parse``) to the algebra, per equations (1)-(17) of
-    CQELS-CEP; raises :class:`cep.parser.CepSemanticError` for the errors listed above."""
+    CQELS-CEP, or §4.2 of EP-SPARQL (``lang``: "cqels", "epsparql", or None to detect it,
+    :func:`detect_language`); raises :class:`cep.parser.CepSemanticError` for the errors listed
+    above."""
     if not isinstance(tree, S.Query):
         raise TypeError(f"lower() takes a cep.syntax.Query, not {type(tree).__name__}")
-    return _Lowering(tree).lower()
+    return _Lowering(tree).lower(lang)
 
 
 def compile_query(text: str, prefixes: Mapping[str, str] | None = None,
-                  base: str | None = None) -> A.Query:
-    """``lower(parse(text, prefixes, base))``: query text → algebra Query."""
-    return lower(parse(text, prefixes, base))
+                  base: str | None = None, lang: str | None = None) -> A.Query:
+    """``lower(parse(text, prefixes, base), lang)``: query text → algebra Query."""
+    return lower(parse(text, prefixes, base), lang)

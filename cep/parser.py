@@ -56,6 +56,8 @@ _TERMINAL_WORDS = {
     "DATATYPE_FN": "'DATATYPE'",
     "BOUND_FN": "'BOUND'",
     "REGEX_FN": "'REGEX'",
+    "INTERVAL_FN": "getDURATION(), getSTARTTIME() or getENDTIME()",
+    "GROUP_OP": "UNION, SEQ, EQUALS, OPTIONALSEQ or EQUALSOPTIONAL before a '{'",
     "$END": "the end of the query",
 }
 
@@ -179,7 +181,14 @@ class _ToCep(PathTransformer.imported_as("grammar")):
 
     # -- group patterns
     def where_clause(self, meta, children):
-        return children[0]
+        if len(children) == 1:
+            return children[0]
+        # EP-SPARQL's bare chain "{...} SEQ {...} FILTER (...)": read as one more pair of braces
+        filters = [c for c in children if isinstance(c, S.FilterPattern)]
+        chain = children[:len(children) - len(filters)]
+        groups = [c for c in chain if isinstance(c, S.Group)]
+        first = self._group_or_union(chain, _join_spans(groups[0].span, groups[-1].span))
+        return S.Group((first, *filters), span=span(meta))
 
     def group_graph_pattern(self, meta, children):
         return S.Group(tuple(children), span=span(meta))
@@ -201,7 +210,15 @@ class _ToCep(PathTransformer.imported_as("grammar")):
         return list(children)
 
     def group_or_union(self, meta, children):
-        return S.UnionPattern(tuple(children), span=span(meta))
+        return self._group_or_union(children, span(meta))
+
+    @staticmethod
+    def _group_or_union(children, where: S.Span):
+        groups = tuple(c for c in children if isinstance(c, S.Group))
+        operators = tuple(str(c).upper() for c in children if isinstance(c, Token))
+        if all(op == "UNION" for op in operators):
+            return S.UnionPattern(groups, span=where)
+        return S.GroupChain(groups, operators, span=where)
 
     def optional_pattern(self, meta, children):
         return S.OptionalPattern(children[0], span=span(meta))
@@ -261,7 +278,7 @@ class _ToCep(PathTransformer.imported_as("grammar")):
         name = str(children[0]).upper()
         return S.Call(name, tuple(children[1:]), span=span(meta))
 
-    str_call = lang_call = datatype_call = bound_call = regex_call = _call
+    str_call = lang_call = datatype_call = bound_call = regex_call = interval_call = _call
 
 
 def parse(text: str, prefixes: Mapping[str, str] | None = None,

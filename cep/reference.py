@@ -22,6 +22,19 @@ Operators (§4.2; DESIGN.md "Operators"), equation numbers of the paper in brack
 * ``w_range`` the window function of §4.1 (see its comment); ``w_now``, ``w_all``, ``w_triples``,
   ``w_step`` the other windows (report policies documented in ``cep.intervals``).
 
+EP-SPARQL (§4.2 of ../shared/papers/000_...; ``A.Occurrences`` and the nodes under it): a solution
+⟨μ, tα, tω⟩ combines with a compatible one into μ ∪ μ' over [min(tα,t'α), max(tω,t'ω)] ("cover"):
+
+* ``cover_join``  Join(Ψ, Ψ'): every compatible pair, covered
+* ``eq_join``     EqJoin(Ψ, Ψ'): compatible pairs with equal intervals
+* ``seq``         SeqJoin(Ψ, Ψ') = SEQ above (tω < t'α; the cover is [tα, t'ω])
+* ``optional_join`` LeftJoin (t'ω < tω), SeqRightJoin (t'ω < tα, optional first), EqLeftJoin
+  (equal intervals): the joined pairs whose condition F holds, plus each mandatory solution that
+  has no such pair. F is evaluated on the pair's merged mapping and covering interval (the
+  solution it would produce), so the two parts are exact complements.
+* the stream: every occurrence of every stream ended by the evaluation time (t' ≤ at); a BGP
+  matches each triple pattern in any occurrence and covers them (§4.2 "BGP(list of triples)").
+
 ``evaluate`` walks the cep algebra (``cep.algebra``) with these operators: equations (1)-(17).
 """
 from __future__ import annotations
@@ -35,7 +48,8 @@ from typing import Any
 from cep import algebra as A
 from cep.errors import MissingInputError
 from cep.literals import (LITERAL_RE, NUMERIC_DATATYPES, XSD_BOOLEAN, XSD_STRING, numeric_value,
-                          parse_literal)
+                          parse_literal, temporal_value)
+from cep.windows import TIME_UNITS
 from cep.timeline import MIN_TIME, close_instant
 from reasoner.hashing import term_id
 
@@ -43,6 +57,7 @@ __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
     "mapping", "compatible", "merge",
     "join", "union", "seq", "seq_wo", "no_head", "no_tail",
+    "cover_join", "eq_join", "optional_join", "occurrences",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
     "match_bgp_in_items", "evaluate",
 ]
@@ -120,6 +135,61 @@ def no_tail(o1: Iterable[Element], o2: Iterable[Element], t: int) -> set[Element
     o2 = list(o2)
     return {(m1, t1, t2) for (m1, t1, t2) in o1
             if not any(compatible(m1, m2) and t2 < t3 and t4 <= t for (m2, t3, t4) in o2)}
+
+
+# ---------------------------------------------------------------------------------------------
+# EP-SPARQL operators (EP-SPARQL §4.2)
+
+def _cover(m1, t1, t2, m2, t3, t4) -> Element:
+    return (merge(m1, m2), min(t1, t3), max(t2, t4))
+
+
+def cover_join(o1: Iterable[Element], o2: Iterable[Element]) -> set[Element]:
+    """Join(Ψ, Ψ'): every compatible pair, with the interval covering both."""
+    o2 = list(o2)
+    return {_cover(m1, t1, t2, m2, t3, t4) for (m1, t1, t2) in o1 for (m2, t3, t4) in o2
+            if compatible(m1, m2)}
+
+
+def eq_join(o1: Iterable[Element], o2: Iterable[Element]) -> set[Element]:
+    """EqJoin(Ψ, Ψ'): compatible pairs with tα = t'α and tω = t'ω."""
+    o2 = list(o2)
+    return {(merge(m1, m2), t1, t2) for (m1, t1, t2) in o1 for (m2, t3, t4) in o2
+            if compatible(m1, m2) and (t1, t2) == (t3, t4)}
+
+
+#: when an optional solution (t3, t4) may join a mandatory one (t1, t2)
+OPTIONAL_ORDER = {
+    "left": lambda t1, t2, t3, t4: t4 < t2,              # LeftJoin: t'ω < tω
+    "seq": lambda t1, t2, t3, t4: t4 < t1,               # SeqRightJoin: optional ends before
+    "equal": lambda t1, t2, t3, t4: (t1, t2) == (t3, t4),  # EqLeftJoin
+}
+
+
+def optional_join(mandatory: Iterable[Element], optional: Iterable[Element], order: str,
+                  keep=None) -> set[Element]:
+    """LeftJoin / SeqRightJoin / EqLeftJoin (``order`` "left" / "seq" / "equal"): the covered
+    compatible pairs in that temporal order for which ``keep(element)`` holds (None: all), plus
+    every mandatory solution that has none."""
+    fits = OPTIONAL_ORDER[order]
+    optional = list(optional)
+    out = set()
+    for (m1, t1, t2) in mandatory:
+        matched = False
+        for (m2, t3, t4) in optional:
+            if compatible(m1, m2) and fits(t1, t2, t3, t4):
+                element = _cover(m1, t1, t2, m2, t3, t4)
+                if keep is None or keep(element):
+                    out.add(element)
+                    matched = True
+        if not matched:
+            out.add((m1, t1, t2))
+    return out
+
+
+def occurrences(streams: Iterable[list[Item]], t: int) -> list[Item]:
+    """EP-SPARQL's stream at t: the items of all ``streams`` ended by t (t2 ≤ t)."""
+    return [it for stream in streams for it in stream if it[3] <= t]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,6 +312,13 @@ class _Graph:
     interval: tuple[int, int]
 
 
+@dataclass(frozen=True)
+class _Occurrences:
+    """Inside EP-SPARQL's ``Occurrences``: each triple pattern matches in any item (§4.2)."""
+
+    items: list
+
+
 class _Evaluator:
     def __init__(self, background, streams, at, time_unit):
         self.background, self.streams, self.at, self.unit = background, streams, at, time_unit
@@ -278,8 +355,7 @@ class _Evaluator:
             case A.LeftJoin(left=left, right=right, condition=condition):
                 return self.left_join(self.eval(left, scope), self.eval(right, scope), condition)
             case A.Filter(condition=condition, inner=inner):
-                return {(mu, t1, t2) for (mu, t1, t2) in self.eval(inner, scope)
-                        if ebv(eval_expr(condition, dict(mu))) is True}
+                return {e for e in self.eval(inner, scope) if self.holds(condition, e)}
             case _ if isinstance(scope, _Graph):
                 raise TypeError(f"cannot evaluate {type(node).__name__} on a background graph")
             case A.StreamPattern(pattern=pattern):
@@ -294,12 +370,42 @@ class _Evaluator:
                 return no_head(self.eval(negated, scope), self.eval(right, scope))
             case A.NoTail(left=left, negated=negated):
                 return no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
+            case A.Occurrences(pattern=pattern):
+                return self.eval(pattern, _Occurrences(occurrences(self.streams.values(), self.at)))
+            case A.CoverJoin(left=left, right=right):
+                return cover_join(self.eval(left, scope), self.eval(right, scope))
+            case A.EqJoin(left=left, right=right):
+                return eq_join(self.eval(left, scope), self.eval(right, scope))
+            case A.CoverLeftJoin(left=left, optional=optional, condition=condition):
+                return self.optional(left, optional, "left", condition, scope)
+            case A.EqLeftJoin(left=left, optional=optional, condition=condition):
+                return self.optional(left, optional, "equal", condition, scope)
+            case A.SeqRightJoin(optional=optional, right=right, condition=condition):
+                return self.optional(right, optional, "seq", condition, scope)
         raise TypeError(f"cannot evaluate {type(node).__name__} here")
+
+    def holds(self, condition, element) -> bool:
+        mu, t1, t2 = element
+        return ebv(eval_expr(condition, dict(mu), (t1, t2), self.unit)) is True
+
+    def optional(self, mandatory, optional, order, condition, scope):
+        keep = None if condition is None else (lambda e: self.holds(condition, e))
+        return optional_join(self.eval(mandatory, scope), self.eval(optional, scope), order, keep)
 
     def bgp(self, patterns, scope) -> set[Element]:
         match scope:
             case _Window(items=items):
                 return match_bgp_in_items([(tp.s, tp.p, tp.o) for tp in patterns], items, _is_var)
+            case _Occurrences(items=items):
+                out = None
+                for tp in patterns:
+                    if isinstance(tp, A.PathPattern):
+                        raise ValueError(f"property path {tp} over a stream")
+                    part = match_bgp_in_items([(tp.s, tp.p, tp.o)], items, _is_var)
+                    out = part if out is None else cover_join(out, part)
+                if out is None:
+                    raise ValueError("an empty group over the stream has no interval")
+                return out
             case _Graph(triples=graph, interval=(t1, t2)):
                 sols = [frozenset()]
                 for tp in patterns:
@@ -319,7 +425,7 @@ class _Evaluator:
             for (m2, t3, t4) in o2:
                 if compatible(m1, m2) and max(t1, t3) <= min(t2, t4):
                     m = merge(m1, m2)
-                    if condition is None or ebv(eval_expr(condition, dict(m))) is True:
+                    if condition is None or self.holds(condition, (m, max(t1, t3), min(t2, t4))):
                         out.add((m, max(t1, t3), min(t2, t4)))
                         matched = True
             if not matched:
@@ -379,6 +485,14 @@ class _Error:
 _ERROR = _Error()
 
 
+@dataclass(frozen=True)
+class _Temporal:
+    """A duration or a dateTime, in exact seconds (``cep.literals.temporal_value``)."""
+
+    kind: str
+    seconds: Any
+
+
 def _simple_string(term):
     lit = parse_literal(term)
     if lit is not None and lit[1] is None and lit[2] == XSD_STRING:
@@ -424,10 +538,24 @@ def _term_of(value):
     return value
 
 
-def eval_expr(e, mu: dict):
+def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms"):
     """Value of expression ``e`` (a ``cep.algebra`` expression) under mapping ``mu``: a term
-    string, a bool, a float, or _ERROR (SPARQL 1.1 §17)."""
+    string, a bool, a float, a duration/dateTime, or _ERROR (SPARQL 1.1 §17). ``interval``: the
+    solution's (t1, t2) in ``unit`` ticks, which getDURATION() / getSTARTTIME() / getENDTIME() read
+    (EP-SPARQL §4.2, σ_{tα tω})."""
+    def sub(x):
+        return eval_expr(x, mu, interval, unit)
+
     match e:
+        case A.IntervalFn(kind=kind):
+            if interval is None:
+                return _ERROR
+            from decimal import Decimal
+            per_tick = Decimal(TIME_UNITS[unit]) / 1000
+            t1, t2 = interval
+            if kind == "DURATION":
+                return _Temporal("duration", (Decimal(t2) - Decimal(t1)) * per_tick)
+            return _Temporal("dateTime", Decimal(t1 if kind == "STARTTIME" else t2) * per_tick)
         case A.Var(name=name):
             return mu.get(name, _ERROR)
         case A.Const(term=term):
@@ -435,23 +563,23 @@ def eval_expr(e, mu: dict):
         case A.Bound(var=var):
             return var.name in mu
         case A.Not(expr=inner):
-            v = ebv(eval_expr(inner, mu))
+            v = ebv(sub(inner))
             return _ERROR if v is _ERROR else not v
         case A.And(left=left, right=right):
-            a, b = ebv(eval_expr(left, mu)), ebv(eval_expr(right, mu))
+            a, b = ebv(sub(left)), ebv(sub(right))
             if a is False or b is False:
                 return False
             return _ERROR if (a is _ERROR or b is _ERROR) else True
         case A.Or(left=left, right=right):
-            a, b = ebv(eval_expr(left, mu)), ebv(eval_expr(right, mu))
+            a, b = ebv(sub(left)), ebv(sub(right))
             if a is True or b is True:
                 return True
             return _ERROR if (a is _ERROR or b is _ERROR) else False
         case A.Neg(expr=inner):
-            n = _num(eval_expr(inner, mu))
+            n = _num(sub(inner))
             return _ERROR if n is None else -n
         case A.Arith(op=op, left=left, right=right):
-            a, b = _num(eval_expr(left, mu)), _num(eval_expr(right, mu))
+            a, b = _num(sub(left)), _num(sub(right))
             if a is None or b is None:
                 return _ERROR
             if op == "+":
@@ -462,9 +590,9 @@ def eval_expr(e, mu: dict):
                 return a * b
             return _ERROR if b == 0 else a / b
         case A.Compare(op=op, left=left, right=right):
-            return _compare(op, eval_expr(left, mu), eval_expr(right, mu))
+            return _compare(op, sub(left), sub(right))
         case A.Str(expr=inner):
-            t = _term_of(eval_expr(inner, mu))
+            t = _term_of(sub(inner))
             if not isinstance(t, str):
                 return _ERROR
             if t.startswith("<"):
@@ -472,15 +600,15 @@ def eval_expr(e, mu: dict):
             m = LITERAL_RE.match(t)
             return '"' + m.group(1) + '"' if m else _ERROR
         case A.Lang(expr=inner):
-            lit = _literal_of(eval_expr(inner, mu))
+            lit = _literal_of(sub(inner))
             return _ERROR if lit is None else f'"{lit[1] or ""}"'
         case A.Datatype(expr=inner):
-            lit = _literal_of(eval_expr(inner, mu))
+            lit = _literal_of(sub(inner))
             return _ERROR if lit is None else f"<{lit[2]}>"
         case A.Regex(text=text, pattern=pattern, flags=flags):
-            lit = _literal_of(eval_expr(text, mu))
-            pat = parse_literal(_term_of(eval_expr(pattern, mu)) or "")
-            letters = parse_literal(_term_of(eval_expr(flags, mu)) or "") if flags is not None else ("", None, None)
+            lit = _literal_of(sub(text))
+            pat = parse_literal(_term_of(sub(pattern)) or "")
+            letters = parse_literal(_term_of(sub(flags)) or "") if flags is not None else ("", None, None)
             if lit is None or pat is None or letters is None:
                 return _ERROR
             prefix = "".join(f"(?{f})" for f in letters[0] if f in "imsx")
@@ -494,9 +622,24 @@ def _literal_of(value):
     return parse_literal(t) if isinstance(t, str) else None
 
 
+def _temporal(value):
+    if isinstance(value, _Temporal):
+        return value
+    if isinstance(value, str):
+        found = temporal_value(value)
+        return None if found is None else _Temporal(*found)
+    return None
+
+
 def _compare(op, a, b):
     if a is _ERROR or b is _ERROR:
         return _ERROR
+    ta, tb = _temporal(a), _temporal(b)
+    if isinstance(a, _Temporal) or isinstance(b, _Temporal) or (ta is not None and tb is not None):
+        if ta is None or tb is None or ta.kind != tb.kind:
+            return _ERROR
+        x, y = ta.seconds, tb.seconds
+        return {"=": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
     na, nb = _num(a), _num(b)
     if na is not None and nb is not None:
         x, y = na, nb

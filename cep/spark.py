@@ -28,6 +28,11 @@ pure Python (the oracle).
   inside a window (eq. 16), inside a background graph (eq. 17), or nowhere (an error). The other
   operators are the same everywhere; on a background every mapping carries the same interval, so
   JOIN / OR / OPTIONAL / FILTER reduce to SPARQL's Join / Union / LeftJoin / Filter.
+* ``Occurrences`` (EP-SPARQL §4.2): the pattern over every item of every stream given that has
+  ended by t (``cep.intervals.occurrences``); a BGP there matches each triple pattern in any item
+  and covers their intervals (``cep.intervals.cover_join``), and the EP-SPARQL operators are those
+  of ``cep.intervals`` (continuous evaluation of EP-SPARQL is not built: ``cep.continuous`` refuses
+  it before anything runs).
 * Background graphs are looked up by the IRI of ``Background.graph`` (``FROM <g>``); when that IRI
   was not given but a default graph (key ``None``) was, the default graph is used (a caller that
   loads the FROM file passes it as the default graph).
@@ -157,8 +162,16 @@ class _Graph:
     interval: tuple[int, int]
 
 
-#: where a pattern stands: in a window, in a background graph, or neither (None: no BGP allowed)
-_Scope = _Window | _Graph | None
+@dataclass(frozen=True)
+class _Occurrences:
+    """Inside EP-SPARQL's ``Occurrences``: each triple pattern matches in any item (§4.2)."""
+
+    items: DataFrame
+
+
+#: where a pattern stands: in a window, in a background graph, on EP-SPARQL's stream, or neither
+#: (None: no BGP allowed)
+_Scope = _Window | _Graph | _Occurrences | None
 
 
 class _Runtime:
@@ -237,7 +250,38 @@ class _Runtime:
                 return self.ops.no_head(self.eval(negated, scope), self.eval(right, scope))
             case A.NoTail(left=left, negated=negated):                             # eq. 7, 14
                 return self.ops.no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
+            case A.Occurrences(pattern=pattern):                                   # EP-SPARQL §4.2
+                return self.eval(pattern, _Occurrences(self.occurrences()))
+            case A.CoverJoin(left=left, right=right):
+                return self.ep().cover_join(self.eval(left, scope), self.eval(right, scope))
+            case A.EqJoin(left=left, right=right):
+                return self.ep().eq_join(self.eval(left, scope), self.eval(right, scope))
+            case A.CoverLeftJoin(left=left, optional=optional, condition=condition):
+                return self.optional(left, optional, "left", condition, scope)
+            case A.EqLeftJoin(left=left, optional=optional, condition=condition):
+                return self.optional(left, optional, "equal", condition, scope)
+            case A.SeqRightJoin(optional=optional, right=right, condition=condition):
+                return self.optional(right, optional, "seq", condition, scope)
         raise TypeError(f"cannot evaluate {type(node).__name__}")
+
+    def ep(self):
+        """The EP-SPARQL operators: one instant only (``cep.intervals``)."""
+        if self.ops is not I:
+            raise UnsupportedQueryError("EP-SPARQL patterns are evaluated at one instant only "
+                                        "(query --at T); continuous EP-SPARQL is not built yet")
+        return I
+
+    def optional(self, mandatory, optional, order, condition, scope) -> DataFrame:
+        keep = None if condition is None else (lambda df: self.filter(condition, df))
+        return self.ep().optional_join(self.eval(mandatory, scope), self.eval(optional, scope), order, keep)
+
+    def occurrences(self) -> DataFrame:
+        self.ep()
+        if not self.streams:
+            raise MissingInputError("an EP-SPARQL query reads the streams given (--stream); none was given")
+        for iri, stream in self.streams.items():
+            require_columns(stream, STREAM_COLUMNS, f"stream {iri}")
+        return I.occurrences(self.streams.values(), self.at)
 
     def bgp(self, node: A.BGP, scope: _Scope) -> DataFrame:
         match scope:
@@ -245,10 +289,12 @@ class _Runtime:
                 return _bgp_in_items(node, items, self.ops)
             case _Graph():
                 return self.static_bgp(node, scope)
+            case _Occurrences(items=items):
+                return _bgp_over_occurrences(node, items)
         raise ValueError(f"basic graph pattern {node} is neither in a WINDOW nor in the background")
 
     def filter(self, condition, omega: DataFrame) -> DataFrame:
-        return filter_mappings(condition, omega, self.dictionaries)
+        return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit)
 
     def window_content(self, node: A.StreamPattern) -> DataFrame:
         if node.stream not in self.streams:
@@ -403,3 +449,18 @@ def _bgp_in_items(node: A.BGP, items: DataFrame, ops) -> DataFrame:
             shared = sorted(set(var_columns(out)) & set(var_columns(part)))
             out = ops.within_item(out, part, list(key) + shared)
     return ops.canonical(out).distinct()
+
+
+def _bgp_over_occurrences(node: A.BGP, items: DataFrame) -> DataFrame:
+    """EP-SPARQL §4.2 "BGP(list of triples)": each triple pattern matches in any occurrence; the
+    solution covers the occurrences' intervals (``cep.intervals.cover_join`` of the parts)."""
+    if not node.patterns:
+        raise UnsupportedQueryError("an empty group over the stream has no interval (EP-SPARQL §4.2)")
+    out = None
+    for tp in node.patterns:
+        if isinstance(tp, A.PathPattern):
+            raise UnsupportedQueryError(f"property path {tp} over a stream: paths are evaluated on "
+                                        "background graphs only")
+        part = I.canonical(_triple_part(tp, items, (T_START, T_END))).distinct()
+        out = part if out is None else I.cover_join(out, part)
+    return out

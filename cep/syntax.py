@@ -27,6 +27,7 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``Triple(s, p, o)``                 one triple; ``p`` a Variable or any path          [75]-[86]
 ``OptionalPattern(group)``          ``OPTIONAL { ... }``                              [57]
 ``UnionPattern(groups)``            ``{ ... } UNION { ... }`` (one group: a nested group)  [67]
+``GroupChain(groups, operators)``   ``{ ... } SEQ { ... } EQUALS { ... }`` ...        EP-SPARQL §4.1
 ``FilterPattern(expr)``             ``FILTER (...)``                                  [68], [69]
 ``WindowBlock(name, ..., body)``    ``WINDOW :W [ON <s> [window]] { TSP }``           CQELS WinSpec
 ``TspSequence(elements)``           ``SEQ({...}, !{...}, ...)`` inside a window       CQELS TSP
@@ -37,6 +38,7 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``Binary(op, left, right)``         ``||  &&  = != < > <= >=  + - * /``               [111]-[117]
 ``Unary(op, operand)``              ``! -`` (a unary ``+`` is dropped)                [118]
 ``Call(name, args)``                ``STR LANG DATATYPE BOUND REGEX``                 [121], [122]
+                                    ``getDURATION() getSTARTTIME() getENDTIME()``     EP-SPARQL §4.1
 ==================================  ==========================================================
 """
 from __future__ import annotations
@@ -51,7 +53,8 @@ from paths.syntax import (NO_SPAN, AxisStep, BlankNode, BooleanLiteral, IriRef, 
 __all__ = [
     "Span", "NO_SPAN", "Node", "IriRef", "PrefixedName", "StringLiteral", "NumericLiteral",
     "BooleanLiteral", "BlankNode", "TypeKeyword", "PathNode", "AxisStep", "is_native",
-    "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "UnionPattern",
+    "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "UnionPattern", "GroupChain",
+    "GROUP_OPERATORS", "EP_OPERATORS",
     "FilterPattern", "WindowBlock", "TspSequence", "TspElement", "EventSequence", "EventElement",
     "DurationLiteral", "RangeWindow", "TriplesWindow", "NowWindow", "AllWindow", "WindowSyntax",
     "FromGraph", "FromWindow", "PrefixDecl", "BaseDecl", "Select", "ConstructTemplate", "Query",
@@ -100,7 +103,7 @@ class Unary(Node):
         return f"{self.op}{text}"
 
 
-CALLS = ("STR", "LANG", "DATATYPE", "BOUND", "REGEX")
+CALLS = ("STR", "LANG", "DATATYPE", "BOUND", "REGEX", "GETDURATION", "GETSTARTTIME", "GETENDTIME")
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ class Call(Node):
     args: tuple["ExprNode", ...]
 
     def __str__(self) -> str:
-        return f"{self.name}(" + ", ".join(str(arg) for arg in self.args) + ")"
+        name = "get" + self.name[3:] if self.name.startswith("GET") else self.name
+        return f"{name}(" + ", ".join(str(arg) for arg in self.args) + ")"
 
 
 ExprNode = Union[Binary, Unary, Call, Variable, IriRef, PrefixedName, StringLiteral,
@@ -173,6 +177,27 @@ class UnionPattern(Node):
 
     def __str__(self) -> str:
         return " UNION ".join(str(group) for group in self.groups)
+
+
+#: the operators between groups: UNION, and EP-SPARQL's (§4.1)
+EP_OPERATORS = ("SEQ", "EQUALS", "OPTIONALSEQ", "EQUALSOPTIONAL")
+GROUP_OPERATORS = ("UNION",) + EP_OPERATORS
+
+
+@dataclass(frozen=True)
+class GroupChain(Node):
+    """``{...} op {...} op ...`` with at least one EP-SPARQL operator (``EP_OPERATORS``) among the
+    ``operators`` (upper-cased; ``len(groups) == len(operators) + 1``). A chain of UNIONs only is a
+    :class:`UnionPattern`."""
+
+    groups: tuple[Group, ...]
+    operators: tuple[str, ...]
+
+    def __str__(self) -> str:
+        parts = [str(self.groups[0])]
+        for op, group in zip(self.operators, self.groups[1:]):
+            parts.append(f"{op} {group}")
+        return " ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -305,7 +330,7 @@ class WindowBlock(Node):
         return f"{head} {{ {inner} }}" if inner else f"{head} {{ }}"
 
 
-GroupElement = Union[TriplesBlock, OptionalPattern, UnionPattern, FilterPattern, WindowBlock,
+GroupElement = Union[TriplesBlock, OptionalPattern, UnionPattern, GroupChain, FilterPattern, WindowBlock,
                      EventSequence]
 
 

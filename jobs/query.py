@@ -1,7 +1,8 @@
-"""Evaluate a CQELS-CEP query once, at a time T, over static graphs and stream files.
+"""Evaluate a CQELS-CEP or EP-SPARQL query once, at a time T, over static graphs and stream files.
 
     python -m jobs.query QUERY_FILE [--static FILE ...] [--static IRI=FILE ...] [--stream IRI=FILE ...]
-                         --at T [--time-unit ms|s|m|h|d] [--format tsv|csv|json] [--rejects FILE] [--out FILE]
+                         --at T [--lang auto|cqels|epsparql] [--time-unit ms|s|m|h|d]
+                         [--format tsv|csv|json] [--rejects FILE] [--out FILE]
     spark-submit jobs/query.py ...            (same arguments)
     rsp-sidecar query ...                     (same arguments)
 
@@ -23,6 +24,11 @@ intervals are not printed; ``--format`` does not apply).
   ``reasoner.materialize``, ``reasoner.api.encoded_closure``), so background patterns see the
   entailed triples (e.g. ``?v a :vehicle`` matches a ``:subway`` instance when ``:subway
   rdfs:subClassOf :vehicle``). Graphs are closed one by one, never merged.
+* ``--lang``: the query language: ``cqels`` (CQELS-CEP), ``epsparql`` (EP-SPARQL: SPARQL with
+  SEQ, EQUALS, OPTIONALSEQ, EQUALSOPTIONAL between groups and getDURATION() etc. in FILTER; it
+  names no stream and reads every ``--stream`` given, merged, as one stream of triple
+  occurrences; ``--stream FILE`` needs no IRI), or ``auto`` (default: EP-SPARQL when the query
+  combines groups with those operators and has no window). EP-SPARQL runs with ``--at`` only.
 * ``--stream IRI=FILE``: the file of a stream the query reads (``cep.streams.read_stream``: JSON
   Lines or timestamped N-Triples, by extension). Prefixed names in JSON Lines streams are resolved
   with the query's ``PREFIX`` declarations. Every stream the query reads must be bound; a bound
@@ -83,6 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the file of stream IRI (.jsonl JSON Lines, .nt timestamped N-Triples); with "
                              "--continuous a directory, or IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]")
     when = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument("--lang", choices=("auto", "cqels", "epsparql"), default="auto",
+                        help="the query language (default auto: EP-SPARQL when the query combines groups with "
+                             "SEQ/EQUALS/OPTIONALSEQ/EQUALSOPTIONAL and has no window, else CQELS-CEP)")
     when.add_argument("--at", metavar="T",
                       help="evaluate once at T: integer ticks of --time-unit or an ISO-8601 date-time")
     when.add_argument("--continuous", action="store_true",
@@ -153,12 +162,12 @@ def _iri_term(text: str, prefixes: dict[str, str]) -> str | None:
     return None
 
 
-def _binding(item: str, prefixes: dict[str, str], option: str) -> tuple[str | None, Path]:
+def _binding(item: str, prefixes: dict[str, str], option: str, iri_required: bool = True) -> tuple[str | None, Path]:
     """``IRI=FILE`` → (IRI term, path); ``FILE`` → (None, path)."""
     name, sep, file = item.partition("=")
     iri = _iri_term(name.strip(), prefixes) if sep else None
     if iri is None:
-        if option == "--stream":
+        if option == "--stream" and iri_required:
             raise QueryError(f"--stream {item!r}: expected IRI=FILE (an <iri>, an absolute IRI or a prefixed "
                              f"name the query declares, then '=' and the stream file)")
         return None, local_path(item, option)
@@ -195,7 +204,7 @@ class Plan:
 def plan(args: argparse.Namespace) -> Plan:
     """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
     from cep import CepSyntaxError, compile_query
-    from cep.algebra import BGP, Project, background_patterns, stream_patterns
+    from cep.algebra import BGP, Project, background_patterns, is_epsparql, stream_patterns
 
     _local_arguments(args)
     continuous = bool(getattr(args, "continuous", False))
@@ -204,17 +213,25 @@ def plan(args: argparse.Namespace) -> Plan:
         _check_continuous(args)
     query_path = _existing(local_path(args.query, "the query file"), "the query file")
     text = query_path.read_text(encoding="utf-8")
+    lang = getattr(args, "lang", "auto")
     try:
-        query = compile_query(text)
+        query = compile_query(text, lang=None if lang == "auto" else lang)
     except CepSyntaxError as exc:
         raise QueryError(f"{query_path}: {_one_line(exc)}") from None
     prefixes = dict(query.prefixes)
     result = Plan(query, at, args.time_unit)
+    ep = is_epsparql(query)
+    if ep and continuous:
+        raise QueryError(f"{query_path}: an EP-SPARQL query runs with --at T; continuous EP-SPARQL is not built yet")
+    if ep and not args.stream:
+        raise QueryError(f"{query_path}: an EP-SPARQL query reads the streams given with --stream FILE; none was given")
     for item in args.static:
         iri, path = _binding(item, prefixes, "--static")
         result.graphs.setdefault(iri, []).append(_existing(path, f"static graph {iri or 'default'}"))
     for item in args.stream:
-        iri, path = _binding(item, prefixes, "--stream")
+        iri, path = _binding(item, prefixes, "--stream", iri_required=not ep)
+        if iri is None:  # an EP-SPARQL stream file given without a name: named by its file
+            iri = f"<{path.resolve().as_uri()}>"
         if iri in result.streams:
             raise QueryError(f"--stream {iri} is bound twice ({result.streams[iri]} and {path})")
         kafka = item.partition("=")[2].strip()
@@ -230,7 +247,7 @@ def plan(args: argparse.Namespace) -> Plan:
             raise QueryError(f"{path}: no such directory (stream {iri}; with --continuous, --stream IRI=DIR names "
                              f"the directory its files arrive in, or IRI=kafka://HOST:PORT/TOPIC a topic)")
         result.streams[iri] = path if continuous else _existing(path, f"stream {iri}")
-    read = list(dict.fromkeys(sp.stream for sp in stream_patterns(query.pattern)))
+    read = list(result.streams) if ep else list(dict.fromkeys(sp.stream for sp in stream_patterns(query.pattern)))
     for iri in read:
         if iri not in result.streams:
             bound = ", ".join(result.streams) or "none"
@@ -251,7 +268,7 @@ def plan(args: argparse.Namespace) -> Plan:
         print(f"warning: --static {'default graph files' if graph is None else graph} not read by the query; "
               f"not loaded", file=sys.stderr)
         del result.graphs[graph]
-    if isinstance(query.form, Project) and stream_patterns(query.pattern):
+    if isinstance(query.form, Project) and (ep or stream_patterns(query.pattern)):
         clash = [f"?{v.name}" for v in query.form.variables if v.name in (START_VAR, END_VAR)]
         if clash:
             raise QueryError(f"the query projects {', '.join(clash)}: with event clauses the answers carry "
@@ -323,7 +340,8 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     if None not in background:  # no default graph given: an empty one (a FROM graph is bound, see plan())
         background[None] = spark.createDataFrame([], f"{S} long, {P} long, {O} long")
     streams = {}
-    read = set(sp.stream for sp in A.stream_patterns(query.pattern))
+    ep = A.is_epsparql(query)
+    read = set(p.streams) if ep else set(sp.stream for sp in A.stream_patterns(query.pattern))
     for iri, path in p.streams.items():
         if iri not in read:
             continue
@@ -345,7 +363,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
                 count += 1
             return count
         names = [v.name for v in query.form.variables]
-        events = bool(A.stream_patterns(query.pattern))
+        events = ep or bool(A.stream_patterns(query.pattern))
         columns = [var_column(n) for n in names]
         kept = columns + ([T_START, T_END] if events else [])
         decoded = decode(result.select(*kept), dictionary, tuple(columns))
