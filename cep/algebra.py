@@ -79,6 +79,8 @@ __all__ = [
     "TriplePattern", "PathPattern", "BGP", "Join", "Union", "LeftJoin", "Filter", "Sequence",
     "SeqWithout", "NoHead", "NoTail", "StreamPattern", "Background", "Project", "Construct",
     "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
+    "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
+    "CONSUMING_POLICIES", "is_rsepql", "event_patterns",
     "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
     "Duration", "Range", "Triples", "Now", "All", "Window",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
@@ -457,12 +459,121 @@ class EqLeftJoin:
         return f"EQLEFTJOIN({self.left}, {self.optional}{extra})"
 
 
+# --- RSEP-QL (Dell'Aglio et al., EKAW 2016, ../shared/papers/001_...: §3.3, §4.2-4.4) ----------------
+# Event patterns are evaluated into event mappings (μ, t1, t2) under an active window (a bound on
+# the times of the stream items used); MATCH turns them into a graph pattern.
+
+#: SEQ selection policies (§4.3): unrestricted (eq. 7), naive (eq. 9, C-SPARQL's timestamp()),
+#: chronological (eq. 10) and recent (eq. 11); the last two consume what they use (§4.4)
+POLICIES = ("unrestricted", "naive", "chronological", "recent")
+CONSUMING_POLICIES = ("chronological", "recent")
+
+
+@dataclass(frozen=True)
+class EventPattern:
+    """``EVENT w P`` (a basic event pattern, §3.3, §4.2): for each stream item (G_k, t_k) of window
+    ``name`` (over ``stream``, ``window``) inside the active window, each μ ∈ ⟦P⟧_{G_k} gives the
+    event mapping (μ, t_k, t_k). RSEP-QL's time-based window W^τ(α, β) holds the items with
+    t' − α < t_k ≤ t', t' = ⌊t/β⌋·β (``Range``); ``All`` is the landmark window."""
+
+    name: Term
+    stream: Term
+    window: Window
+    pattern: BGP
+
+    def __post_init__(self) -> None:
+        _check_iri(self.name, "EventPattern.name")
+        _check_iri(self.stream, "EventPattern.stream")
+        if not isinstance(self.window, WINDOW_TYPES):
+            raise TypeError(f"EventPattern.window must be a window, got {self.window!r}")
+        if not isinstance(self.pattern, BGP):
+            raise TypeError(f"EventPattern.pattern must be a BGP, got {self.pattern!r}")
+
+    def __str__(self) -> str:
+        return f"EVENT {self.name} {self.pattern}"
+
+
+def _check_event(value: object, what: str) -> None:
+    if not isinstance(value, EVENT_TYPES):
+        raise TypeError(f"{what} must be an event pattern, got {value!r}")
+
+
+@dataclass(frozen=True)
+class FirstEvent:
+    """``FIRST E``: the event mappings of E that no other precedes (≺: by end, then start)."""
+
+    inner: "EventNode"
+
+    def __post_init__(self) -> None:
+        _check_event(self.inner, "FirstEvent.inner")
+
+    def __str__(self) -> str:
+        return f"FIRST({self.inner})"
+
+
+@dataclass(frozen=True)
+class LastEvent:
+    """``LAST E``: the event mappings of E that no other follows."""
+
+    inner: "EventNode"
+
+    def __post_init__(self) -> None:
+        _check_event(self.inner, "LastEvent.inner")
+
+    def __str__(self) -> str:
+        return f"LAST({self.inner})"
+
+
+@dataclass(frozen=True)
+class EventSeq:
+    """``E1 SEQ E2`` under a selection ``policy`` (§4.2 eq. 7; §4.3 eq. 9-11): for each event
+    (μ2, t3, t4) of E2, the events (μ1, t1, t2) of μ2(E1) within the active window cut at t3 − 1,
+    giving (μ1 ∪ μ2, t1, t4); naive pairs only LAST E1 with LAST E2; chronological keeps, per
+    E2 event, the first such E1 event, and only the first E2 event after it; recent the last."""
+
+    left: "EventNode"
+    right: "EventNode"
+    policy: str = "unrestricted"
+
+    def __post_init__(self) -> None:
+        _check_event(self.left, "EventSeq.left")
+        _check_event(self.right, "EventSeq.right")
+        if self.policy not in POLICIES:
+            raise ValueError(f"EventSeq.policy must be one of {POLICIES}, got {self.policy!r}")
+
+    def __str__(self) -> str:
+        tag = "" if self.policy == "unrestricted" else f"[{self.policy}]"
+        return f"({self.left} SEQ{tag} {self.right})"
+
+
+EventNode = _t.Union[EventPattern, FirstEvent, LastEvent, EventSeq]
+EVENT_TYPES = (EventPattern, FirstEvent, LastEvent, EventSeq)
+
+
+@dataclass(frozen=True)
+class Match:
+    """``MATCH E`` (§4.2): the event mappings of E, with their (t1, t2), as a graph pattern. With a
+    consuming ``policy`` (chronological, recent; §4.4) the stream triples used by an answer are
+    not used again by later evaluations of the query."""
+
+    inner: EventNode
+    policy: str = "unrestricted"
+
+    def __post_init__(self) -> None:
+        _check_event(self.inner, "Match.inner")
+        if self.policy not in POLICIES:
+            raise ValueError(f"Match.policy must be one of {POLICIES}, got {self.policy!r}")
+
+    def __str__(self) -> str:
+        return f"MATCH[{self.policy}]({self.inner})"
+
+
 Pattern = _t.Union[BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                 StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
-                SeqRightJoin, EqLeftJoin]
+                SeqRightJoin, EqLeftJoin, Match]
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                  StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
-                 SeqRightJoin, EqLeftJoin)
+                 SeqRightJoin, EqLeftJoin, Match)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -567,6 +678,12 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.inner,)
         case StreamPattern() | Background() | Occurrences():
             return (node.pattern,)
+        case Match() | FirstEvent() | LastEvent():
+            return (node.inner,)
+        case EventSeq():
+            return (node.left, node.right)
+        case EventPattern():
+            return (node.pattern,)
         case BGP():
             return ()
     raise TypeError(f"not a pattern: {node!r}")
@@ -600,8 +717,12 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return variables(node.left)
         case Filter() | Construct():
             return variables(node.inner)
-        case StreamPattern() | Background() | Occurrences():
+        case StreamPattern() | Background() | Occurrences() | EventPattern():
             return variables(node.pattern)
+        case Match() | FirstEvent() | LastEvent():
+            return variables(node.inner)
+        case EventSeq():
+            return variables(node.left) | variables(node.right)
         case Project():
             return frozenset(node.variables)
     raise TypeError(f"not a pattern: {node!r}")
@@ -651,6 +772,20 @@ def is_epsparql(node: "Query | Pattern | Form") -> bool:
     if isinstance(node, Query):
         node = node.form
     return any(isinstance(p, Occurrences) for p in walk(node))
+
+
+def is_rsepql(node: "Query | Pattern | Form") -> bool:
+    """Whether ``node`` is (or holds) an RSEP-QL event graph pattern (``Match``)."""
+    if isinstance(node, Query):
+        node = node.form
+    return any(isinstance(p, Match) for p in walk(node))
+
+
+def event_patterns(node) -> tuple[EventPattern, ...]:
+    """Every ``EVENT w P`` in ``node``, left to right, each once."""
+    if isinstance(node, Query):
+        node = node.form
+    return tuple(dict.fromkeys(p for p in walk(node) if isinstance(p, EventPattern)))
 
 
 def stream_patterns(node: "Pattern | Form") -> tuple[StreamPattern, ...]:

@@ -169,6 +169,9 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     if A.is_epsparql(query):
         raise ContinuousError("an EP-SPARQL query is evaluated at one instant (query --at T, cep.evaluate); "
                               "continuous EP-SPARQL is not built yet")
+    if A.is_rsepql(query):
+        raise ContinuousError("an RSEP-QL query is evaluated at given instants (query --at T1,T2,...; "
+                              "cep.evaluate_sequence); continuous RSEP-QL is not built yet")
     patterns = A.stream_patterns(query.pattern)
     if not patterns:
         raise ContinuousError("the query has no WINDOW over a stream, so there is nothing to follow continuously; "

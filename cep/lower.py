@@ -75,8 +75,8 @@ from paths.lowering import term as lower_term
 
 __all__ = ["lower", "compile_query", "LANGUAGES", "detect_language"]
 
-#: the query languages ``lower`` reads (C-SPARQL and RSEP-QL are not built yet)
-LANGUAGES = ("cqels", "epsparql")
+#: the query languages ``lower`` reads (C-SPARQL is not built yet)
+LANGUAGES = ("cqels", "epsparql", "rsepql")
 
 
 def _error(tree_text: str, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
@@ -106,17 +106,22 @@ def _ep_chains(tree: S.Query) -> list[S.GroupChain]:
 
 
 def detect_language(tree: S.Query) -> str:
-    """"epsparql" for a query that combines groups with EP-SPARQL's operators and has no window,
-    else "cqels"."""
+    """"rsepql" for a query with a MATCH event pattern; "epsparql" for one that combines groups
+    with EP-SPARQL's operators and has no window; else "cqels"."""
+    if any(isinstance(e, S.MatchPattern) for e in _elements(tree.where)):
+        return "rsepql"
     windows = any(isinstance(d, S.FromWindow) for d in tree.datasets) or any(
         isinstance(e, (S.WindowBlock, S.EventSequence)) for e in _elements(tree.where))
     return "epsparql" if _ep_chains(tree) and not windows else "cqels"
 
 
 class _Lowering:
-    def __init__(self, tree: S.Query) -> None:
+    def __init__(self, tree: S.Query, policy: str = "unrestricted") -> None:
         self.tree = tree
         self.text = tree.text
+        if policy not in A.POLICIES:
+            raise ValueError(f"unknown selection policy {policy!r}; expected one of {', '.join(A.POLICIES)}")
+        self.policy = policy
 
     def fail(self, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
         return _error(self.text, node, reason, expected)
@@ -266,6 +271,9 @@ class _Lowering:
                     raise self.fail(element, "WINDOW blocks and SEQ(...) event clauses belong at "
                                     "the top level of WHERE, not inside OPTIONAL, UNION or a "
                                     "nested group (CQELS-CEP §3.2: Q = (V, P, D, EC))")
+                case S.MatchPattern():
+                    raise self.fail(element, "MATCH belongs at the top level of WHERE, not inside "
+                                    "OPTIONAL, UNION or a nested group")
                 case _:
                     raise TypeError(f"not a group element: {element!r}")
         condition = self.conjunction(filters)
@@ -302,7 +310,7 @@ class _Lowering:
                     pattern = joined(A.union(*(self.ep_group(g) for g in element.groups)))
                 case S.GroupChain():
                     pattern = joined(self.ep_chain(element))
-                case S.WindowBlock() | S.EventSequence():
+                case S.WindowBlock() | S.EventSequence() | S.MatchPattern():
                     raise self.fail(element, "an EP-SPARQL query has no windows: it reads the "
                                     "streams given (EP-SPARQL §4.2); windows are CQELS-CEP's "
                                     "(leave out --lang epsparql, or the EP-SPARQL operators)")
@@ -344,6 +352,36 @@ class _Lowering:
                             ("WHERE",))
         return A.Occurrences(self.ep_group(tree.where))
 
+    # -- RSEP-QL event patterns (§3.3)
+    def match(self, element: S.MatchPattern, declared) -> A.Match:
+        policy = element.policy or self.policy
+
+        def event(node) -> A.EventNode:
+            match node:
+                case S.EventBasic():
+                    name = self.term(node.name)
+                    if name not in declared:
+                        raise self.fail(node.name, f"window {node.name} is not declared",
+                                        (f"FROM NAMED WINDOW {node.name} ON <stream> [RANGE ...]",))
+                    stream, window, _ = declared[name]
+                    if isinstance(window, A.Triples):
+                        raise self.fail(node.name, f"window {node.name} is a TRIPLES window: RSEP-QL's "
+                                        "windows are time-based, landmark ([ALL]) and NOW (§3.2)",
+                                        ("[RANGE d]", "[RANGE d STEP d]", "[ALL]"))
+                    pattern = self.bgp(node.triples, paths_allowed=False, where=f"in EVENT {node.name}")
+                    if not pattern.patterns:
+                        raise self.fail(node, "an EVENT pattern needs at least one triple", ("triples",))
+                    return A.EventPattern(name, stream, window, pattern)
+                case S.EventFirst():
+                    return A.FirstEvent(event(node.inner))
+                case S.EventLast():
+                    return A.LastEvent(event(node.inner))
+                case S.EventSeqExpr():
+                    return A.EventSeq(event(node.left), event(node.right), policy)
+            raise TypeError(f"not an event pattern: {node!r}")
+
+        return A.Match(event(element.event), policy)
+
     # -- the query
     def lower(self, lang: str | None = None) -> A.Query:
         tree = self.tree
@@ -353,6 +391,14 @@ class _Lowering:
             raise ValueError(f"unknown query language {lang!r}; expected one of {', '.join(LANGUAGES)}")
         if lang == "epsparql":
             return self.finish(self.ep_pattern())
+        for element in _elements(tree.where):
+            if lang == "cqels" and isinstance(element, S.MatchPattern):
+                raise self.fail(element, "MATCH is RSEP-QL's event graph pattern, and this query is read "
+                                "as CQELS-CEP (--lang cqels); leave --lang out or pass --lang rsepql")
+            if lang == "rsepql" and isinstance(element, (S.WindowBlock, S.EventSequence)):
+                raise self.fail(element, "CQELS-CEP's WINDOW blocks and SEQ(...) clauses cannot be mixed "
+                                "with RSEP-QL's MATCH (RSEP-QL's window graph pattern, WINDOW w P over "
+                                "the window's merged graph, is not built yet)", ("MATCH ( ... )",))
         graphs = [d for d in tree.datasets if isinstance(d, S.FromGraph)]
         if len(graphs) > 1:
             raise self.fail(graphs[1], "at most one FROM graph: the background D is one graph "
@@ -408,7 +454,9 @@ class _Lowering:
 
         events: list[A.Pattern] = []
         for element in top:
-            if isinstance(element, S.EventSequence):
+            if isinstance(element, S.MatchPattern):
+                events.append(self.match(element, declared))                  # RSEP-QL §4.2
+            elif isinstance(element, S.EventSequence):
                 negated = self.check_negations(element.elements)
                 parts = [streams[self.term(item.name)] for item in element.elements]
                 events.append(A.sequence(*parts, negated=negated))           # eq. 3-8
@@ -418,7 +466,7 @@ class _Lowering:
                     events.append(streams[name])
 
         rest = [e for e in top if not isinstance(e, (S.WindowBlock, S.EventSequence,
-                                                       S.FilterPattern))]
+                                                       S.FilterPattern, S.MatchPattern))]
         background_pattern = self.group(tree.where, rest)
         parts = list(events)
         if not events or background_pattern != A.BGP(()):
@@ -519,17 +567,19 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
     return list(seen)
 
 
-def lower(tree: S.Query, lang: str | None = None) -> A.Query:
+def lower(tree: S.Query, lang: str | None = None, policy: str = "unrestricted") -> A.Query:
     """Lower a parsed query (``cep.parse``) to the algebra, per equations (1)-(17) of
-    CQELS-CEP, or §4.2 of EP-SPARQL (``lang``: "cqels", "epsparql", or None to detect it,
-    :func:`detect_language`); raises :class:`cep.parser.CepSemanticError` for the errors listed
+    CQELS-CEP, §4.2 of EP-SPARQL or §3-4 of RSEP-QL (``lang``: "cqels", "epsparql", "rsepql", or
+    None to detect it, :func:`detect_language`); ``policy``: the selection policy of an RSEP-QL
+    MATCH that names none. Raises :class:`cep.parser.CepSemanticError` for the errors listed
     above."""
     if not isinstance(tree, S.Query):
         raise TypeError(f"lower() takes a cep.syntax.Query, not {type(tree).__name__}")
-    return _Lowering(tree).lower(lang)
+    return _Lowering(tree, policy).lower(lang)
 
 
 def compile_query(text: str, prefixes: Mapping[str, str] | None = None,
-                  base: str | None = None, lang: str | None = None) -> A.Query:
-    """``lower(parse(text, prefixes, base), lang)``: query text → algebra Query."""
-    return lower(parse(text, prefixes, base), lang)
+                  base: str | None = None, lang: str | None = None,
+                  policy: str = "unrestricted") -> A.Query:
+    """``lower(parse(text, prefixes, base), lang, policy)``: query text → algebra Query."""
+    return lower(parse(text, prefixes, base), lang, policy)

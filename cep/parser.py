@@ -56,6 +56,7 @@ _TERMINAL_WORDS = {
     "DATATYPE_FN": "'DATATYPE'",
     "BOUND_FN": "'BOUND'",
     "REGEX_FN": "'REGEX'",
+    "POLICY": "a selection policy (UNRESTRICTED, NAIVE, CHRONOLOGICAL, RECENT)",
     "INTERVAL_FN": "getDURATION(), getSTARTTIME() or getENDTIME()",
     "GROUP_OP": "UNION, SEQ, EQUALS, OPTIONALSEQ or EQUALSOPTIONAL before a '{'",
     "$END": "the end of the query",
@@ -249,6 +250,24 @@ class _ToCep(PathTransformer.imported_as("grammar")):
     def event_element(self, meta, children):
         negated = len(children) == 2
         return S.EventElement(negated, children[-1], span=span(meta))
+
+    # -- RSEP-QL event patterns
+    def match_pattern(self, meta, children):
+        policy = str(children[0]).lower() if len(children) == 2 else None
+        return S.MatchPattern(policy, children[-1], span=span(meta))
+
+    def event_basic(self, meta, children):
+        name, triples = children
+        return S.EventBasic(name, triples, span=span(meta))
+
+    def event_first(self, meta, children):
+        return S.EventFirst(children[0], span=span(meta))
+
+    def event_last(self, meta, children):
+        return S.EventLast(children[0], span=span(meta))
+
+    def event_seq(self, meta, children):
+        return S.EventSeqExpr(children[0], children[1], span=span(meta))
 
     # -- variables and expressions
     def var(self, meta, children):

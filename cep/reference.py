@@ -35,6 +35,24 @@ EP-SPARQL (§4.2 of ../shared/papers/000_...; ``A.Occurrences`` and the nodes un
 * the stream: every occurrence of every stream ended by the evaluation time (t' ≤ at); a BGP
   matches each triple pattern in any occurrence and covers them (§4.2 "BGP(list of triples)").
 
+RSEP-QL (§4.2-4.4 of ../shared/papers/001_...; ``A.Match`` and the event patterns under it): an
+event pattern is evaluated under an *active window* [lo, hi] (bounds on the item times it may use)
+and the bindings of the enclosing SEQ's right side (the substitution μ2(E1) of eq. 7):
+
+* ``EVENT w P``: per item (G_k, t_k) of window w at t (RSEP-QL's W^τ: t' − α < t_k ≤ t',
+  t' = ⌊t/β⌋·β; ALL: t_k ≤ t) with lo ≤ t_k ≤ hi, each μ ∈ ⟦P⟧_{G_k} → (μ, t_k, t_k);
+* ``FIRST E`` / ``LAST E``: the events no other event of E precedes / follows, by ≺ =
+  (t2, t1) lexicographic (an event happens when it completes);
+* ``E1 SEQ E2`` (eq. 7): for each (μ2, t3, t4) ∈ E2, each (μ1, t1, t2) of μ2(E1) under
+  [lo, min(hi, t3 − 1)] gives (μ1 ∪ μ2, t1, t4);
+* naive (eq. 9, C-SPARQL's timestamp()): LAST E1 and LAST E2, compatible, t2 < t3;
+* chronological (eq. 10): per E2 event, the FIRST compatible E1 event before it, kept only if no
+  earlier E2 event is compatible with that E1 event and after it; recent (eq. 11): the LAST
+  compatible E1 event, kept only if no later E2 event is. (The equations' bodies are lost from
+  our copy of the paper; this reading gives Fig. 1's table exactly, tests/test_rsepql.py.)
+* consumption (§4.4, chronological and recent): the stream triples an answer used are removed
+  from the query's input for the later evaluations (``evaluate_sequence``).
+
 ``evaluate`` walks the cep algebra (``cep.algebra``) with these operators: equations (1)-(17).
 """
 from __future__ import annotations
@@ -57,7 +75,7 @@ __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
     "mapping", "compatible", "merge",
     "join", "union", "seq", "seq_wo", "no_head", "no_tail",
-    "cover_join", "eq_join", "optional_join", "occurrences",
+    "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
     "match_bgp_in_items", "evaluate",
 ]
@@ -292,6 +310,40 @@ def evaluate(query, background: TMapping, streams: TMapping, at: int, time_unit:
     return evaluator.query(query)
 
 
+def evaluate_sequence(query, background: TMapping, streams: TMapping, times, time_unit: str = "ms") -> list[set]:
+    """The answers of ``query`` at each of the evaluation instants ``times`` (increasing), in
+    order. They are ``evaluate``'s, except that an RSEP-QL MATCH with a consuming policy
+    (chronological, recent; §4.4) no longer sees the stream triples its earlier answers used."""
+    consumed: set = set()
+    out = []
+    last = None
+    for at in times:
+        if last is not None and at <= last:
+            raise ValueError(f"evaluation instants must increase, got {at} after {last}")
+        last = at
+        evaluator = _Evaluator({g: set(ts) for g, ts in background.items()}, streams, at, time_unit)
+        evaluator.consumed = consumed
+        out.append(evaluator.query(query))
+        consumed = consumed | evaluator.used
+    return out
+
+
+def rsep_window(stream: Iterable[Item], spec, t: int, time_unit: str = "ms") -> list[Item]:
+    """RSEP-QL's window functions (§3.2) over items stamped with their start time: W^τ(α, β)
+    (``Range``; β = the step, the range when tumbling, else 1) holds t' − α < t_k ≤ t' with
+    t' = ⌊t/β⌋·β; ``All`` is the landmark window (t_k ≤ t); ``Now`` holds t_k = t."""
+    match spec:
+        case A.All():
+            return [it for it in stream if it[2] <= t]
+        case A.Now():
+            return [it for it in stream if it[2] == t]
+        case A.Range():
+            alpha, beta = spec.range.ticks(time_unit), spec.step_ticks(time_unit)
+            top = close_instant(t, beta)
+            return [it for it in stream if top - alpha < it[2] <= top]
+    raise ValueError(f"RSEP-QL has no {spec} window")
+
+
 def _is_var(x) -> bool:
     return isinstance(x, A.Var)
 
@@ -319,9 +371,29 @@ class _Occurrences:
     items: list
 
 
+#: RSEP-QL's event order ≺: by end, then start
+def _event_key(e) -> tuple:
+    return (e[2], e[1])
+
+
+def _firsts(events) -> set:
+    events = set(events)
+    return {e for e in events if not any(_event_key(o) < _event_key(e) for o in events)}
+
+
+def _lasts(events) -> set:
+    events = set(events)
+    return {e for e in events if not any(_event_key(e) < _event_key(o) for o in events)}
+
+
+_UNBOUNDED = (-(1 << 63), (1 << 63) - 1)
+
+
 class _Evaluator:
     def __init__(self, background, streams, at, time_unit):
         self.background, self.streams, self.at, self.unit = background, streams, at, time_unit
+        self.consumed: set = set()   # (window name, item, triple) used by earlier evaluations
+        self.used: set = set()       # ... used by this one (consuming policies only)
 
     def query(self, query):
         form = query.form if isinstance(query, A.Query) else query
@@ -382,7 +454,68 @@ class _Evaluator:
                 return self.optional(left, optional, "equal", condition, scope)
             case A.SeqRightJoin(optional=optional, right=right, condition=condition):
                 return self.optional(right, optional, "seq", condition, scope)
+            case A.Match(inner=inner, policy=policy):
+                events = self.events(inner, _UNBOUNDED, frozenset())
+                if policy in A.CONSUMING_POLICIES:
+                    for e in events:
+                        self.used |= e[3]
+                return {(mu, t1, t2) for (mu, t1, t2, _used) in events}
         raise TypeError(f"cannot evaluate {type(node).__name__} here")
+
+    # -- RSEP-QL event patterns: sets of (μ, t1, t2, used (window, item, triple) triples)
+    def events(self, node, bounds, bindings) -> set:
+        lo, hi = bounds
+        match node:
+            case A.EventPattern(name=name, stream=stream, window=spec, pattern=pattern):
+                if stream not in self.streams:
+                    raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
+                out = set()
+                patterns = [(tp.s, tp.p, tp.o) for tp in pattern.patterns]
+                for (item, g, t1, _t2) in rsep_window(self.streams[stream], spec, self.at, self.unit):
+                    if not lo <= t1 <= hi:
+                        continue
+                    graph = {tr for tr in g if (name, item, tr) not in self.consumed}
+                    for mu in _match_triples(patterns, graph, _is_var):
+                        if compatible(mu, bindings):
+                            d = dict(mu)
+                            used = frozenset((name, item, tuple(d.get(x.name) if _is_var(x) else x for x in tp))
+                                             for tp in patterns)
+                            out.add((mu, t1, t1, used))
+                return out
+            case A.FirstEvent(inner=inner):
+                return _firsts(self.events(inner, bounds, bindings))
+            case A.LastEvent(inner=inner):
+                return _lasts(self.events(inner, bounds, bindings))
+            case A.EventSeq(left=left, right=right, policy=policy):
+                return self.event_seq(left, right, policy, bounds, bindings)
+        raise TypeError(f"not an event pattern: {node!r}")
+
+    def event_seq(self, left, right, policy, bounds, bindings) -> set:
+        lo, hi = bounds
+        seconds = self.events(right, bounds, bindings)
+        out = set()
+        if policy == "naive":                                              # eq. 9
+            for (m1, t1, t2, u1) in _lasts(self.events(left, bounds, bindings)):
+                for (m2, t3, t4, u2) in _lasts(seconds):
+                    if compatible(m1, m2) and t2 < t3:
+                        out.add((merge(m1, m2), t1, t4, u1 | u2))
+            return out
+        for e2 in seconds:
+            m2, t3, t4, u2 = e2
+            firsts = self.events(left, (lo, min(hi, t3 - 1)), merge(bindings, m2))   # eq. 7: μ2(E1)
+            if policy == "chronological":                                  # eq. 10
+                firsts = _firsts(firsts)
+            elif policy == "recent":                                       # eq. 11
+                firsts = _lasts(firsts)
+            for (m1, t1, t2, u1) in firsts:
+                if policy == "chronological" and any(
+                        _event_key(o) < _event_key(e2) and compatible(m1, o[0]) and t2 < o[1] for o in seconds):
+                    continue
+                if policy == "recent" and any(
+                        _event_key(e2) < _event_key(o) and compatible(m1, o[0]) and t2 < o[1] for o in seconds):
+                    continue
+                out.add((merge(m1, m2), t1, t4, u1 | u2))
+        return out
 
     def holds(self, condition, element) -> bool:
         mu, t1, t2 = element

@@ -57,7 +57,7 @@ from cep.timeline import MIN_TIME
 from reasoner.hashing import term_id
 from reasoner.schema import DICTIONARY, INFERRED, O, P, S, require_columns
 
-__all__ = ["evaluate", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
+__all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
 
 
 def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms", *,
@@ -89,6 +89,41 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     if not isinstance(query, A.Query):
         raise TypeError(f"evaluate() needs query text or a cep.algebra.Query, got {type(query).__name__}")
     return _Runtime(background, streams, int(at), time_unit, dictionary, since).query(query)
+
+
+def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str = "ms", *,
+                      dictionary: DataFrame | None = None, since=None, prefixes=None) -> list[DataFrame]:
+    """:func:`evaluate` at each of the instants ``times`` (increasing), in order; the answers are
+    collected at each instant (one Spark job) so that an RSEP-QL MATCH with a consuming policy
+    (chronological, recent; RSEP-QL §4.4) no longer sees, at later instants, the stream triples
+    its answers used. Returns one (cached) DataFrame per instant."""
+    from cep.events import USED_COLUMNS
+
+    if isinstance(query, str):
+        from cep.lower import compile_query
+        query = compile_query(query, prefixes)
+    consumed = None
+    out, last = [], None
+    for at in times:
+        if last is not None and at <= last:
+            raise ValueError(f"evaluation instants must increase, got {at} after {last}")
+        last = at
+        runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+        runtime.consumed = consumed
+        result = runtime.query(query).cache()
+        result.count()
+        out.append(result)
+        if runtime.used:
+            used = runtime.used[0]
+            for more in runtime.used[1:]:
+                used = used.unionByName(more)
+            rows = used.distinct().collect()
+            if rows:
+                new = runtime.spark.createDataFrame(
+                    [tuple(r) for r in rows], f"window string, {ITEM} long, {S} long, {P} long, {O} long")
+                consumed = new if consumed is None else consumed.unionByName(new)
+                consumed = consumed.select(*USED_COLUMNS).distinct().cache()
+    return out
 
 
 #: The content of a window at time t (``cep.intervals.window``).
@@ -194,6 +229,8 @@ class _Runtime:
         self.since = since
         self.ops, self.cache = ops, cache
         self.dictionaries = dictionaries
+        self.consumed: DataFrame | None = None   # RSEP-QL: stream triples earlier answers used
+        self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
         frames = list(self.background.values()) + list(self.streams.values()) + dictionaries
         if not frames:
             raise CepInputError("evaluate() needs at least one background graph or stream (a DataFrame)")
@@ -250,6 +287,8 @@ class _Runtime:
                 return self.ops.no_head(self.eval(negated, scope), self.eval(right, scope))
             case A.NoTail(left=left, negated=negated):                             # eq. 7, 14
                 return self.ops.no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
+            case A.Match():                                                        # RSEP-QL §4.2
+                return self.match(node)
             case A.Occurrences(pattern=pattern):                                   # EP-SPARQL §4.2
                 return self.eval(pattern, _Occurrences(self.occurrences()))
             case A.CoverJoin(left=left, right=right):
@@ -263,6 +302,22 @@ class _Runtime:
             case A.SeqRightJoin(optional=optional, right=right, condition=condition):
                 return self.optional(right, optional, "seq", condition, scope)
         raise TypeError(f"cannot evaluate {type(node).__name__}")
+
+    def match(self, node: A.Match) -> DataFrame:
+        from cep.events import match_events, used_triples
+
+        if self.ops is not I:
+            raise UnsupportedQueryError("RSEP-QL's MATCH is evaluated at given instants only (query --at T); "
+                                        "continuous RSEP-QL is not built yet")
+        for pattern in A.event_patterns(node):
+            if pattern.stream not in self.streams:
+                raise MissingInputError(f"no stream {pattern.stream} was given; streams: {sorted(self.streams)}")
+            require_columns(self.streams[pattern.stream], STREAM_COLUMNS, f"stream {pattern.stream}")
+        events = match_events(node, self.streams, self.at, self.unit, self.consumed)
+        if node.policy in A.CONSUMING_POLICIES:
+            events = events.cache()
+            self.used.append(used_triples(events))
+        return I.canonical(events).distinct()
 
     def ep(self):
         """The EP-SPARQL operators: one instant only (``cep.intervals``)."""

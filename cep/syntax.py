@@ -34,6 +34,10 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``TspElement(negated, triples)``    one ``{...}`` / ``!{...}`` of it
 ``EventSequence(elements)``         ``SEQ(:W1, !:W2, ...)`` across windows            CQELS EC
 ``EventElement(negated, name)``     one ``:W`` / ``!:W`` of it
+``MatchPattern(policy, event)``     ``MATCH [policy] ( E )``                           RSEP-QL §3.3
+``EventBasic(name, triples)``,      ``EVENT :w { ... }``, ``FIRST E``, ``LAST E``,
+``EventFirst``, ``EventLast``,      ``E1 SEQ E2`` (event patterns)
+``EventSeqExpr(left, right)``
 ``Variable(name)``                  ``?v`` / ``$v`` (printed ``?v``)                  [108]
 ``Binary(op, left, right)``         ``||  &&  = != < > <= >=  + - * /``               [111]-[117]
 ``Unary(op, operand)``              ``! -`` (a unary ``+`` is dropped)                [118]
@@ -54,7 +58,8 @@ __all__ = [
     "Span", "NO_SPAN", "Node", "IriRef", "PrefixedName", "StringLiteral", "NumericLiteral",
     "BooleanLiteral", "BlankNode", "TypeKeyword", "PathNode", "AxisStep", "is_native",
     "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "UnionPattern", "GroupChain",
-    "GROUP_OPERATORS", "EP_OPERATORS",
+    "GROUP_OPERATORS", "EP_OPERATORS", "MatchPattern", "EventBasic", "EventFirst", "EventLast",
+    "EventSeqExpr", "EventExpr",
     "FilterPattern", "WindowBlock", "TspSequence", "TspElement", "EventSequence", "EventElement",
     "DurationLiteral", "RangeWindow", "TriplesWindow", "NowWindow", "AllWindow", "WindowSyntax",
     "FromGraph", "FromWindow", "PrefixDecl", "BaseDecl", "Select", "ConstructTemplate", "Query",
@@ -330,7 +335,64 @@ class WindowBlock(Node):
         return f"{head} {{ {inner} }}" if inner else f"{head} {{ }}"
 
 
-GroupElement = Union[TriplesBlock, OptionalPattern, UnionPattern, GroupChain, FilterPattern, WindowBlock,
+@dataclass(frozen=True)
+class EventBasic(Node):
+    """``EVENT :w { triples }`` (RSEP-QL basic event pattern)."""
+
+    name: "IriRef | PrefixedName"
+    triples: TriplesBlock
+
+    def __str__(self) -> str:
+        return f"EVENT {self.name} {{ {self.triples} }}"
+
+
+@dataclass(frozen=True)
+class EventFirst(Node):
+    """``FIRST E``."""
+
+    inner: "EventExpr"
+
+    def __str__(self) -> str:
+        return f"FIRST ({self.inner})"
+
+
+@dataclass(frozen=True)
+class EventLast(Node):
+    """``LAST E``."""
+
+    inner: "EventExpr"
+
+    def __str__(self) -> str:
+        return f"LAST ({self.inner})"
+
+
+@dataclass(frozen=True)
+class EventSeqExpr(Node):
+    """``E1 SEQ E2``."""
+
+    left: "EventExpr"
+    right: "EventExpr"
+
+    def __str__(self) -> str:
+        return f"({self.left}) SEQ ({self.right})"
+
+
+EventExpr = Union[EventBasic, EventFirst, EventLast, EventSeqExpr]
+
+
+@dataclass(frozen=True)
+class MatchPattern(Node):
+    """``MATCH [policy] ( E )`` (RSEP-QL event graph pattern); ``policy`` lower-cased or None."""
+
+    policy: str | None
+    event: EventExpr
+
+    def __str__(self) -> str:
+        policy = "" if self.policy is None else f" {self.policy.upper()}"
+        return f"MATCH{policy} ({self.event})"
+
+
+GroupElement = Union[TriplesBlock, OptionalPattern, UnionPattern, GroupChain, FilterPattern, WindowBlock, MatchPattern,
                      EventSequence]
 
 

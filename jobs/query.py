@@ -1,7 +1,7 @@
 """Evaluate a CQELS-CEP or EP-SPARQL query once, at a time T, over static graphs and stream files.
 
     python -m jobs.query QUERY_FILE [--static FILE ...] [--static IRI=FILE ...] [--stream IRI=FILE ...]
-                         --at T [--lang auto|cqels|epsparql] [--time-unit ms|s|m|h|d]
+                         --at T[,T...] [--lang auto|cqels|epsparql|rsepql] [--policy P] [--time-unit ms|s|m|h|d]
                          [--format tsv|csv|json] [--rejects FILE] [--out FILE]
     spark-submit jobs/query.py ...            (same arguments)
     rsp-sidecar query ...                     (same arguments)
@@ -28,13 +28,20 @@ intervals are not printed; ``--format`` does not apply).
   SEQ, EQUALS, OPTIONALSEQ, EQUALSOPTIONAL between groups and getDURATION() etc. in FILTER; it
   names no stream and reads every ``--stream`` given, merged, as one stream of triple
   occurrences; ``--stream FILE`` needs no IRI), or ``auto`` (default: EP-SPARQL when the query
-  combines groups with those operators and has no window). EP-SPARQL runs with ``--at`` only.
+  combines groups with those operators and has no window), ``rsepql`` (RSEP-QL: ``MATCH [policy]
+  ( E )`` event patterns over the declared windows; auto when the query has a MATCH). EP-SPARQL
+  and RSEP-QL run with ``--at`` only.
+* ``--policy unrestricted|naive|chronological|recent``: the selection policy of an RSEP-QL MATCH
+  that names none (default unrestricted); chronological and recent consume the stream triples an
+  answer used, so later instants of ``--at T1,T2,...`` do not use them again.
 * ``--stream IRI=FILE``: the file of a stream the query reads (``cep.streams.read_stream``: JSON
   Lines or timestamped N-Triples, by extension). Prefixed names in JSON Lines streams are resolved
   with the query's ``PREFIX`` declarations. Every stream the query reads must be bound; a bound
   stream the query does not read is reported on stderr and ignored.
 * ``--at T``: the evaluation time, an integer number of ``--time-unit`` ticks or an ISO-8601
   date-time (converted to ticks since the Unix epoch, rounded down; no offset = UTC).
+  ``--at T1,T2,...`` (increasing) evaluates at each instant in turn; the answers get one more
+  column, ``_at``, the instant.
   ``--time-unit`` (default ``ms``) is the unit of the stream timestamps and of ``--at``.
 * Rejects: bad lines of stream files and N-Triples static files are not loaded; their count is
   printed on stderr, and ``--rejects FILE`` writes them as JSON Lines ``{"file", "line",
@@ -70,8 +77,9 @@ from jobs.results import FORMATS, write_results  # noqa: E402
 from reasoner.errors import SidecarError  # noqa: E402
 from reasoner.locations import local_path  # noqa: E402
 
-#: The extra result columns of a query with event clauses: the answer's interval.
-START_VAR, END_VAR = "_start", "_end"
+#: The extra result columns of a query with event clauses: the answer's interval (and, with several
+#: --at instants, the instant).
+START_VAR, END_VAR, AT_VAR = "_start", "_end", "_at"
 XSD_INTEGER = "<http://www.w3.org/2001/XMLSchema#integer>"
 
 
@@ -89,10 +97,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the file of stream IRI (.jsonl JSON Lines, .nt timestamped N-Triples); with "
                              "--continuous a directory, or IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]")
     when = parser.add_mutually_exclusive_group(required=True)
-    parser.add_argument("--lang", choices=("auto", "cqels", "epsparql"), default="auto",
-                        help="the query language (default auto: EP-SPARQL when the query combines groups with "
-                             "SEQ/EQUALS/OPTIONALSEQ/EQUALSOPTIONAL and has no window, else CQELS-CEP)")
-    when.add_argument("--at", metavar="T",
+    parser.add_argument("--lang", choices=("auto", "cqels", "epsparql", "rsepql"), default="auto",
+                        help="the query language (default auto: RSEP-QL when the query has a MATCH, EP-SPARQL when "
+                             "it combines groups with SEQ/EQUALS/OPTIONALSEQ/EQUALSOPTIONAL and has no window, "
+                             "else CQELS-CEP)")
+    parser.add_argument("--policy", choices=("unrestricted", "naive", "chronological", "recent"), default=None,
+                        help="RSEP-QL: the selection policy of a MATCH that names none (default unrestricted)")
+    when.add_argument("--at", metavar="T[,T...]",
                       help="evaluate once at T: integer ticks of --time-unit or an ISO-8601 date-time")
     when.add_argument("--continuous", action="store_true",
                       help="evaluate continuously as the streams arrive (each --stream IRI=DIR a directory)")
@@ -125,6 +136,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def parse_instants(text: str, time_unit: str) -> list[int]:
+    """``--at T1,T2,...``: one or more instants (``parse_at`` each), increasing."""
+    out = [parse_at(part, time_unit) for part in text.split(",")]
+    for a, b in zip(out, out[1:]):
+        if b <= a:
+            raise QueryError(f"--at {text!r}: the instants must increase ({b} after {a})")
+    return out
 
 
 def parse_at(text: str, time_unit: str) -> int:
@@ -199,27 +219,33 @@ class Plan:
     time_unit: str
     graphs: dict[str | None, list[Path]] = field(default_factory=dict)   # None = default graph
     streams: dict[str, Path | str] = field(default_factory=dict)   # str: a kafka:// URL (continuous)
+    instants: list[int] = field(default_factory=list)   # --at T1,T2,...: more than one
 
 
 def plan(args: argparse.Namespace) -> Plan:
     """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
     from cep import CepSyntaxError, compile_query
-    from cep.algebra import BGP, Project, background_patterns, is_epsparql, stream_patterns
+    from cep.algebra import (BGP, Project, background_patterns, event_patterns, is_epsparql, is_rsepql,
+                             stream_patterns)
 
     _local_arguments(args)
     continuous = bool(getattr(args, "continuous", False))
-    at = None if continuous else parse_at(args.at, args.time_unit)
+    instants = [] if continuous else parse_instants(args.at, args.time_unit)
+    at = instants[0] if instants else None
     if continuous:
         _check_continuous(args)
     query_path = _existing(local_path(args.query, "the query file"), "the query file")
     text = query_path.read_text(encoding="utf-8")
     lang = getattr(args, "lang", "auto")
     try:
-        query = compile_query(text, lang=None if lang == "auto" else lang)
+        query = compile_query(text, lang=None if lang == "auto" else lang,
+                              policy=getattr(args, "policy", None) or "unrestricted")
     except CepSyntaxError as exc:
         raise QueryError(f"{query_path}: {_one_line(exc)}") from None
     prefixes = dict(query.prefixes)
-    result = Plan(query, at, args.time_unit)
+    result = Plan(query, at, args.time_unit, instants=instants if len(instants) > 1 else [])
+    if is_rsepql(query) and continuous:
+        raise QueryError(f"{query_path}: an RSEP-QL query runs with --at T1,T2,...; continuous RSEP-QL is not built yet")
     ep = is_epsparql(query)
     if ep and continuous:
         raise QueryError(f"{query_path}: an EP-SPARQL query runs with --at T; continuous EP-SPARQL is not built yet")
@@ -247,7 +273,8 @@ def plan(args: argparse.Namespace) -> Plan:
             raise QueryError(f"{path}: no such directory (stream {iri}; with --continuous, --stream IRI=DIR names "
                              f"the directory its files arrive in, or IRI=kafka://HOST:PORT/TOPIC a topic)")
         result.streams[iri] = path if continuous else _existing(path, f"stream {iri}")
-    read = list(result.streams) if ep else list(dict.fromkeys(sp.stream for sp in stream_patterns(query.pattern)))
+    read = list(result.streams) if ep else list(dict.fromkeys(
+        [sp.stream for sp in stream_patterns(query.pattern)] + [e.stream for e in event_patterns(query)]))
     for iri in read:
         if iri not in result.streams:
             bound = ", ".join(result.streams) or "none"
@@ -268,8 +295,8 @@ def plan(args: argparse.Namespace) -> Plan:
         print(f"warning: --static {'default graph files' if graph is None else graph} not read by the query; "
               f"not loaded", file=sys.stderr)
         del result.graphs[graph]
-    if isinstance(query.form, Project) and (ep or stream_patterns(query.pattern)):
-        clash = [f"?{v.name}" for v in query.form.variables if v.name in (START_VAR, END_VAR)]
+    if isinstance(query.form, Project) and (ep or stream_patterns(query.pattern) or is_rsepql(query)):
+        clash = [f"?{v.name}" for v in query.form.variables if v.name in (START_VAR, END_VAR, AT_VAR)]
         if clash:
             raise QueryError(f"the query projects {', '.join(clash)}: with event clauses the answers carry "
                              f"?{START_VAR} and ?{END_VAR} (their interval); rename the variable")
@@ -301,11 +328,17 @@ def _rejects(spark, named_frames, path: str | None) -> None:
             out.close()
 
 
-def _select_rows(decoded, names: Sequence[str], columns: Sequence[str], events: bool) -> Iterator[dict]:
+#: the instant column of an evaluation at several instants
+AT_COLUMN = "_at"
+
+
+def _select_rows(decoded, names: Sequence[str], columns: Sequence[str], events: bool,
+                 instants: bool = False) -> Iterator[dict]:
     from reasoner.schema import T_END, T_START
 
     for row in decoded.toLocalIterator():
-        out = {name: row[column] for name, column in zip(names, columns)}
+        out = {AT_VAR: f'"{row[AT_COLUMN]}"^^{XSD_INTEGER}'} if instants else {}
+        out.update({name: row[column] for name, column in zip(names, columns)})
         if events:
             out[START_VAR] = f'"{row[T_START]}"^^{XSD_INTEGER}'
             out[END_VAR] = f'"{row[T_END]}"^^{XSD_INTEGER}'
@@ -341,7 +374,8 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         background[None] = spark.createDataFrame([], f"{S} long, {P} long, {O} long")
     streams = {}
     ep = A.is_epsparql(query)
-    read = set(p.streams) if ep else set(sp.stream for sp in A.stream_patterns(query.pattern))
+    read = set(p.streams) if ep else ({sp.stream for sp in A.stream_patterns(query.pattern)}
+                                      | {e.stream for e in A.event_patterns(query)})
     for iri, path in p.streams.items():
         if iri not in read:
             continue
@@ -354,7 +388,16 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
                                       f"{ID} long, {TERM} string")
     dictionary, cached = checked_dictionary([constants, *dictionaries])
     try:
-        result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary)
+        if p.instants:
+            from cep.spark import evaluate_sequence
+            results = evaluate_sequence(query, background, streams, p.instants, time_unit=p.time_unit,
+                                        dictionary=dictionary)
+            result = None
+            for at, frame in zip(p.instants, results):
+                frame = frame.withColumn(AT_COLUMN, F.lit(at).cast("long"))
+                result = frame if result is None else result.unionByName(frame)
+        else:
+            result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary)
         if isinstance(query.form, A.Construct):
             decoded = decode(result.select(S, P, O).distinct(), dictionary, (S, P, O)).orderBy(S, P, O)
             count = 0
@@ -363,13 +406,13 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
                 count += 1
             return count
         names = [v.name for v in query.form.variables]
-        events = ep or bool(A.stream_patterns(query.pattern))
+        events = ep or bool(A.stream_patterns(query.pattern)) or A.is_rsepql(query)
         columns = [var_column(n) for n in names]
-        kept = columns + ([T_START, T_END] if events else [])
+        kept = ([AT_COLUMN] if p.instants else []) + columns + ([T_START, T_END] if events else [])
         decoded = decode(result.select(*kept), dictionary, tuple(columns))
         decoded = decoded.orderBy(*[F.col(c).asc_nulls_first() for c in kept])
-        return write_results(_select_rows(decoded, names, columns, events),
-                             names + ([START_VAR, END_VAR] if events else []), fmt, out)
+        head = ([AT_VAR] if p.instants else []) + names + ([START_VAR, END_VAR] if events else [])
+        return write_results(_select_rows(decoded, names, columns, events, bool(p.instants)), head, fmt, out)
     finally:
         cached.unpersist()
 
