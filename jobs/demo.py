@@ -13,7 +13,10 @@
    ``(^:beg/[:means :subway]/:end)+`` compiled to Spark joins (``jobs/paths.py``);
 6. the CQELS-CEP running example (``ontologies/vienna_example_query.rq`` over
    ``vienna_example.ttl`` and the stream ``vienna_example_stream.jsonl``): no answer at t=14,
-   exactly ``?s = :m`` with interval [10, 16] at t=16 (``jobs/query.py``);
+   exactly ``?s = :m`` with interval [10, 16] at t=16 (``jobs/query.py``); then the same job on the
+   other languages: EP-SPARQL's stock query (``stock_example_query.rq``: one answer, :ACME over
+   days [1, 10]) and RSEP-QL's Fig. 1 under the chronological policy at 8 and 10
+   (``rsep_fig1_query.rq``: two answers at 8, none at 10, the rest consumed);
 7-9. the three scenario services, briefly, on small seeded streams (trigger available-now):
    Tracheobionta stream reasoning (200,000 streamed triples against the closure of step 1; the
    answer count checked against the generator's own draw), Vienna transit alerts on the real
@@ -121,8 +124,38 @@ def run(args: argparse.Namespace) -> int:
     expected_cep = {14: [], 16: [f'<{VIENNA}m>\t"10"{integer}\t"16"{integer}']}
     cep_ok = outcome == expected_cep
     print(f"running example: {'OK' if cep_ok else 'MISMATCH, expected ' + repr(expected_cep)}")
+    languages_ok = run_languages(out)
     scenarios_ok = run_scenarios(out / "scenarios", taxa, out / "plants-store", args.data_dir)
-    return 0 if found == expected and cep_ok and scenarios_ok else 1
+    return 0 if found == expected and cep_ok and languages_ok and scenarios_ok else 1
+
+
+def run_languages(out: Path) -> bool:
+    """Step 6, continued: EP-SPARQL's and RSEP-QL's shipped examples through the query job."""
+    from jobs import query as query_job
+
+    integer = "^^<http://www.w3.org/2001/XMLSchema#integer>"
+    rsep = "http://example.org/rsep#"
+    cases = [
+        ("EP-SPARQL: stock price fell over 30% then rose over 5% within 30 days", "stock_example_query.rq",
+         ["--stream", str(example("stock_example_stream.nt")), "--at", "200", "--time-unit", "d"],
+         [f'<http://stock.example/ACME>\t"1"{integer}\t"10"{integer}']),
+        ("RSEP-QL Fig. 1, chronological policy, evaluated at 8 and at 10", "rsep_fig1_query.rq",
+         ["--stream", f"<{rsep}S>={example('rsep_fig1_stream.jsonl')}", "--at", "8,10", "--policy", "chronological"],
+         [f'"8"{integer}\t<{rsep}a{i}>\t<{rsep}b{i}>\t<{rsep}c{i}>\t"{t}"{integer}\t"6"{integer}'
+          for i, t in ((1, 2), (2, 4))]),
+    ]
+    ok = True
+    for title, query, argv, expected in cases:
+        print(f"== 6. {title}")
+        answers_file = out / (query.replace(".rq", ".tsv"))
+        query_job.main([str(example(query)), *argv, "--out", str(answers_file)])
+        lines = answers_file.read_text(encoding="utf-8").splitlines()[1:]
+        for line in lines:
+            print("  " + line)
+        good = lines == expected
+        ok = ok and good
+        print(f"{query}: {'OK' if good else 'MISMATCH, expected ' + repr(expected)}")
+    return ok
 
 
 def _answers(directory: Path) -> list[dict]:
