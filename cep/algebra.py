@@ -67,7 +67,8 @@ import typing as _t
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from cep.expressions import (ARITH_OPS, COMPARE_OPS, EXPR_TYPES, And, Arith, Bound, Compare, Const,
+from cep.expressions import (ARITH_OPS, BUILTINS, COMPARE_OPS, EXPR_TYPES, And, Arith, Bound, Builtin,
+                             Compare, Const,
                              Datatype, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or, Regex,
                              Str, Var, check_expr, check_term, expr_variables, uses_interval)
 from cep.windows import TIME_UNITS, WINDOW_TYPES, All, Duration, Now, Range, Triples, Window
@@ -81,7 +82,7 @@ __all__ = [
     "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
     "CONSUMING_POLICIES", "is_rsepql", "event_patterns",
-    "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
+    "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
     "Duration", "Range", "Triples", "Now", "All", "Window",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
     "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",

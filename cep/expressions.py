@@ -17,7 +17,7 @@ from paths.algebra import Term, is_term
 
 __all__ = [
     "Var", "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
-    "Datatype", "IntervalFn", "INTERVAL_FUNCTIONS", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
+    "Datatype", "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
     "expr_variables", "check_term", "check_expr", "uses_interval",
 ]
 
@@ -238,6 +238,43 @@ class Datatype:
         return f"DATATYPE({self.expr})"
 
 
+#: the SPARQL 1.1 built-ins (§17.4) a ``Builtin`` names: name → (least, most) arguments (None: any)
+BUILTINS = {
+    "STRSTARTS": (2, 2), "STRENDS": (2, 2), "CONTAINS": (2, 2), "STRLEN": (1, 1), "UCASE": (1, 1),
+    "LCASE": (1, 1), "ISIRI": (1, 1), "ISURI": (1, 1), "ISLITERAL": (1, 1), "ISBLANK": (1, 1),
+    "ISNUMERIC": (1, 1), "ABS": (1, 1), "CEIL": (1, 1), "FLOOR": (1, 1), "ROUND": (1, 1),
+    "SAMETERM": (2, 2), "IF": (3, 3), "COALESCE": (1, None),
+}
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A SPARQL 1.1 built-in call (§17.4) other than those with nodes of their own: ``name``
+    upper-cased, one of ``BUILTINS``, with its arguments: string tests and functions (STRSTARTS,
+    STRENDS, CONTAINS, STRLEN, UCASE, LCASE), term tests (isIRI, isLiteral, isBlank, isNumeric,
+    sameTerm), numeric functions (ABS, CEIL, FLOOR, ROUND) and the functional forms IF and
+    COALESCE. (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
+    them as, built when lowering.)"""
+
+    name: str
+    args: tuple
+
+    def __post_init__(self) -> None:
+        if self.name not in BUILTINS:
+            raise ValueError(f"Builtin.name must be one of {tuple(BUILTINS)}, got {self.name!r}")
+        if not isinstance(self.args, tuple):
+            raise TypeError(f"Builtin.args must be a tuple, got {self.args!r}")
+        least, most = BUILTINS[self.name]
+        if len(self.args) < least or (most is not None and len(self.args) > most):
+            raise ValueError(f"{self.name} takes {least}{'' if most == least else '+'} argument(s), "
+                             f"got {len(self.args)}")
+        for arg in self.args:
+            check_expr(arg, f"{self.name} argument")
+
+    def __str__(self) -> str:
+        return f"{self.name}(" + ", ".join(str(a) for a in self.args) + ")"
+
+
 #: EP-SPARQL's interval functions (EP-SPARQL §4.1; σ_{tα tω} of §4.2): name → what it yields
 INTERVAL_FUNCTIONS = {"DURATION": "xsd:duration tω − tα", "STARTTIME": "xsd:dateTime tα",
                       "ENDTIME": "xsd:dateTime tω"}
@@ -261,9 +298,9 @@ class IntervalFn:
 
 
 Expr = _t.Union[Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype,
-                IntervalFn]
+                IntervalFn, Builtin]
 EXPR_TYPES = (Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype,
-              IntervalFn)
+              IntervalFn, Builtin)
 """Every expression node type."""
 
 
@@ -285,8 +322,9 @@ def expr_variables(expr: Expr) -> frozenset[Var]:
     out: frozenset[Var] = frozenset()
     for f in fields(expr):
         value = getattr(expr, f.name)
-        if isinstance(value, EXPR_TYPES):
-            out |= expr_variables(value)
+        for item in (value if isinstance(value, tuple) else (value,)):
+            if isinstance(item, EXPR_TYPES):
+                out |= expr_variables(item)
     return out
 
 
@@ -294,5 +332,9 @@ def uses_interval(expr: Expr) -> bool:
     """Whether ``expr`` calls an interval function (getDURATION() ...)."""
     if isinstance(expr, IntervalFn):
         return True
-    return any(isinstance(getattr(expr, f.name), EXPR_TYPES) and uses_interval(getattr(expr, f.name))
-               for f in fields(expr))
+    for f in fields(expr):
+        value = getattr(expr, f.name)
+        for item in (value if isinstance(value, tuple) else (value,)):
+            if isinstance(item, EXPR_TYPES) and uses_interval(item):
+                return True
+    return False

@@ -13,6 +13,12 @@ drops the row, as FILTER does, §18.5 Filter):
   the lexical form read as a double), by string when both are simple / xsd:string literals, else by
   term (``=`` / ``!=`` only; ``<`` etc. are errors); arithmetic yields doubles, errors as nulls;
 * ``STR``, ``LANG``, ``DATATYPE``, ``REGEX`` (pattern and flags constant strings; flags i, m, s, x);
+* the §17.4 built-ins of ``cep.expressions.BUILTINS`` (string tests and functions, term tests,
+  numeric functions, IF, COALESCE). IF/COALESCE whose branches mix a computed number with a term
+  give the term's numeric value (null when it has none) where the reference keeps the term;
+* ``=`` / ``!=`` between two different literals neither of which has a language tag, one of them
+  not understood (an unknown datatype, an ill-typed number or boolean) is an error, as
+  RDFterm-equal (§17.4.1.7) and pyoxigraph have it;
 * EP-SPARQL's ``getDURATION()`` / ``getSTARTTIME()`` / ``getENDTIME()`` read the row's interval
   (``T_START``, ``T_END`` in ``time_unit`` ticks) as exact decimal seconds: a duration, or a time
   since 1970-01-01T00:00:00Z. They compare with xsd:duration / xsd:dayTimeDuration (days, hours,
@@ -55,6 +61,62 @@ def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFram
     inspects; DictionaryRequiredError when it inspects some and none is given. ``time_unit``: the
     unit of the interval columns (for getDURATION() ...)."""
     return _Filter(condition, tuple(dictionaries), time_unit).apply(omega)
+
+
+_STRING_TYPES = (XSD_STRING, RDF_LANGSTRING)
+
+
+def _string_parts(v: "_Val") -> tuple[Column, Column]:
+    """(lexical form, language tag or "") of a string literal value (simple, xsd:string, with a
+    language), both null for anything else."""
+    if v.kind != _TERM:
+        none = F.lit(None).cast("string")
+        return none, none
+    is_string = _is_literal(v.col) & _datatype(v.col).isin(*_STRING_TYPES)
+    return F.when(is_string, _lexical(v.col)), F.when(is_string, _lang(v.col))
+
+
+def _escape(lex: Column) -> Column:
+    """N-Triples escapes for a lexical form (the inverse of ``_unescape`` on what it produces)."""
+    out = F.regexp_replace(lex, r"\\", r"\\\\")
+    out = F.regexp_replace(out, '"', r'\\"')
+    out = F.regexp_replace(out, "\n", r"\\n")
+    return F.regexp_replace(out, "\r", r"\\r")
+
+
+def _maybe_temporal(e) -> bool:
+    """Whether expression ``e`` can have a duration or time value (statically)."""
+    from cep.literals import temporal_value
+
+    match e:
+        case A.IntervalFn() | A.Var():
+            return True
+        case A.Const(term=term):
+            return temporal_value(term) is not None
+        case A.Builtin(name=name, args=args) if name in ("IF", "COALESCE"):
+            return any(_maybe_temporal(a) for a in args)
+    return False
+
+
+def _understood(term: Column, duration: Column, time: Column) -> Column:
+    """Whether a literal's value is known (``cep.reference._understood``); true for IRIs."""
+    dt, lex = _datatype(term), _lexical(term)
+    return (~_is_literal(term) | dt.isin(*_STRING_TYPES)
+            | ((dt == XSD_BOOLEAN) & lex.isin("true", "false", "1", "0"))
+            | (dt.isin(*_NUMERIC) & lex.try_cast("double").isNotNull())
+            | duration.isNotNull() | time.isNotNull())
+
+
+def _either(cond: Column, a: "_Val", b: "_Val") -> "_Val":
+    """IF(cond, a, b) over compiled values (null cond: an error). Values of one kind stay of it; a
+    computed number meets a term as numbers (the term's numeric value; module docstring), other
+    kinds meet as terms."""
+    if a.kind == b.kind:
+        return _Val(a.kind, F.when(cond, a.col).when(~cond, b.col))
+    if _NUM in (a.kind, b.kind) and {a.kind, b.kind} <= {_NUM, _TERM}:
+        return _Val(_NUM, F.when(cond, _num_of(a)).when(~cond, _num_of(b)))
+    ta, tb = _term_of(a), _term_of(b)
+    return _Val(_TERM, F.when(cond, ta).when(~cond, tb))
 
 
 def _seconds_of(v: "_Val") -> tuple[Column, Column]:
@@ -191,6 +253,8 @@ def _needs_terms(e) -> set[str]:
     for child in (getattr(e, f, None) for f in ("left", "right", "expr", "text", "pattern", "flags")):
         if child is not None:
             out |= _needs_terms(child)
+    for child in getattr(e, "args", ()):
+        out |= _needs_terms(child)
     return out
 
 
@@ -248,6 +312,8 @@ class _Filter:
             same = ids == F.lit(term_id(c.term))
             return _Val(_BOOL, same if e.op == "=" else ~same)
         match e:
+            case A.Builtin(name=name, args=args):
+                return self._builtin(name, args, columns)
             case A.IntervalFn(kind=kind):
                 per_tick = F.lit(TIME_UNITS[self.time_unit]).cast(_SECONDS) / F.lit(1000)
                 start = F.col(T_START).cast(_SECONDS) if T_START in columns else F.lit(None).cast(_SECONDS)
@@ -275,7 +341,8 @@ class _Filter:
                 fn = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply, "/": F.try_divide}[op]
                 return _Val(_NUM, fn(a, b))
             case A.Compare(op=op, left=left, right=right):
-                return _Val(_BOOL, self._compare(op, self.compile(left, columns), self.compile(right, columns)))
+                return _Val(_BOOL, self._compare(op, self.compile(left, columns), self.compile(right, columns),
+                                                 _maybe_temporal(left), _maybe_temporal(right)))
             case A.Str(expr=inner):
                 t = _term_of(self.compile(inner, columns))
                 iri = F.regexp_extract(t, r"^<(.*)>$", 1)
@@ -296,11 +363,74 @@ class _Filter:
                 return _Val(_BOOL, lexical.rlike(prefix + regex))
         raise TypeError(f"unknown expression {e!r}")
 
+    def _builtin(self, name: str, args, columns) -> _Val:
+        """SPARQL 1.1 §17.4 built-ins, as ``cep.reference._builtin``."""
+        if name == "IF":
+            cond = _ebv(self.compile(args[0], columns))
+            a, b = self.compile(args[1], columns), self.compile(args[2], columns)
+            return _either(cond, a, b)
+        if name == "COALESCE":
+            vals = [self.compile(arg, columns) for arg in args]
+            out = vals[-1]
+            for v in reversed(vals[:-1]):
+                out = _either(v.col.isNotNull(), v, out)
+            return out
+        vals = [self.compile(arg, columns) for arg in args]
+        if name in ("STRSTARTS", "STRENDS", "CONTAINS"):
+            (la, ga), (lb, gb) = _string_parts(vals[0]), _string_parts(vals[1])
+            ok = la.isNotNull() & lb.isNotNull() & ((gb == "") | (ga == gb))
+            test = {"STRSTARTS": la.startswith(lb), "STRENDS": la.endswith(lb), "CONTAINS": la.contains(lb)}[name]
+            return _Val(_BOOL, F.when(ok, test))
+        if name == "STRLEN":
+            lex, _lang = _string_parts(vals[0])
+            return _Val(_NUM, F.length(lex).cast("double"))
+        if name in ("UCASE", "LCASE"):
+            lex, lang = _string_parts(vals[0])
+            changed = F.upper(lex) if name == "UCASE" else F.lower(lex)
+            escaped = _escape(changed)
+            term = F.concat(F.lit('"'), escaped, F.lit('"'), F.when(lang != "", F.concat(F.lit("@"), lang))
+                            .otherwise(F.lit("")))
+            return _Val(_TERM, F.when(lex.isNotNull(), term))
+        v = vals[0]
+        if name in ("ISIRI", "ISURI", "ISBLANK", "ISLITERAL"):
+            if v.kind in (_NUM, _BOOL):
+                return _Val(_BOOL, F.when(v.col.isNotNull(), F.lit(name == "ISLITERAL")))
+            if v.kind in (_DUR, _DT):
+                return _Val(_BOOL, F.lit(None).cast("boolean"))
+            start = {"ISIRI": "<", "ISURI": "<", "ISBLANK": "_:", "ISLITERAL": '"'}[name]
+            return _Val(_BOOL, v.col.startswith(start))
+        if name == "ISNUMERIC":
+            if v.kind == _NUM:
+                return _Val(_BOOL, F.when(v.col.isNotNull(), F.lit(True)))
+            if v.kind != _TERM:
+                return _Val(_BOOL, F.when(v.col.isNotNull(), F.lit(False)))
+            return _Val(_BOOL, F.when(v.col.isNotNull(), _num_of(v).isNotNull()))
+        if name == "SAMETERM":
+            a, b = _term_of(vals[0]), _term_of(vals[1])
+            return _Val(_BOOL, a == b)
+        n = _num_of(v)
+        finite = ~F.isnan(n) & (F.abs(n) != F.lit(float("inf")))
+        if name == "ABS":
+            return _Val(_NUM, F.abs(n))
+        if name == "CEIL":
+            return _Val(_NUM, F.when(finite, F.ceil(n).cast("double")).otherwise(n))
+        if name == "FLOOR":
+            return _Val(_NUM, F.when(finite, F.floor(n).cast("double")).otherwise(n))
+        return _Val(_NUM, F.when(finite, F.floor(n + F.lit(0.5)).cast("double")).otherwise(n))
+
     @staticmethod
-    def _compare(op: str, a: _Val, b: _Val) -> Column:
+    def _compare(op: str, a: _Val, b: _Val, temporal_a: bool = True, temporal_b: bool = True) -> Column:
         """§17.3 operator mapping: numeric if both numeric, string if both simple strings, else
-        term equality for = / != and an error otherwise."""
-        (dur_a, dt_a), (dur_b, dt_b) = _seconds_of(a), _seconds_of(b)
+        term equality for = / != and an error otherwise. ``temporal_a``/``_b``: whether a side may
+        be a duration or a time at all (when not, no column parses it as one: smaller plans)."""
+        none = (F.lit(None).cast(_SECONDS), F.lit(None).cast(_SECONDS))
+        if temporal_a and temporal_b:
+            (dur_a, dt_a), (dur_b, dt_b) = _seconds_of(a), _seconds_of(b)
+        else:
+            (dur_a, dt_a) = _seconds_of(a) if temporal_a else none
+            (dur_b, dt_b) = _seconds_of(b) if temporal_b else none
+            if a.kind in (_DUR, _DT) or b.kind in (_DUR, _DT):
+                return F.lit(None).cast("boolean")   # a time or duration against what cannot be one
         temporal = (F.when(dur_a.isNotNull() & dur_b.isNotNull(), _cmp(op, dur_a, dur_b))
                     .when(dt_a.isNotNull() & dt_b.isNotNull(), _cmp(op, dt_a, dt_b)))
         if a.kind in (_DUR, _DT) or b.kind in (_DUR, _DT):
@@ -309,7 +439,13 @@ class _Filter:
         na, nb = _num_of(a), _num_of(b)
         ta, tb = _term_of(a), _term_of(b)
         sa, sb = _simple_string(ta), _simple_string(tb)
-        fallback = _cmp(op, ta, tb) if op in ("=", "!=") else F.lit(None).cast("boolean")
+        if op in ("=", "!="):
+            # RDFterm-equal (§17.4.1.7): two different literals it cannot tell apart are an error
+            opaque = (_is_literal(ta) & _is_literal(tb) & (ta != tb) & (_lang(ta) == "") & (_lang(tb) == "")
+                      & ~(_understood(ta, dur_a, dt_a) & _understood(tb, dur_b, dt_b)))
+            fallback = F.when(~opaque, _cmp(op, ta, tb))
+        else:
+            fallback = F.lit(None).cast("boolean")
         return (F.when(both_temporal, temporal)
                 .when(na.isNotNull() & nb.isNotNull(), _cmp(op, na, nb))
                 .when(sa.isNotNull() & sb.isNotNull(), _cmp(op, sa, sb))

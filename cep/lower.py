@@ -177,6 +177,23 @@ class _Lowering:
                 return A.Regex(*(self.expr(arg) for arg in node.args))
             case S.Call(name=name) if name.startswith("GET"):
                 return A.IntervalFn(name[3:])
+            case S.Call(name=name) if name in A.BUILTINS:
+                least, most = A.BUILTINS[name]
+                if len(node.args) < least or (most is not None and len(node.args) > most):
+                    wanted = f"{least}" if least == most else f"at least {least}"
+                    raise self.fail(node, f"{name} takes {wanted} argument(s), not {len(node.args)} "
+                                    "(SPARQL 1.1 §17.4)", (f"{wanted} argument(s)",))
+                return A.Builtin(name, tuple(self.expr(arg) for arg in node.args))
+            case S.InList(negated=negated, expr=left, items=items):
+                # §17.4.1.9: IN is (e = e1) || (e = e2) ..., NOT IN is (e != e1) && ...
+                subject = self.expr(left)
+                parts = [A.Compare("!=" if negated else "=", subject, self.expr(item)) for item in items]
+                if not parts:
+                    return A.Const(f'"{"true" if negated else "false"}"^^<http://www.w3.org/2001/XMLSchema#boolean>')
+                out = parts[0]
+                for part in parts[1:]:
+                    out = A.And(out, part) if negated else A.Or(out, part)
+                return out
             case S.Call():
                 inner = self.expr(node.args[0])
                 return {"STR": A.Str, "LANG": A.Lang, "DATATYPE": A.Datatype}[node.name](inner)

@@ -56,6 +56,7 @@ _TERMINAL_WORDS = {
     "DATATYPE_FN": "'DATATYPE'",
     "BOUND_FN": "'BOUND'",
     "REGEX_FN": "'REGEX'",
+    "BUILTIN_FN": "a built-in function (STRSTARTS, CONTAINS, STRLEN, IF, COALESCE, ...)",
     "POLICY": "a selection policy (UNRESTRICTED, NAIVE, CHRONOLOGICAL, RECENT)",
     "INTERVAL_FN": "getDURATION(), getSTARTTIME() or getENDTIME()",
     "GROUP_OP": "UNION, SEQ, EQUALS, OPTIONALSEQ or EQUALSOPTIONAL before a '{'",
@@ -297,7 +298,16 @@ class _ToCep(PathTransformer.imported_as("grammar")):
         name = str(children[0]).upper()
         return S.Call(name, tuple(children[1:]), span=span(meta))
 
-    str_call = lang_call = datatype_call = bound_call = regex_call = interval_call = _call
+    str_call = lang_call = datatype_call = bound_call = regex_call = interval_call = builtin_fn_call = _call
+
+    def expression_list(self, meta, children):
+        return tuple(c for c in children if not isinstance(c, Token))
+
+    def in_expr(self, meta, children):
+        return S.InList(False, children[0], children[1], span=span(meta))
+
+    def not_in_expr(self, meta, children):
+        return S.InList(True, children[0], children[-1], span=span(meta))
 
 
 def parse(text: str, prefixes: Mapping[str, str] | None = None,

@@ -680,6 +680,8 @@ def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms"):
         return eval_expr(x, mu, interval, unit)
 
     match e:
+        case A.Builtin(name=name, args=args):
+            return _builtin(name, args, sub)
         case A.IntervalFn(kind=kind):
             if interval is None:
                 return _ERROR
@@ -749,10 +751,95 @@ def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms"):
     raise TypeError(f"unknown expression {type(e).__name__}")
 
 
+_STRINGS = (XSD_STRING, "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
+
+
+def _string_literal(value):
+    """(lexical, lang or None) of a string literal (simple, xsd:string, language-tagged), else None."""
+    lit = _literal_of(value)
+    if lit is None or lit[2] not in _STRINGS:
+        return None
+    return lit[0], lit[1]
+
+
+def _escape(lex: str) -> str:
+    return lex.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _builtin(name, args, sub):
+    """SPARQL 1.1 §17.4 built-ins (``cep.expressions.BUILTINS``)."""
+    if name == "IF":                                             # §17.4.1.2
+        cond = ebv(sub(args[0]))
+        return _ERROR if cond is _ERROR else sub(args[1] if cond else args[2])
+    if name == "COALESCE":                                       # §17.4.1.4
+        for arg in args:
+            value = sub(arg)
+            if value is not _ERROR and value is not None:
+                return value
+        return _ERROR
+    values = [sub(a) for a in args]
+    if any(v is _ERROR for v in values):
+        return _ERROR
+    if name in ("STRSTARTS", "STRENDS", "CONTAINS"):             # §17.4.3.8-10, compatibility §17.4.3.1.3
+        a, b = _string_literal(values[0]), _string_literal(values[1])
+        if a is None or b is None or (b[1] is not None and a[1] != b[1]):
+            return _ERROR
+        return {"STRSTARTS": a[0].startswith, "STRENDS": a[0].endswith,
+                "CONTAINS": a[0].__contains__}[name](b[0])
+    if name == "STRLEN":
+        a = _string_literal(values[0])
+        return _ERROR if a is None else float(len(a[0]))
+    if name in ("UCASE", "LCASE"):
+        a = _string_literal(values[0])
+        if a is None:
+            return _ERROR
+        lex = a[0].upper() if name == "UCASE" else a[0].lower()
+        return f'"{_escape(lex)}"' + (f"@{a[1]}" if a[1] else "")
+    term = _term_of(values[0])
+    if name in ("ISIRI", "ISURI"):
+        return isinstance(term, str) and term.startswith("<")
+    if name == "ISBLANK":
+        return isinstance(term, str) and term.startswith("_:")
+    if name == "ISLITERAL":
+        return isinstance(term, str) and term.startswith('"') or isinstance(values[0], (bool, float))
+    if name == "ISNUMERIC":
+        return isinstance(values[0], float) or (_num(values[0]) is not None and not isinstance(values[0], bool))
+    if name == "SAMETERM":
+        a, b = _term_of(values[0]), _term_of(values[1])
+        return _ERROR if not (isinstance(a, str) and isinstance(b, str)) else a == b
+    n = _num(values[0])
+    if n is None:
+        return _ERROR
+    if name == "ABS":
+        return abs(n)
+    if name == "CEIL":
+        return float(math.ceil(n)) if math.isfinite(n) else n
+    if name == "FLOOR":
+        return float(math.floor(n)) if math.isfinite(n) else n
+    return float(math.floor(n + 0.5)) if math.isfinite(n) else n   # ROUND: fn:round, halves up
+
+
 def _literal_of(value):
     """``parse_literal`` of a value as a term (None when it is no literal, or an error)."""
     t = _term_of(value)
     return parse_literal(t) if isinstance(t, str) else None
+
+
+def _understood(term: str) -> bool:
+    """Whether a literal's value is known (a string, a valid boolean / number / time), so that a
+    different literal is known to be a different value; an IRI or blank node always is. Two
+    different literals compare as an error (RDFterm-equal, §17.4.1.7) unless both are understood
+    or one has a language tag (a language-tagged string equals no other kind of literal)."""
+    lit = parse_literal(term)
+    if lit is None:
+        return True
+    if lit[2] in _STRINGS:
+        return True
+    if lit[2] == XSD_BOOLEAN:
+        return lit[0] in ("true", "false", "1", "0")
+    if lit[2] in NUMERIC_DATATYPES:
+        return numeric_value(term) is not None
+    return temporal_value(term) is not None
 
 
 def _temporal(value):
@@ -784,6 +871,10 @@ def _compare(op, a, b):
             ta, tb = _term_of(a), _term_of(b)
             if ta is None or tb is None:
                 return _ERROR
+            la, lb = parse_literal(ta), parse_literal(tb)
+            if ta != tb and la is not None and lb is not None and not (la[1] or lb[1]) \
+                    and not (_understood(ta) and _understood(tb)):
+                return _ERROR   # RDFterm-equal (§17.4.1.7): two literals it cannot tell apart
             return (ta == tb) if op == "=" else (ta != tb)
         else:
             return _ERROR

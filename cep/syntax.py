@@ -63,7 +63,7 @@ __all__ = [
     "FilterPattern", "WindowBlock", "TspSequence", "TspElement", "EventSequence", "EventElement",
     "DurationLiteral", "RangeWindow", "TriplesWindow", "NowWindow", "AllWindow", "WindowSyntax",
     "FromGraph", "FromWindow", "PrefixDecl", "BaseDecl", "Select", "ConstructTemplate", "Query",
-    "Binary", "Unary", "Call", "ExprNode", "GroupElement", "CALLS",
+    "Binary", "Unary", "Call", "InList", "ExprNode", "GroupElement", "CALLS",
 ]
 
 
@@ -108,7 +108,21 @@ class Unary(Node):
         return f"{self.op}{text}"
 
 
-CALLS = ("STR", "LANG", "DATATYPE", "BOUND", "REGEX", "GETDURATION", "GETSTARTTIME", "GETENDTIME")
+CALLS = ("STR", "LANG", "DATATYPE", "BOUND", "REGEX", "GETDURATION", "GETSTARTTIME", "GETENDTIME",
+         "STRSTARTS", "STRENDS", "CONTAINS", "STRLEN", "UCASE", "LCASE", "ISIRI", "ISURI", "ISLITERAL",
+         "ISBLANK", "ISNUMERIC", "ABS", "CEIL", "FLOOR", "ROUND", "SAMETERM", "IF", "COALESCE")
+
+
+@dataclass(frozen=True)
+class InList(Node):
+    """``expr IN (e1, ...)`` / ``expr NOT IN (...)`` [114]."""
+
+    negated: bool
+    expr: "ExprNode"
+    items: tuple["ExprNode", ...]
+
+    def __str__(self) -> str:
+        return f"({self.expr} {'NOT IN' if self.negated else 'IN'} (" + ", ".join(map(str, self.items)) + "))"
 
 
 @dataclass(frozen=True)
@@ -123,7 +137,7 @@ class Call(Node):
         return f"{name}(" + ", ".join(str(arg) for arg in self.args) + ")"
 
 
-ExprNode = Union[Binary, Unary, Call, Variable, IriRef, PrefixedName, StringLiteral,
+ExprNode = Union[Binary, Unary, Call, InList, Variable, IriRef, PrefixedName, StringLiteral,
                  NumericLiteral, BooleanLiteral]
 
 
