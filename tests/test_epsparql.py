@@ -37,13 +37,13 @@ from pyspark.sql import functions as F
 from cep import CepSemanticError, CepSyntaxError, compile_query, evaluate, parse
 from cep import algebra as A
 from cep import reference as R
-from cep.columns import ITEM, T_END, T_START, column_var
+from cep.columns import T_END, T_START, column_var
 from cep.lower import detect_language
 from reasoner.hashing import term_id
 from reasoner.schema import ID, O, P, S, TERM
 from tests.hypothesis_profiles import examples
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS
-from tests.test_cep_differential import mapping_frame
+from tests.test_cep_differential import mapping_frame, stream_frame
 
 EX = "http://stock.example/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -104,10 +104,6 @@ EXPECTED = {
 }
 QUERIES = {"Q1": Q1, "Q2": Q2, "Q3": Q3, "Q4": Q4}
 
-
-def stream_frame(spark, items):
-    rows = [(item, term_id(a), term_id(b), term_id(c), t1, t2) for (item, g, t1, t2) in items for (a, b, c) in g]
-    return spark.createDataFrame(rows, f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
 
 
 def dictionary_frame(spark, items, query=None):

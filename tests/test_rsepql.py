@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 from cep import CepSemanticError, CepSyntaxError, compile_query, parse
 from cep import algebra as A
 from cep import reference as R
-from cep.columns import ITEM, T_END, T_START, column_var
+from cep.columns import T_END, T_START, column_var
 from cep.lower import detect_language
 from cep.spark import evaluate_sequence
 from reasoner.hashing import term_id
-from reasoner.schema import O, P, S
 from tests.hypothesis_profiles import examples
+from tests.test_cep_differential import stream_frame
 
 EX = "http://example.org/rsep#"
 STREAM = f"<{EX}S>"
@@ -77,10 +77,6 @@ FIG1 = {  # policy: (answers at 8, answers at 10)
 def query_for(policy: str) -> A.Query:
     return compile_query(NAIVE if policy == "naive" else QUERY % policy.upper())
 
-
-def stream_frame(spark, items):
-    rows = [(item, term_id(a), term_id(b), term_id(c), t1, t2) for (item, g, t1, t2) in items for (a, b, c) in g]
-    return spark.createDataFrame(rows, f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
 
 
 def collect(df, terms) -> set:
