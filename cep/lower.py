@@ -62,6 +62,15 @@ right, ``((A op B) op C)``; a group's FILTERs restrict the whole group, getDURAT
 reading the group's interval. Errors: windows, FROM graphs, property paths and empty groups in an
 EP-SPARQL query (the stream is the only input; an empty group has no interval), and EP-SPARQL
 operators in a query lowered as CQELS-CEP (``lang="cqels"``).
+
+RSEP-QL (Dell'Aglio et al., EKAW 2016, ``../shared/papers/001_...`` §3.3): a query is RSEP-QL when
+``lang="rsepql"`` is given or it has a ``MATCH [policy] ( E )``. Each top-level MATCH is an event
+clause (``A.Match``), joined with the others and the background exactly as CQELS-CEP's windows
+(eq. 1-2); ``EVENT :w { triples }`` names a window declared by ``FROM NAMED WINDOW`` (read as
+RSEP-QL's window functions, ``A.EventPattern``), ``FIRST``/``LAST``/``SEQ`` build the event
+pattern, and every SEQ takes the MATCH's policy, or ``policy=`` when the MATCH names none.
+Errors: an undeclared or TRIPLES window, a path or no triple in an EVENT, a MATCH below the top
+level, CQELS-CEP's WINDOW blocks or SEQ(...) beside a MATCH, and MATCH under ``lang="cqels"``.
 """
 from __future__ import annotations
 
