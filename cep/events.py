@@ -25,8 +25,8 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep.columns import ITEM, T_END, T_START, scratch, var_column, var_columns
 from cep.intervals import compatible, merged, prefixed, side_col
+from cep.spark import triple_match
 from cep.timeline import close_instant
-from reasoner.hashing import term_id
 from reasoner.schema import O, P, S
 
 __all__ = ["CTX", "HI", "USED", "WINDOW_NAME", "USED_COLUMNS", "match_events", "rsep_window", "used_triples"]
@@ -182,16 +182,7 @@ def _bgp_with_triples(node: A.EventPattern, items: DataFrame) -> DataFrame:
     (window, item, s, p, o) of the triples it matched (``USED``)."""
     parts = []
     for i, tp in enumerate(node.pattern.patterns):
-        cond = F.lit(True)
-        first: dict[str, str] = {}
-        for part, column in ((tp.s, S), (tp.p, P), (tp.o, O)):
-            if isinstance(part, A.Var):
-                if part.name in first:
-                    cond = cond & (F.col(column) == F.col(first[part.name]))
-                else:
-                    first[part.name] = column
-            else:
-                cond = cond & (F.col(column) == F.lit(term_id(part)))
+        cond, first = triple_match(tp)
         triple = F.struct(F.lit(node.name).alias(WINDOW_NAME), F.col(ITEM).alias(ITEM), F.col(S).alias(S),
                           F.col(P).alias(P), F.col(O).alias(O))
         parts.append(items.filter(cond).select(

@@ -455,10 +455,10 @@ def _all_not_null(columns) -> Column:
     return cond
 
 
-def _triple_part(tp: A.TriplePattern, triples: DataFrame, keep: tuple[str, ...]) -> DataFrame:
-    """The matches of one triple pattern: constants compared by id, a repeated variable compared
-    within the triple, one column per variable (filtered not null and marked non-nullable, see
-    ``_non_null``, so later joins on it are plain equi-joins); ``keep``: extra columns kept."""
+def triple_match(tp: A.TriplePattern) -> tuple[Column, dict[str, str]]:
+    """The condition a triple (columns s, p, o) meets to match ``tp`` — constants compared by id,
+    a repeated variable compared within the triple, every variable's column not null — and
+    {variable name: the column that binds it}."""
     cond = F.lit(True)
     first: dict[str, str] = {}
     for part, column in ((tp.s, S), (tp.p, P), (tp.o, O)):
@@ -470,6 +470,14 @@ def _triple_part(tp: A.TriplePattern, triples: DataFrame, keep: tuple[str, ...])
                 cond = cond & F.col(column).isNotNull()
         else:
             cond = cond & (F.col(column) == F.lit(term_id(part)))
+    return cond, first
+
+
+def _triple_part(tp: A.TriplePattern, triples: DataFrame, keep: tuple[str, ...]) -> DataFrame:
+    """The matches of one triple pattern: constants compared by id, a repeated variable compared
+    within the triple, one column per variable (filtered not null and marked non-nullable, see
+    ``_non_null``, so later joins on it are plain equi-joins); ``keep``: extra columns kept."""
+    cond, first = triple_match(tp)
     cols = [_non_null(column).alias(var_column(name)) for name, column in first.items()]
     return triples.filter(cond).select(*keep, *cols)
 

@@ -101,6 +101,32 @@ def stream_frame(spark, items):
     return spark.createDataFrame(rows, f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
 
 
+def tagged_results(frames: dict, decode=lambda value: value) -> dict:
+    """Each DataFrame of mappings with intervals in ``frames`` (key: a case, an operator) as a
+    list of (mapping, t1, t2), the ids decoded by ``decode``: all collected in ONE Spark job (the
+    frames unioned, each row tagged with its key). A list, so that a caller sees duplicate rows."""
+    tagged = [out.select(F.lit(i).alias("_case"),
+                         F.to_json(F.struct(*[c for c in out.columns if c not in (T_START, T_END)])).alias("_m"),
+                         T_START, T_END) for i, out in enumerate(frames.values())]
+    union = tagged[0]
+    for f in tagged[1:]:
+        union = union.unionByName(f)
+    keys = list(frames)
+    got = {key: [] for key in keys}
+    for r in union.collect():
+        mu = frozenset((column_var(k), decode(val)) for k, val in json.loads(r["_m"]).items() if val is not None)
+        got[keys[r["_case"]]].append((mu, r[T_START], r[T_END]))
+    return got
+
+
+def assert_same_sets(got: dict, expected: dict, what=str) -> None:
+    """``got`` (``tagged_results``) equals ``expected`` key by key, without duplicate rows (the
+    operators and eq. 1 define sets)."""
+    for key, want in expected.items():
+        assert set(got[key]) == want, f"{what(key)}"
+        assert len(got[key]) == len(set(got[key])), f"{what(key)}: duplicate rows"
+
+
 def _split_graph_example():
     """:a's graph {:a :p0 :m . :a :p1 :h} split over items 0 and 1 at time 5: the BGP
     {?v :p0 ?s . ?v :p1 ?x} has no match (random examples find such a case one time in five).
@@ -145,25 +171,11 @@ def test_sequences_spark_equals_reference(spark, drawn):
     items, which the reference never does (tests/MUTATION.md)."""
     items, batch = drawn
     stream = stream_frame(spark, items)
-    frames = []
-    for i, (query, at) in enumerate(batch):
-        out = evaluate(query, {}, {STREAM_IRI: stream}, at=at, time_unit="ms")
-        cols = [c for c in out.columns if c not in (T_START, T_END)]
-        frames.append(out.select(F.lit(i).alias("_case"), F.to_json(F.struct(*cols)).alias("_m"),
-                                 T_START, T_END))
-    union = frames[0]
-    for f in frames[1:]:
-        union = union.unionByName(f)
-    got = {i: set() for i in range(len(batch))}
-    rows = {i: 0 for i in range(len(batch))}
-    for r in union.collect():
-        mu = frozenset((column_var(k), TERMS[val]) for k, val in json.loads(r["_m"]).items() if val is not None)
-        got[r["_case"]].add((mu, r[T_START], r[T_END]))
-        rows[r["_case"]] += 1
-    for i, (query, at) in enumerate(batch):
-        expected = R.evaluate(query, {}, {STREAM_IRI: items}, at=at, time_unit="ms")
-        assert got[i] == expected, f"case {i}: {query} at {at}"
-        assert rows[i] == len(got[i]), f"case {i}: duplicate rows (eq. 1 is a set)"
+    got = tagged_results({i: evaluate(query, {}, {STREAM_IRI: stream}, at=at, time_unit="ms")
+                          for i, (query, at) in enumerate(batch)}, TERMS.get)
+    assert_same_sets(got, {i: R.evaluate(query, {}, {STREAM_IRI: items}, at=at, time_unit="ms")
+                           for i, (query, at) in enumerate(batch)},
+                     lambda i: f"case {i}: {batch[i][0]} at {batch[i][1]}")
 
 
 def test_differential_harness_sees_a_difference():
@@ -218,17 +230,5 @@ def test_operators_with_unbound_variables_spark_equals_reference(spark, o1, o2, 
         "no_head": (I.no_head(d1, d3), R.no_head(o1, o3)),
         "no_tail": (I.no_tail(d1, d2, t), R.no_tail(o1, o2, t)),
     }
-    frames = [out.select(F.lit(name).alias("_op"), F.to_json(F.struct(*[c for c in out.columns if c not in (T_START, T_END)])).alias("_m"),
-                         T_START, T_END) for name, (out, _ref) in ops.items()]
-    union = frames[0]
-    for f in frames[1:]:
-        union = union.unionByName(f)
-    got = {name: set() for name in ops}
-    rows = {name: 0 for name in ops}
-    for r in union.collect():
-        mu = frozenset((column_var(k), val) for k, val in json.loads(r["_m"]).items() if val is not None)
-        got[r["_op"]].add((mu, r[T_START], r[T_END]))
-        rows[r["_op"]] += 1
-    for name, (_out, expected) in ops.items():
-        assert got[name] == expected, name
-        assert rows[name] == len(got[name]), f"{name}: duplicate rows (the operators are set comprehensions)"
+    got = tagged_results({name: out for name, (out, _ref) in ops.items()})
+    assert_same_sets(got, {name: ref for name, (_out, ref) in ops.items()})

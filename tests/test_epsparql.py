@@ -25,7 +25,6 @@ garbled (operands lost).
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -43,7 +42,7 @@ from reasoner.hashing import term_id
 from reasoner.schema import ID, O, P, S, TERM
 from tests.hypothesis_profiles import examples
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS
-from tests.test_cep_differential import mapping_frame, stream_frame
+from tests.test_cep_differential import assert_same_sets, mapping_frame, stream_frame, tagged_results
 
 EX = "http://stock.example/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -266,22 +265,15 @@ def test_interval_functions_on_spark_match_the_reference(spark):
              '"P1D"^^xsd:duration = "PT24H"^^xsd:dayTimeDuration']
     stream = stream_frame(spark, ITEMS)
     terms = {term_id(x): x for (_i, g, _a, _b) in ITEMS for tr in g for x in tr}
-    cases, union = [], None
-    for cond in conds:   # every case in one Spark job, tagged
+    frames, expected = {}, {}
+    for cond in conds:   # every case in one Spark job
         text = PROLOGUE + f"SELECT ?company ?p WHERE {{ ?company :hasStockPrice ?p }} SEQ {{ ?company :hasStockPrice ?q }} FILTER ({cond})"
         query = compile_query(text)
         for unit in ("d", "h"):
-            out = evaluate(query, {}, {STREAM_IRI: stream}, at=200, time_unit=unit,
-                           dictionary=dictionary_frame(spark, ITEMS, query)).withColumn("_case", F.lit(len(cases)))
-            union = out if union is None else union.unionByName(out)
-            cases.append((cond, unit, R.evaluate(query, {}, {STREAM_IRI: ITEMS}, at=200, time_unit=unit)))
-    got = {n: set() for n in range(len(cases))}
-    for r in union.collect():
-        d = r.asDict()
-        mu = frozenset((column_var(k), terms[v]) for k, v in d.items() if k not in (T_START, T_END, "_case"))
-        got[d["_case"]].add((mu, d[T_START], d[T_END]))
-    for n, (cond, unit, expected) in enumerate(cases):
-        assert got[n] == expected, (cond, unit)
+            frames[cond, unit] = evaluate(query, {}, {STREAM_IRI: stream}, at=200, time_unit=unit,
+                                          dictionary=dictionary_frame(spark, ITEMS, query))
+            expected[cond, unit] = R.evaluate(query, {}, {STREAM_IRI: ITEMS}, at=200, time_unit=unit)
+    assert_same_sets(tagged_results(frames, terms.get), expected)
 
 
 # --- randomized: Spark equals the reference; monotonicity -----------------------------------------
@@ -340,24 +332,11 @@ def test_random_patterns_spark_equals_reference(spark, items, cases):
     the batch of six cases evaluated as one Spark job, case by case against the reference."""
     stream = stream_frame(spark, items)
     dictionary = spark.createDataFrame(sorted(TERMS.items()), f"{ID} long, {TERM} string")
-    frames = []
-    for i, (pattern, at) in enumerate(cases):
-        out = evaluate(ep_query(pattern), {}, {STREAM_IRI: stream}, at=at, time_unit="ms", dictionary=dictionary)
-        cols = [c for c in out.columns if c not in (T_START, T_END)]
-        frames.append(out.select(F.lit(i).alias("_case"), F.to_json(F.struct(*cols)).alias("_m"), T_START, T_END))
-    union = frames[0]
-    for f in frames[1:]:
-        union = union.unionByName(f)
-    got = {i: set() for i in range(len(cases))}
-    rows = {i: 0 for i in range(len(cases))}
-    for r in union.collect():
-        mu = frozenset((column_var(k), TERMS[val]) for k, val in json.loads(r["_m"]).items() if val is not None)
-        got[r["_case"]].add((mu, r[T_START], r[T_END]))
-        rows[r["_case"]] += 1
-    for i, (pattern, at) in enumerate(cases):
-        expected = R.evaluate(ep_query(pattern), {}, {STREAM_IRI: items}, at=at, time_unit="ms")
-        assert got[i] == expected, f"case {i}: {pattern} at {at}"
-        assert rows[i] == len(got[i]), f"case {i}: duplicate rows"
+    got = tagged_results({i: evaluate(ep_query(pattern), {}, {STREAM_IRI: stream}, at=at, time_unit="ms",
+                                      dictionary=dictionary) for i, (pattern, at) in enumerate(cases)}, TERMS.get)
+    assert_same_sets(got, {i: R.evaluate(ep_query(pattern), {}, {STREAM_IRI: items}, at=at, time_unit="ms")
+                           for i, (pattern, at) in enumerate(cases)},
+                     lambda i: f"case {i}: {cases[i][0]} at {cases[i][1]}")
 
 
 @settings(max_examples=examples(60), deadline=None)
@@ -406,21 +385,8 @@ def test_operators_spark_equal_reference(spark, o1, o2):
     for order in ("left", "seq", "equal"):
         ops[order] = (I.optional_join(d1, d2, order), R.optional_join(o1, o2, order))
         ops[order + "_f"] = (I.optional_join(d1, d2, order, short), R.optional_join(o1, o2, order, short_ref))
-    frames = [out.select(F.lit(name).alias("_op"), F.to_json(F.struct(*[c for c in out.columns
-                                                                          if c not in (T_START, T_END)])).alias("_m"),
-                         T_START, T_END) for name, (out, _ref) in ops.items()]
-    union = frames[0]
-    for f in frames[1:]:
-        union = union.unionByName(f)
-    got = {name: set() for name in ops}
-    rows = {name: 0 for name in ops}
-    for r in union.collect():
-        mu = frozenset((column_var(k), val) for k, val in json.loads(r["_m"]).items() if val is not None)
-        got[r["_op"]].add((mu, r[T_START], r[T_END]))
-        rows[r["_op"]] += 1
-    for name, (_out, expected) in ops.items():
-        assert got[name] == expected, name
-        assert rows[name] == len(got[name]), f"{name}: duplicate rows"
+    got = tagged_results({name: out for name, (out, _ref) in ops.items()})
+    assert_same_sets(got, {name: ref for name, (_out, ref) in ops.items()})
 
 
 def test_optional_orders_by_hand():
