@@ -44,6 +44,11 @@ node                                ⟦node, t⟧
 ``CoverLeftJoin(l, o, c)``          EP OPTIONAL: covered pairs with t4 < t2 and c, else ⟨μ1,[t1,t2]⟩
 ``SeqRightJoin(o, r, c)``           OPTIONALSEQ: covered pairs with t4 < t1 (o first) and c, else r's
 ``EqLeftJoin(l, o, c)``             EQUALSOPTIONAL: covered pairs with equal intervals and c, else l's
+``Snapshot(g, windows, p, every)``  C-SPARQL (003_... §3.2): ⟦p⟧ over ONE graph, the background g
+                                    merged with every window's triples at the evaluation instant
+                                    c (``evaluation_instant``); every mapping has interval [c, c]
+``Aggregate(p, specs)``             C-SPARQL's AGGREGATE (§3.1): each mapping of ⟦p⟧ extended with
+                                    v_i = f_i over the mappings that agree with it on G_i
 ==================================  ==============================================================
 
 SeqJoin (EP-SPARQL's SEQ) is ``Sequence``: its definition, compatible pairs with t2 < t3 over
@@ -69,8 +74,10 @@ from typing import Iterator
 
 from cep.expressions import (ARITH_OPS, BUILTINS, COMPARE_OPS, EXPR_TYPES, And, Arith, Bound, Builtin,
                              Compare, Const,
-                             Datatype, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or, Regex,
-                             Str, Var, check_expr, check_term, expr_variables, uses_interval)
+                             Datatype, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or,
+                             PatternTimestamp, Regex, Str, Timestamp, Var, check_expr, check_term,
+                             expr_variables, uses_interval, uses_timestamp)
+from cep.timeline import close_instant
 from cep.windows import TIME_UNITS, WINDOW_TYPES, All, Duration, Now, Range, Triples, Window
 from paths import algebra as PA
 from paths.algebra import Term, is_term
@@ -82,6 +89,8 @@ __all__ = [
     "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
     "CONSUMING_POLICIES", "is_rsepql", "event_patterns",
+    "Snapshot", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
+    "uses_timestamp", "is_csparql", "snapshots", "window_close",
     "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
     "Duration", "Range", "Triples", "Now", "All", "Window",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
@@ -572,9 +581,121 @@ class Match:
 Pattern = _t.Union[BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                 StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
                 SeqRightJoin, EqLeftJoin, Match]
+# --- C-SPARQL (Barbieri et al., WWW 2009, ../shared/papers/003_...: §2-3) ---------------------------
+
+@dataclass(frozen=True)
+class Snapshot:
+    """C-SPARQL's WHERE (§3.2): ``pattern`` evaluated as SPARQL over ONE RDF graph — the background
+    graph ``graph`` (None: the default graph) merged with the triples of every window of
+    ``windows`` ((stream IRI, window) pairs) at the evaluation instant c. A logical window holds
+    the triples with c' − ρ < τ ≤ c' (c' = its last close ≤ c: ⌊c/σ⌋σ with STEP σ, TUMBLING σ = ρ,
+    else c); ``TRIPLES n`` the last n triples with τ ≤ c; ``ALL`` every triple with τ ≤ c. Every
+    mapping carries [c, c]. ``every``: COMPUTED EVERY (§2.4), which fixes the instants; see
+    ``evaluation_instant``. Inside, the pattern is built of BGP, Join, Union, LeftJoin and Filter;
+    FILTERs may call timestamp()."""
+
+    graph: Term | None
+    windows: tuple
+    pattern: "Pattern"
+    every: Duration | None = None
+
+    def __post_init__(self) -> None:
+        if self.graph is not None:
+            _check_iri(self.graph, "Snapshot.graph")
+        if not isinstance(self.windows, tuple):
+            raise TypeError(f"Snapshot.windows must be a tuple of (stream IRI, window), got {self.windows!r}")
+        for pair in self.windows:
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise TypeError(f"Snapshot.windows holds (stream IRI, window) pairs, got {pair!r}")
+            _check_iri(pair[0], "Snapshot stream")
+            if not isinstance(pair[1], WINDOW_TYPES):
+                raise TypeError(f"Snapshot window must be Range/Triples/Now/All, got {pair[1]!r}")
+        if self.every is not None and not isinstance(self.every, Duration):
+            raise TypeError(f"Snapshot.every must be a Duration, got {self.every!r}")
+        _check_pattern(self.pattern, "Snapshot.pattern")
+
+    def instant(self, t: int, time_unit: str = "ms") -> int:
+        """The evaluation instant c the answer at t is that of (C-SPARQL reports on window close,
+        §2.3 "the query result does not change during the slide interval"): the last multiple of
+        ``every`` ≤ t; without it, the latest last close ≤ t of the windows (a window without STEP
+        or TUMBLING, a TRIPLES, NOW or ALL window closes at every instant); t without windows."""
+        if self.every is not None:
+            return close_instant(t, self.every.ticks(time_unit))
+        if not self.windows:
+            return int(t)
+        return max(window_close(w, t, time_unit) for _s, w in self.windows)
+
+    def __str__(self) -> str:
+        wins = ", ".join(f"{s} {w}" for s, w in self.windows)
+        every = f" EVERY {self.every}" if self.every is not None else ""
+        return f"SNAPSHOT({self.graph or 'default'} + [{wins}]{every}, {self.pattern})"
+
+
+def window_close(window: Window, t: int, time_unit: str = "ms") -> int:
+    """The last close ≤ t of a C-SPARQL window: ⌊t/σ⌋σ for STEP σ (TUMBLING: σ = the range),
+    else t."""
+    if isinstance(window, Range):
+        return close_instant(t, window.step_ticks(time_unit))
+    return int(t)
+
+
+#: C-SPARQL's aggregate functions (§2.2)
+AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """One aggregation pattern A(v, f, p, G) (§3.1): ``var`` gets ``function`` of ``argument``
+    (None: COUNT of the mappings) over the group of mappings agreeing on ``group``; ``distinct``
+    counts / sums each distinct value once."""
+
+    var: Var
+    function: str
+    argument: Var | None
+    distinct: bool
+    group: tuple[Var, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.var, Var):
+            raise TypeError(f"AggregateSpec.var must be a Var, got {self.var!r}")
+        if self.function not in AGGREGATES:
+            raise ValueError(f"AggregateSpec.function must be one of {AGGREGATES}, got {self.function!r}")
+        if self.argument is None and self.function != "COUNT":
+            raise ValueError(f"{self.function} needs an argument")
+        if self.argument is not None and not isinstance(self.argument, Var):
+            raise TypeError(f"AggregateSpec.argument must be a Var or None, got {self.argument!r}")
+        if not (isinstance(self.group, tuple) and self.group and all(isinstance(v, Var) for v in self.group)):
+            raise TypeError(f"AggregateSpec.group must be a non-empty tuple of Var, got {self.group!r}")
+
+    def __str__(self) -> str:
+        arg = "*" if self.argument is None else str(self.argument)
+        return (f"({self.var}, {self.function}({'DISTINCT ' if self.distinct else ''}{arg}), "
+                "{" + ", ".join(map(str, self.group)) + "})")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """[[P AGG A_1 ... A_n]] (§3.1, rule 5): every mapping μ of ⟦inner⟧ (interval kept) extended with
+    v_i = f_i(p_i) over {μ' ∈ ⟦inner⟧ | μ'[G_i] = μ[G_i]} (an unbound group variable is a value of
+    its own); the clauses are independent of each other. v_i is left unbound where f_i is an error
+    (SUM / AVG of a non-number; MIN / MAX of no value)."""
+
+    inner: "Pattern"
+    specs: tuple[AggregateSpec, ...]
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.inner, "Aggregate.inner")
+        if not (isinstance(self.specs, tuple) and self.specs
+                and all(isinstance(a, AggregateSpec) for a in self.specs)):
+            raise TypeError(f"Aggregate.specs must be a non-empty tuple of AggregateSpec, got {self.specs!r}")
+
+    def __str__(self) -> str:
+        return f"AGGREGATE({self.inner}, " + ", ".join(map(str, self.specs)) + ")"
+
+
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                  StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
-                 SeqRightJoin, EqLeftJoin, Match)
+                 SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -636,6 +757,8 @@ class Query:
     form: Form
     prefixes: dict = field(default_factory=dict, compare=False)
     base: str | None = field(default=None, compare=False)
+    #: C-SPARQL's REGISTER QUERY|STREAM name (§2.4-2.5): ("QUERY" or "STREAM", name), or None
+    registration: tuple | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.form, (Project, Construct)):
@@ -677,8 +800,10 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.negated, node.right)
         case Filter() | Project() | Construct():
             return (node.inner,)
-        case StreamPattern() | Background() | Occurrences():
+        case StreamPattern() | Background() | Occurrences() | Snapshot():
             return (node.pattern,)
+        case Aggregate():
+            return (node.inner,)
         case Match() | FirstEvent() | LastEvent():
             return (node.inner,)
         case EventSeq():
@@ -718,8 +843,10 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return variables(node.left)
         case Filter() | Construct():
             return variables(node.inner)
-        case StreamPattern() | Background() | Occurrences() | EventPattern():
+        case StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot():
             return variables(node.pattern)
+        case Aggregate():
+            return variables(node.inner) | frozenset(a.var for a in node.specs)
         case Match() | FirstEvent() | LastEvent():
             return variables(node.inner)
         case EventSeq():
@@ -780,6 +907,20 @@ def is_rsepql(node: "Query | Pattern | Form") -> bool:
     if isinstance(node, Query):
         node = node.form
     return any(isinstance(p, Match) for p in walk(node))
+
+
+def is_csparql(node: "Query | Pattern | Form") -> bool:
+    """Whether ``node`` is (or holds) a C-SPARQL WHERE (a ``Snapshot``)."""
+    if isinstance(node, Query):
+        node = node.form
+    return any(isinstance(p, Snapshot) for p in walk(node))
+
+
+def snapshots(node) -> tuple[Snapshot, ...]:
+    """Every ``Snapshot`` in ``node``, each once."""
+    if isinstance(node, Query):
+        node = node.form
+    return tuple(dict.fromkeys(p for p in walk(node) if isinstance(p, Snapshot)))
 
 
 def event_patterns(node) -> tuple[EventPattern, ...]:

@@ -17,7 +17,8 @@ from paths.algebra import Term, is_term
 
 __all__ = [
     "Var", "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
-    "Datatype", "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
+    "Datatype", "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Timestamp", "PatternTimestamp",
+    "uses_timestamp", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
     "expr_variables", "check_term", "check_expr", "uses_interval",
 ]
 
@@ -30,7 +31,8 @@ _VARNAME = re.compile(
     r"\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\U00010000-\U000EFFFF]"
     r"[A-Za-z_0-9\u00B7\u0300-\u036F\u203F-\u2040\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF"
     r"\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF"
-    r"\uFDF0-\uFFFD\U00010000-\U000EFFFF]*")
+    r"\uFDF0-\uFFFD\U00010000-\U000EFFFF]*"
+    r"(?:-[A-Za-z_][A-Za-z_0-9]*)*")   # C-SPARQL's hyphenated names (?total-sensor), cep/grammar.lark
 
 
 @dataclass(frozen=True)
@@ -297,10 +299,51 @@ class IntervalFn:
         return f"get{self.kind}()"
 
 
+@dataclass(frozen=True)
+class Timestamp:
+    """``timestamp(?v [, <s>])`` (C-SPARQL §2.7, §3.3): ts(v, P) = the greatest timestamp of the
+    stream triples (of stream ``stream`` when given) that the triple patterns of the FILTER's basic
+    graph pattern P mentioning ``var`` matched in the solution; an error (unbound) when none came
+    from a stream. A time, compared as ``getSTARTTIME()`` is (an xsd:dateTime: the stream's ticks
+    since 1970-01-01T00:00:00Z)."""
+
+    var: Var
+    stream: Term | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.var, Var):
+            raise TypeError(f"Timestamp.var must be a Var, got {self.var!r}")
+        if self.stream is not None:
+            check_term(self.stream, "Timestamp.stream")
+
+    def __str__(self) -> str:
+        return f"timestamp({self.var}" + (f", {self.stream})" if self.stream is not None else ")")
+
+
+@dataclass(frozen=True)
+class PatternTimestamp:
+    """``timestamp(s p o)`` (RSEP-QL eq. 9, C-SPARQL's "naive" sequencing): the time of the most
+    recent stream triple in the windows that matches the pattern under the solution's bindings (a
+    variable the solution leaves unbound matches anything); an error when there is none."""
+
+    s: "Var | Term"
+    p: "Var | Term"
+    o: "Var | Term"
+
+    def __post_init__(self) -> None:
+        for name in ("s", "p", "o"):
+            value = getattr(self, name)
+            if not isinstance(value, Var):
+                check_term(value, f"PatternTimestamp.{name}")
+
+    def __str__(self) -> str:
+        return f"timestamp({self.s} {self.p} {self.o})"
+
+
 Expr = _t.Union[Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype,
-                IntervalFn, Builtin]
+                IntervalFn, Builtin, Timestamp, PatternTimestamp]
 EXPR_TYPES = (Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype,
-              IntervalFn, Builtin)
+              IntervalFn, Builtin, Timestamp, PatternTimestamp)
 """Every expression node type."""
 
 
@@ -319,6 +362,10 @@ def expr_variables(expr: Expr) -> frozenset[Var]:
             return frozenset((expr.var,))
         case Const() | IntervalFn():
             return frozenset()
+        case Timestamp():
+            return frozenset((expr.var,))
+        case PatternTimestamp():
+            return frozenset(x for x in (expr.s, expr.p, expr.o) if isinstance(x, Var))
     out: frozenset[Var] = frozenset()
     for f in fields(expr):
         value = getattr(expr, f.name)
@@ -336,5 +383,17 @@ def uses_interval(expr: Expr) -> bool:
         value = getattr(expr, f.name)
         for item in (value if isinstance(value, tuple) else (value,)):
             if isinstance(item, EXPR_TYPES) and uses_interval(item):
+                return True
+    return False
+
+
+def uses_timestamp(expr: Expr) -> bool:
+    """Whether ``expr`` calls C-SPARQL's timestamp() (either form)."""
+    if isinstance(expr, (Timestamp, PatternTimestamp)):
+        return True
+    for f in fields(expr):
+        value = getattr(expr, f.name)
+        for item in (value if isinstance(value, tuple) else (value,)):
+            if isinstance(item, EXPR_TYPES) and uses_timestamp(item):
                 return True
     return False

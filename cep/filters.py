@@ -19,6 +19,8 @@ drops the row, as FILTER does, §18.5 Filter):
 * ``=`` / ``!=`` between two different literals neither of which has a language tag, one of them
   not understood (an unknown datatype, an ill-typed number or boolean) is an error, as
   RDFterm-equal (§17.4.1.7) and pyoxigraph have it;
+* C-SPARQL's ``timestamp()`` reads the column ``stamps`` names for it (ticks), as a time like
+  getSTARTTIME();
 * EP-SPARQL's ``getDURATION()`` / ``getSTARTTIME()`` / ``getENDTIME()`` read the row's interval
   (``T_START``, ``T_END`` in ``time_unit`` ticks) as exact decimal seconds: a duration, or a time
   since 1970-01-01T00:00:00Z. They compare with xsd:duration / xsd:dayTimeDuration (days, hours,
@@ -55,12 +57,13 @@ _SECONDS = "decimal(38,9)"
 
 
 def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame], *,
-                    time_unit: str = "ms") -> DataFrame:
+                    time_unit: str = "ms", stamps: dict | None = None) -> DataFrame:
     """The rows of ``omega`` (extra columns kept) whose ``condition`` (a ``cep.algebra``
     expression) is true. ``dictionaries``: DataFrames (id, term) decoding the ids the condition
     inspects; DictionaryRequiredError when it inspects some and none is given. ``time_unit``: the
-    unit of the interval columns (for getDURATION() ...)."""
-    return _Filter(condition, tuple(dictionaries), time_unit).apply(omega)
+    unit of the interval columns (for getDURATION() ...). ``stamps``: {timestamp() call: the
+    column of ``omega`` holding its time in ticks} (C-SPARQL; a call not in it is an error)."""
+    return _Filter(condition, tuple(dictionaries), time_unit, tuple((stamps or {}).items())).apply(omega)
 
 
 _STRING_TYPES = (XSD_STRING, RDF_LANGSTRING)
@@ -89,7 +92,7 @@ def _maybe_temporal(e) -> bool:
     from cep.literals import temporal_value
 
     match e:
-        case A.IntervalFn() | A.Var():
+        case A.IntervalFn() | A.Var() | A.Timestamp() | A.PatternTimestamp():
             return True
         case A.Const(term=term):
             return temporal_value(term) is not None
@@ -277,6 +280,7 @@ class _Filter:
     condition: object
     dictionaries: tuple[DataFrame, ...]
     time_unit: str = "ms"
+    stamps: tuple = ()
 
     def apply(self, omega: DataFrame) -> DataFrame:
         needed = sorted(_needs_terms(self.condition))
@@ -321,6 +325,11 @@ class _Filter:
                 if kind == "DURATION":
                     return _Val(_DUR, ((end - start) * per_tick).cast(_SECONDS))
                 return _Val(_DT, ((start if kind == "STARTTIME" else end) * per_tick).cast(_SECONDS))
+            case A.Timestamp() | A.PatternTimestamp():
+                column = dict(self.stamps).get(e)
+                per_tick = F.lit(TIME_UNITS[self.time_unit]).cast(_SECONDS) / F.lit(1000)
+                ticks = F.col(column).cast(_SECONDS) if column in columns else F.lit(None).cast(_SECONDS)
+                return _Val(_DT, (ticks * per_tick).cast(_SECONDS))
             case A.Var(name=name):
                 return _Val(_TERM, F.col(_term_column(var_column(name))))
             case A.Const(term=term):

@@ -23,6 +23,8 @@ from reasoner.vocab import RDF_NS, XSD_NS
 __all__ = [
     "XSD", "XSD_STRING", "XSD_BOOLEAN", "RDF_LANGSTRING", "NUMERIC_DATATYPES",
     "LITERAL_PATTERN", "LITERAL_RE", "LITERAL_JAVA_RE", "ESCAPES", "unescape", "parse_literal", "numeric_value",
+    "XSD_INTEGER", "XSD_DECIMAL", "XSD_DOUBLE", "number_kind", "NUMBER_LEXICAL", "AGGREGATE_SCALE", "AGGREGATE_LIMIT",
+    "canonical_decimal", "canonical_double", "DOUBLE_CANONICAL_PATTERN",
     "XSD_DATETIME", "DURATION_DATATYPES", "DAY_TIME_DURATION_PATTERN", "DATETIME_PATTERN", "temporal_value",
 ]
 
@@ -71,6 +73,65 @@ def numeric_value(term) -> float | None:
         return float(lit[0])
     except ValueError:
         return None
+
+
+# --- computed numbers (C-SPARQL's aggregates, cep.reference and cep.aggregates alike) ----------
+
+XSD_INTEGER = XSD + "integer"
+XSD_DECIMAL = XSD + "decimal"
+XSD_DOUBLE = XSD + "double"
+
+#: the lexical forms an aggregate reads, per kind (no INF/NaN, no spaces); read alike by Python's
+#: ``re`` and Java's regex
+NUMBER_LEXICAL = {
+    "integer": r"^[+-]?[0-9]+$",
+    "decimal": r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$",
+    "double": r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$",
+}
+#: exact sums and averages are decimal(38, 18): 18 fraction digits (rounded half up), values below
+#: 10^20 in magnitude; beyond that an aggregate is an error
+AGGREGATE_SCALE = 18
+AGGREGATE_LIMIT = 10 ** 20
+
+
+def number_kind(datatype: str | None) -> str | None:
+    """"integer" (xsd:integer and the types derived from it), "decimal", "double" (xsd:double and
+    xsd:float: SPARQL's promotion, float read as double) or None (not numeric)."""
+    if datatype not in NUMERIC_DATATYPES:
+        return None
+    if datatype == XSD_DECIMAL:
+        return "decimal"
+    if datatype in (XSD_DOUBLE, XSD + "float"):
+        return "double"
+    return "integer"
+
+
+def canonical_decimal(value) -> str:
+    """The lexical form of a decimal(38, 18) value: trailing zeros dropped, one digit kept after
+    the point ("2.5", "2.0", "-0.125"), as XSD's canonical xsd:decimal."""
+    from decimal import Decimal
+
+    text = format(Decimal(value).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE)), "f")
+    text = text.rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+#: "%.14E" output (15 significant digits) → groups: 1 mantissa without trailing zeros, 2 exponent
+#: sign, 3 exponent digits without leading zeros
+DOUBLE_CANONICAL_PATTERN = r"^(-?[0-9]\.[0-9]*?)0*E([+-])0*([0-9]*)$"
+
+
+def canonical_double(value: float) -> str | None:
+    """A double's lexical form: 15 significant digits in XSD's canonical xsd:double shape
+    ("1.5E1", "-2.0E-3", "0.0E0"); None for INF and NaN."""
+    import math
+
+    if not math.isfinite(value):
+        return None
+    m = re.match(DOUBLE_CANONICAL_PATTERN, "%.14E" % value)
+    mantissa, sign, exponent = m.groups()
+    mantissa = mantissa + "0" if mantissa.endswith(".") else mantissa
+    return f"{mantissa}E{'-' if sign == '-' else ''}{exponent or '0'}"
 
 
 # --- time values (EP-SPARQL's getDURATION() / getSTARTTIME() / getENDTIME() compare with these) ---

@@ -84,8 +84,8 @@ from paths.lowering import term as lower_term
 
 __all__ = ["lower", "compile_query", "LANGUAGES", "detect_language"]
 
-#: the query languages ``lower`` reads (C-SPARQL is not built yet)
-LANGUAGES = ("cqels", "epsparql", "rsepql")
+#: the query languages ``lower`` reads
+LANGUAGES = ("cqels", "csparql", "epsparql", "rsepql")
 
 
 def _error(tree_text: str, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
@@ -114,9 +114,18 @@ def _ep_chains(tree: S.Query) -> list[S.GroupChain]:
     return [e for e in _elements(tree.where) if isinstance(e, S.GroupChain)]
 
 
+def _csparql_parts(tree: S.Query) -> list[S.Node]:
+    """The C-SPARQL constructs of ``tree``: REGISTER, FROM STREAM, AGGREGATE."""
+    parts: list[S.Node] = [tree.registration] if tree.registration is not None else []
+    return parts + [d for d in tree.datasets if isinstance(d, S.FromStream)] + list(tree.aggregates)
+
+
 def detect_language(tree: S.Query) -> str:
-    """"rsepql" for a query with a MATCH event pattern; "epsparql" for one that combines groups
-    with EP-SPARQL's operators and has no window; else "cqels"."""
+    """"csparql" for a query with REGISTER, FROM STREAM or AGGREGATE; "rsepql" for one with a
+    MATCH event pattern; "epsparql" for one that combines groups with EP-SPARQL's operators and
+    has no window; else "cqels"."""
+    if _csparql_parts(tree):
+        return "csparql"
     if any(isinstance(e, S.MatchPattern) for e in _elements(tree.where)):
         return "rsepql"
     windows = any(isinstance(d, S.FromWindow) for d in tree.datasets) or any(
@@ -131,6 +140,7 @@ class _Lowering:
         if policy not in A.POLICIES:
             raise ValueError(f"unknown selection policy {policy!r}; expected one of {', '.join(A.POLICIES)}")
         self.policy = policy
+        self.lang = "cqels"
 
     def fail(self, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
         return _error(self.text, node, reason, expected)
@@ -186,6 +196,8 @@ class _Lowering:
                 return A.Regex(*(self.expr(arg) for arg in node.args))
             case S.Call(name=name) if name.startswith("GET"):
                 return A.IntervalFn(name[3:])
+            case S.Call(name="TIMESTAMP"):
+                return self.timestamp(node)
             case S.Call(name=name) if name in A.BUILTINS:
                 least, most = A.BUILTINS[name]
                 if len(node.args) < least or (most is not None and len(node.args) > most):
@@ -208,6 +220,19 @@ class _Lowering:
                 return {"STR": A.Str, "LANG": A.Lang, "DATATYPE": A.Datatype}[node.name](inner)
             case _:
                 return A.Const(self.term(node))
+
+    def timestamp(self, node: S.Call) -> A.Expr:
+        """C-SPARQL's timestamp(?v [, <s>]) (§2.7) or timestamp(s p o) (RSEP-QL eq. 9)."""
+        if self.lang != "csparql":
+            raise self.fail(node, "timestamp() is C-SPARQL's (§2.7) and reads the windows of FROM STREAM; "
+                            f"this query is read as {_NAMES[self.lang]}", ("a C-SPARQL query",))
+        args = node.args
+        if len(args) == 3:
+            return A.PatternTimestamp(*(self.var_or_term(a) for a in args))
+        if not isinstance(args[0], S.Variable):
+            raise self.fail(args[0], "timestamp() takes a variable, a variable and a stream IRI, or a "
+                            "triple pattern s p o", ("a variable ?v",))
+        return A.Timestamp(A.Var(args[0].name), self.term(args[1]) if len(args) == 2 else None)
 
     def conjunction(self, filters: list[S.FilterPattern]) -> A.Expr | None:
         condition = None
@@ -408,6 +433,106 @@ class _Lowering:
 
         return A.Match(event(element.event), policy)
 
+    # -- C-SPARQL (003_... §2-3)
+    def csparql(self) -> A.Query:
+        """``Project/Construct(Filter(Aggregate(Snapshot(D, windows, P), A_1..A_n)))``: WHERE over
+        the background merged with the windows, then the AGGREGATE clauses and their FILTERs."""
+        tree = self.tree
+        for element in _elements(tree.where):
+            if isinstance(element, (S.WindowBlock, S.EventSequence, S.MatchPattern, S.GroupChain)):
+                what = {S.WindowBlock: "a CQELS-CEP WINDOW block", S.EventSequence: "a CQELS-CEP SEQ(...) clause",
+                        S.MatchPattern: "an RSEP-QL MATCH", S.GroupChain: "an EP-SPARQL operator between groups"}
+                raise self.fail(element, f"{what[type(element)]} in a C-SPARQL query (it has REGISTER, FROM "
+                                "STREAM or AGGREGATE): C-SPARQL matches WHERE against the windows' "
+                                "triples merged with the background graph", ("triples, OPTIONAL, UNION, FILTER",))
+        graphs, windows = [], []
+        for dataset in tree.datasets:
+            match dataset:
+                case S.FromGraph():
+                    graphs.append(dataset)
+                case S.FromWindow():
+                    raise self.fail(dataset, "FROM NAMED WINDOW is CQELS-CEP's; C-SPARQL names its streams with "
+                                    "FROM STREAM <s> [RANGE ...]", ("FROM STREAM <s> [RANGE d STEP d]",))
+                case S.FromStream(named=True):
+                    raise self.fail(dataset, "FROM NAMED STREAM puts the window in a named graph, read with "
+                                    "GRAPH, which is not supported yet; use FROM STREAM (the default graph)",
+                                    ("FROM STREAM <s> [window]",))
+                case S.FromStream():
+                    windows.append((self.term(dataset.stream), self.window(dataset.window)))
+        if len(graphs) > 1:
+            raise self.fail(graphs[1], "at most one FROM graph: the background is one graph; the first FROM "
+                            f"is at {_where(graphs[0])}")
+        graph = self.term(graphs[0].iri) if graphs else None
+        registration = tree.registration
+        every = None
+        if registration is not None:
+            if registration.kind == "STREAM" and not isinstance(tree.form, S.ConstructTemplate):
+                raise self.fail(registration, "REGISTER STREAM registers a CONSTRUCT query (C-SPARQL §2.5: only "
+                                "queries that produce triples form a stream)", ("REGISTER QUERY", "CONSTRUCT"))
+            if registration.every is not None:
+                if registration.every.amount <= 0:
+                    raise self.fail(registration.every, "COMPUTED EVERY needs a positive duration")
+                every = self.duration(registration.every)
+        where = self.group(tree.where)
+        self.check_timestamps(where)
+        pattern: A.Pattern = A.Snapshot(graph, tuple(windows), where, every)
+        if tree.aggregates:
+            pattern = self.aggregates(pattern, tree.aggregates)
+        query = self.finish(pattern)
+        if registration is not None:
+            query = A.Query(query.form, query.prefixes, query.base, (registration.kind, registration.name))
+        return query
+
+    def check_timestamps(self, pattern: A.Pattern) -> None:
+        """timestamp(?v) reads the triples of the FILTER's own basic graph pattern (§3.3, ts(v, P)):
+        it must filter a BGP that mentions ?v."""
+        for node in A.walk(pattern):
+            if not isinstance(node, A.Filter):
+                continue
+            for e in _subexpressions(node.condition):
+                if isinstance(e, A.Timestamp):
+                    if not isinstance(node.inner, A.BGP) or e.var not in A.variables(node.inner):
+                        raise self.fail(self.tree.where, f"{e}: ?{e.var.name} must be bound by a triple of the "
+                                        "FILTER's own group, and that group must be triples only (C-SPARQL "
+                                        "§3.3: ts(v, P) over the triple patterns of P)",
+                                        (f"a triple with ?{e.var.name} beside the FILTER",))
+
+    def aggregates(self, pattern: A.Pattern, clauses) -> A.Pattern:
+        """§3.1: the clauses are independent; each adds a new variable from WHERE's variables."""
+        where_vars = A.variables(pattern)
+        specs, filters, seen = [], [], {}
+        for clause in clauses:
+            var = A.Var(clause.variable.name)
+            if var in where_vars:
+                raise self.fail(clause.variable, f"{clause.variable} is bound by WHERE; an AGGREGATE clause "
+                                "introduces a new variable (C-SPARQL §2.2)", ("a variable not in WHERE",))
+            if var in seen:
+                raise self.fail(clause.variable, f"{clause.variable} is introduced by two AGGREGATE clauses; the "
+                                f"first is at {_where(seen[var])}")
+            seen[var] = clause
+            for used in ((clause.argument,) if clause.argument is not None else ()) + clause.group:
+                if A.Var(used.name) not in where_vars:
+                    raise self.fail(used, f"{used} is not bound by WHERE: an AGGREGATE clause's argument and "
+                                    "group are variables of the WHERE clause (C-SPARQL §2.2)",
+                                    tuple(f"?{v.name}" for v in sorted(where_vars, key=lambda v: v.name))[:8])
+            if clause.argument is None and clause.function != "COUNT":
+                raise self.fail(clause, f"{clause.function} needs an argument, {clause.function}(?v) "
+                                "(only COUNT may have none, C-SPARQL §2.2)", (f"{clause.function}(?v)",))
+            specs.append(A.AggregateSpec(var, clause.function,
+                                         None if clause.argument is None else A.Var(clause.argument.name),
+                                         clause.distinct, tuple(A.Var(v.name) for v in clause.group)))
+            if clause.filter is not None:
+                filters.append(clause.filter)
+        out: A.Pattern = A.Aggregate(pattern, tuple(specs))
+        condition = self.conjunction(filters)
+        if condition is not None:
+            for e in _subexpressions(condition):
+                if isinstance(e, (A.Timestamp, A.PatternTimestamp)):
+                    raise self.fail(next(f for f in filters), "timestamp() in an AGGREGATE clause's FILTER: "
+                                    "it reads the stream triples of WHERE's patterns; put it in WHERE")
+            out = A.Filter(condition, out)
+        return out
+
     # -- the query
     def lower(self, lang: str | None = None) -> A.Query:
         tree = self.tree
@@ -415,6 +540,12 @@ class _Lowering:
             lang = detect_language(tree)
         if lang not in LANGUAGES:
             raise ValueError(f"unknown query language {lang!r}; expected one of {', '.join(LANGUAGES)}")
+        self.lang = lang
+        if lang == "csparql":
+            return self.csparql()
+        for part in _csparql_parts(tree):
+            raise self.fail(part, f"REGISTER, FROM STREAM and AGGREGATE are C-SPARQL's, and this query is read "
+                            f"as {_NAMES[lang]} (--lang {lang}); leave --lang out or pass --lang csparql")
         if lang == "epsparql":
             return self.finish(self.ep_pattern())
         for element in _elements(tree.where):
@@ -546,6 +677,19 @@ class _Lowering:
             return (f"{variable} occurs only in a negated element, which binds nothing "
                     "(NO_HEAD, NO_TAIL and SEQ_WO keep the positive mappings, CQELS-CEP §4.2)")
         return f"{variable} is selected but no pattern of WHERE binds it"
+
+
+_NAMES = {"cqels": "CQELS-CEP", "csparql": "C-SPARQL", "epsparql": "EP-SPARQL", "rsepql": "RSEP-QL"}
+
+
+def _subexpressions(e):
+    """``e`` and every expression under it."""
+    yield e
+    for name in getattr(e, "__dataclass_fields__", {}):
+        value = getattr(e, name)
+        for item in (value if isinstance(value, tuple) else (value,)):
+            if isinstance(item, A.EXPR_TYPES):
+                yield from _subexpressions(item)
 
 
 def _declare_hint(name) -> tuple[str, ...]:

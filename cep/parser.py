@@ -60,6 +60,10 @@ _TERMINAL_WORDS = {
     "POLICY": "a selection policy (UNRESTRICTED, NAIVE, CHRONOLOGICAL, RECENT)",
     "INTERVAL_FN": "getDURATION(), getSTARTTIME() or getENDTIME()",
     "GROUP_OP": "UNION, SEQ, EQUALS, OPTIONALSEQ or EQUALSOPTIONAL before a '{'",
+    "TIMESTAMP_FN": "'timestamp'",
+    "AGGREGATE_FN": "an aggregate function (COUNT, SUM, AVG, MIN, MAX)",
+    "REGISTER_KIND": "'QUERY' or 'STREAM'",
+    "QUERY_NAME": "a query name",
     "$END": "the end of the query",
 }
 
@@ -93,8 +97,21 @@ class _ToCep(PathTransformer.imported_as("grammar")):
 
     # -- query and prologue
     def start(self, meta, children):
-        prologue, (form, datasets, where) = children
-        return S.Query(prologue, form, datasets, where, text=self.text, span=span(meta))
+        registration = None
+        if len(children) == 4:   # C-SPARQL: prologue REGISTER ... AS prologue query
+            first, registration, second, body = children
+            prologue = first + second
+        else:
+            prologue, body = children
+        form, datasets, where, aggregates = body
+        return S.Query(prologue, form, datasets, where, text=self.text, span=span(meta),
+                       registration=registration, aggregates=aggregates)
+
+    def registration(self, meta, children):
+        kind, name, *every = children
+        name = str(name)
+        return S.Registration(str(kind).upper(), name,
+                              self._duration(every[0]) if every else None, span=span(meta))
 
     def prologue(self, meta, children):
         return tuple(children)
@@ -116,8 +133,9 @@ class _ToCep(PathTransformer.imported_as("grammar")):
         return S.PrefixDecl(name, iri, span=span(meta))
 
     def select_query(self, meta, children):
-        form, *datasets, where = children
-        return form, tuple(datasets), where
+        aggregates = tuple(c for c in children if isinstance(c, S.AggregateClause))
+        form, *datasets, where = [c for c in children if not isinstance(c, S.AggregateClause)]
+        return form, tuple(datasets), where, aggregates
 
     construct_query = select_query
 
@@ -139,6 +157,27 @@ class _ToCep(PathTransformer.imported_as("grammar")):
     def from_window(self, meta, children):
         name, stream, window = children
         return S.FromWindow(name, stream, window, span=span(meta))
+
+    def from_stream(self, meta, children):
+        return S.FromStream(children[0], children[1], False, span=span(meta))
+
+    def from_named_stream(self, meta, children):
+        return S.FromStream(children[0], children[1], True, span=span(meta))
+
+    # -- C-SPARQL aggregates (§2.2)
+    def aggregate_clause(self, meta, children):
+        variable, (function, distinct, argument), group, *rest = children
+        return S.AggregateClause(variable, function, distinct, argument, group,
+                                 rest[0] if rest else None, span=span(meta))
+
+    def aggregate_function(self, meta, children):
+        name = str(children[0]).upper()
+        distinct = any(isinstance(c, Token) and c.type == "DISTINCT" for c in children[1:])
+        argument = next((c for c in children[1:] if isinstance(c, S.Variable)), None)
+        return name, distinct, argument
+
+    def aggregate_group(self, meta, children):
+        return tuple(children)
 
     # -- windows
     def window_spec(self, meta, children):
@@ -299,6 +338,7 @@ class _ToCep(PathTransformer.imported_as("grammar")):
         return S.Call(name, tuple(children[1:]), span=span(meta))
 
     str_call = lang_call = datatype_call = bound_call = regex_call = interval_call = builtin_fn_call = _call
+    timestamp_call = _call
 
     def expression_list(self, meta, children):
         return tuple(c for c in children if not isinstance(c, Token))

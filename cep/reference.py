@@ -53,6 +53,20 @@ and the bindings of the enclosing SEQ's right side (the substitution μ2(E1) of 
 * consumption (§4.4, chronological and recent): the stream triples an answer used are removed
   from the query's input for the later evaluations (``evaluate_sequence``).
 
+C-SPARQL (§3 of ../shared/papers/003_...; ``A.Snapshot``, ``A.Aggregate``): WHERE is matched as
+SPARQL against ONE graph, the background merged with every window's triples at the evaluation
+instant c (``A.Snapshot.instant``), each mapping with [c, c]:
+
+* ``csparql_window``: a logical window ω_l(R, c' − ρ, c') = {τ | c' − ρ < τ ≤ c'}, c' its last close
+  ≤ c (§3.2; τ = an item's start time); ``TRIPLES n`` the last n triples with τ ≤ c (``w_triples``);
+* a triple's timestamp is the greatest τ of its occurrences in the windows (per stream too); a
+  background triple that no window holds has none;
+* ``timestamp(?v [, s])`` (§3.3): ts(v, P) = max τ of the triples matched by the FILTER's BGP's
+  patterns that mention v (from stream s); ``timestamp(s p o)``: max τ of the window triples
+  matching the pattern under the solution;
+* ``aggregate`` (§3.1): each mapping extended with f(p) over the mappings that agree with it on
+  the group variables (``aggregate_value``: the functions, their result types and lexical forms).
+
 ``evaluate`` walks the cep algebra (``cep.algebra``) with these operators: equations (1)-(17).
 """
 from __future__ import annotations
@@ -65,8 +79,9 @@ from typing import Any
 
 from cep import algebra as A
 from cep.errors import MissingInputError
-from cep.literals import (LITERAL_RE, NUMERIC_DATATYPES, XSD_BOOLEAN, XSD_STRING, numeric_value,
-                          parse_literal, temporal_value)
+from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, LITERAL_RE, NUMBER_LEXICAL, NUMERIC_DATATYPES,
+                          XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, canonical_decimal,
+                          canonical_double, number_kind, numeric_value, parse_literal, temporal_value)
 from cep.windows import TIME_UNITS
 from cep.timeline import MIN_TIME, close_instant
 from reasoner.hashing import term_id
@@ -76,6 +91,7 @@ __all__ = [
     "mapping", "compatible", "merge",
     "join", "union", "seq", "seq_wo", "no_head", "no_tail",
     "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence",
+    "csparql_window", "aggregate", "aggregate_value",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
     "match_bgp_in_items", "evaluate",
 ]
@@ -344,6 +360,115 @@ def rsep_window(stream: Iterable[Item], spec, t: int, time_unit: str = "ms") -> 
     raise ValueError(f"RSEP-QL has no {spec} window")
 
 
+def csparql_window(stream: Iterable[Item], spec, c: int, time_unit: str = "ms") -> list[Item]:
+    """C-SPARQL's windows at evaluation instant c (§3.2): logical ones as ``rsep_window`` (the
+    same (c' − ρ, c'] with c' = ⌊c/σ⌋σ), ``TRIPLES n`` the last n triples started by c."""
+    if isinstance(spec, A.Triples):
+        return w_triples(stream, c, spec.n)
+    return rsep_window(stream, spec, c, time_unit)
+
+
+# ---------------------------------------------------------------------------------------------
+# C-SPARQL's aggregates (§3.1)
+
+def _number(term):
+    """(kind, value) of a numeric literal an aggregate can read, else None: "integer" / "decimal"
+    values are exact decimal(38, 18) (None beyond 10^20), "double" values floats."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    lit = parse_literal(term)
+    kind = number_kind(lit[2]) if lit is not None else None
+    if kind is None or not re.match(NUMBER_LEXICAL[kind], lit[0]):
+        return None
+    if kind == "double":
+        return kind, float(lit[0])
+    value = Decimal(lit[0]).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE), rounding=ROUND_HALF_UP)
+    if value == 0:
+        value = abs(value)   # "-0.0" is 0
+    return (kind, value) if abs(value) < AGGREGATE_LIMIT else None
+
+
+def _order_key(term):
+    """MIN / MAX order of non-numeric values: blank nodes, then IRIs, then literals, each by the
+    term's N-Triples text (code points)."""
+    rank = 0 if term.startswith("_:") else 1 if term.startswith("<") else 2
+    return (rank, term)
+
+
+def aggregate_value(function: str, distinct: bool, values: list, rows: int):
+    """The term f(values) (None: an error, the variable stays unbound). ``values``: the bound
+    argument terms of the group's mappings (one per mapping); ``rows``: the group's size.
+
+    COUNT → xsd:integer (the mappings, or the bound values); SUM, AVG of numbers: exact decimals
+    for integer and decimal values (SUM of integers an xsd:integer, else an xsd:decimal; AVG an
+    xsd:decimal, 18 fraction digits, rounded half up), doubles when one value is a double or
+    float; none → "0"^^xsd:integer; a value that is not a number → error. MIN, MAX: the least /
+    greatest value — by number (ties by term text) when all are numbers, else by
+    ``_order_key`` — the term itself."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    if distinct:
+        values = list(dict.fromkeys(values))
+    if function == "COUNT":
+        return f'"{rows if values is None else len(values)}"^^<{XSD_INTEGER}>'
+    if function in ("MIN", "MAX"):
+        if not values:
+            return None
+        numbers = [_number(v) for v in values]
+        if all(n is not None for n in numbers):
+            keyed = [(float(n[1]), v) for n, v in zip(numbers, values)]
+        else:
+            keyed = [(_order_key(v), v) for v in values]
+        return (min if function == "MIN" else max)(keyed)[1]
+    if not values:
+        return f'"0"^^<{XSD_INTEGER}>'
+    numbers = [_number(v) for v in values]
+    if any(n is None for n in numbers):
+        return None
+    kinds = {k for k, _ in numbers}
+    if "double" in kinds:
+        total = sum(float(v) for _, v in numbers)
+        result = total if function == "SUM" else total / len(numbers)
+        text = canonical_double(result)
+        return None if text is None else f'"{text}"^^<{XSD_DOUBLE}>'
+    total = sum((v for _, v in numbers), Decimal(0))
+    if abs(total) >= AGGREGATE_LIMIT:
+        return None
+    if function == "SUM":
+        if kinds == {"integer"}:
+            return f'"{int(total)}"^^<{XSD_INTEGER}>'
+        return f'"{canonical_decimal(total)}"^^<{XSD_DECIMAL}>'
+    from decimal import localcontext
+    with localcontext() as ctx:
+        ctx.prec = 80
+        mean = (total / len(numbers)).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE), rounding=ROUND_HALF_UP)
+    return f'"{canonical_decimal(mean)}"^^<{XSD_DECIMAL}>'
+
+
+def aggregate(omega: Iterable[Element], specs) -> set[Element]:
+    """[[P AGG A_1..A_n]] (§3.1): each (μ, t1, t2) of ``omega`` with v_i = f_i over the elements
+    whose mappings agree with μ on G_i (an unbound group variable is a value of its own)."""
+    rows = list(omega)
+    extended = [dict(mu) for (mu, _t1, _t2) in rows]
+    for spec in specs:
+        names = [v.name for v in spec.group]
+        groups: dict = {}
+        for d in extended:
+            groups.setdefault(tuple(d.get(n) for n in names), []).append(d)
+        results = {}
+        for key, members in groups.items():
+            if spec.argument is None:
+                results[key] = aggregate_value(spec.function, False, None, len(members))
+            else:
+                values = [d[spec.argument.name] for d in members if spec.argument.name in d]
+                results[key] = aggregate_value(spec.function, spec.distinct, values, len(members))
+        for d, (mu, _t1, _t2) in zip(extended, rows):
+            value = results[tuple(dict(mu).get(n) for n in names)]
+            if value is not None:
+                d[spec.var.name] = value
+    return {(frozenset(d.items()), t1, t2) for d, (_mu, t1, t2) in zip(extended, rows)}
+
+
 def _is_var(x) -> bool:
     return isinstance(x, A.Var)
 
@@ -362,6 +487,8 @@ class _Graph:
 
     triples: frozenset | set
     interval: tuple[int, int]
+    #: C-SPARQL's snapshot: triple → {None: latest τ in any window, stream: latest τ in its window}
+    times: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -426,6 +553,9 @@ class _Evaluator:
                 return union(self.eval(left, scope), self.eval(right, scope))
             case A.LeftJoin(left=left, right=right, condition=condition):
                 return self.left_join(self.eval(left, scope), self.eval(right, scope), condition)
+            case A.Filter(condition=condition, inner=inner) if (isinstance(scope, _Graph) and scope.times is not None
+                                                                and A.uses_timestamp(condition)):
+                return self.timed_filter(condition, inner, scope)
             case A.Filter(condition=condition, inner=inner):
                 return {e for e in self.eval(inner, scope) if self.holds(condition, e)}
             case _ if isinstance(scope, _Graph):
@@ -454,6 +584,10 @@ class _Evaluator:
                 return self.optional(left, optional, "equal", condition, scope)
             case A.SeqRightJoin(optional=optional, right=right, condition=condition):
                 return self.optional(right, optional, "seq", condition, scope)
+            case A.Snapshot():
+                return self.eval(node.pattern, self.snapshot(node))
+            case A.Aggregate(inner=inner, specs=specs):
+                return aggregate(self.eval(inner, scope), specs)
             case A.Match(inner=inner, policy=policy):
                 events = self.events(inner, _UNBOUNDED, frozenset())
                 if policy in A.CONSUMING_POLICIES:
@@ -517,9 +651,71 @@ class _Evaluator:
                 out.add((merge(m1, m2), t1, t4, u1 | u2))
         return out
 
-    def holds(self, condition, element) -> bool:
+    def holds(self, condition, element, stamp=None) -> bool:
         mu, t1, t2 = element
-        return ebv(eval_expr(condition, dict(mu), (t1, t2), self.unit)) is True
+        return ebv(eval_expr(condition, dict(mu), (t1, t2), self.unit, stamp)) is True
+
+    # -- C-SPARQL
+    def snapshot(self, node: A.Snapshot) -> _Graph:
+        """The merged graph of ``node`` at this evaluation (module docstring)."""
+        c = node.instant(self.at, self.unit)
+        static = self.graph(node.graph) if (node.graph is not None or None in self.background) else set()
+        times: dict = {}
+        for stream, spec in node.windows:
+            if stream not in self.streams:
+                raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
+            for (_item, g, t1, _t2) in csparql_window(self.streams[stream], spec, c, self.unit):
+                for tr in g:
+                    slot = times.setdefault(tr, {})
+                    for key in (None, stream):
+                        slot[key] = max(slot.get(key, t1), t1)
+        return _Graph(set(static) | set(times), (c, c), times)
+
+    def timed_filter(self, condition, inner, scope: _Graph) -> set:
+        """A FILTER calling timestamp() (§3.3): per solution of its BGP, the timestamps of the
+        triples each pattern matched."""
+        times = scope.times
+        if isinstance(inner, A.BGP):
+            solutions = self.bgp_matches(inner.patterns, scope.triples)
+        else:
+            solutions = [(mu, None) for (mu, _t1, _t2) in self.eval(inner, scope)]
+        patterns = inner.patterns if isinstance(inner, A.BGP) else ()
+
+        def stamp(e, mu: dict):
+            if isinstance(e, A.Timestamp):
+                found = [times.get(tr, {}).get(e.stream) for tp, tr in zip(patterns, matched)
+                         if tr is not None and e.var in tp.variables()]
+            else:
+                want = [mu.get(x.name) if _is_var(x) else x for x in (e.s, e.p, e.o)]
+                found = [slot.get(None) for tr, slot in times.items()
+                         if all(w is None or w == v for w, v in zip(want, tr))]
+            found = [t for t in found if t is not None]
+            return max(found) if found else None
+
+        out = set()
+        lo, hi = scope.interval
+        for mu, matched in solutions:
+            if self.holds(condition, (mu, lo, hi), stamp):
+                out.add((mu, lo, hi))
+        return out
+
+    def bgp_matches(self, patterns, graph) -> list[tuple[frozenset, list]]:
+        """The BGP's solutions, each with the triple each pattern matched (None for a path)."""
+        sols: list[tuple[dict, list]] = [({}, [])]
+        for tp in patterns:
+            nxt = []
+            for d, matched in sols:
+                if isinstance(tp, A.PathPattern):
+                    for mu in self.path_solutions(tp, graph):
+                        if compatible(frozenset(d.items()), mu):
+                            nxt.append(({**d, **dict(mu)}, matched + [None]))
+                    continue
+                for mu in _match_triples([(tp.s, tp.p, tp.o)], graph, _is_var):
+                    if compatible(frozenset(d.items()), mu):
+                        triple = tuple(dict(mu).get(x.name) if _is_var(x) else x for x in (tp.s, tp.p, tp.o))
+                        nxt.append(({**d, **dict(mu)}, matched + [triple]))
+            sols = nxt
+        return [(frozenset(d.items()), matched) for d, matched in sols]
 
     def optional(self, mandatory, optional, order, condition, scope):
         keep = None if condition is None else (lambda e: self.holds(condition, e))
@@ -671,13 +867,14 @@ def _term_of(value):
     return value
 
 
-def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms"):
+def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stamp=None):
     """Value of expression ``e`` (a ``cep.algebra`` expression) under mapping ``mu``: a term
     string, a bool, a float, a duration/dateTime, or _ERROR (SPARQL 1.1 §17). ``interval``: the
     solution's (t1, t2) in ``unit`` ticks, which getDURATION() / getSTARTTIME() / getENDTIME() read
-    (EP-SPARQL §4.2, σ_{tα tω})."""
+    (EP-SPARQL §4.2, σ_{tα tω}). ``stamp(e, mu)``: the time (ticks) a timestamp() call ``e``
+    yields for ``mu``, or None (C-SPARQL §3.3; no ``stamp``: an error)."""
     def sub(x):
-        return eval_expr(x, mu, interval, unit)
+        return eval_expr(x, mu, interval, unit, stamp)
 
     match e:
         case A.Builtin(name=name, args=args):
@@ -691,6 +888,12 @@ def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms"):
             if kind == "DURATION":
                 return _Temporal("duration", (Decimal(t2) - Decimal(t1)) * per_tick)
             return _Temporal("dateTime", Decimal(t1 if kind == "STARTTIME" else t2) * per_tick)
+        case A.Timestamp() | A.PatternTimestamp():
+            t = None if stamp is None else stamp(e, mu)
+            if t is None:
+                return _ERROR
+            from decimal import Decimal
+            return _Temporal("dateTime", Decimal(t) * Decimal(TIME_UNITS[unit]) / 1000)
         case A.Var(name=name):
             return mu.get(name, _ERROR)
         case A.Const(term=term):

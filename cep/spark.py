@@ -61,7 +61,8 @@ __all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "w
 
 
 def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms", *,
-             dictionary: DataFrame | None = None, since=None, prefixes=None) -> DataFrame:
+             dictionary: DataFrame | None = None, since=None, prefixes=None,
+             terms: list | None = None) -> DataFrame:
     """⟦Q, t⟧ (eq. 1) as a DataFrame.
 
     ``query``: query text (compiled with ``cep.compile_query``) or a ``cep.algebra.Query``.
@@ -73,6 +74,8 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     only by filters that inspect values; unioned with a store's dictionary).
     ``since``: the time since which the background is unchanged (int, or {graph: int});
     default ``MIN_TIME``.
+    ``terms``: a list the (id, term) DataFrames of the terms the query computes are appended to
+    (C-SPARQL's aggregates: counts, sums, ...); decode the result with them too.
 
     Returns one long column per projected variable (``cep.columns.var_column(name)``) plus
     ``T_START``, ``T_END``; a CONSTRUCT returns (s, p, o, t_start, t_end).
@@ -88,11 +91,16 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
         query = compile_query(query, prefixes)
     if not isinstance(query, A.Query):
         raise TypeError(f"evaluate() needs query text or a cep.algebra.Query, got {type(query).__name__}")
-    return _Runtime(background, streams, int(at), time_unit, dictionary, since).query(query)
+    runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+    result = runtime.query(query)
+    if terms is not None:
+        terms.extend(runtime.terms)
+    return result
 
 
 def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str = "ms", *,
-                      dictionary: DataFrame | None = None, since=None, prefixes=None) -> list[DataFrame]:
+                      dictionary: DataFrame | None = None, since=None, prefixes=None,
+                      terms: list | None = None) -> list[DataFrame]:
     """:func:`evaluate` at each of the instants ``times`` (increasing), in order; the answers are
     collected at each instant (one Spark job) so that an RSEP-QL MATCH with a consuming policy
     (chronological, recent; RSEP-QL §4.4) no longer sees, at later instants, the stream triples
@@ -113,6 +121,8 @@ def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str
         result = runtime.query(query).cache()
         result.count()
         out.append(result)
+        if terms is not None:
+            terms.extend(runtime.terms)
         if runtime.used:
             used = runtime.used[0]
             for more in runtime.used[1:]:
@@ -195,6 +205,8 @@ class _Graph:
     name: object
     triples: DataFrame
     interval: tuple[int, int]
+    #: C-SPARQL's snapshot: the triples with their latest window times (``cep.csparql.TAU`` ...)
+    times: DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +243,7 @@ class _Runtime:
         self.dictionaries = dictionaries
         self.consumed: DataFrame | None = None   # RSEP-QL: stream triples earlier answers used
         self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
+        self.terms: list[DataFrame] = []         # (id, term) of the terms C-SPARQL's aggregates computed
         frames = list(self.background.values()) + list(self.streams.values()) + dictionaries
         if not frames:
             raise CepInputError("evaluate() needs at least one background graph or stream (a DataFrame)")
@@ -271,6 +284,10 @@ class _Runtime:
             case A.LeftJoin(left=left, right=right, condition=condition):
                 keep = None if condition is None else (lambda df: self.filter(condition, df))
                 return self.ops.left_join(self.eval(left, scope), self.eval(right, scope), keep)
+            case A.Filter(condition=condition, inner=inner) if (isinstance(scope, _Graph) and scope.times is not None
+                                                                and A.uses_timestamp(condition)):
+                from cep.csparql import timed_filter
+                return timed_filter(self, condition, inner, scope)                 # C-SPARQL §3.3
             case A.Filter(condition=condition, inner=inner):
                 return self.filter(condition, self.eval(inner, scope))
             case _ if isinstance(scope, _Graph):
@@ -289,6 +306,16 @@ class _Runtime:
                 return self.ops.no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
             case A.Match():                                                        # RSEP-QL §4.2
                 return self.match(node)
+            case A.Snapshot():                                                     # C-SPARQL §3.2
+                return self.eval(node.pattern, self.snapshot(node))
+            case A.Aggregate(inner=inner, specs=specs):                            # C-SPARQL §3.1
+                from cep.csparql import aggregate
+                omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries)
+                if terms is not None:
+                    terms = terms.cache()
+                    self.dictionaries.append(terms)
+                    self.terms.append(terms)
+                return omega
             case A.Occurrences(pattern=pattern):                                   # EP-SPARQL §4.2
                 return self.eval(pattern, _Occurrences(self.occurrences()))
             case A.CoverJoin(left=left, right=right):
@@ -348,8 +375,20 @@ class _Runtime:
                 return _bgp_over_occurrences(node, items)
         raise ValueError(f"basic graph pattern {node} is neither in a WINDOW nor in the background")
 
-    def filter(self, condition, omega: DataFrame) -> DataFrame:
-        return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit)
+    def filter(self, condition, omega: DataFrame, stamps: dict | None = None) -> DataFrame:
+        return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps)
+
+    def snapshot(self, node: A.Snapshot) -> _Graph:
+        """C-SPARQL's merged graph at this evaluation's instant (``cep.csparql``)."""
+        from cep.csparql import snapshot_graph
+
+        if self.ops is not I:
+            raise UnsupportedQueryError("C-SPARQL queries are evaluated at given instants only (query --at T); "
+                                        "continuous C-SPARQL is not built yet")
+        c = node.instant(self.at, self.unit)
+        static = self.graph(node.graph) if (node.graph is not None or None in self.background) else None
+        times = snapshot_graph(node, static, self.streams, c, self.unit, self.spark)
+        return _Graph(node.graph, times.select(S, P, O), (c, c), times)
 
     def window_content(self, node: A.StreamPattern) -> DataFrame:
         if node.stream not in self.streams:

@@ -19,6 +19,9 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``ConstructTemplate(triples)``      ``CONSTRUCT { ... }``                             [10], [73]
 ``FromGraph(iri)``                  ``FROM <g>``: the static background D             [13], [14]
 ``FromWindow(name, stream, win)``   ``FROM NAMED WINDOW :W ON <s> [window]``          CQELS Ex. 6
+``FromStream(stream, win, named)``  ``FROM [NAMED] STREAM <s> [window]``              CSPARQL §2.3
+``Registration(kind, name, every)`` ``REGISTER QUERY|STREAM q [COMPUTED EVERY d] AS`` CSPARQL §2.4
+``AggregateClause(var, fn, ...)``   ``AGGREGATE { (?v, COUNT, {?g}) [FILTER] }``      CSPARQL §2.2
 ``RangeWindow``, ``TriplesWindow``, ``[RANGE d]``, ``[RANGE d STEP d]``, ``[RANGE d TUMBLING]``,
 ``NowWindow``, ``AllWindow``        ``[TRIPLES n]``, ``[NOW]``, ``[ALL]``             CSPARQL, CQL
 ``DurationLiteral(amount, unit)``   ``10m``, ``500ms``, ``3`` (stream time units)     CSPARQL
@@ -43,6 +46,7 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``Unary(op, operand)``              ``! -`` (a unary ``+`` is dropped)                [118]
 ``Call(name, args)``                ``STR LANG DATATYPE BOUND REGEX``                 [121], [122]
                                     ``getDURATION() getSTARTTIME() getENDTIME()``     EP-SPARQL §4.1
+                                    ``timestamp(?v [, <s>])``, ``timestamp(s p o)``   CSPARQL §2.7
 ==================================  ==========================================================
 """
 from __future__ import annotations
@@ -62,7 +66,8 @@ __all__ = [
     "EventSeqExpr", "EventExpr",
     "FilterPattern", "WindowBlock", "TspSequence", "TspElement", "EventSequence", "EventElement",
     "DurationLiteral", "RangeWindow", "TriplesWindow", "NowWindow", "AllWindow", "WindowSyntax",
-    "FromGraph", "FromWindow", "PrefixDecl", "BaseDecl", "Select", "ConstructTemplate", "Query",
+    "FromGraph", "FromWindow", "FromStream", "Registration", "AggregateClause", "AGGREGATE_FUNCTIONS",
+    "PrefixDecl", "BaseDecl", "Select", "ConstructTemplate", "Query",
     "Binary", "Unary", "Call", "InList", "ExprNode", "GroupElement", "CALLS",
 ]
 
@@ -110,7 +115,7 @@ class Unary(Node):
 
 CALLS = ("STR", "LANG", "DATATYPE", "BOUND", "REGEX", "GETDURATION", "GETSTARTTIME", "GETENDTIME",
          "STRSTARTS", "STRENDS", "CONTAINS", "STRLEN", "UCASE", "LCASE", "ISIRI", "ISURI", "ISLITERAL",
-         "ISBLANK", "ISNUMERIC", "ABS", "CEIL", "FLOOR", "ROUND", "SAMETERM", "IF", "COALESCE")
+         "ISBLANK", "ISNUMERIC", "ABS", "CEIL", "FLOOR", "ROUND", "SAMETERM", "IF", "COALESCE", "TIMESTAMP")
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,9 @@ class Call(Node):
 
     def __str__(self) -> str:
         name = "get" + self.name[3:] if self.name.startswith("GET") else self.name
+        if self.name == "TIMESTAMP":   # timestamp(?v [, <s>]) or the pattern timestamp(s p o)
+            sep = " " if len(self.args) == 3 else ", "
+            return "timestamp(" + sep.join(str(arg) for arg in self.args) + ")"
         return f"{name}(" + ", ".join(str(arg) for arg in self.args) + ")"
 
 
@@ -482,19 +490,76 @@ class ConstructTemplate(Node):
 
 
 @dataclass(frozen=True)
+class FromStream(Node):
+    """``FROM [NAMED] STREAM <s> [window]`` (C-SPARQL §2.3): the window's content joins the graph
+    the WHERE clause is matched against."""
+
+    stream: "IriRef | PrefixedName"
+    window: WindowSyntax
+    named: bool = False
+
+    def __str__(self) -> str:
+        return f"FROM {'NAMED ' if self.named else ''}STREAM {self.stream} {self.window}"
+
+
+@dataclass(frozen=True)
+class Registration(Node):
+    """``REGISTER QUERY|STREAM name [COMPUTED EVERY d] AS`` (C-SPARQL §2.4-2.5); ``kind`` is
+    "QUERY" or "STREAM"."""
+
+    kind: str
+    name: str
+    every: DurationLiteral | None = None
+
+    def __str__(self) -> str:
+        every = f" COMPUTED EVERY {self.every}" if self.every is not None else ""
+        return f"REGISTER {self.kind} {self.name}{every} AS"
+
+
+AGGREGATE_FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX")
+
+
+@dataclass(frozen=True)
+class AggregateClause(Node):
+    """``AGGREGATE { (?v, F[( [DISTINCT] ?p | * )], group) [FILTER (...)] }`` (C-SPARQL §2.2):
+    ``function`` one of ``AGGREGATE_FUNCTIONS``; ``argument`` None for a bare ``COUNT`` or
+    ``COUNT(*)``."""
+
+    variable: Variable
+    function: str
+    distinct: bool
+    argument: Variable | None
+    group: tuple[Variable, ...]
+    filter: "FilterPattern | None" = None
+
+    def __str__(self) -> str:
+        if self.argument is None and not self.distinct:
+            fn = self.function
+        else:
+            fn = f"{self.function}({'DISTINCT ' if self.distinct else ''}{self.argument or '*'})"
+        group = "{" + ", ".join(str(v) for v in self.group) + "}"
+        tail = f" {self.filter}" if self.filter is not None else ""
+        return f"AGGREGATE {{ ({self.variable}, {fn}, {group}){tail} }}"
+
+
+@dataclass(frozen=True)
 class Query(Node):
     """A whole query [2]. ``text`` is the source it was parsed from (for error messages; not
-    compared)."""
+    compared). C-SPARQL's ``registration`` and ``aggregates`` are empty in the other languages."""
 
     prologue: tuple["PrefixDecl | BaseDecl", ...]
     form: "Select | ConstructTemplate"
-    datasets: tuple["FromGraph | FromWindow", ...]
+    datasets: tuple["FromGraph | FromWindow | FromStream", ...]
     where: Group
     text: str = field(default="", compare=False, repr=False)
+    registration: Registration | None = None
+    aggregates: tuple[AggregateClause, ...] = ()
 
     def __str__(self) -> str:
-        lines = [str(decl) for decl in self.prologue]
+        lines = [str(self.registration)] if self.registration is not None else []
+        lines.extend(str(decl) for decl in self.prologue)
         lines.append(str(self.form))
         lines.extend(str(dataset) for dataset in self.datasets)
         lines.append(f"WHERE {self.where}")
+        lines.extend(str(clause) for clause in self.aggregates)
         return "\n".join(lines)

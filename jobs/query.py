@@ -1,7 +1,7 @@
-"""Evaluate a CQELS-CEP or EP-SPARQL query once, at a time T, over static graphs and stream files.
+"""Evaluate a CQELS-CEP, C-SPARQL, EP-SPARQL or RSEP-QL query once, at a time T, over static graphs and stream files.
 
     python -m jobs.query QUERY_FILE [--static FILE ...] [--static IRI=FILE ...] [--stream IRI=FILE ...]
-                         --at T[,T...] [--lang auto|cqels|epsparql|rsepql] [--policy P] [--time-unit ms|s|m|h|d]
+                         --at T[,T...] [--lang auto|cqels|csparql|epsparql|rsepql] [--policy P] [--time-unit ms|s|m|h|d]
                          [--format tsv|csv|json] [--rejects FILE] [--out FILE]
     spark-submit jobs/query.py ...            (same arguments)
     rsp-sidecar query ...                     (same arguments)
@@ -29,8 +29,14 @@ intervals are not printed; ``--format`` does not apply).
   names no stream and reads every ``--stream`` given, merged, as one stream of triple
   occurrences; ``--stream FILE`` needs no IRI), or ``auto`` (default: EP-SPARQL when the query
   combines groups with those operators and has no window), ``rsepql`` (RSEP-QL: ``MATCH [policy]
-  ( E )`` event patterns over the declared windows; auto when the query has a MATCH). EP-SPARQL
-  and RSEP-QL run with ``--at`` only.
+  ( E )`` event patterns over the declared windows; auto when the query has a MATCH), ``csparql``
+  (C-SPARQL: ``REGISTER QUERY|STREAM name [COMPUTED EVERY d] AS``, ``FROM STREAM <s> [RANGE d
+  STEP d]``, ``AGGREGATE`` clauses, ``timestamp()``; auto when the query has one of those). C-SPARQL
+  answers at ``--at T`` are those of its evaluation at the window close c ≤ T (COMPUTED EVERY's
+  last multiple, else the windows' last close), with ``_start`` = ``_end`` = c; a ``REGISTER
+  STREAM`` query prints its triples as timestamped N-Triples (``s p o "c" .``), the format
+  ``--stream`` reads, so another query can read them. EP-SPARQL, RSEP-QL and C-SPARQL run with
+  ``--at`` only.
 * ``--policy unrestricted|naive|chronological|recent``: the selection policy of an RSEP-QL MATCH
   that names none (default unrestricted); chronological and recent consume the stream triples an
   answer used, so later instants of ``--at T1,T2,...`` do not use them again.
@@ -97,10 +103,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the file of stream IRI (.jsonl JSON Lines, .nt timestamped N-Triples); with "
                              "--continuous a directory, or IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]")
     when = parser.add_mutually_exclusive_group(required=True)
-    parser.add_argument("--lang", choices=("auto", "cqels", "epsparql", "rsepql"), default="auto",
-                        help="the query language (default auto: RSEP-QL when the query has a MATCH, EP-SPARQL when "
-                             "it combines groups with SEQ/EQUALS/OPTIONALSEQ/EQUALSOPTIONAL and has no window, "
-                             "else CQELS-CEP)")
+    parser.add_argument("--lang", choices=("auto", "cqels", "csparql", "epsparql", "rsepql"), default="auto",
+                        help="the query language (default auto: C-SPARQL when the query has REGISTER, FROM STREAM or "
+                             "AGGREGATE, RSEP-QL when it has a MATCH, EP-SPARQL when it combines groups with "
+                             "SEQ/EQUALS/OPTIONALSEQ/EQUALSOPTIONAL and has no window, else CQELS-CEP)")
     parser.add_argument("--policy", choices=("unrestricted", "naive", "chronological", "recent"), default=None,
                         help="RSEP-QL: the selection policy of a MATCH that names none (default unrestricted)")
     when.add_argument("--at", metavar="T[,T...]",
@@ -225,8 +231,8 @@ class Plan:
 def plan(args: argparse.Namespace) -> Plan:
     """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
     from cep import CepSyntaxError, compile_query
-    from cep.algebra import (BGP, Project, background_patterns, event_patterns, is_epsparql, is_rsepql,
-                             stream_patterns)
+    from cep.algebra import (BGP, Project, background_patterns, event_patterns, is_csparql, is_epsparql,
+                             is_rsepql, snapshots, stream_patterns)
 
     _local_arguments(args)
     continuous = bool(getattr(args, "continuous", False))
@@ -246,6 +252,8 @@ def plan(args: argparse.Namespace) -> Plan:
     result = Plan(query, at, args.time_unit, instants=instants if len(instants) > 1 else [])
     if is_rsepql(query) and continuous:
         raise QueryError(f"{query_path}: an RSEP-QL query runs with --at T1,T2,...; continuous RSEP-QL is not built yet")
+    if is_csparql(query) and continuous:
+        raise QueryError(f"{query_path}: a C-SPARQL query runs with --at T1,T2,...; continuous C-SPARQL is not built yet")
     ep = is_epsparql(query)
     if ep and continuous:
         raise QueryError(f"{query_path}: an EP-SPARQL query runs with --at T; continuous EP-SPARQL is not built yet")
@@ -274,7 +282,8 @@ def plan(args: argparse.Namespace) -> Plan:
                              f"the directory its files arrive in, or IRI=kafka://HOST:PORT/TOPIC a topic)")
         result.streams[iri] = path if continuous else _existing(path, f"stream {iri}")
     read = list(result.streams) if ep else list(dict.fromkeys(
-        [sp.stream for sp in stream_patterns(query.pattern)] + [e.stream for e in event_patterns(query)]))
+        [sp.stream for sp in stream_patterns(query.pattern)] + [e.stream for e in event_patterns(query)]
+        + [s for snap in snapshots(query) for s, _w in snap.windows]))
     for iri in read:
         if iri not in result.streams:
             bound = ", ".join(result.streams) or "none"
@@ -290,12 +299,18 @@ def plan(args: argparse.Namespace) -> Plan:
         if b.graph is None and None not in result.graphs and b.pattern != BGP(()):
             print("warning: the query has background patterns but no --static FILE gives a default graph; "
                   "it is empty", file=sys.stderr)
-    used = {b.graph if b.graph in result.graphs else None for b in background_patterns(query.pattern)}
+    for snap in snapshots(query):
+        if snap.graph is not None and snap.graph not in result.graphs and None not in result.graphs:
+            raise QueryError(f"the query's background graph FROM {snap.graph} has no file: pass --static "
+                             f"{snap.graph}=FILE (or --static FILE for the default graph)")
+    graphs_read = [b.graph for b in background_patterns(query.pattern)] + [s.graph for s in snapshots(query)]
+    used = {g if g in result.graphs else None for g in graphs_read}
     for graph in [g for g in result.graphs if g not in used]:
         print(f"warning: --static {'default graph files' if graph is None else graph} not read by the query; "
               f"not loaded", file=sys.stderr)
         del result.graphs[graph]
-    if isinstance(query.form, Project) and (ep or stream_patterns(query.pattern) or is_rsepql(query)):
+    if isinstance(query.form, Project) and (ep or stream_patterns(query.pattern) or is_rsepql(query)
+                                            or is_csparql(query)):
         clash = [f"?{v.name}" for v in query.form.variables if v.name in (START_VAR, END_VAR, AT_VAR)]
         if clash:
             raise QueryError(f"the query projects {', '.join(clash)}: with event clauses the answers carry "
@@ -375,7 +390,8 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     streams = {}
     ep = A.is_epsparql(query)
     read = set(p.streams) if ep else ({sp.stream for sp in A.stream_patterns(query.pattern)}
-                                      | {e.stream for e in A.event_patterns(query)})
+                                      | {e.stream for e in A.event_patterns(query)}
+                                      | {s for snap in A.snapshots(query) for s, _w in snap.windows})
     for iri, path in p.streams.items():
         if iri not in read:
             continue
@@ -387,26 +403,37 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     constants = spark.createDataFrame([(term_id(t), t) for t in sorted(A.constants(query.form))],
                                       f"{ID} long, {TERM} string")
     dictionary, cached = checked_dictionary([constants, *dictionaries])
+    computed: list = []   # (id, term) of the terms the query computes (C-SPARQL's aggregates)
     try:
         if p.instants:
             from cep.spark import evaluate_sequence
             results = evaluate_sequence(query, background, streams, p.instants, time_unit=p.time_unit,
-                                        dictionary=dictionary)
+                                        dictionary=dictionary, terms=computed)
             result = None
             for at, frame in zip(p.instants, results):
                 frame = frame.withColumn(AT_COLUMN, F.lit(at).cast("long"))
                 result = frame if result is None else result.unionByName(frame)
         else:
-            result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary)
+            result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary,
+                              terms=computed)
+        if computed:
+            for terms in computed:
+                dictionary = dictionary.unionByName(terms.select(ID, TERM))
+            dictionary = dictionary.distinct()
         if isinstance(query.form, A.Construct):
-            decoded = decode(result.select(S, P, O).distinct(), dictionary, (S, P, O)).orderBy(S, P, O)
+            stream_out = query.registration is not None and query.registration[0] == "STREAM"
+            keep = (S, P, O, T_START) if stream_out else (S, P, O)
+            decoded = decode(result.select(*keep).distinct(), dictionary, (S, P, O))
+            decoded = decoded.orderBy(T_START, S, P, O) if stream_out else decoded.orderBy(S, P, O)
             count = 0
             for row in decoded.toLocalIterator():
-                out.write(f"{row[S]} {row[P]} {row[O]} .\n")
+                # REGISTER STREAM (C-SPARQL §2.5): a stream timestamped at the evaluation instant
+                stamp = f' "{row[T_START]}"' if stream_out else ""
+                out.write(f"{row[S]} {row[P]} {row[O]}{stamp} .\n")
                 count += 1
             return count
         names = [v.name for v in query.form.variables]
-        events = ep or bool(A.stream_patterns(query.pattern)) or A.is_rsepql(query)
+        events = ep or bool(A.stream_patterns(query.pattern)) or A.is_rsepql(query) or A.is_csparql(query)
         columns = [var_column(n) for n in names]
         kept = ([AT_COLUMN] if p.instants else []) + columns + ([T_START, T_END] if events else [])
         decoded = decode(result.select(*kept), dictionary, tuple(columns))
