@@ -125,6 +125,8 @@ def _either(cond: Column, a: "_Val", b: "_Val") -> "_Val":
 def _seconds_of(v: "_Val") -> tuple[Column, Column]:
     """(duration seconds, dateTime seconds) of a value, each null when it is not one."""
     none = F.lit(None).cast(_SECONDS)
+    if v.seconds is not None:
+        return v.seconds
     if v.kind == _DUR:
         return v.col, none
     if v.kind == _DT:
@@ -160,6 +162,8 @@ class _Val:
 
     kind: str
     col: Column
+    #: a term's (duration, dateTime) seconds when computed already (a decoded variable's columns)
+    seconds: tuple | None = None
 
 
 def _lexical_raw(term: Column) -> Column:
@@ -175,19 +179,35 @@ def _unescape(raw: Column) -> Column:
     return F.regexp_replace(out, "\u0000", r"\\")
 
 
+#: the parts of a decoded variable's term, computed once per row in columns of their own (set on
+#: the variable's term Column by ``_Filter.compile``): "literal", "lexical", "lang", "datatype"
+_PARTS = "_rsp_parts"
+
+
+def _part(term: Column, name: str) -> Column | None:
+    parts = vars(term).get(_PARTS)   # not getattr: a Column reads an unknown attribute as a field
+    return None if parts is None else parts[name]
+
+
 def _is_literal(term: Column) -> Column:
-    return term.rlike(LITERAL_JAVA_RE)
+    known = _part(term, "literal")
+    return known if known is not None else term.rlike(LITERAL_JAVA_RE)
 
 
 def _lexical(term: Column) -> Column:
-    return F.when(_is_literal(term), _unescape(_lexical_raw(term)))
+    known = _part(term, "lexical")
+    return known if known is not None else F.when(_is_literal(term), _unescape(_lexical_raw(term)))
 
 
 def _lang(term: Column) -> Column:
-    return F.when(_is_literal(term), F.regexp_extract(term, LITERAL_JAVA_RE, 2))
+    known = _part(term, "lang")
+    return known if known is not None else F.when(_is_literal(term), F.regexp_extract(term, LITERAL_JAVA_RE, 2))
 
 
 def _datatype(term: Column) -> Column:
+    known = _part(term, "datatype")
+    if known is not None:
+        return known
     lang = F.regexp_extract(term, LITERAL_JAVA_RE, 2)
     dt = F.regexp_extract(term, LITERAL_JAVA_RE, 3)
     return (F.when(~_is_literal(term), F.lit(None).cast("string"))
@@ -294,8 +314,37 @@ class _Filter:
                     continue
                 lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(term_col))
                 df = df.join(lookup, df[c] == lookup[scratch("id", c)], "left").drop(scratch("id", c))
+        if needed:
+            # each decoded term taken apart (literal?, lexical form, language, datatype) and read as a
+            # duration and a time once, in columns of their own: a condition reads them many times,
+            # and as one expression a var = var comparison outgrew the JVM's 64 KB method limit
+            # (Spark then interprets it, several times slower). A nondeterministic column, which
+            # the filter reads, keeps the optimizer from inlining the parts back into the filter.
+            columns = []
+            for c in needed:
+                term = F.col(_term_column(c))
+                columns += [_is_literal(term).alias(scratch("lit", c)), _lexical(term).alias(scratch("lex", c)),
+                            _lang(term).alias(scratch("lang", c)), _datatype(term).alias(scratch("dtype", c))]
+            df = df.select(*df.columns, *columns, F.monotonically_increasing_id().alias(scratch("parsed")))
+            columns = []
+            for c in needed:
+                duration, time = _seconds_of(_Val(_TERM, self._term(c, df.columns)))
+                columns += [duration.alias(scratch("dur", c)), time.alias(scratch("dt", c))]
+            df = df.select(*df.columns, *columns, F.monotonically_increasing_id().alias(scratch("parsed2")))
         keep = _ebv(self.compile(self.condition, df.columns))
+        for barrier in (scratch("parsed"), scratch("parsed2")):
+            if barrier in df.columns:   # always true; referenced so that the parts stay columns
+                keep = keep & (F.col(barrier) >= 0)
         return df.filter(keep).select(*omega.columns)
+
+    @staticmethod
+    def _term(c: str, columns) -> Column:
+        """Variable column ``c``'s decoded term, with its parts when they are columns (``_PARTS``)."""
+        term = F.col(_term_column(c))
+        if scratch("lex", c) in columns:
+            vars(term)[_PARTS] = ({"literal": F.col(scratch("lit", c)), "lexical": F.col(scratch("lex", c)),
+                                   "lang": F.col(scratch("lang", c)), "datatype": F.col(scratch("dtype", c))})
+        return term
 
     def _dictionary(self) -> DataFrame:
         if not self.dictionaries:
@@ -331,7 +380,9 @@ class _Filter:
                 ticks = F.col(column).cast(_SECONDS) if column in columns else F.lit(None).cast(_SECONDS)
                 return _Val(_DT, (ticks * per_tick).cast(_SECONDS))
             case A.Var(name=name):
-                return _Val(_TERM, F.col(_term_column(var_column(name))))
+                c = var_column(name)
+                seconds = (F.col(scratch("dur", c)), F.col(scratch("dt", c))) if scratch("dur", c) in columns else None
+                return _Val(_TERM, self._term(c, columns), seconds)
             case A.Const(term=term):
                 return _Val(_TERM, F.lit(term))
             case A.Bound(var=var):
