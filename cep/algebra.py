@@ -47,6 +47,7 @@ node                                ⟦node, t⟧
 ``Snapshot(g, windows, p, every)``  C-SPARQL (003_... §3.2): ⟦p⟧ over ONE graph, the background g
                                     merged with every window's triples at the evaluation instant
                                     c (``evaluation_instant``); every mapping has interval [c, c]
+``GraphPattern(s, p)``              C-SPARQL's GRAPH <s> { p }: p over stream s's window alone
 ``Aggregate(p, specs)``             C-SPARQL's AGGREGATE (§3.1): each mapping of ⟦p⟧ extended with
                                     v_i = f_i over the mappings that agree with it on G_i
 ==================================  ==============================================================
@@ -76,7 +77,7 @@ from cep.expressions import (ARITH_OPS, BUILTINS, COMPARE_OPS, EXPR_TYPES, And, 
                              Compare, Const,
                              Datatype, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or,
                              PatternTimestamp, Regex, Str, Timestamp, Var, check_expr, check_term,
-                             expr_variables, uses_interval, uses_timestamp)
+                             expr_variables, subexpressions, uses_interval, uses_timestamp)
 from cep.timeline import close_instant
 from cep.windows import TIME_UNITS, WINDOW_TYPES, All, Duration, Now, Range, Triples, Window
 from paths import algebra as PA
@@ -89,8 +90,8 @@ __all__ = [
     "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
     "CONSUMING_POLICIES", "is_rsepql", "event_patterns",
-    "Snapshot", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
-    "uses_timestamp", "is_csparql", "snapshots", "window_close",
+    "Snapshot", "GraphPattern", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
+    "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
     "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
     "Duration", "Range", "Triples", "Now", "All", "Window",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
@@ -639,6 +640,22 @@ def window_close(window: Window, t: int, time_unit: str = "ms") -> int:
     return int(t)
 
 
+@dataclass(frozen=True)
+class GraphPattern:
+    """``GRAPH <s> { P }`` in a C-SPARQL WHERE (§2.3): ⟦P⟧ over the triples of stream ``graph``'s
+    window alone (their timestamps those in that window)."""
+
+    graph: Term
+    pattern: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_iri(self.graph, "GraphPattern.graph")
+        _check_pattern(self.pattern, "GraphPattern.pattern")
+
+    def __str__(self) -> str:
+        return f"GRAPH {self.graph} {{{self.pattern}}}"
+
+
 #: C-SPARQL's aggregate functions (§2.2)
 AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 
@@ -647,7 +664,8 @@ AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 class AggregateSpec:
     """One aggregation pattern A(v, f, p, G) (§3.1): ``var`` gets ``function`` of ``argument``
     (None: COUNT of the mappings) over the group of mappings agreeing on ``group``; ``distinct``
-    counts / sums each distinct value once."""
+    counts / sums each distinct value once. An empty ``group`` is SPARQL 1.1's implicit group
+    (aggregates without GROUP BY, §18.2.4.1): one group of every mapping."""
 
     var: Var
     function: str
@@ -664,8 +682,8 @@ class AggregateSpec:
             raise ValueError(f"{self.function} needs an argument")
         if self.argument is not None and not isinstance(self.argument, Var):
             raise TypeError(f"AggregateSpec.argument must be a Var or None, got {self.argument!r}")
-        if not (isinstance(self.group, tuple) and self.group and all(isinstance(v, Var) for v in self.group)):
-            raise TypeError(f"AggregateSpec.group must be a non-empty tuple of Var, got {self.group!r}")
+        if not (isinstance(self.group, tuple) and all(isinstance(v, Var) for v in self.group)):
+            raise TypeError(f"AggregateSpec.group must be a tuple of Var, got {self.group!r}")
 
     def __str__(self) -> str:
         arg = "*" if self.argument is None else str(self.argument)
@@ -678,7 +696,10 @@ class Aggregate:
     """[[P AGG A_1 ... A_n]] (§3.1, rule 5): every mapping μ of ⟦inner⟧ (interval kept) extended with
     v_i = f_i(p_i) over {μ' ∈ ⟦inner⟧ | μ'[G_i] = μ[G_i]} (an unbound group variable is a value of
     its own); the clauses are independent of each other. v_i is left unbound where f_i is an error
-    (SUM / AVG of a non-number; MIN / MAX of no value)."""
+    (SUM / AVG of a non-number; MIN / MAX of no value). When every spec's group is empty (SPARQL
+    1.1's implicit group) and ⟦inner⟧ is empty, the result is one mapping of the aggregates of
+    nothing (COUNT 0, ...; §18.5 "Group" of the empty multiset), with the interval an answer of
+    ``inner`` would have at t: [c, c] over a Snapshot, [since, t] over a background."""
 
     inner: "Pattern"
     specs: tuple[AggregateSpec, ...]
@@ -695,7 +716,7 @@ class Aggregate:
 
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                  StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
-                 SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate)
+                 SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate, GraphPattern)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -800,7 +821,7 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.negated, node.right)
         case Filter() | Project() | Construct():
             return (node.inner,)
-        case StreamPattern() | Background() | Occurrences() | Snapshot():
+        case StreamPattern() | Background() | Occurrences() | Snapshot() | GraphPattern():
             return (node.pattern,)
         case Aggregate():
             return (node.inner,)
@@ -843,7 +864,7 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return variables(node.left)
         case Filter() | Construct():
             return variables(node.inner)
-        case StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot():
+        case StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot() | GraphPattern():
             return variables(node.pattern)
         case Aggregate():
             return variables(node.inner) | frozenset(a.var for a in node.specs)

@@ -32,7 +32,7 @@ from cep.literals import (AGGREGATE_SCALE, DOUBLE_CANONICAL_PATTERN, LITERAL_JAV
 from reasoner.hashing import term_id
 from reasoner.schema import ID, O, P, S, TERM, require_columns
 
-__all__ = ["TAU", "csparql_window", "snapshot_graph", "timed_streams", "timed_filter", "aggregate"]
+__all__ = ["TAU", "csparql_window", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate"]
 
 #: the latest time of a snapshot triple in any window (null: background only)
 TAU = scratch("tau")
@@ -55,12 +55,24 @@ def _tau(stream) -> str:
 
 
 def timed_streams(node: A.Snapshot) -> list:
-    """The streams ``timestamp(?v, <s>)`` calls in ``node`` name."""
+    """The streams ``timestamp(?v, <s>)`` calls and ``GRAPH <s>`` patterns in ``node`` name."""
     out = []
     for n in A.walk(node.pattern):
         if isinstance(n, A.Filter):
-            out += [e.stream for e in _calls(n.condition) if isinstance(e, A.Timestamp) and e.stream is not None]
+            out += [e.stream for e in A.subexpressions(n.condition) if isinstance(e, A.Timestamp) and e.stream is not None]
+        elif isinstance(n, A.GraphPattern):
+            out.append(n.graph)
     return list(dict.fromkeys(out))
+
+
+def stream_graph(times: DataFrame, stream) -> DataFrame:
+    """The snapshot restricted to the triples of ``stream``'s window (``GRAPH <s>``), their times
+    those in it."""
+    column = _tau(stream)
+    others = [c for c in times.columns if c not in (S, P, O, TAU)]
+    return times.filter(F.col(column).isNotNull()).select(
+        S, P, O, F.col(column).alias(TAU),
+        *[(F.col(c) if c == column else F.lit(None).cast("long")).alias(c) for c in others])
 
 
 def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, time_unit: str,
@@ -90,22 +102,13 @@ def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, 
     return merged.groupBy(S, P, O).agg(*times)
 
 
-def _calls(e):
-    yield e
-    for name in getattr(e, "__dataclass_fields__", {}):
-        value = getattr(e, name)
-        for item in (value if isinstance(value, tuple) else (value,)):
-            if isinstance(item, A.EXPR_TYPES):
-                yield from _calls(item)
-
-
 def timed_filter(runtime, condition, inner, scope) -> DataFrame:
     """⟦FILTER(condition) inner⟧ in a snapshot, ``condition`` calling timestamp(): the solutions
     with one column per timestamp() call (``stamps``), filtered, then those columns dropped."""
     from cep import intervals as I
     from cep.spark import _non_null, _triple_part
 
-    calls = list(dict.fromkeys(e for e in _calls(condition) if isinstance(e, (A.Timestamp, A.PatternTimestamp))))
+    calls = list(dict.fromkeys(e for e in A.subexpressions(condition) if isinstance(e, (A.Timestamp, A.PatternTimestamp))))
     stamps = {e: scratch("ts", str(i)) for i, e in enumerate(calls)}
     lo, hi = scope.interval
     if isinstance(inner, A.BGP):
@@ -214,16 +217,19 @@ def _order_rank(term: Column) -> Column:
     return F.when(term.startswith("_:"), F.lit(0)).when(term.startswith("<"), F.lit(1)).otherwise(F.lit(2))
 
 
-def _result(spec: A.AggregateSpec, term: str) -> Column:
-    """The aggregate of one group: the result term (null: an error). Rows whose ``term`` is null
-    (the argument unbound) count as no value."""
-    t = F.col(term)
+def _result(spec: A.AggregateSpec, term: str, ident: str | None) -> Column:
+    """The aggregate of one group: the result term (null: an error). ``term`` / ``ident``: the
+    columns of the argument's term and id (null: unbound, no value)."""
+    t = F.col(term) if term is not None else F.lit(None).cast("string")
     bound = t.isNotNull()
     kind = _kind(t)
     exact_value = F.when(kind < 2, _lexical(t).try_cast(_DEC))
     as_double = F.when(kind < 2, exact_value.cast("double")).otherwise(_lexical(t).try_cast("double"))
     if spec.function == "COUNT":
-        counted = F.count(F.lit(1)) if spec.argument is None else F.count(t)
+        if spec.argument is None:
+            counted = F.count(F.lit(1))
+        else:
+            counted = F.count_distinct(F.col(ident)) if spec.distinct else F.count(F.col(ident))
         return _typed(counted.cast("string"), XSD_INTEGER)
     if spec.function in ("MIN", "MAX"):
         pick = F.min_by if spec.function == "MIN" else F.max_by
@@ -250,50 +256,89 @@ def _result(spec: A.AggregateSpec, term: str) -> Column:
             .otherwise(exact_term))
 
 
-def aggregate(omega: DataFrame, specs, dictionaries) -> tuple[DataFrame, DataFrame | None]:
+def _batches(specs) -> list[tuple[tuple, bool, list]]:
+    """The specs in groupBy batches: (group, distinct input, [(index, spec)]). Specs that share a
+    group share one aggregation; SUM / AVG over DISTINCT values get one of their own (their input
+    is the distinct (group, value) pairs); COUNT(DISTINCT) counts distinct ids, and MIN / MAX are
+    the same with or without DISTINCT."""
+    batches: dict = {}
+    for i, spec in enumerate(specs):
+        own = spec.distinct and spec.function in ("SUM", "AVG")
+        key = (spec.group, (i, spec.argument) if own else None)
+        batches.setdefault(key, []).append((i, spec))
+    return [(group, own is not None, members) for (group, own), members in batches.items()]
+
+
+def aggregate(omega: DataFrame, specs, dictionaries, empty_interval: tuple[int, int] | None = None
+              ) -> tuple[DataFrame, DataFrame | None]:
     """[[P AGG A_1..A_n]]: ``omega`` with one id column per spec's variable (null where the
-    aggregate is an error), and the (id, term) rows of the terms computed (None if none)."""
+    aggregate is an error), and the (id, term) rows of the terms computed (None if none): one
+    groupBy and one join back per batch (``_batches``), one dictionary lookup per argument.
+    ``empty_interval``: when every spec's group is empty (SPARQL's implicit group) and ``omega``
+    is, one row of the aggregates of nothing with this interval (``A.Aggregate``)."""
+    implicit = empty_interval is not None and all(not spec.group for spec in specs)
     dictionary = None
     if any(spec.argument is not None and spec.function != "COUNT" for spec in specs):
         if not dictionaries:
-            raise DictionaryRequiredError("AGGREGATE SUM/AVG/MIN/MAX need term values but evaluate() got no "
+            raise DictionaryRequiredError("SUM/AVG/MIN/MAX aggregates need term values but evaluate() got no "
                                           "dictionary (pass dictionary=DataFrame(id, term))")
         dictionary = dictionaries[0].select(ID, TERM)
         for d in dictionaries[1:]:
             dictionary = dictionary.unionByName(d.select(ID, TERM))
         dictionary = dictionary.distinct()
-    out = omega
-    terms = None
-    for i, spec in enumerate(specs):
-        keys = [scratch("g", str(i), str(j)) for j in range(len(spec.group))]
-        present = set(omega.columns)
-        grouped = omega.select(*[(F.col(var_column(v.name)) if var_column(v.name) in present
-                                  else F.lit(None).cast("long")).alias(k) for v, k in zip(spec.group, keys)],
-                               *([] if spec.argument is None else
-                                 [(F.col(var_column(spec.argument.name)) if var_column(spec.argument.name) in present
-                                   else F.lit(None).cast("long")).alias(scratch("arg"))]))
-        term = scratch("term")
-        if spec.argument is not None:
-            if spec.distinct:
-                grouped = grouped.distinct()
-            if spec.function == "COUNT":
-                grouped = grouped.withColumn(term, F.col(scratch("arg")).cast("string"))
-            else:
-                lookup = dictionary.select(F.col(ID).alias(scratch("arg")), F.col(TERM).alias(term))
-                grouped = grouped.join(lookup, scratch("arg"), "left")
-        value = scratch("value", str(i))
-        results = grouped.groupBy(*keys).agg(_result(spec, term).alias(value))
-        results = results.withColumn(scratch("id", str(i)), F.xxhash64(F.col(value)))
-        found = results.select(F.col(scratch("id", str(i))).alias(ID), F.col(value).alias(TERM)).filter(
-            F.col(TERM).isNotNull())
+    present = set(omega.columns)
+
+    def column(v: A.Var) -> Column:
+        name = var_column(v.name)
+        return F.col(name) if name in present else F.lit(None).cast("long")
+
+    out, terms, singles = omega, None, []
+    for b, (group, distinct, members) in enumerate(_batches(specs)):
+        keys = [scratch("g", str(b), str(j)) for j in range(len(group))]
+        arguments = list(dict.fromkeys(spec.argument for _i, spec in members if spec.argument is not None))
+        ids = {v: scratch("arg", str(b), str(k)) for k, v in enumerate(arguments)}
+        grouped = omega.select(*[column(v).alias(k) for v, k in zip(group, keys)],
+                               *[column(v).alias(ids[v]) for v in arguments])
+        if distinct:
+            grouped = grouped.distinct()
+        names = {}
+        for k, v in enumerate(arguments):
+            if any(spec.argument == v and spec.function != "COUNT" for _i, spec in members):
+                names[v] = scratch("term", str(b), str(k))
+                lookup = dictionary.select(F.col(ID).alias(ids[v]), F.col(TERM).alias(names[v]))
+                grouped = grouped.join(lookup, ids[v], "left")
+        size = scratch("size", str(b))
+        values = {i: scratch("value", str(i)) for i, _spec in members}
+        results = grouped.groupBy(*keys).agg(
+            *[_result(spec, names.get(spec.argument), ids.get(spec.argument)).alias(values[i]) for i, spec in members],
+            F.count(F.lit(1)).alias(size))
+        idents = {i: scratch("id", str(i)) for i, _spec in members}
+        results = results.select(*keys, size, *[F.col(values[i]) for i in values],
+                                 *[F.xxhash64(F.col(values[i])).alias(idents[i]) for i in values])
+        found = results.select(F.explode(F.array(*[F.struct(F.col(idents[i]).alias(ID), F.col(values[i]).alias(TERM))
+                                                     for i in values])).alias("_t")).select("_t.*")
+        found = found.filter(F.col(TERM).isNotNull())
         terms = found if terms is None else terms.unionByName(found)
+        targets = {i: F.when(F.col(values[i]).isNotNull(), F.col(idents[i])).alias(var_column(spec.var.name))
+                   for i, spec in members}
+        if implicit:
+            singles.append(results.select(*targets.values(), size))
         cond = None
-        for v, k in zip(spec.group, keys):
-            left = F.col(var_column(v.name)) if var_column(v.name) in present else F.lit(None).cast("long")
-            c = left.eqNullSafe(results[k])
+        for v, k in zip(group, keys):
+            c = column(v).eqNullSafe(results[k])
             cond = c if cond is None else cond & c
-        target = var_column(spec.var.name)
-        out = (out.join(results, cond, "left")
-               .withColumn(target, F.when(F.col(value).isNotNull(), F.col(scratch("id", str(i)))))
-               .drop(*keys, value, scratch("id", str(i))))
+        joined = out.join(results, cond, "left")
+        out = joined.select(*[c for c in out.columns], *targets.values())
+    if implicit:   # no solution: one row of the aggregates of nothing (its size column says so)
+        sizes = [c for c in singles[0].columns if c.startswith(scratch("size"))]
+        row = singles[0]
+        for more in singles[1:]:
+            row = row.crossJoin(more.drop(*[c for c in more.columns if c.startswith(scratch("size"))]))
+        lo, hi = empty_interval
+        computed = [c for c in row.columns if not c.startswith(scratch("size"))]
+        others = [c for c in out.columns if c not in computed and c not in (T_START, T_END)]
+        extra = row.filter(F.col(sizes[0]) == 0).select(
+            *[F.lit(None).cast("long").alias(c) for c in others], *computed,
+            F.lit(int(lo)).cast("long").alias(T_START), F.lit(int(hi)).cast("long").alias(T_END))
+        out = out.unionByName(extra)
     return out, (None if terms is None else terms.distinct())

@@ -18,7 +18,7 @@ from paths.algebra import Term, is_term
 __all__ = [
     "Var", "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
     "Datatype", "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Timestamp", "PatternTimestamp",
-    "uses_timestamp", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
+    "uses_timestamp", "subexpressions", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
     "expr_variables", "check_term", "check_expr", "uses_interval",
 ]
 
@@ -375,25 +375,21 @@ def expr_variables(expr: Expr) -> frozenset[Var]:
     return out
 
 
-def uses_interval(expr: Expr) -> bool:
-    """Whether ``expr`` calls an interval function (getDURATION() ...)."""
-    if isinstance(expr, IntervalFn):
-        return True
+def subexpressions(expr: Expr):
+    """``expr`` and every expression under it, pre-order."""
+    yield expr
     for f in fields(expr):
         value = getattr(expr, f.name)
         for item in (value if isinstance(value, tuple) else (value,)):
-            if isinstance(item, EXPR_TYPES) and uses_interval(item):
-                return True
-    return False
+            if isinstance(item, EXPR_TYPES):
+                yield from subexpressions(item)
+
+
+def uses_interval(expr: Expr) -> bool:
+    """Whether ``expr`` calls an interval function (getDURATION() ...)."""
+    return any(isinstance(e, IntervalFn) for e in subexpressions(expr))
 
 
 def uses_timestamp(expr: Expr) -> bool:
     """Whether ``expr`` calls C-SPARQL's timestamp() (either form)."""
-    if isinstance(expr, (Timestamp, PatternTimestamp)):
-        return True
-    for f in fields(expr):
-        value = getattr(expr, f.name)
-        for item in (value if isinstance(value, tuple) else (value,)):
-            if isinstance(item, EXPR_TYPES) and uses_timestamp(item):
-                return True
-    return False
+    return any(isinstance(e, (Timestamp, PatternTimestamp)) for e in subexpressions(expr))

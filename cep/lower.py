@@ -71,6 +71,22 @@ RSEP-QL's window functions, ``A.EventPattern``), ``FIRST``/``LAST``/``SEQ`` buil
 pattern, and every SEQ takes the MATCH's policy, or ``policy=`` when the MATCH names none.
 Errors: an undeclared or TRIPLES window, a path or no triple in an EVENT, a MATCH below the top
 level, CQELS-CEP's WINDOW blocks or SEQ(...) beside a MATCH, and MATCH under ``lang="cqels"``.
+
+C-SPARQL (Barbieri et al., WWW 2009, ``../shared/papers/003_...`` §2-3): a query is C-SPARQL when
+``lang="csparql"`` is given or it has ``REGISTER``, ``FROM STREAM`` or ``AGGREGATE``. WHERE is lowered
+as a SPARQL group (as the background above) and evaluated over ONE graph, the ``FROM`` graph merged
+with the ``FROM STREAM`` windows: ``Snapshot(D, windows, P, every)`` (§3.2; ``every`` = COMPUTED
+EVERY). AGGREGATE clauses become ``Aggregate(Snapshot(...), specs)`` (§3.1, each clause independent),
+their FILTERs one ``Filter`` above it; ``timestamp(?v [, <s>])`` is ``A.Timestamp`` and
+``timestamp(s p o)`` ``A.PatternTimestamp``; ``GRAPH <s> { P }`` is ``A.GraphPattern`` (P over stream
+s's window alone; s must be a FROM STREAM, GRAPH ?g and GRAPH elsewhere are errors). ``Query.registration`` keeps ("QUERY"|"STREAM", name).
+Errors: REGISTER STREAM of a SELECT (§2.5: only CONSTRUCT forms a stream); an AGGREGATE variable
+bound by WHERE or by another clause; an argument or group variable WHERE does not bind; SUM / AVG /
+MIN / MAX without an argument; ``FROM NAMED STREAM`` (its window is a named graph, read with GRAPH,
+which is not built); more than one FROM graph; CQELS-CEP windows, RSEP-QL MATCH or EP-SPARQL
+operators in a C-SPARQL query; ``timestamp(?v)`` whose FILTER's group is not triples only or does
+not bind ?v (ts(v, P) reads P's triple patterns, §3.3); timestamp() in an AGGREGATE's FILTER or in
+another language; C-SPARQL constructs under another ``lang``.
 """
 from __future__ import annotations
 
@@ -103,7 +119,7 @@ def _elements(group: S.Group):
     for element in group.elements:
         yield element
         match element:
-            case S.OptionalPattern():
+            case S.OptionalPattern() | S.GraphGraphPattern():
                 yield from _elements(element.group)
             case S.UnionPattern() | S.GroupChain():
                 for g in element.groups:
@@ -141,6 +157,7 @@ class _Lowering:
             raise ValueError(f"unknown selection policy {policy!r}; expected one of {', '.join(A.POLICIES)}")
         self.policy = policy
         self.lang = "cqels"
+        self.streams: set = set()   # C-SPARQL: the FROM STREAM IRIs (GRAPH may name them)
 
     def fail(self, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
         return _error(self.text, node, reason, expected)
@@ -205,6 +222,12 @@ class _Lowering:
                     raise self.fail(node, f"{name} takes {wanted} argument(s), not {len(node.args)} "
                                     "(SPARQL 1.1 §17.4)", (f"{wanted} argument(s)",))
                 return A.Builtin(name, tuple(self.expr(arg) for arg in node.args))
+            case S.AggregateCall():
+                var = getattr(self, "agg_vars", {}).get(node)
+                if var is None:
+                    raise self.fail(node, f"{node.function}(...) belongs in SELECT (... AS ?v) or HAVING "
+                                    "(SPARQL 1.1 §11)", ("an expression without aggregates",))
+                return var
             case S.InList(negated=negated, expr=left, items=items):
                 # §17.4.1.9: IN is (e = e1) || (e = e2) ..., NOT IN is (e != e1) && ...
                 subject = self.expr(left)
@@ -311,6 +334,8 @@ class _Lowering:
                         pattern = A.left_join(pattern, inner)
                 case S.UnionPattern():
                     pattern = _join(pattern, A.union(*(self.group(g) for g in element.groups)))
+                case S.GraphGraphPattern():
+                    pattern = _join(pattern, self.graph_pattern(element))
                 case S.GroupChain():
                     op = next(o for o in element.operators if o != "UNION")
                     raise self.fail(element, f"{op} between groups is EP-SPARQL (§4.1), and this query "
@@ -459,6 +484,7 @@ class _Lowering:
                                     ("FROM STREAM <s> [window]",))
                 case S.FromStream():
                     windows.append((self.term(dataset.stream), self.window(dataset.window)))
+        self.streams = {s for s, _w in windows}
         if len(graphs) > 1:
             raise self.fail(graphs[1], "at most one FROM graph: the background is one graph; the first FROM "
                             f"is at {_where(graphs[0])}")
@@ -483,13 +509,29 @@ class _Lowering:
             query = A.Query(query.form, query.prefixes, query.base, (registration.kind, registration.name))
         return query
 
+    def graph_pattern(self, element: S.GraphGraphPattern) -> A.Pattern:
+        """C-SPARQL's GRAPH <stream> { P }: P over that stream's window alone (§2.3)."""
+        if self.lang != "csparql":
+            raise self.fail(element, "GRAPH is supported in C-SPARQL queries only, naming a FROM STREAM "
+                            "(its window as a graph); named background graphs are not supported yet",
+                            ("triples, OPTIONAL, UNION, FILTER",))
+        if isinstance(element.name, S.Variable):
+            raise self.fail(element.name, "GRAPH ?g is not supported: name the stream, GRAPH <stream> { ... }",
+                            ("the IRI of a FROM STREAM",))
+        name = self.term(element.name)
+        if name not in self.streams:
+            raise self.fail(element.name, f"GRAPH {element.name} names no FROM STREAM of the query (named "
+                            "background graphs are not supported yet)",
+                            tuple(sorted(self.streams)) or ("FROM STREAM <s> [window]",))
+        return A.GraphPattern(name, self.group(element.group))
+
     def check_timestamps(self, pattern: A.Pattern) -> None:
         """timestamp(?v) reads the triples of the FILTER's own basic graph pattern (§3.3, ts(v, P)):
         it must filter a BGP that mentions ?v."""
         for node in A.walk(pattern):
             if not isinstance(node, A.Filter):
                 continue
-            for e in _subexpressions(node.condition):
+            for e in A.subexpressions(node.condition):
                 if isinstance(e, A.Timestamp):
                     if not isinstance(node.inner, A.BGP) or e.var not in A.variables(node.inner):
                         raise self.fail(self.tree.where, f"{e}: ?{e.var.name} must be bound by a triple of the "
@@ -526,7 +568,7 @@ class _Lowering:
         out: A.Pattern = A.Aggregate(pattern, tuple(specs))
         condition = self.conjunction(filters)
         if condition is not None:
-            for e in _subexpressions(condition):
+            for e in A.subexpressions(condition):
                 if isinstance(e, (A.Timestamp, A.PatternTimestamp)):
                     raise self.fail(next(f for f in filters), "timestamp() in an AGGREGATE clause's FILTER: "
                                     "it reads the stream triples of WHERE's patterns; put it in WHERE")
@@ -634,19 +676,89 @@ class _Lowering:
             pattern = A.Filter(condition, pattern)
         return self.finish(pattern)
 
+    def grouping(self, pattern: A.Pattern) -> A.Pattern:
+        """SPARQL 1.1 GROUP BY / aggregates in SELECT / HAVING (§11, §18.2.4.1): ``Aggregate`` over
+        the WHERE pattern (group = the GROUP BY variables; none: the implicit group), HAVING a
+        ``Filter`` above it. Each ``(AGG(...) AS ?v)`` binds ?v; an aggregate only in HAVING gets a
+        variable of its own. Set semantics, as everywhere in ``cep``: the solutions aggregated are
+        the distinct WHERE solutions."""
+        tree = self.tree
+        items = tree.form.variables or ()
+        found = [e for item in items if isinstance(item, S.SelectExpression) for e in _syntax_aggregates(item.expr)]
+        found += [e for h in tree.having for e in _syntax_aggregates(h)]
+        if not tree.group_by and not found:
+            if tree.having:
+                raise self.fail(tree.having[0], "HAVING without GROUP BY or an aggregate")
+            return pattern
+        if self.lang in ("epsparql", "rsepql") or (self.lang == "cqels" and A.event_clauses(pattern)):
+            raise self.fail(found[0] if found else tree.group_by[0],
+                            "GROUP BY and aggregates are supported over C-SPARQL's WHERE and over background-only "
+                            "queries (no windows, MATCH or EP-SPARQL operators)")
+        where_vars = A.variables(pattern)
+        group = tuple(A.Var(v.name) for v in tree.group_by)
+        self.agg_vars = {}
+        specs: list[A.AggregateSpec] = []
+
+        def spec_for(call: S.AggregateCall, var: A.Var) -> None:
+            if call.argument is not None and not isinstance(call.argument, S.Variable):
+                raise self.fail(call.argument, f"{call.function} of an expression is not supported; aggregate a "
+                                "variable", ("a variable ?x", "*"))
+            if call.argument is None and call.function != "COUNT":
+                raise self.fail(call, f"{call.function}(*) is not an aggregate; only COUNT(*) is", ("?x",))
+            argument = None if call.argument is None else A.Var(call.argument.name)
+            self.agg_vars[call] = var
+            specs.append(A.AggregateSpec(var, call.function, argument, call.distinct, group))
+
+        for item in items:
+            if isinstance(item, S.SelectExpression):
+                var = A.Var(item.variable.name)
+                if not isinstance(item.expr, S.AggregateCall):
+                    raise self.fail(item.expr, "(expression AS ?v) is supported for an aggregate only, "
+                                    "(COUNT(?x) AS ?n) ...; other expressions (BIND) are not built yet",
+                                    ("COUNT(...)", "SUM(...)", "AVG(...)", "MIN(...)", "MAX(...)"))
+                if var in where_vars or var in {s.var for s in specs}:
+                    raise self.fail(item.variable, f"{item.variable} is already bound; (... AS ?v) introduces a "
+                                    "new variable (SPARQL 1.1 §18.2.4.1)")
+                if item.expr in self.agg_vars:
+                    raise self.fail(item, f"{item.expr} is selected twice; select it once")
+                spec_for(item.expr, var)
+            elif A.Var(item.name) not in group:
+                raise self.fail(item, f"{item} is selected but neither grouped nor aggregated (SPARQL 1.1 "
+                                "§18.2.4.1: with GROUP BY or aggregates, SELECT names GROUP BY variables and "
+                                "(aggregate AS ?v))", tuple(f"?{v.name}" for v in group) or ("(COUNT(*) AS ?n)",))
+        for call in found:
+            if call not in self.agg_vars:
+                fresh, k = A.Var("_agg1"), 1
+                while fresh in where_vars or fresh in {s.var for s in specs}:
+                    k += 1
+                    fresh = A.Var(f"_agg{k}")
+                spec_for(call, fresh)
+        out: A.Pattern = A.Aggregate(pattern, tuple(specs)) if specs else pattern
+        condition = None
+        for h in tree.having:
+            e = self.expr(h)
+            condition = e if condition is None else A.And(condition, e)
+        if condition is not None:
+            out = A.Filter(condition, out)
+        return out   # GROUP BY without aggregates: the projection's distinct rows are the groups
+
     def finish(self, pattern: A.Pattern) -> A.Query:
         """The query form (SELECT / CONSTRUCT) over ``pattern``, with the prologue."""
         tree = self.tree
         form = tree.form
         if isinstance(form, S.Select):
+            pattern = self.grouping(pattern)
             bound = A.variables(pattern)
             if form.variables is None:
+                if tree.group_by:
+                    raise self.fail(form, "SELECT * with GROUP BY: name the grouped variables and aggregates")
                 projected = _ordered_variables(pattern)
             else:
-                for variable in form.variables:
+                names = [v.variable if isinstance(v, S.SelectExpression) else v for v in form.variables]
+                for variable in names:
                     if A.Var(variable.name) not in bound:
                         raise self.fail(variable, self._unbound_reason(variable, pattern))
-                projected = [A.Var(v.name) for v in form.variables]
+                projected = [A.Var(v.name) for v in names]
             result = A.project(projected, pattern, form.distinct)
         else:
             template = []
@@ -682,14 +794,18 @@ class _Lowering:
 _NAMES = {"cqels": "CQELS-CEP", "csparql": "C-SPARQL", "epsparql": "EP-SPARQL", "rsepql": "RSEP-QL"}
 
 
-def _subexpressions(e):
-    """``e`` and every expression under it."""
-    yield e
-    for name in getattr(e, "__dataclass_fields__", {}):
-        value = getattr(e, name)
-        for item in (value if isinstance(value, tuple) else (value,)):
-            if isinstance(item, A.EXPR_TYPES):
-                yield from _subexpressions(item)
+def _syntax_aggregates(e) -> list:
+    """The aggregate calls in a syntax expression, left to right."""
+    if isinstance(e, S.AggregateCall):
+        return [e]
+    out = []
+    for name in ("left", "right", "operand", "expr"):
+        child = getattr(e, name, None)
+        if child is not None and not isinstance(child, (str, bool)):
+            out += _syntax_aggregates(child)
+    for child in getattr(e, "args", ()) + getattr(e, "items", ()):
+        out += _syntax_aggregates(child)
+    return out
 
 
 def _declare_hint(name) -> tuple[str, ...]:
@@ -729,6 +845,10 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
                 visit(node.right)
             case A.NoTail():
                 visit(node.left)
+            case A.Aggregate():
+                visit(node.inner)
+                for spec in node.specs:
+                    seen.setdefault(spec.var, None)
             case _:
                 for child in A.children(node):
                     visit(child)

@@ -62,6 +62,7 @@ _TERMINAL_WORDS = {
     "GROUP_OP": "UNION, SEQ, EQUALS, OPTIONALSEQ or EQUALSOPTIONAL before a '{'",
     "TIMESTAMP_FN": "'timestamp'",
     "AGGREGATE_FN": "an aggregate function (COUNT, SUM, AVG, MIN, MAX)",
+    "AGG_CALL": "an aggregate (COUNT, SUM, AVG, MIN, MAX)",
     "REGISTER_KIND": "'QUERY' or 'STREAM'",
     "QUERY_NAME": "a query name",
     "$END": "the end of the query",
@@ -103,9 +104,9 @@ class _ToCep(PathTransformer.imported_as("grammar")):
             prologue = first + second
         else:
             prologue, body = children
-        form, datasets, where, aggregates = body
+        form, datasets, where, aggregates, group_by, having = body
         return S.Query(prologue, form, datasets, where, text=self.text, span=span(meta),
-                       registration=registration, aggregates=aggregates)
+                       registration=registration, aggregates=aggregates, group_by=group_by, having=having)
 
     def registration(self, meta, children):
         kind, name, *every = children
@@ -134,8 +135,25 @@ class _ToCep(PathTransformer.imported_as("grammar")):
 
     def select_query(self, meta, children):
         aggregates = tuple(c for c in children if isinstance(c, S.AggregateClause))
-        form, *datasets, where = [c for c in children if not isinstance(c, S.AggregateClause)]
-        return form, tuple(datasets), where, aggregates
+        group_by = next((c[1] for c in children if isinstance(c, tuple) and c and c[0] == "group"), ())
+        having = next((c[1] for c in children if isinstance(c, tuple) and c and c[0] == "having"), ())
+        form, *datasets, where = [c for c in children if not isinstance(c, (S.AggregateClause, tuple))]
+        return form, tuple(datasets), where, aggregates, group_by, having
+
+    def group_clause(self, meta, children):
+        return ("group", tuple(children))
+
+    def having_clause(self, meta, children):
+        return ("having", tuple(children))
+
+    def select_expression(self, meta, children):
+        return S.SelectExpression(children[0], children[1], span=span(meta))
+
+    def aggregate_call(self, meta, children):
+        name = str(children[0]).upper()
+        distinct = any(isinstance(c, Token) and c.type == "DISTINCT" for c in children[1:])
+        rest = [c for c in children[1:] if not isinstance(c, Token)]
+        return S.AggregateCall(name, distinct, rest[0] if rest else None, span=span(meta))
 
     construct_query = select_query
 
@@ -263,6 +281,9 @@ class _ToCep(PathTransformer.imported_as("grammar")):
 
     def optional_pattern(self, meta, children):
         return S.OptionalPattern(children[0], span=span(meta))
+
+    def graph_graph_pattern(self, meta, children):
+        return S.GraphGraphPattern(children[0], children[1], span=span(meta))
 
     def filter(self, meta, children):
         return S.FilterPattern(children[0], span=span(meta))

@@ -445,9 +445,11 @@ def aggregate_value(function: str, distinct: bool, values: list, rows: int):
     return f'"{canonical_decimal(mean)}"^^<{XSD_DECIMAL}>'
 
 
-def aggregate(omega: Iterable[Element], specs) -> set[Element]:
+def aggregate(omega: Iterable[Element], specs, empty: bool = False) -> set[Element]:
     """[[P AGG A_1..A_n]] (§3.1): each (μ, t1, t2) of ``omega`` with v_i = f_i over the elements
-    whose mappings agree with μ on G_i (an unbound group variable is a value of its own)."""
+    whose mappings agree with μ on G_i (an unbound group variable is a value of its own).
+    ``empty``: ``omega`` is the one empty mapping standing for no solution (SPARQL's implicit
+    group of nothing): the aggregates are those of no mapping."""
     rows = list(omega)
     extended = [dict(mu) for (mu, _t1, _t2) in rows]
     for spec in specs:
@@ -457,11 +459,12 @@ def aggregate(omega: Iterable[Element], specs) -> set[Element]:
             groups.setdefault(tuple(d.get(n) for n in names), []).append(d)
         results = {}
         for key, members in groups.items():
+            size = 0 if empty else len(members)
             if spec.argument is None:
-                results[key] = aggregate_value(spec.function, False, None, len(members))
+                results[key] = aggregate_value(spec.function, False, None, size)
             else:
                 values = [d[spec.argument.name] for d in members if spec.argument.name in d]
-                results[key] = aggregate_value(spec.function, spec.distinct, values, len(members))
+                results[key] = aggregate_value(spec.function, spec.distinct, values, size)
         for d, (mu, _t1, _t2) in zip(extended, rows):
             value = results[tuple(dict(mu).get(n) for n in names)]
             if value is not None:
@@ -558,6 +561,9 @@ class _Evaluator:
                 return self.timed_filter(condition, inner, scope)
             case A.Filter(condition=condition, inner=inner):
                 return {e for e in self.eval(inner, scope) if self.holds(condition, e)}
+            case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
+                times = {tr: {None: slot[name], name: slot[name]} for tr, slot in scope.times.items() if name in slot}
+                return self.eval(pattern, _Graph(set(times), scope.interval, times))
             case _ if isinstance(scope, _Graph):
                 raise TypeError(f"cannot evaluate {type(node).__name__} on a background graph")
             case A.StreamPattern(pattern=pattern):
@@ -587,7 +593,10 @@ class _Evaluator:
             case A.Snapshot():
                 return self.eval(node.pattern, self.snapshot(node))
             case A.Aggregate(inner=inner, specs=specs):
-                return aggregate(self.eval(inner, scope), specs)
+                omega = self.eval(inner, scope)
+                if not omega and all(not spec.group for spec in specs):   # SPARQL's implicit group
+                    return aggregate({(frozenset(), *self.empty_interval(inner))}, specs, empty=True)
+                return aggregate(omega, specs)
             case A.Match(inner=inner, policy=policy):
                 events = self.events(inner, _UNBOUNDED, frozenset())
                 if policy in A.CONSUMING_POLICIES:
@@ -656,6 +665,15 @@ class _Evaluator:
         return ebv(eval_expr(condition, dict(mu), (t1, t2), self.unit, stamp)) is True
 
     # -- C-SPARQL
+    def empty_interval(self, inner) -> tuple[int, int]:
+        """The interval an answer of ``inner`` has at this evaluation: [c, c] over a Snapshot, else
+        a background's [MIN_TIME, t]."""
+        found = A.snapshots(inner)
+        if found:
+            c = found[0].instant(self.at, self.unit)
+            return (c, c)
+        return (MIN_TIME, self.at)
+
     def snapshot(self, node: A.Snapshot) -> _Graph:
         """The merged graph of ``node`` at this evaluation (module docstring)."""
         c = node.instant(self.at, self.unit)

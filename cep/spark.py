@@ -75,7 +75,8 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     ``since``: the time since which the background is unchanged (int, or {graph: int});
     default ``MIN_TIME``.
     ``terms``: a list the (id, term) DataFrames of the terms the query computes are appended to
-    (C-SPARQL's aggregates: counts, sums, ...); decode the result with them too.
+    (aggregates: counts, sums, ...); decode the result with them too. They are cached:
+    ``unpersist()`` them when done.
 
     Returns one long column per projected variable (``cep.columns.var_column(name)``) plus
     ``T_START``, ``T_END``; a CONSTRUCT returns (s, p, o, t_start, t_end).
@@ -92,6 +93,7 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     if not isinstance(query, A.Query):
         raise TypeError(f"evaluate() needs query text or a cep.algebra.Query, got {type(query).__name__}")
     runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+    runtime.keep_terms = terms is not None
     result = runtime.query(query)
     if terms is not None:
         terms.extend(runtime.terms)
@@ -117,6 +119,7 @@ def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str
             raise ValueError(f"evaluation instants must increase, got {at} after {last}")
         last = at
         runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+        runtime.keep_terms = terms is not None
         runtime.consumed = consumed
         result = runtime.query(query).cache()
         result.count()
@@ -244,6 +247,7 @@ class _Runtime:
         self.consumed: DataFrame | None = None   # RSEP-QL: stream triples earlier answers used
         self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
         self.terms: list[DataFrame] = []         # (id, term) of the terms C-SPARQL's aggregates computed
+        self.keep_terms = False                  # cache them (the caller asked for them)
         frames = list(self.background.values()) + list(self.streams.values()) + dictionaries
         if not frames:
             raise CepInputError("evaluate() needs at least one background graph or stream (a DataFrame)")
@@ -290,6 +294,10 @@ class _Runtime:
                 return timed_filter(self, condition, inner, scope)                 # C-SPARQL §3.3
             case A.Filter(condition=condition, inner=inner):
                 return self.filter(condition, self.eval(inner, scope))
+            case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
+                from cep.csparql import stream_graph
+                times = stream_graph(scope.times, name)                            # C-SPARQL §2.3
+                return self.eval(pattern, _Graph(name, times.select(S, P, O), scope.interval, times))
             case _ if isinstance(scope, _Graph):
                 raise TypeError(f"{type(node).__name__} cannot occur in a background pattern")
             case A.StreamPattern():                                                # eq. 9, 16
@@ -310,9 +318,10 @@ class _Runtime:
                 return self.eval(node.pattern, self.snapshot(node))
             case A.Aggregate(inner=inner, specs=specs):                            # C-SPARQL §3.1
                 from cep.csparql import aggregate
-                omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries)
+                omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries, self.empty_interval(inner))
                 if terms is not None:
-                    terms = terms.cache()
+                    if self.keep_terms:   # the caller decodes with them too: computed once
+                        terms = terms.cache()
                     self.dictionaries.append(terms)
                     self.terms.append(terms)
                 return omega
@@ -377,6 +386,15 @@ class _Runtime:
 
     def filter(self, condition, omega: DataFrame, stamps: dict | None = None) -> DataFrame:
         return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps)
+
+    def empty_interval(self, inner) -> tuple[int, int]:
+        """The interval an answer of ``inner`` has at this evaluation (``cep.reference``)."""
+        found = A.snapshots(inner)
+        if found:
+            c = found[0].instant(self.at, self.unit)
+            return (c, c)
+        graphs = [b.graph for b in A.walk(inner) if isinstance(b, A.Background)]
+        return (self.since_for(graphs[0] if graphs else None), self.at)
 
     def snapshot(self, node: A.Snapshot) -> _Graph:
         """C-SPARQL's merged graph at this evaluation's instant (``cep.csparql``)."""

@@ -15,7 +15,9 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ==================================  ==========================================================
 ``Query``                           prologue, SELECT/CONSTRUCT, FROM clauses, WHERE   [2]
 ``PrefixDecl``, ``BaseDecl``        ``PREFIX p: <iri>``, ``BASE <iri>``               [4]-[6]
-``Select(distinct, variables)``     ``SELECT [DISTINCT] ?a ?b`` or ``*`` (variables None)  [9]
+``Select(distinct, variables)``     ``SELECT [DISTINCT] ?a (COUNT(?x) AS ?n)`` or ``*``      [9]
+``SelectExpression(expr, var)``     ``( expr AS ?v )`` in SELECT                      [9]
+``AggregateCall(fn, distinct, arg)`` ``COUNT(DISTINCT ?x)``, ``SUM(?x)``, ``COUNT(*)``  [127]
 ``ConstructTemplate(triples)``      ``CONSTRUCT { ... }``                             [10], [73]
 ``FromGraph(iri)``                  ``FROM <g>``: the static background D             [13], [14]
 ``FromWindow(name, stream, win)``   ``FROM NAMED WINDOW :W ON <s> [window]``          CQELS Ex. 6
@@ -29,6 +31,7 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``TriplesBlock(triples)``           triples, ``.``-separated                          [55], [52]
 ``Triple(s, p, o)``                 one triple; ``p`` a Variable or any path          [75]-[86]
 ``OptionalPattern(group)``          ``OPTIONAL { ... }``                              [57]
+``GraphGraphPattern(name, group)``  ``GRAPH <g> { ... }`` / ``GRAPH ?g { ... }``       [58]
 ``UnionPattern(groups)``            ``{ ... } UNION { ... }`` (one group: a nested group)  [67]
 ``GroupChain(groups, operators)``   ``{ ... } SEQ { ... } EQUALS { ... }`` ...        EP-SPARQL §4.1
 ``FilterPattern(expr)``             ``FILTER (...)``                                  [68], [69]
@@ -61,14 +64,14 @@ from paths.syntax import (NO_SPAN, AxisStep, BlankNode, BooleanLiteral, IriRef, 
 __all__ = [
     "Span", "NO_SPAN", "Node", "IriRef", "PrefixedName", "StringLiteral", "NumericLiteral",
     "BooleanLiteral", "BlankNode", "TypeKeyword", "PathNode", "AxisStep", "is_native",
-    "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "UnionPattern", "GroupChain",
+    "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "GraphGraphPattern", "UnionPattern", "GroupChain",
     "GROUP_OPERATORS", "EP_OPERATORS", "MatchPattern", "EventBasic", "EventFirst", "EventLast",
     "EventSeqExpr", "EventExpr",
     "FilterPattern", "WindowBlock", "TspSequence", "TspElement", "EventSequence", "EventElement",
     "DurationLiteral", "RangeWindow", "TriplesWindow", "NowWindow", "AllWindow", "WindowSyntax",
     "FromGraph", "FromWindow", "FromStream", "Registration", "AggregateClause", "AGGREGATE_FUNCTIONS",
     "PrefixDecl", "BaseDecl", "Select", "ConstructTemplate", "Query",
-    "Binary", "Unary", "Call", "InList", "ExprNode", "GroupElement", "CALLS",
+    "Binary", "Unary", "Call", "InList", "SelectExpression", "AggregateCall", "ExprNode", "GroupElement", "CALLS",
 ]
 
 
@@ -145,7 +148,20 @@ class Call(Node):
         return f"{name}(" + ", ".join(str(arg) for arg in self.args) + ")"
 
 
-ExprNode = Union[Binary, Unary, Call, InList, Variable, IriRef, PrefixedName, StringLiteral,
+@dataclass(frozen=True)
+class AggregateCall(Node):
+    """``COUNT|SUM|AVG|MIN|MAX ( [DISTINCT] expr | * )`` [127] (``argument`` None: ``*``)."""
+
+    function: str
+    distinct: bool
+    argument: "ExprNode | None"
+
+    def __str__(self) -> str:
+        arg = "*" if self.argument is None else str(self.argument)
+        return f"{self.function}({'DISTINCT ' if self.distinct else ''}{arg})"
+
+
+ExprNode = Union[Binary, Unary, Call, InList, AggregateCall, Variable, IriRef, PrefixedName, StringLiteral,
                  NumericLiteral, BooleanLiteral]
 
 
@@ -194,6 +210,17 @@ class OptionalPattern(Node):
 
     def __str__(self) -> str:
         return f"OPTIONAL {self.group}"
+
+
+@dataclass(frozen=True)
+class GraphGraphPattern(Node):
+    """``GRAPH <g> { ... }`` or ``GRAPH ?g { ... }`` [58]."""
+
+    name: "IriRef | PrefixedName | Variable"
+    group: Group
+
+    def __str__(self) -> str:
+        return f"GRAPH {self.name} {self.group}"
 
 
 @dataclass(frozen=True)
@@ -414,7 +441,7 @@ class MatchPattern(Node):
         return f"MATCH{policy} ({self.event})"
 
 
-GroupElement = Union[TriplesBlock, OptionalPattern, UnionPattern, GroupChain, FilterPattern, WindowBlock, MatchPattern,
+GroupElement = Union[TriplesBlock, OptionalPattern, GraphGraphPattern, UnionPattern, GroupChain, FilterPattern, WindowBlock, MatchPattern,
                      EventSequence]
 
 
@@ -464,11 +491,23 @@ class FromWindow(Node):
 
 
 @dataclass(frozen=True)
+class SelectExpression(Node):
+    """``( expr AS ?v )`` in SELECT [9]."""
+
+    expr: ExprNode
+    variable: Variable
+
+    def __str__(self) -> str:
+        return f"({self.expr} AS {self.variable})"
+
+
+@dataclass(frozen=True)
 class Select(Node):
-    """``SELECT [DISTINCT] vars`` or ``SELECT [DISTINCT] *`` (``variables`` None) [9]."""
+    """``SELECT [DISTINCT] items`` or ``SELECT [DISTINCT] *`` (``variables`` None) [9]; an item
+    is a variable or a ``SelectExpression``."""
 
     distinct: bool
-    variables: tuple[Variable, ...] | None
+    variables: "tuple[Variable | SelectExpression, ...] | None"
 
     def __str__(self) -> str:
         head = "SELECT " + ("DISTINCT " if self.distinct else "")
@@ -554,6 +593,8 @@ class Query(Node):
     text: str = field(default="", compare=False, repr=False)
     registration: Registration | None = None
     aggregates: tuple[AggregateClause, ...] = ()
+    group_by: tuple[Variable, ...] = ()
+    having: tuple[ExprNode, ...] = ()
 
     def __str__(self) -> str:
         lines = [str(self.registration)] if self.registration is not None else []
@@ -562,4 +603,8 @@ class Query(Node):
         lines.extend(str(dataset) for dataset in self.datasets)
         lines.append(f"WHERE {self.where}")
         lines.extend(str(clause) for clause in self.aggregates)
+        if self.group_by:
+            lines.append("GROUP BY " + " ".join(map(str, self.group_by)))
+        if self.having:
+            lines.append("HAVING " + " ".join(f"({e})" for e in self.having))
         return "\n".join(lines)

@@ -16,7 +16,9 @@
    exactly ``?s = :m`` with interval [10, 16] at t=16 (``jobs/query.py``); then the same job on the
    other languages: EP-SPARQL's stock query (``stock_example_query.rq``: one answer, :ACME over
    days [1, 10]) and RSEP-QL's Fig. 1 under the chronological policy at 8 and 10
-   (``rsep_fig1_query.rq``: two answers at 8, none at 10, the rest consumed);
+   (``rsep_fig1_query.rq``: two answers at 8, none at 10, the rest consumed); and C-SPARQL's
+   cars entering per district, registered as a stream (``csparql_entering_query.rq``), read
+   back by a second registered query (``csparql_busy_query.rq``: :Distr1 with 2 cars at 10);
 7-9. the three scenario services, briefly, on small seeded streams (trigger available-now):
    Tracheobionta stream reasoning (200,000 streamed triples against the closure of step 1; the
    answer count checked against the generator's own draw), Vienna transit alerts on the real
@@ -130,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_languages(out: Path) -> bool:
-    """Step 6, continued: EP-SPARQL's and RSEP-QL's shipped examples through the query job."""
+    """Step 6, continued: EP-SPARQL's, RSEP-QL's and C-SPARQL's shipped examples through the query job."""
     from jobs import query as query_job
 
     integer = "^^<http://www.w3.org/2001/XMLSchema#integer>"
@@ -155,7 +157,25 @@ def run_languages(out: Path) -> bool:
         good = lines == expected
         ok = ok and good
         print(f"{query}: {'OK' if good else 'MISMATCH, expected ' + repr(expected)}")
-    return ok
+    print("== 6. C-SPARQL: cars entering per district every 5 minutes, registered as a stream, read by a "
+          "second query")
+    entering = out / "csparql_entering.nt"
+    city = "http://linkedurbandata.org/city#"
+    query_job.main([str(example("csparql_entering_query.rq")), "--static", str(example("csparql_city.ttl")),
+                    "--stream", f"<http://streams.org/citytollgates.trdf>={example('csparql_tollgates_stream.nt')}",
+                    "--time-unit", "m", "--at", "5,10", "--out", str(entering)])
+    lines = entering.read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        print("  " + line)
+    busy = out / "csparql_busy.tsv"
+    query_job.main([str(example("csparql_busy_query.rq")), "--stream", f"<http://example.org/streams/entering>={entering}",
+                    "--time-unit", "m", "--at", "12", "--out", str(busy)])
+    answers = busy.read_text(encoding="utf-8").splitlines()[1:]
+    for line in answers:
+        print("  " + line)
+    good = len(lines) == 5 and answers == [f'<{city}Distr1>\t"2"{integer}\t"10"{integer}\t"10"{integer}']
+    print(f"csparql_entering_query.rq -> csparql_busy_query.rq: {'OK' if good else 'MISMATCH'}")
+    return ok and good
 
 
 def _answers(directory: Path) -> list[dict]:

@@ -442,6 +442,8 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         return write_results(_select_rows(decoded, names, columns, events, bool(p.instants)), head, fmt, out)
     finally:
         cached.unpersist()
+        for terms in computed:
+            terms.unpersist()
 
 
 def parse_lateness(text: str, time_unit: str) -> int:
