@@ -152,7 +152,8 @@ CAMERA_BACKGROUND = {(c("cam1"), c("monitors"), c("Oak-Avenue")), (c("cam2"), c(
                      (c("cam1"), c("placedAt"), c("light")), (c("cam2"), c("placedAt"), c("light"))}
 CAMERA_ITEMS = items([(c("cam2"), f"<{T}registers>", '"A"', 1 * M), (c("cam1"), f"<{T}registers>", '"A"', 2 * M),
                       (c("cam1"), f"<{T}registers>", '"B"', 2 * M), (c("cam2"), f"<{T}registers>", '"B"', 3 * M),
-                      (c("cam2"), f"<{T}registers>", '"C"', 3 * M), (c("cam1"), f"<{T}registers>", '"C"', 9 * M)])
+                      (c("cam2"), f"<{T}registers>", '"C"', 3 * M), (c("cam1"), f"<{T}registers>", '"B"', 4 * M),
+                      (c("cam1"), f"<{T}registers>", '"C"', 9 * M)])
 
 
 #: FullStreets' streams: each item a graph (C-SPARQL's [R1]), a sighting with where it happened
@@ -160,12 +161,15 @@ def sighting(k, who, car, where, t):
     return (k, frozenset({(c(who), f"<{T}registers>", f'"{car}"'), *where}), t * M, t * M)
 
 
-FULL_BACKGROUND = {(c("Main"), c("hasCapacity"), integer(2)), (c("Hill"), c("hasCapacity"), integer(5))}
+FULL_BACKGROUND = {(c("Main"), c("hasCapacity"), integer(2)), (c("Hill"), c("hasCapacity"), integer(5)),
+                   (c("g3"), c("placedIn"), c("Main"))}   # background only: GRAPH <tollgates> does not see it
 FULL_STREAMS = {
     TOLLGATES: [sighting(0, "g1", "A", {(c("g1"), c("placedIn"), c("Main"))}, 1),
+                sighting(5, "g3", "F", set(), 2), sighting(7, "g4", "G", set(), 2),
                 sighting(1, "g1", "B", {(c("g1"), c("placedIn"), c("Main"))}, 2),
                 sighting(2, "g2", "C", {(c("g2"), c("placedIn"), c("Hill"))}, 3)],
     CAMERAS: [sighting(3, "cam", "D", {(c("cam"), c("placedAt"), c("light")), (c("light"), c("crossing"), c("Main"))}, 4),
+              (6, frozenset({(c("g4"), c("placedIn"), c("Main"))}), 2 * M, 2 * M),
               sighting(4, "cam", "E", {(c("cam"), c("placedAt"), c("light")), (c("light"), c("crossing"), c("Hill"))}, 6)],
 }
 
@@ -195,12 +199,14 @@ CASES = {
                             answers([{"district": c("Distr2"), "passages": integer(1)},
                                      {"district": c("Distr3"), "passages": integer(1)}], 35 * M)),
     # §2.7 at 5m, window (0, 5m]: car A seen by cam2 (Palm) at 1m, then by cam1 (Oak) at 2m, turned
-    # into Oak Avenue; B went the other way (cam1 at 2m, cam2 at 3m); C only by cam2 so far
+    # into Oak Avenue; B seen by cam1 at 2m and again at 4m, by cam2 at 3m: "the most recent
+    # timestamp" of ?car1 is 4m > 3m, so B counts too; C only by cam2 so far
     "turning at 5m": (TURNING, {None: CAMERA_BACKGROUND}, {CAMERAS: CAMERA_ITEMS}, 5 * M,
-                      {(('"A"', f"<{T}turnedInto>", c("Oak-Avenue")), 5 * M, 5 * M)}),
+                      {((f'"{car}"', f"<{T}turnedInto>", c("Oak-Avenue")), 5 * M, 5 * M) for car in "AB"}),
     # at 9m, window (4m, 9m]: only cam1's sighting of C at 9m (cam2 saw C at 3m, outside): no pair
     # §2.6 at 5m, windows (0, 5m]: Main has A, B (tollgate) and D (camera): 3 > 0.8 · 2; Hill has C:
-    # 1 < 0.8 · 5 (E at 6m is in the next window)
+    # 1 < 0.8 · 5 (E at 6m is in the next window); F passed g3 and G g4, whose placements are in the
+    # background and in the camera stream: neither is in GRAPH <tollgates>
     "full streets at 5m": (FULL_STREETS, {None: FULL_BACKGROUND}, FULL_STREAMS, 5 * M,
                            answers([{"street": c("Main"), "passages": integer(3)}], 5 * M)),
 
