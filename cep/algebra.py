@@ -96,7 +96,7 @@ __all__ = [
     "Duration", "Range", "Triples", "Now", "All", "Window",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
     "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
-    "Query", "Pattern", "PATTERN_TYPES", "Form", "TIME_UNITS",
+    "Query", "Pattern", "PATTERN_TYPES", "Form", "OrderKey", "Modifiers", "TIME_UNITS",
     "triple", "path_pattern", "bgp", "join", "union", "left_join", "sequence", "seq", "project",
     "construct",
     "children", "walk", "variables", "constants", "expr_variables", "event_clauses", "background_patterns",
@@ -767,6 +767,50 @@ Form = _t.Union[Project, Construct]
 
 
 @dataclass(frozen=True)
+class OrderKey:
+    """One ORDER BY key (SPARQL 1.1 §15.1): an expression over the projected variables."""
+
+    expr: Expr
+    descending: bool = False
+
+    def __post_init__(self) -> None:
+        check_expr(self.expr, "OrderKey.expr")
+
+    def __str__(self) -> str:
+        return f"{'DESC' if self.descending else 'ASC'}({self.expr})"
+
+
+@dataclass(frozen=True)
+class Modifiers:
+    """ORDER BY / OFFSET / LIMIT of a SELECT (SPARQL 1.1 §15): the answers (the projected, distinct
+    rows) sorted by ``order`` — SPARQL's order of terms (§15.1: unbound < blank nodes < IRIs <
+    literals; numbers by value, then booleans, times, durations, strings by lexical form, other
+    literals by their text) — ties broken by the projected terms' ids, then the intervals (a
+    total order, so that LIMIT is deterministic); then ``offset`` answers skipped and at most
+    ``limit`` kept. Applied per evaluation instant."""
+
+    order: tuple[OrderKey, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.order, tuple) or not all(isinstance(k, OrderKey) for k in self.order):
+            raise TypeError(f"Modifiers.order must be a tuple of OrderKey, got {self.order!r}")
+        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 0):
+            raise ValueError(f"Modifiers.limit must be a non-negative int or None, got {self.limit!r}")
+        if isinstance(self.offset, bool) or not isinstance(self.offset, int) or self.offset < 0:
+            raise ValueError(f"Modifiers.offset must be a non-negative int, got {self.offset!r}")
+
+    def __str__(self) -> str:
+        parts = ["ORDER BY " + " ".join(map(str, self.order))] if self.order else []
+        if self.limit is not None:
+            parts.append(f"LIMIT {self.limit}")
+        if self.offset:
+            parts.append(f"OFFSET {self.offset}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
 class Query:
     """A lowered query. ``form.inner`` is the whole pattern, JOIN(EC_1, ..., EC_m, Background(D, P))
     per eq. (1)-(2) (possibly under top-level FILTERs). ``prefixes`` (name → namespace IRI) and
@@ -780,10 +824,14 @@ class Query:
     base: str | None = field(default=None, compare=False)
     #: C-SPARQL's REGISTER QUERY|STREAM name (§2.4-2.5): ("QUERY" or "STREAM", name), or None
     registration: tuple | None = field(default=None, compare=False)
+    #: ORDER BY / LIMIT / OFFSET of a SELECT, or None
+    modifiers: "Modifiers | None" = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.form, (Project, Construct)):
             raise TypeError(f"Query.form must be Project or Construct, got {self.form!r}")
+        if self.modifiers is not None and not (isinstance(self.modifiers, Modifiers) and isinstance(self.form, Project)):
+            raise TypeError(f"Query.modifiers must be Modifiers on a SELECT, got {self.modifiers!r}")
 
     @property
     def pattern(self) -> Pattern:
@@ -799,7 +847,7 @@ class Query:
                 event_clauses(self.pattern))
 
     def __str__(self) -> str:
-        return str(self.form)
+        return str(self.form) + (f" {self.modifiers}" if self.modifiers is not None else "")
 
 
 # --- traversal ---------------------------------------------------------------------------------

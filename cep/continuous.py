@@ -172,6 +172,12 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     if A.is_rsepql(query):
         raise ContinuousError("an RSEP-QL query is evaluated at given instants (query --at T1,T2,...; "
                               "cep.evaluate_sequence); continuous RSEP-QL is not built yet")
+    if A.is_csparql(query):
+        raise ContinuousError("a C-SPARQL query is evaluated at given instants (query --at T1,T2,...); "
+                              "continuous C-SPARQL is not built yet")
+    if query.modifiers is not None:
+        raise ContinuousError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at T1,T2,...); "
+                              "continuous evaluation does not apply them yet")
     patterns = A.stream_patterns(query.pattern)
     if not patterns:
         raise ContinuousError("the query has no WINDOW over a stream, so there is nothing to follow continuously; "

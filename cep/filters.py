@@ -48,7 +48,10 @@ from cep.windows import TIME_UNITS
 from reasoner.hashing import term_id
 from reasoner.schema import ID, TERM
 
-__all__ = ["filter_mappings"]
+__all__ = ["filter_mappings", "order_answers", "ORDER"]
+
+#: the position of an answer of a query with ORDER BY / LIMIT / OFFSET (0 = the first one kept)
+ORDER = "_order"
 
 _NUMERIC = tuple(sorted(NUMERIC_DATATYPES))
 _TERM, _NUM, _BOOL = "term", "num", "bool"
@@ -64,6 +67,59 @@ def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFram
     unit of the interval columns (for getDURATION() ...). ``stamps``: {timestamp() call: the
     column of ``omega`` holding its time in ticks} (C-SPARQL; a call not in it is an error)."""
     return _Filter(condition, tuple(dictionaries), time_unit, tuple((stamps or {}).items())).apply(omega)
+
+
+def order_answers(omega: DataFrame, modifiers, variables, dictionaries: Sequence[DataFrame], *,
+                  time_unit: str = "ms") -> DataFrame:
+    """``omega``'s rows sorted and sliced per ``modifiers`` (``cep.algebra.Modifiers``; the keys'
+    values ordered as ``cep.reference.order_key``, ties by the ``variables``' ids, unbound first,
+    then the intervals), with ``ORDER`` = each kept row's position."""
+    from pyspark.sql import Window
+
+    f = _Filter(None, tuple(dictionaries), time_unit)
+    needed = sorted(set().union(*[_needs_terms(k.expr) for k in modifiers.order]))
+    df = f.decoded(omega, needed)
+    keys = []
+    for k in modifiers.order:
+        key = _order_struct(f.compile(k.expr, df.columns))
+        keys.append(key.desc() if k.descending else key.asc())
+    ties = [(F.col(var_column(v.name)) if var_column(v.name) in omega.columns else F.lit(None).cast("long")).asc_nulls_first()
+            for v in variables] + [F.col(T_START).asc(), F.col(T_END).asc()]
+    rank = F.row_number().over(Window.orderBy(*keys, *ties)) - 1
+    ranked = df.select(*omega.columns, rank.alias(ORDER)).filter(F.col(ORDER) >= modifiers.offset)
+    if modifiers.limit is not None:
+        ranked = ranked.filter(F.col(ORDER) < modifiers.offset + modifiers.limit)
+    return ranked.select(*omega.columns, (F.col(ORDER) - modifiers.offset).alias(ORDER))
+
+
+def _order_struct(v: "_Val") -> Column:
+    """The ascending sort key of a compiled value: (rank, kind, number, seconds, text), as
+    ``cep.reference.order_key``."""
+    zero = F.lit(0).cast(_SECONDS)
+    if v.kind in (_NUM, _BOOL, _DUR, _DT):
+        bound = v.col.isNotNull()
+        kind = {_NUM: 0, _BOOL: 1, _DT: 2, _DUR: 3}[v.kind]
+        number = v.col.cast("double") if v.kind in (_NUM, _BOOL) else F.lit(0.0)
+        seconds = v.col.cast(_SECONDS) if v.kind in (_DUR, _DT) else zero
+        return F.struct(F.when(bound, F.lit(3)).otherwise(F.lit(0)).alias("rank"),
+                        F.when(bound, F.lit(kind)).otherwise(F.lit(0)).alias("kind"),
+                        F.coalesce(number, F.lit(0.0)).alias("number"), F.coalesce(seconds, zero).alias("seconds"),
+                        F.lit("").alias("text"))
+    t = v.col
+    number = _num_of(v)
+    duration, time = _seconds_of(v)
+    boolean = _datatype(t) == XSD_BOOLEAN
+    simple = _simple_string(t)
+    rank = F.when(t.isNull(), F.lit(0)).when(t.startswith("_:"), F.lit(1)).when(t.startswith("<"), F.lit(2)).otherwise(F.lit(3))
+    kind = (F.when(rank < 3, F.lit(0)).when(number.isNotNull(), F.lit(0)).when(boolean, F.lit(1))
+            .when(time.isNotNull(), F.lit(2)).when(duration.isNotNull(), F.lit(3)).when(simple.isNotNull(), F.lit(4))
+            .otherwise(F.lit(5)))
+    value = (F.when((rank == 3) & number.isNotNull(), number)
+             .when((rank == 3) & boolean, _lexical(t).isin("true", "1").cast("double")).otherwise(F.lit(0.0)))
+    seconds = F.when((rank == 3) & (kind == 2), time).when((rank == 3) & (kind == 3), duration).otherwise(zero)
+    text = F.when(rank == 0, F.lit("")).when((rank == 3) & (kind == 4), simple).otherwise(t)
+    return F.struct(rank.alias("rank"), kind.alias("kind"), value.alias("number"), seconds.cast(_SECONDS).alias("seconds"),
+                    text.alias("text"))
 
 
 _STRING_TYPES = (XSD_STRING, RDF_LANGSTRING)
@@ -303,7 +359,15 @@ class _Filter:
     stamps: tuple = ()
 
     def apply(self, omega: DataFrame) -> DataFrame:
-        needed = sorted(_needs_terms(self.condition))
+        df = self.decoded(omega, sorted(_needs_terms(self.condition)))
+        keep = _ebv(self.compile(self.condition, df.columns))
+        for barrier in (scratch("parsed"), scratch("parsed2")):
+            if barrier in df.columns:   # always true; referenced so that the parts stay columns
+                keep = keep & (F.col(barrier) >= 0)
+        return df.filter(keep).select(*omega.columns)
+
+    def decoded(self, omega: DataFrame, needed: list[str]) -> DataFrame:
+        """``omega`` with the terms of the variable columns ``needed`` decoded and taken apart."""
         df = omega
         if needed:
             dictionary = self._dictionary()
@@ -331,11 +395,7 @@ class _Filter:
                 duration, time = _seconds_of(_Val(_TERM, self._term(c, df.columns)))
                 columns += [duration.alias(scratch("dur", c)), time.alias(scratch("dt", c))]
             df = df.select(*df.columns, *columns, F.monotonically_increasing_id().alias(scratch("parsed2")))
-        keep = _ebv(self.compile(self.condition, df.columns))
-        for barrier in (scratch("parsed"), scratch("parsed2")):
-            if barrier in df.columns:   # always true; referenced so that the parts stay columns
-                keep = keep & (F.col(barrier) >= 0)
-        return df.filter(keep).select(*omega.columns)
+        return df
 
     @staticmethod
     def _term(c: str, columns) -> Column:

@@ -87,6 +87,14 @@ which is not built); more than one FROM graph; CQELS-CEP windows, RSEP-QL MATCH 
 operators in a C-SPARQL query; ``timestamp(?v)`` whose FILTER's group is not triples only or does
 not bind ?v (ts(v, P) reads P's triple patterns, §3.3); timestamp() in an AGGREGATE's FILTER or in
 another language; C-SPARQL constructs under another ``lang``.
+
+SPARQL 1.1 solution modifiers, for every language: GROUP BY / HAVING / ``(aggregate AS ?v)``
+become ``Aggregate`` (+ ``Filter``) under the projection (background-only and C-SPARQL queries;
+see ``_Lowering.grouping``), ORDER BY / LIMIT / OFFSET ``Query.modifiers`` (keys over the selected
+variables). Errors: a selected variable neither grouped nor aggregated, ``(expr AS ?v)`` other than
+an aggregate, an aggregate of an expression or outside SELECT / HAVING, ``?v`` already bound,
+HAVING without grouping, SELECT * with GROUP BY, grouping over event clauses, an ORDER BY key
+reading an unselected variable.
 """
 from __future__ import annotations
 
@@ -506,7 +514,8 @@ class _Lowering:
             pattern = self.aggregates(pattern, tree.aggregates)
         query = self.finish(pattern)
         if registration is not None:
-            query = A.Query(query.form, query.prefixes, query.base, (registration.kind, registration.name))
+            query = A.Query(query.form, query.prefixes, query.base, (registration.kind, registration.name),
+                            query.modifiers)
         return query
 
     def graph_pattern(self, element: S.GraphGraphPattern) -> A.Pattern:
@@ -771,6 +780,7 @@ class _Lowering:
                                                 self.var_or_term(triple.p),
                                                 self.var_or_term(triple.o)))
             result = A.construct(template, pattern)
+        modifiers = self.modifiers(result)
 
         prefixes = {}
         base = None
@@ -779,7 +789,26 @@ class _Lowering:
                 prefixes[decl.name] = decl.iri.value
             else:
                 base = decl.iri.value
-        return A.Query(result, prefixes, base)
+        return A.Query(result, prefixes, base, modifiers=modifiers)
+
+    def modifiers(self, form) -> A.Modifiers | None:
+        """ORDER BY / LIMIT / OFFSET (SPARQL 1.1 §15): keys over the projected variables (the
+        answers are the distinct projected rows, so a key must be a function of them)."""
+        tree = self.tree
+        if not (tree.order_by or tree.limit is not None or tree.offset):
+            return None
+        keys = []
+        for condition in tree.order_by:
+            expr = self.expr(condition.expr)
+            outside = sorted(v.name for v in A.expr_variables(expr) if v not in form.variables)
+            if outside:
+                raise self.fail(condition, f"ORDER BY reads ?{outside[0]}, which is not selected: keys are expressions "
+                                "over the SELECTed variables (select it, or name an aggregate (... AS ?v) and "
+                                "order by ?v)", tuple(f"?{v.name}" for v in form.variables))
+            if A.uses_interval(expr) or A.uses_timestamp(expr):
+                raise self.fail(condition, "ORDER BY cannot read an answer's interval or timestamps")
+            keys.append(A.OrderKey(expr, condition.descending))
+        return A.Modifiers(tuple(keys), tree.limit, tree.offset)
 
     def _unbound_reason(self, variable: S.Variable, pattern: A.Pattern) -> str:
         var = A.Var(variable.name)

@@ -63,6 +63,7 @@ _TERMINAL_WORDS = {
     "TIMESTAMP_FN": "'timestamp'",
     "AGGREGATE_FN": "an aggregate function (COUNT, SUM, AVG, MIN, MAX)",
     "AGG_CALL": "an aggregate (COUNT, SUM, AVG, MIN, MAX)",
+    "ORDER_DIRECTION": "ASC or DESC",
     "REGISTER_KIND": "'QUERY' or 'STREAM'",
     "QUERY_NAME": "a query name",
     "$END": "the end of the query",
@@ -104,9 +105,9 @@ class _ToCep(PathTransformer.imported_as("grammar")):
             prologue = first + second
         else:
             prologue, body = children
-        form, datasets, where, aggregates, group_by, having = body
+        form, datasets, where, aggregates, modifiers = body
         return S.Query(prologue, form, datasets, where, text=self.text, span=span(meta),
-                       registration=registration, aggregates=aggregates, group_by=group_by, having=having)
+                       registration=registration, aggregates=aggregates, **modifiers)
 
     def registration(self, meta, children):
         kind, name, *every = children
@@ -135,16 +136,37 @@ class _ToCep(PathTransformer.imported_as("grammar")):
 
     def select_query(self, meta, children):
         aggregates = tuple(c for c in children if isinstance(c, S.AggregateClause))
-        group_by = next((c[1] for c in children if isinstance(c, tuple) and c and c[0] == "group"), ())
-        having = next((c[1] for c in children if isinstance(c, tuple) and c and c[0] == "having"), ())
-        form, *datasets, where = [c for c in children if not isinstance(c, (S.AggregateClause, tuple))]
-        return form, tuple(datasets), where, aggregates, group_by, having
+        modifiers = {}
+        for c in children:
+            if isinstance(c, dict):
+                modifiers.update(c)
+        form, *datasets, where = [c for c in children if not isinstance(c, (S.AggregateClause, dict))]
+        return form, tuple(datasets), where, aggregates, modifiers
 
     def group_clause(self, meta, children):
-        return ("group", tuple(children))
+        return {"group_by": tuple(children)}
 
     def having_clause(self, meta, children):
-        return ("having", tuple(children))
+        return {"having": tuple(children)}
+
+    def order_clause(self, meta, children):
+        return {"order_by": tuple(children)}
+
+    def order_condition(self, meta, children):
+        descending = isinstance(children[0], Token) and str(children[0]).upper() == "DESC"
+        return S.OrderCondition(descending, children[-1], span=span(meta))
+
+    def limit_offset(self, meta, children):
+        out = {}
+        for c in children:
+            out.update(c)
+        return out
+
+    def limit_clause(self, meta, children):
+        return {"limit": int(children[0])}
+
+    def offset_clause(self, meta, children):
+        return {"offset": int(children[0])}
 
     def select_expression(self, meta, children):
         return S.SelectExpression(children[0], children[1], span=span(meta))

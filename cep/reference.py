@@ -91,7 +91,7 @@ __all__ = [
     "mapping", "compatible", "merge",
     "join", "union", "seq", "seq_wo", "no_head", "no_tail",
     "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence",
-    "csparql_window", "aggregate", "aggregate_value",
+    "csparql_window", "aggregate", "aggregate_value", "order_key", "ordered",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
     "match_bgp_in_items", "evaluate",
 ]
@@ -320,7 +320,8 @@ def evaluate(query, background: TMapping, streams: TMapping, at: int, time_unit:
     ``background``: {graph IRI or None: iterable of (s, p, o) N-Triples strings};
     ``streams``: {stream IRI: list of items ``(item, frozenset of triples, t1, t2)``}.
     Returns a set of ``(mapping, t1, t2)`` for SELECT (mapping restricted to the projected
-    variables) or of ``((s, p, o), t1, t2)`` for CONSTRUCT.
+    variables) — a list in order for a query with ORDER BY / LIMIT / OFFSET — or of
+    ``((s, p, o), t1, t2)`` for CONSTRUCT.
     """
     evaluator = _Evaluator({g: set(ts) for g, ts in background.items()}, streams, at, time_unit)
     return evaluator.query(query)
@@ -472,6 +473,56 @@ def aggregate(omega: Iterable[Element], specs, empty: bool = False) -> set[Eleme
     return {(frozenset(d.items()), t1, t2) for d, (_mu, t1, t2) in zip(extended, rows)}
 
 
+# ---------------------------------------------------------------------------------------------
+# ORDER BY / LIMIT / OFFSET (SPARQL 1.1 §15)
+
+def order_key(value) -> tuple:
+    """The ascending sort key of an expression's value (``A.Modifiers``): (rank, kind, number,
+    seconds, text); rank 0 error / unbound, 1 blank node, 2 IRI, 3 literal; for literals kind 0
+    number (by value), 1 boolean, 2 dateTime, 3 duration, 4 simple or xsd:string (by lexical
+    form), 5 other (by text)."""
+    from decimal import Decimal
+
+    zero = Decimal(0)
+    if value is _ERROR or value is None:
+        return (0, 0, 0.0, zero, "")
+    if isinstance(value, bool):
+        return (3, 1, float(value), zero, "")
+    if isinstance(value, float):
+        return (3, 0, value, zero, "")
+    if isinstance(value, _Temporal):
+        return (3, 2 if value.kind == "dateTime" else 3, 0.0, value.seconds, "")
+    if value.startswith("_:"):
+        return (1, 0, 0.0, zero, value)
+    if value.startswith("<"):
+        return (2, 0, 0.0, zero, value)
+    number = _num(value)
+    if number is not None:
+        return (3, 0, number, zero, value)
+    lit = parse_literal(value)
+    if lit is not None and lit[2] == XSD_BOOLEAN:
+        return (3, 1, 1.0 if lit[0] in ("true", "1") else 0.0, zero, value)
+    temporal = _temporal(value)
+    if temporal is not None:
+        return (3, 2 if temporal.kind == "dateTime" else 3, 0.0, temporal.seconds, value)
+    simple = _simple_string(value)
+    if simple is not None:
+        return (3, 4, 0.0, zero, simple)
+    return (3, 5, 0.0, zero, value)
+
+
+def ordered(answers, modifiers, names, unit: str = "ms") -> list:
+    """``answers`` (a set of (μ, t1, t2)) as a list sorted by ``modifiers.order`` — ties by the
+    projected terms' ids (unbound first), then t1, t2 — then sliced by OFFSET / LIMIT."""
+    rows = sorted(answers, key=lambda e: (*[(0, 0) if dict(e[0]).get(n) is None else (1, _order_id(dict(e[0])[n]))
+                                            for n in names], e[1], e[2]))
+    for key in reversed(modifiers.order):   # stable sorts, the last key first
+        rows.sort(key=lambda e: order_key(eval_expr(key.expr, dict(e[0]), (e[1], e[2]), unit)),
+                  reverse=key.descending)
+    end = None if modifiers.limit is None else modifiers.offset + modifiers.limit
+    return rows[modifiers.offset:end]
+
+
 def _is_var(x) -> bool:
     return isinstance(x, A.Var)
 
@@ -531,7 +582,9 @@ class _Evaluator:
             case A.Project(variables=variables, inner=inner):
                 names = [v.name for v in variables]
                 omega = self.eval(inner, None)
-                return {(frozenset((k, v) for k, v in mu if k in names), t1, t2) for (mu, t1, t2) in omega}
+                answers = {(frozenset((k, v) for k, v in mu if k in names), t1, t2) for (mu, t1, t2) in omega}
+                modifiers = query.modifiers if isinstance(query, A.Query) else None
+                return answers if modifiers is None else ordered(answers, modifiers, names, self.unit)
             case A.Construct(template=template, inner=inner):
                 omega = self.eval(inner, None)
                 out = set()

@@ -79,7 +79,8 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     ``unpersist()`` them when done.
 
     Returns one long column per projected variable (``cep.columns.var_column(name)``) plus
-    ``T_START``, ``T_END``; a CONSTRUCT returns (s, p, o, t_start, t_end).
+    ``T_START``, ``T_END`` (and ``cep.filters.ORDER``, each answer's position, for a query with
+    ORDER BY / LIMIT / OFFSET); a CONSTRUCT returns (s, p, o, t_start, t_end).
 
     Expected failures (``cep.errors``, all ``SidecarError``s) are raised while the plan is built:
     ``MissingInputError`` (a stream or graph the query reads was not given; also a KeyError),
@@ -265,7 +266,14 @@ class _Runtime:
                 for v in variables:
                     c = var_column(v.name)
                     cols.append(F.col(c) if c in present else F.lit(None).cast("long").alias(c))
-                return omega.select(*cols, T_START, T_END, *self.ops.EXTRA).distinct()
+                answers = omega.select(*cols, T_START, T_END, *self.ops.EXTRA).distinct()
+                if query.modifiers is None:
+                    return answers
+                if self.ops is not I:
+                    raise UnsupportedQueryError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant "
+                                                "(query --at T1,T2,...); not in continuous evaluation")
+                from cep.filters import order_answers
+                return order_answers(answers, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
             case A.Construct(template=template):
                 parts = [omega.select(*_template_columns(tp, omega.columns), T_START, T_END, *extra)
                          .dropna(subset=[S, P, O]) for tp in template]

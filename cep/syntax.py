@@ -18,6 +18,7 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``Select(distinct, variables)``     ``SELECT [DISTINCT] ?a (COUNT(?x) AS ?n)`` or ``*``      [9]
 ``SelectExpression(expr, var)``     ``( expr AS ?v )`` in SELECT                      [9]
 ``AggregateCall(fn, distinct, arg)`` ``COUNT(DISTINCT ?x)``, ``SUM(?x)``, ``COUNT(*)``  [127]
+``OrderCondition(descending, expr)`` ``ORDER BY ?a DESC(?b)``; ``LIMIT n`` ``OFFSET n``  [23]-[25]
 ``ConstructTemplate(triples)``      ``CONSTRUCT { ... }``                             [10], [73]
 ``FromGraph(iri)``                  ``FROM <g>``: the static background D             [13], [14]
 ``FromWindow(name, stream, win)``   ``FROM NAMED WINDOW :W ON <s> [window]``          CQELS Ex. 6
@@ -71,7 +72,7 @@ __all__ = [
     "DurationLiteral", "RangeWindow", "TriplesWindow", "NowWindow", "AllWindow", "WindowSyntax",
     "FromGraph", "FromWindow", "FromStream", "Registration", "AggregateClause", "AGGREGATE_FUNCTIONS",
     "PrefixDecl", "BaseDecl", "Select", "ConstructTemplate", "Query",
-    "Binary", "Unary", "Call", "InList", "SelectExpression", "AggregateCall", "ExprNode", "GroupElement", "CALLS",
+    "Binary", "Unary", "Call", "InList", "SelectExpression", "AggregateCall", "OrderCondition", "ExprNode", "GroupElement", "CALLS",
 ]
 
 
@@ -491,6 +492,17 @@ class FromWindow(Node):
 
 
 @dataclass(frozen=True)
+class OrderCondition(Node):
+    """One ``ORDER BY`` key [24]: ``ASC(e)`` / ``DESC(e)`` / ``?v`` / ``(e)``."""
+
+    descending: bool
+    expr: ExprNode
+
+    def __str__(self) -> str:
+        return f"{'DESC' if self.descending else 'ASC'}({self.expr})"
+
+
+@dataclass(frozen=True)
 class SelectExpression(Node):
     """``( expr AS ?v )`` in SELECT [9]."""
 
@@ -595,6 +607,9 @@ class Query(Node):
     aggregates: tuple[AggregateClause, ...] = ()
     group_by: tuple[Variable, ...] = ()
     having: tuple[ExprNode, ...] = ()
+    order_by: tuple[OrderCondition, ...] = ()
+    limit: int | None = None
+    offset: int = 0
 
     def __str__(self) -> str:
         lines = [str(self.registration)] if self.registration is not None else []
@@ -607,4 +622,10 @@ class Query(Node):
             lines.append("GROUP BY " + " ".join(map(str, self.group_by)))
         if self.having:
             lines.append("HAVING " + " ".join(f"({e})" for e in self.having))
+        if self.order_by:
+            lines.append("ORDER BY " + " ".join(map(str, self.order_by)))
+        if self.limit is not None:
+            lines.append(f"LIMIT {self.limit}")
+        if self.offset:
+            lines.append(f"OFFSET {self.offset}")
         return "\n".join(lines)

@@ -7,7 +7,8 @@
     rsp-sidecar query ...                     (same arguments)
 
 Prints the answers ⟦Q, T⟧ (CQELS-CEP eq. 1) as W3C SPARQL 1.1 query results (TSV, CSV or JSON;
-``jobs/results.py``), sorted. A query with event clauses (windows over streams) gets two more
+``jobs/results.py``), sorted (in the query's order when it has ORDER BY / LIMIT / OFFSET, applied
+per instant). A query with event clauses (windows over streams) gets two more
 columns, ``_start`` and ``_end``: the interval of each answer, as ``xsd:integer`` ticks of
 ``--time-unit``. A ``CONSTRUCT`` query prints its triples as N-Triples (distinct, sorted; the
 intervals are not printed; ``--format`` does not apply).
@@ -254,6 +255,9 @@ def plan(args: argparse.Namespace) -> Plan:
         raise QueryError(f"{query_path}: an RSEP-QL query runs with --at T1,T2,...; continuous RSEP-QL is not built yet")
     if is_csparql(query) and continuous:
         raise QueryError(f"{query_path}: a C-SPARQL query runs with --at T1,T2,...; continuous C-SPARQL is not built yet")
+    if query.modifiers is not None and continuous:
+        raise QueryError(f"{query_path}: ORDER BY / LIMIT / OFFSET apply per evaluation instant (--at T1,T2,...); "
+                         "continuous evaluation does not apply them yet")
     ep = is_epsparql(query)
     if ep and continuous:
         raise QueryError(f"{query_path}: an EP-SPARQL query runs with --at T; continuous EP-SPARQL is not built yet")
@@ -436,8 +440,13 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         events = ep or bool(A.stream_patterns(query.pattern)) or A.is_rsepql(query) or A.is_csparql(query)
         columns = [var_column(n) for n in names]
         kept = ([AT_COLUMN] if p.instants else []) + columns + ([T_START, T_END] if events else [])
-        decoded = decode(result.select(*kept), dictionary, tuple(columns))
-        decoded = decoded.orderBy(*[F.col(c).asc_nulls_first() for c in kept])
+        if query.modifiers is not None:   # ORDER BY / LIMIT / OFFSET: the query's order, per instant
+            from cep.filters import ORDER
+            decoded = decode(result.select(*kept, ORDER), dictionary, tuple(columns))
+            decoded = decoded.orderBy(*([AT_COLUMN] if p.instants else []), ORDER)
+        else:
+            decoded = decode(result.select(*kept), dictionary, tuple(columns))
+            decoded = decoded.orderBy(*[F.col(c).asc_nulls_first() for c in kept])
         head = ([AT_VAR] if p.instants else []) + names + ([START_VAR, END_VAR] if events else [])
         return write_results(_select_rows(decoded, names, columns, events, bool(p.instants)), head, fmt, out)
     finally:

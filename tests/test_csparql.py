@@ -29,6 +29,8 @@ from cep import CepSemanticError, CepSyntaxError, compile_query, parse
 from cep import algebra as A
 from cep import reference as R
 from cep.lower import detect_language
+from cep.columns import var_column
+from cep.filters import ORDER
 from cep.spark import evaluate
 from reasoner.hashing import term_id
 from tests.hypothesis_profiles import examples
@@ -232,6 +234,8 @@ def _spark_frames(spark, cases):
             words |= {x for (_i, g, _a, _b) in its for tr in g for x in tr}
         dictionary = spark.createDataFrame(sorted((term_id(w), w) for w in words), f"{ID} long, {TERM} string")
         out = evaluate(query, bg, st_frames, at, dictionary=dictionary, terms=computed)
+        if ORDER in out.columns:   # ORDER BY / LIMIT: the position, as a variable ?__order
+            out = out.withColumnRenamed(ORDER, var_column("__order"))
         if isinstance(query.form, A.Construct):
             out = out.select(*[F.col(x).alias(f"v_{x}") for x in ("s", "p", "o")], "t_start", "t_end")
         frames[key] = out
@@ -243,7 +247,7 @@ def _spark_frames(spark, cases):
         ids.update({r[ID]: r[TERM] for r in union.collect()})
         for terms in computed:
             terms.unpersist()
-    return frames, ids.get
+    return frames, lambda value: ids.get(value, value)   # ?__order's positions are not ids
 
 
 def _as_expected_shape(key, got):
@@ -411,6 +415,8 @@ WHERE {{ ?s :p ?o FILTER (timestamp(?s :q ?o) <= timestamp(?o, :S2) || !BOUND(?o
     f"""PREFIX : <{EX}> SELECT ?s (COUNT(*) AS ?n) (SUM(?v) AS ?t) (MAX(?v) AS ?m) FROM STREAM :S [RANGE 6 STEP 3]
 WHERE {{ ?s :p ?v }} GROUP BY ?s HAVING (COUNT(?v) > 1 || ?m = "x")""",
     f"""PREFIX : <{EX}> SELECT (COUNT(DISTINCT ?o) AS ?n) (AVG(?o) AS ?a) (MIN(?o) AS ?m) WHERE {{ ?s :q ?o }}""",
+    f"""PREFIX : <{EX}> SELECT ?s ?v FROM STREAM :S [RANGE 6 STEP 3] FROM STREAM :S2 [ALL]
+WHERE {{ ?s ?p ?v }} ORDER BY DESC(?v) STR(?s) LIMIT 5 OFFSET 1""",
     f"""REGISTER STREAM out COMPUTED EVERY 3 AS PREFIX : <{EX}> CONSTRUCT {{ ?s :count ?n }}
 FROM STREAM :S [RANGE 3] FROM STREAM :S2 [RANGE 9 STEP 3]
 WHERE {{ {{ ?s :p ?o }} UNION {{ ?s :q ?o }} FILTER (timestamp(?o :p ?x) >= 0 || isIRI(?o)) }}
@@ -445,12 +451,14 @@ def test_random_streams_spark_equals_reference(spark, drawn):
             mine = {(tuple(dict(mu)[x] for x in ("s", "p", "o")), t1, t2) for (mu, t1, t2) in got[i]}
         else:
             mine = set(got[i])
+        if query.modifiers is not None:   # a list in order: each answer with its position
+            expected = {(mu | {("__order", k)}, t1, t2) for k, (mu, t1, t2) in enumerate(expected)}
         assert mine == expected, (text, at)
 
 
 # --- the job --------------------------------------------------------------------------------
 
-def test_query_job_chains_a_registered_stream(tmp_path, capsys):
+def test_query_job_chains_a_registered_stream(spark, tmp_path, capsys):
     """``REGISTER STREAM``'s output (timestamped N-Triples) is read back by another query."""
     from jobs import query as job
 
@@ -472,6 +480,17 @@ def test_query_job_chains_a_registered_stream(tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and [{k: v["value"] for k, v in b.items()} for b in result["results"]["bindings"]] == [
         {"district": f"{C}Distr1", "passages": "2", "_start": "10", "_end": "10"}]
+
+
+def test_query_job_prints_answers_in_the_querys_order(spark, tmp_path, capsys):
+    """ORDER BY / LIMIT: the job prints the answers in the query's order, not sorted by column."""
+    from jobs import query as job
+
+    (tmp_path / "q.rq").write_text(PREFIXES + "SELECT ?d ?s WHERE { ?d c:contains ?s } ORDER BY DESC(?d) LIMIT 2",
+                                   encoding="utf-8")
+    code = job.main([str(tmp_path / "q.rq"), "--static", str(REPO / "ontologies" / "csparql_city.ttl"), "--at", "0"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and lines == ["?d\t?s", f"{c('Distr3')}\t{c('Hill')}", f"{c('Distr2')}\t{c('Harbour')}"]
 
 
 def test_query_job_errors(tmp_path, capsys):
