@@ -63,12 +63,16 @@ def _value(term):
     return (kind, round(value, 17))    # AVG: 18 digits, rounded (we) or truncated (pyoxigraph)
 
 
-def _oxigraph(query: str, triples) -> set:
+def _store(triples) -> ox.Store:
     store = ox.Store()
-    for s, p, o in triples:
-        store.add(ox.Quad(*(_ox_term(x) for x in (s, p, o))))
+    for tr in triples:
+        store.add(ox.Quad(*(_ox_term(x) for x in tr)))
+    return store
+
+
+def _oxigraph(query: str, triples) -> set:
     out = set()
-    result = store.query(query)
+    result = _store(triples).query(query)
     names = [v.value for v in result.variables]
     for row in result:
         out.add(frozenset((n, _value(str(row[n]))) for n in names if row[n] is not None))
@@ -115,10 +119,7 @@ def test_order_limit_offset_equal_pyoxigraph(triples):
         ours = R.evaluate(compile_query(query), {None: set(triples)}, {}, 0)
         assert isinstance(ours, list)
         mine = [_value(dict(mu).get(key)) for (mu, _t1, _t2) in ours]
-        store = ox.Store()
-        for tr in triples:
-            store.add(ox.Quad(*(_ox_term(x) for x in tr)))
-        theirs = [_value(str(row[key])) for row in store.query(query)]
+        theirs = [_value(str(row[key])) for row in _store(triples).query(query)]
         numbers = all(isinstance(v, tuple) for v in mine + theirs)
         if numbers:   # 1 (integer) and 1.0 (decimal) are equal keys: compare the values alone
             mine, theirs = [float(v[1]) for v in mine], [float(v[1]) for v in theirs]
