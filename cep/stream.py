@@ -79,7 +79,8 @@ from cep.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_c
 from cep.continuous import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan, plan as make_plan
 from cep.lifetimes import OPEN_END
 from reasoner.hashing import term_id
-from reasoner.locations import local_path
+from reasoner.fs import spark_path
+from reasoner.locations import local_path, location
 from reasoner.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 from reasoner.sparkutil import cut
 
@@ -222,7 +223,7 @@ class StaticFiles:
     (as ``query --at`` does). Its version is ``files:`` + a hash of the files' names and sizes."""
 
     def __init__(self, graphs: Mapping[str | None, Sequence[str | Path]]):
-        self.graphs = {g: [Path(f) for f in files] for g, files in graphs.items()}
+        self.graphs = {g: [location(f, "static graph file") for f in files] for g, files in graphs.items()}
         self._side: StaticSide | None = None
 
     def version(self) -> str:
@@ -258,7 +259,7 @@ class ClosureStore:
     micro-batch, so a refresh that publishes a new version is picked up without a restart."""
 
     def __init__(self, directory: str | Path):
-        self.directory = local_path(directory, "the closure store")
+        self.directory = location(directory, "the closure store")
 
     def version(self) -> str:
         from reasoner.store import StoreError, current_version
@@ -451,7 +452,7 @@ class _StateStore:
     def frame(self, name: str | None, table: str) -> DataFrame | None:
         if name is None or not (self.root / name / table).exists():
             return None
-        return self.spark.read.parquet(str(self.root / name / table))
+        return self.spark.read.parquet(spark_path(self.root / name / table))
 
     def staging(self, label: str) -> Path:
         """A fresh directory the batch ``label`` writes into; ``write`` renames it into place."""
@@ -468,7 +469,7 @@ class _StateStore:
         """Write one table of batch ``label``'s state (staged until ``write``); read it back."""
         path = str(self._tmp(label) / table)
         df.write.mode("overwrite").parquet(path)
-        return self.spark.read.parquet(path)
+        return self.spark.read.parquet(spark_path(path))
 
     def table(self, name: str | None, table: str):
         """A state table as a pyarrow Table (the driver-side path, ``cep.local``), or None."""
@@ -654,10 +655,10 @@ class _Runner:
         # plain scan, so no later plan drags the streaming lineage along (re-analysing it made
         # every step of a batch cost seconds), and a rejected line's text is at hand.
         self._numbered(lines).write.parquet(str(staging / _LINES))
-        numbered = self.spark.read.parquet(str(staging / _LINES))
+        numbered = self.spark.read.parquet(spark_path(staging / _LINES))
         terms, rejects = self._parsed(numbered)
         _encode(_union(terms)).write.parquet(str(staging / _NEW))
-        items = self.spark.read.parquet(str(staging / _NEW))
+        items = self.spark.read.parquet(spark_path(staging / _NEW))
         bad = _union(rejects)
         stats = items.agg(F.max(T_START).alias("m"), F.min(T_START).alias("f"),
                           F.countDistinct(ITEM).alias("n"), F.min(T_START).alias("lo")).first()

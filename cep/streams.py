@@ -69,6 +69,7 @@ from cep.columns import ITEM, STREAM_COLUMNS
 from reasoner.loading import (NT_BLANK_OR_COMMENT, NT_BNODE, NT_IRI, NT_LITERAL, NT_OBJECT, NT_WS, RDFLoadError, canonical_term,
                               column_after, invalid_utf8, read_lines, reject_reason, scope_bnode, with_line_numbers)
 from reasoner.dictionary import build_dictionary, encode_column
+from reasoner.locations import location
 from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START
 from reasoner.vocab import RDF_TYPE
 
@@ -150,7 +151,7 @@ def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, st
     """Read one stream file (module doc). Raises :class:`RDFLoadError` for a missing file or an
     unknown format, ``ValueError`` for an unknown time unit; bad lines become rejects."""
     check_time_unit(time_unit)
-    path = Path(path)
+    path = location(path, "stream file")
     if not path.is_file():
         raise RDFLoadError(str(path), "no such file")
     fmt = detect_stream_format(path, fmt)

@@ -53,11 +53,6 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    @staticmethod
-    def _java() -> str:
-        home = os.environ.get("JAVA_HOME")
-        return str(Path(home) / "bin" / "java") if home else "java"
-
     def start(self, timeout: float = 90.0) -> "KafkaBroker":
         classpath = os.pathsep.join(str(p) for p in jars.resolve_kafka_broker())
         logs = self.directory / "logs"
@@ -74,7 +69,7 @@ class KafkaBroker:
             f"log.dirs={logs}", f"num.partitions={self.partitions}", "auto.create.topics.enable=true",
             "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
             "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0", ""]), encoding="utf-8")
-        java = [self._java(), "-Xmx512m", "-cp", classpath]
+        java = [jars.java_command(), "-Xmx512m", "-cp", classpath]
         cluster = uuid.uuid4().hex[:22]
         formatted = subprocess.run(java + ["kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(config)],
                                    capture_output=True, text=True, timeout=120)
@@ -122,7 +117,7 @@ def produce(bootstrap: str, topic: str, lines_file: Path) -> int:
     from the broker's jars); returns its exit code."""
     classpath = os.pathsep.join(str(p) for p in jars.resolve_kafka_broker())
     with open(lines_file, "rb") as data:
-        return subprocess.run([KafkaBroker._java(), "-cp", classpath, "kafka.tools.ConsoleProducer",
+        return subprocess.run([jars.java_command(), "-cp", classpath, "kafka.tools.ConsoleProducer",
                                "--bootstrap-server", bootstrap, "--topic", topic], stdin=data).returncode
 
 

@@ -39,15 +39,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
-    from reasoner.locations import local_path
+    from reasoner.fs import is_hadoop
+    from reasoner.locations import location
     from reasoner.progress import Progress
     from reasoner.publish import choose_engine, materialize_sources
 
-    local_path(args.out, "the store")                      # a foreign filesystem fails before Spark starts
-    # the driver-side engine needs no Spark session (a scheduled refresh of a small ontology
-    # then takes well under a second instead of a JVM start)
+    # bad paths fail before Spark starts; a Hadoop filesystem (hdfs://, s3a://) is reached
+    # through the session's JVM, so it starts first
+    named = [location(p, "--ontology") for p in args.ontology] + [location(args.out, "--out")]
+    if args.export_ntriples:
+        named.append(location(args.export_ntriples, "--export-ntriples"))
+    spark = build_session("rsp-sidecar materialize") if any(map(is_hadoop, named)) else None
+    # the driver-side engine needs no Spark session for local files (a scheduled refresh of a
+    # small ontology then takes well under a second instead of a JVM start)
     local = choose_engine(args.ontology, args.engine, args.strategy) == "local"
-    spark = None if local else build_session("rsp-sidecar materialize")
+    if spark is None and not local:
+        spark = build_session("rsp-sidecar materialize")
     summary = materialize_sources(spark, args.ontology, args.out, if_changed=args.if_changed,
                                   strategy=args.strategy, follow_imports=args.follow_imports,
                                   export_ntriples=args.export_ntriples, progress=Progress("materialize"),

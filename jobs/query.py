@@ -82,7 +82,8 @@ from cep.algebra import TIME_UNITS  # noqa: E402
 from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from reasoner.errors import SidecarError  # noqa: E402
-from reasoner.locations import local_path  # noqa: E402
+from reasoner.fs import is_hadoop  # noqa: E402
+from reasoner.locations import local_path, location  # noqa: E402
 
 #: The extra result columns of a query with event clauses: the answer's interval (and, with several
 #: --at instants, the instant).
@@ -197,22 +198,30 @@ def _binding(item: str, prefixes: dict[str, str], option: str, iri_required: boo
         if option == "--stream" and iri_required:
             raise QueryError(f"--stream {item!r}: expected IRI=FILE (an <iri>, an absolute IRI or a prefixed "
                              f"name the query declares, then '=' and the stream file)")
-        return None, local_path(item, option)
-    return iri, (Path(file) if file.strip().startswith("kafka:") else local_path(file, option))
+        return None, location(item, option)
+    return iri, (Path(file) if file.strip().startswith("kafka:") else location(file, option))
 
 
 def _local_arguments(args: argparse.Namespace) -> None:
-    """The path options made local paths (``reasoner.locations``) before anything uses them."""
-    for option in ("checkpoint", "rejects", "closure"):
-        if getattr(args, option, None):
-            setattr(args, option, str(local_path(getattr(args, option), f"--{option}")))
+    """The path options checked (``reasoner.locations``) before anything uses them: with --at,
+    the output and the rejects file may be on a Hadoop filesystem; the continuous runtime's
+    directories are local; the closure store may be anywhere."""
+    continuous = bool(getattr(args, "continuous", False))
+    anywhere = location if not continuous else local_path
+    if getattr(args, "closure", None):
+        args.closure = str(location(args.closure, "--closure"))
+    if getattr(args, "checkpoint", None):
+        args.checkpoint = str(local_path(args.checkpoint, "--checkpoint"))
+    if getattr(args, "rejects", None):
+        args.rejects = str(anywhere(args.rejects, "--rejects"))
     out = getattr(args, "out", None)
     if out and out not in ("console", "-") and not out.startswith("kafka:"):
-        args.out = str(local_path(out, "--out"))
+        args.out = str(anywhere(out, "--out"))
 
 
-def _existing(path: Path, what: str) -> Path:
-    if not path.is_file():
+def _existing(path, what: str):
+    """``path`` when it is a file; a Hadoop path is checked when it is read (Spark is not up yet)."""
+    if not is_hadoop(path) and not path.is_file():
         raise QueryError(f"{path}: no such file ({what})")
     return path
 
@@ -269,7 +278,7 @@ def plan(args: argparse.Namespace) -> Plan:
     for item in args.stream:
         iri, path = _binding(item, prefixes, "--stream", iri_required=not ep)
         if iri is None:  # an EP-SPARQL stream file given without a name: named by its file
-            iri = f"<{path.resolve().as_uri()}>"
+            iri = f"<{path.resolve().as_uri() if not is_hadoop(path) else path.as_uri()}>"
         if iri in result.streams:
             raise QueryError(f"--stream {iri} is bound twice ({result.streams[iri]} and {path})")
         kafka = item.partition("=")[2].strip()
@@ -281,6 +290,8 @@ def plan(args: argparse.Namespace) -> Plan:
             kafka_url(kafka, "--stream")
             result.streams[iri] = kafka
             continue
+        if continuous:
+            path = local_path(path, "--stream")          # the continuous runtime watches a local directory
         if continuous and not path.is_dir():
             raise QueryError(f"{path}: no such directory (stream {iri}; with --continuous, --stream IRI=DIR names "
                              f"the directory its files arrive in, or IRI=kafka://HOST:PORT/TOPIC a topic)")
@@ -330,7 +341,7 @@ def _rejects(spark, named_frames, path: str | None) -> None:
     One Spark job per source either way (writing counts as it goes)."""
     from reasoner.schema import FILE, LINE, RAW, REASON
 
-    out = open(path, "w", encoding="utf-8") if path else None
+    out = location(path, "--rejects").open("w", encoding="utf-8") if path else None
     try:
         for what, frame in named_frames:
             if out is None:
@@ -473,7 +484,7 @@ def _check_continuous(args: argparse.Namespace) -> None:
         raise QueryError("--continuous needs --checkpoint DIR (where the run keeps its state and progress)")
     if args.closure and args.static:
         raise QueryError("--closure STORE_DIR and --static files both give the background; pass one of them")
-    if args.closure and not Path(args.closure).is_dir():
+    if args.closure and not is_hadoop(location(args.closure)) and not Path(args.closure).is_dir():
         raise QueryError(f"{args.closure}: no such directory (--closure names a materialize store)")
     from jobs.streaming import trigger_for
 
@@ -510,7 +521,12 @@ def run(args: argparse.Namespace) -> int:
         execute_continuous(p, args)
         return 0
     if args.out:
-        with open(args.out, "w", encoding="utf-8", newline="") as out:
+        target = location(args.out, "--out")
+        if is_hadoop(target):                  # written through the session's Hadoop filesystem
+            from jobs.spark import build_session
+
+            build_session("rsp-sidecar query")
+        with target.open("w", encoding="utf-8", newline="") as out:
             execute(p, out, args.format, args.rejects)
     else:
         execute(p, sys.stdout, args.format, args.rejects)

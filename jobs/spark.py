@@ -90,6 +90,13 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
     for key, value in LOCAL_DEFAULTS.items():
         if not present.contains(key):
             builder = builder.config(key, value)
+    master = (conf or {}).get("spark.master") or present.get("spark.master", "local[*]" if local else "")
+    if master.startswith("local") and not present.contains("spark.locality.wait"):
+        # one executor: locality means nothing, and delay scheduling can stall a job for good: the
+        # local backend makes new offers only on task events, so tasks that prefer an HDFS
+        # datanode's host name (127.0.0.1, the executor being "localhost") waited forever once
+        # the stage's other tasks had finished
+        builder = builder.config("spark.locality.wait", "0s")
     extra = jars.cached_jars()
     if extra:
         listed = [j for j in present.get("spark.jars", "").split(",") if j]

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import shutil
 import time
 from pathlib import Path
@@ -38,8 +37,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from reasoner import loading, rules, store
+from reasoner import fs, loading, rules, store
 from reasoner.dictionary import HashCollisionError, dictionary_terms
+from reasoner.locations import location
 from reasoner.schema import (CLASS, DICTIONARY, FILE, ID, INFERRED, INSTANCE, LINE, O, P, RAW, REASON, REJECTS, S,
                              SUB, SUBCLASS, SUBPROPERTY, SUP, TERM, TRANSITIVE, TYPES)
 
@@ -89,11 +89,11 @@ def plan(previous: dict, sources: list[loading.Source], prefixes: dict | None = 
         if now.format != "ntriples" or now.bytes <= before["bytes"]:
             raise Refused(f"{now.path} was modified, not appended to")
         known = (prefixes or {}).get(now.path)
-        digest, lines, whole = known if known is not None else _prefix(Path(now.path), before["bytes"])
+        digest, lines, whole = known if known is not None else _prefix(location(now.path), before["bytes"])
         if digest != before["sha256"] or not whole:
             raise Refused(f"{now.path} was modified, not appended to")
-        appended.append((Path(now.path), before["bytes"], lines, scope))
-    new_files = [(Path(s.path), scope) for scope, s in enumerate(sources) if scope >= len(old)]
+        appended.append((location(now.path), before["bytes"], lines, scope))
+    new_files = [(location(s.path), scope) for scope, s in enumerate(sources) if scope >= len(old)]
     if not appended and not new_files:
         raise Refused("nothing was added")
     return Plan(previous, appended, new_files)
@@ -135,10 +135,7 @@ def _link_table(previous_dir: Path, staging: Path, name: str) -> None:
     for file in source.iterdir():
         if file.name.startswith((".", "_")) and file.name != "_SUCCESS":
             continue
-        try:
-            os.link(file, target / file.name)
-        except OSError:
-            shutil.copy2(file, target / file.name)
+        fs.link_or_copy(file, target / file.name)
 
 
 def _pairs_frame(spark: SparkSession, pairs) -> DataFrame:
@@ -162,7 +159,7 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
     previous = the_plan.previous
     schema = previous["schema"]
     old_dir = out / store.VERSIONS / previous["version"]
-    old = {name: spark.read.parquet(str(old_dir / name)) for name in store.TABLES}
+    old = {name: spark.read.parquet(fs.spark_path(old_dir / name)) for name in store.TABLES}
     added, rejects = _added(spark, the_plan, version.staging / "_added")
     terms = dictionary_terms(added).distinct().cache()
     # one streaming scan of the old dictionary against the added terms (broadcast: they are few;
@@ -268,7 +265,7 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
             written = int(rows.get["n"])
         counts[name] = before + written
         phase(f"write_{name}")
-    shutil.rmtree(version.staging / "_added", ignore_errors=True)
+    fs.rmtree(version.staging / "_added", ignore_errors=True)
     for cached in (terms, triples, looked_up, base, new_types, old_subjects):
         cached.unpersist()
     return counts

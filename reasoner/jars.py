@@ -156,7 +156,11 @@ def resolve(artifact: Artifact = GRAPHFRAMES, *, repo: str = MAVEN_REPO, timeout
 KAFKA_CONNECTOR = Artifact("org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.0.0")
 #: Apache Kafka's broker (KRaft mode), the version of the connector's kafka-clients
 KAFKA_BROKER = Artifact("org.apache.kafka", "kafka_2.13", "3.9.0")
-KAFKA_WHAT = {KAFKA_CONNECTOR.name: "The Spark Kafka connector", KAFKA_BROKER.name: "The Kafka broker"}
+#: Hadoop's test clusters (HDFS, YARN) in one JVM, for the cluster tests (``jobs.hadoop_cluster``); its
+#: version is that of the Hadoop client PySpark bundles (see :func:`hadoop_version`)
+HADOOP_MINICLUSTER_NAME = "hadoop-client-minicluster"
+KAFKA_WHAT = {KAFKA_CONNECTOR.name: "The Spark Kafka connector", KAFKA_BROKER.name: "The Kafka broker",
+              HADOOP_MINICLUSTER_NAME: "Hadoop's mini cluster"}
 #: where the broker's own classpath is cached (never on Spark's classpath: its Scala and Jackson differ)
 BROKER_DIR = "kafka-broker"
 
@@ -177,6 +181,11 @@ def _unversioned(jar: Path) -> str:
     return "-".join(parts)
 
 
+def java_command() -> str:
+    """The ``java`` to run helper JVMs with: $JAVA_HOME's, else the one on PATH."""
+    return str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else "java"
+
+
 def ivy_resolve(artifact: Artifact, directory: Path, *, skip_spark_provided: bool, repo: str = MAVEN_REPO,
                 timeout: float = 600.0) -> list[Path]:
     """``artifact`` with its whole runtime closure (parent POMs, properties, dependency management:
@@ -192,7 +201,7 @@ def ivy_resolve(artifact: Artifact, directory: Path, *, skip_spark_provided: boo
     ivy = sorted(spark_jars_dir().glob("ivy-*.jar"))
     if not ivy:
         raise JarUnavailable(artifact, f"no Apache Ivy jar in {spark_jars_dir()} to resolve it with", directory)
-    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else "java"
+    java = java_command()
     with tempfile.TemporaryDirectory(prefix="rsp-ivy-") as work:
         settings = Path(work) / "ivysettings.xml"
         settings.write_text(
@@ -238,6 +247,25 @@ def resolve_kafka_connector(*, repo: str = MAVEN_REPO) -> list[Path]:
 
 def kafka_connector_cached() -> bool:
     return (cache_dir() / f".resolved-{KAFKA_CONNECTOR.name}-{KAFKA_CONNECTOR.version}").exists()
+
+
+def hadoop_version() -> str:
+    """The Hadoop version of PySpark's own client jar (``hadoop-client-api-X.Y.Z.jar``)."""
+    found = sorted(spark_jars_dir().glob("hadoop-client-api-*.jar"))
+    if not found:
+        raise JarUnavailable(Artifact("org.apache.hadoop", "hadoop-client-api", "?"),
+                             f"PySpark's jars ({spark_jars_dir()}) hold no Hadoop client", cache_dir())
+    return found[-1].name[len("hadoop-client-api-"):-len(".jar")]
+
+
+def hadoop_minicluster() -> Artifact:
+    return Artifact("org.apache.hadoop", HADOOP_MINICLUSTER_NAME, hadoop_version())
+
+
+def resolve_hadoop_minicluster(*, repo: str = MAVEN_REPO) -> list[Path]:
+    """Hadoop's mini cluster (beside PySpark's own Hadoop client jars, which it runs with) in its
+    own directory under the cache: never on a Spark session's classpath."""
+    return ivy_resolve(hadoop_minicluster(), cache_dir() / "hadoop-minicluster", skip_spark_provided=True, repo=repo)
 
 
 def resolve_kafka_broker(*, repo: str = MAVEN_REPO) -> list[Path]:

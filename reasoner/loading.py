@@ -29,7 +29,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from reasoner.errors import SidecarError
-from reasoner.locations import local_path
+from reasoner.fs import spark_path
+from reasoner.locations import location
 from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S
 from reasoner.terms import from_rdflib
 from reasoner.vocab import OWL_IMPORTS, XSD_STRING
@@ -191,12 +192,14 @@ def scope_bnode(term: Column, scope: Column) -> Column:
 def read_lines(spark: SparkSession, paths: Sequence[Path]) -> DataFrame:
     """Every line of ``paths`` as ``(raw, file, _block, _row)``, read by Spark line-parallel.
 
-    ``file`` is the local path; ``_block``/``_row`` locate the line for :func:`with_line_numbers`.
+    ``file`` is the local path (the URL of a Hadoop path); ``_block``/``_row`` locate the line for
+    :func:`with_line_numbers`.
     """
     locals_ = [str(p.resolve()) for p in paths]
     # _metadata.file_path is a URI (file:/… or file:///…, percent-encoded): back to a local path
+    # (a Hadoop URL stays one: HadoopPath.resolve() qualifies it the way Spark does)
     local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
-    return spark.read.text(locals_).select(
+    return spark.read.text([spark_path(p) for p in locals_]).select(
         F.col("value").alias(RAW),
         local_path.alias(FILE),
         F.col("_metadata.file_block_start").alias("_block"),
@@ -247,7 +250,7 @@ def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[i
         F.when(F.col("_bad"), F.make_valid_utf8(RAW)).alias(RAW), FILE, "_block", "_row")
     if stage is not None:
         parsed.write.mode("error").parquet(str(stage))
-        parsed = spark.read.parquet(str(stage))
+        parsed = spark.read.parquet(spark_path(stage))
     triples = parsed.filter(F.col(S).isNotNull()).select(S, P, O)
     rejects = with_line_numbers(parsed.filter(F.col(RAW).isNotNull()), parsed.select(FILE, "_block", "_row")).select(
         F.col(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.col(RAW))
@@ -403,7 +406,7 @@ def _walk(paths: Sequence[str | Path], formats: dict[str, str], follow_imports: 
     files go to ``on_ntriples(path, scope)``, which returns their ``owl:imports`` IRIs when asked
     to follow them; other formats are parsed by rdflib here. Returns the sources and rdflib's
     triples."""
-    queue = [local_path(p, "source") for p in paths]
+    queue = [location(p, "source") for p in paths]
     seen: set[Path] = set()
     sources: list[Source] = []
     rows: list[tuple[str, str, str]] = []
@@ -451,7 +454,7 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
         nt_scopes.append(scope)
         if not follow_imports:
             return []
-        lines = [r[0] for r in spark.read.text(str(path)).filter(F.col("value").contains(OWL_IMPORTS))
+        lines = [r[0] for r in spark.read.text(spark_path(path)).filter(F.col("value").contains(OWL_IMPORTS))
                  .limit(10_000).collect()]
         return [m.group(1) for line in lines if (m := re.search(r"<([^>]*)>\s*\.\s*$", line))]
 
@@ -501,5 +504,5 @@ def load_local(paths: Sequence[str | Path], *, formats: dict[str, str] | None = 
 
 def total_bytes(paths: Sequence[str | Path]) -> int:
     """The size of the named files (imports not followed): what ``engine="auto"`` decides on."""
-    files = [local_path(p, "source") for p in paths]
+    files = [location(p, "source") for p in paths]
     return sum(p.stat().st_size for p in files if p.is_file())

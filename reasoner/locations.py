@@ -1,17 +1,20 @@
-"""Where inputs and outputs are: local paths and ``file:`` URLs today; other filesystems refused.
+"""Where inputs and outputs are: local paths, ``file:`` URLs, and URLs of Hadoop filesystems.
 
-Every path a user gives (ontology and data files, the store, stream directories, checkpoints,
-outputs) goes through :func:`local_path` before anything is opened or created: a ``file:`` URL
-(``file:///abs``, ``file:/abs``, ``file://localhost/abs``, percent-encoded) becomes the local path
-it names, and a URL of another filesystem (``hdfs://``, ``s3a://``, ``abfss://``, ...) is refused
-with one error naming the scheme. ``pathlib`` must never see such a URL: ``Path("hdfs://nn/x")``
+Every path a user gives goes through :func:`location` (or :func:`local_path`, for what must be on
+the driver's disk) before anything is opened or created: a ``file:`` URL (``file:///abs``,
+``file:/abs``, ``file://localhost/abs``, percent-encoded) becomes the local path it names; a URL of
+another filesystem (``hdfs://``, ``s3a://``, ``abfss://``, ...) becomes a
+:class:`reasoner.fs.HadoopPath`, read and written through Spark's Hadoop FileSystem API (a scheme
+Spark has no filesystem for is refused there, naming the connector to add).
+:func:`local_path` refuses such URLs with one error naming the scheme and the option.
+``pathlib`` must never see a URL: ``Path("hdfs://nn/x")``
 collapses to the relative directory ``hdfs:/nn/x``, and a ``file:///abs`` store was once split
 between ``/abs`` (Parquet written by Spark, which reads the URL) and ``./file:/abs`` (the
 manifest and ``CURRENT``, written by the driver) without an error.
 
-The store and the readers work on the driver's filesystem, which on a cluster must be one every
-node mounts (NFS, a FUSE mount of the object store); Hadoop filesystems through Spark's own
-FileSystem API are the next step of the cluster work (issue 15).
+The store, the reasoner's sources and the query's store and background files take any
+location; stream directories, sinks and checkpoints of the continuous runtime, and the scenario
+services' side files, take local paths (on a cluster, a path every node mounts).
 """
 from __future__ import annotations
 
@@ -20,8 +23,11 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from reasoner.errors import SidecarError
+from reasoner.fs import HadoopPath
 
-__all__ = ["LocationError", "local_path", "is_url"]
+Location = Path | HadoopPath
+
+__all__ = ["LocationError", "local_path", "location", "is_url", "Location"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 # what pathlib leaves of a URL ("hdfs://nn/x" -> "hdfs:/nn/x"): refused, it is never a real directory
@@ -55,7 +61,23 @@ def local_path(value: str | Path, what: str = "path") -> Path:
     if match:
         scheme = match.group(1)
         raise LocationError(
-            f"{text}: {what} is on a {scheme}:// filesystem, which this version does not read or write: "
-            f"inputs, the store and stream directories are local paths or file: URLs (on a cluster, a "
-            f"path every node mounts). Hadoop filesystems (hdfs, s3a, abfss) are planned")
+            f"{text}: {what} is on a {scheme}:// filesystem; {what} takes a local path or a file: URL "
+            f"(on a cluster, a path every node mounts)")
     return Path(text)
+
+
+def location(value: str | Path | HadoopPath, what: str = "path") -> Location:
+    """What ``value`` names: a local :class:`Path` (plain paths, ``file:`` URLs) or a
+    :class:`HadoopPath` (any other ``scheme://`` URL); ``what`` names it in errors."""
+    if isinstance(value, HadoopPath):
+        return value
+    text = str(value)
+    if _URL.match(text) and not text.startswith("file:"):
+        parts = urlsplit(text)
+        if parts.query or parts.fragment:
+            raise LocationError(f"{text}: {what}: a filesystem URL takes no ?query or #fragment")
+        if parts.scheme in ("http", "https", "ftp") :
+            raise LocationError(f"{text}: {what}: {parts.scheme}:// is not a filesystem Spark writes to; "
+                                f"download the file, or use hdfs://, s3a://, ... or a local path")
+        return HadoopPath(text)
+    return local_path(value, what)

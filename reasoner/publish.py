@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,10 +11,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reasoner import incremental, loading, local, store
+from reasoner import fs, incremental, loading, local, store
 from reasoner.closure import STRATEGIES
 from reasoner.dictionary import check_collisions, dictionary_terms, encode_triples
-from reasoner.locations import local_path
+from reasoner.locations import location
 from reasoner.materialize import materialize
 from reasoner.progress import SILENT, Progress
 from reasoner.rules import RULES
@@ -73,10 +72,10 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     started = time.perf_counter()
-    # file: URLs become local paths and other filesystems are refused before anything is opened
-    paths = [local_path(p, "source") for p in paths]
-    out = local_path(out, "the store")
-    export_ntriples = None if export_ntriples is None else local_path(export_ntriples, "the N-Triples export")
+    # file: URLs become local paths, other URLs Hadoop paths (reasoner.locations), before anything is opened
+    paths = [location(p, "source") for p in paths]
+    out = location(out, "the store")
+    export_ntriples = None if export_ntriples is None else location(export_ntriples, "the N-Triples export")
     if choose_engine(paths, engine, strategy) == "local":
         return _materialize_local(paths, out, if_changed=if_changed, follow_imports=follow_imports,
                                   export_ntriples=export_ntriples, progress=progress, started=started)
@@ -102,12 +101,12 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
         closure = None
         if refresh is not None:
             try:
-                counts = incremental.apply(spark, refresh, version, Path(out), timings)
+                counts = incremental.apply(spark, refresh, version, out, timings)
                 rejected = counts.pop(REJECTS)
             except incremental.Refused as why:
                 why_full, refresh = str(why), None
                 for child in version.staging.iterdir():     # start the version again, fully
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+                    fs.rmtree(child) if child.is_dir() else child.unlink()
         if refresh is None:
             counts, rejected, closure = _full_spark(spark, loaded, version, strategy, progress, timings)
         timings["materialize"] = time.perf_counter() - t0
@@ -169,7 +168,7 @@ def _full_spark(spark: SparkSession, loaded: loading.Loaded, version: store.Vers
     scratch = version.staging / "_parsed"
     loaded = loaded.staged(scratch)
     counts = {DICTIONARY: version.write_table(DICTIONARY, dictionary_terms(loaded.triples).distinct())}
-    dictionary = spark.read.parquet(str(version.staging / DICTIONARY))
+    dictionary = spark.read.parquet(fs.spark_path(version.staging / DICTIONARY))
     check_collisions(dictionary)
     rejected = version.write_table(REJECTS, loaded.rejects)
     timings["load_and_dictionary"] = time.perf_counter() - t0
@@ -183,13 +182,13 @@ def _full_spark(spark: SparkSession, loaded: loading.Loaded, version: store.Vers
                      (TRANSITIVE, closure.transitive), (INFERRED, None)):
         t1 = time.perf_counter()
         if name == INFERRED:   # its bulk, the rdf:type triples, read back from the types just written
-            df = closure.inferred_with(spark.read.parquet(str(version.staging / TYPES)))
+            df = closure.inferred_with(spark.read.parquet(fs.spark_path(version.staging / TYPES)))
         counts[name] = version.write_table(name, df)
         timings[f"write_{name}"] = time.perf_counter() - t1
         progress.phase(f"{name} written", rows=counts[name])
     triples.unpersist()
     closure.release()
-    shutil.rmtree(scratch, ignore_errors=True)
+    fs.rmtree(scratch, ignore_errors=True)
     return counts, rejected, closure
 
 
@@ -239,33 +238,43 @@ _COLUMN_TYPES = {name: {c: "string" if c == TERM else "long" for c in columns} f
 _COLUMN_TYPES[REJECTS] = {FILE: "string", LINE: "long", REASON: "string", RAW: "string"}
 
 
-def export_local(out, path: str | Path) -> int:
-    """:func:`export` of the current version on the driver (pyarrow): the same sorted lines."""
+def read_local_table(directory) -> dict[str, list]:
+    """A Parquet table of the store read on the driver (pyarrow), as columns; on a Hadoop
+    filesystem its part files are read through ``reasoner.fs``."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    root = Path(out) / store.VERSIONS / store.read_manifest(out)["version"]
-    dictionary = pq.read_table(str(root / DICTIONARY)).to_pydict()
+    if not fs.is_hadoop(directory):
+        return pq.read_table(str(directory)).to_pydict()
+    parts = [pq.read_table(pa.BufferReader(part.read_bytes())) for part in directory.glob("*.parquet")]
+    return pa.concat_tables(parts).to_pydict()
+
+
+def export_local(out, path: str | Path) -> int:
+    """:func:`export` of the current version on the driver (pyarrow): the same sorted lines."""
+    out = location(out, "the store")
+    root = out / store.VERSIONS / store.read_manifest(out)["version"]
+    dictionary = read_local_table(root / DICTIONARY)
     terms = dict(zip(dictionary[ID], dictionary[TERM]))
-    inferred = pq.read_table(str(root / INFERRED)).to_pydict()
+    inferred = read_local_table(root / INFERRED)
     lines = sorted(f"{terms[s]} {terms[p]} {terms[o]}" for s, p, o in zip(inferred[S], inferred[P], inferred[O]))
-    target = Path(path)
+    return _write_lines(path, lines)
+
+
+def _write_lines(path, lines) -> int:
+    """Write N-Triples lines to ``path`` through a ``.part`` file replaced at the end."""
+    target = location(path, "the N-Triples export")
     partial = target.with_name(target.name + ".part")
+    written = 0
     with partial.open("w", encoding="utf-8") as handle:
         for line in lines:
             handle.write(line + " .\n")
-    partial.replace(target)
-    return len(lines)
+            written += 1
+    fs.replace(partial, target)
+    return written
 
 
 def export(decoded_triples: DataFrame, path: str | Path) -> int:
     """Write decoded triples as sorted N-Triples, streamed to the driver partition by partition."""
     lines = (decoded_triples.select(F.concat_ws(" ", S, P, O).alias("line")).orderBy("line"))
-    target = Path(path)
-    partial = target.with_name(target.name + ".part")
-    written = 0
-    with partial.open("w", encoding="utf-8") as handle:
-        for row in lines.toLocalIterator(prefetchPartitions=True):
-            handle.write(row[0] + " .\n")
-            written += 1
-    partial.replace(target)
-    return written
+    return _write_lines(path, (row[0] for row in lines.toLocalIterator(prefetchPartitions=True)))

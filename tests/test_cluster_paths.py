@@ -1,6 +1,7 @@
 """Running where Spark users run it (issue 15), the parts testable without a cluster: the project
-imported and run from its ``--py-files`` zip alone, ``file:`` URLs as paths, other filesystems
-refused before anything is written, and the lineage cut off local mode."""
+imported and run from its ``--py-files`` zip alone, ``file:`` URLs as paths, other URLs as Hadoop
+paths (a scheme Spark lacks refused before anything is written), and the lineage cut off local
+mode. HDFS itself: ``tests/test_hdfs.py``."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,8 @@ import pytest
 from jobs import package
 from jobs.cli import main as cli
 from reasoner import resources, store
-from reasoner.locations import LocationError, local_path
+from reasoner.fs import HadoopPath
+from reasoner.locations import LocationError, local_path, location
 
 EXAMPLE = ("vienna_schema.ttl", "vienna_example.ttl")
 
@@ -79,6 +81,10 @@ def test_a_zip_without_resource_loading_is_caught(tmp_path):
 # --- locations -----------------------------------------------------------------------------------
 
 def test_local_path_reads_file_urls_and_refuses_other_filesystems():
+    assert location("hdfs://nn:8020/a/b/") == HadoopPath("hdfs://nn:8020/a/b")
+    assert location("file:///abs") == Path("/abs") and location("rel") == Path("rel")
+    with pytest.raises(LocationError, match="not a filesystem Spark writes to"):
+        location("https://example.org/x.ttl")
     assert local_path("file:///abs/a%20b") == Path("/abs/a b")
     assert local_path("file:/abs") == Path("/abs")
     assert local_path("file://localhost/abs") == Path("/abs")
@@ -92,25 +98,30 @@ def test_local_path_reads_file_urls_and_refuses_other_filesystems():
         local_path("file://other/x")
 
 
-def test_materialize_to_a_foreign_filesystem_writes_nothing(tmp_path, capsys, monkeypatch):
+def test_a_filesystem_spark_lacks_writes_nothing(spark, tmp_path, capsys, monkeypatch):
+    """A URL is a Hadoop path (``reasoner.fs``); a scheme without a filesystem on Spark's classpath
+    is one error line naming the connector to add, and nothing is written locally (no directory
+    named after the scheme, as ``pathlib`` once made of ``hdfs://``)."""
     monkeypatch.chdir(tmp_path)
-    code = cli(["materialize", "--ontology", *examples(), "--out", "hdfs://namenode:8020/closure"])
+    code = cli(["materialize", "--ontology", *examples(), "--out", "s3a://bucket/closure"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert len(err) == 1 and err[0].startswith("error: hdfs://namenode:8020/closure: the store is on a hdfs://")
+    assert len(err) == 1 and err[0].startswith("error: s3a://bucket/closure: Spark has no Hadoop filesystem for s3a://")
+    assert "hadoop-aws" in err[0]
     code = cli(["materialize", "--ontology", "s3a://bucket/schema.ttl", "--out", "store"])
-    assert code == 2 and "source is on a s3a:// filesystem" in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []                    # no directory named hdfs: or store
+    assert code == 2 and "error: s3a://bucket/schema.ttl: Spark has no Hadoop filesystem" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []                    # no directory named s3a: or store
 
 
-def test_query_paths_refuse_foreign_filesystems(tmp_path, capsys, monkeypatch):
+def test_continuous_paths_and_paths_data_stay_local(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     query = str(resources.path("ontologies", "vienna_example_query.rq"))
     stream = str(resources.path("ontologies", "vienna_example_stream.jsonl"))
     code = cli(["query", query, "--continuous", "--stream", f"<http://example.org/publicTransport>={tmp_path}",
                 "--checkpoint", "hdfs://nn/ckpt"])
     assert code == 2 and "--checkpoint is on a hdfs:// filesystem" in capsys.readouterr().err
-    code = cli(["query", query, "--at", "5", "--stream", "<http://example.org/publicTransport>=s3a://b/events.jsonl"])
+    code = cli(["query", query, "--continuous", "--checkpoint", str(tmp_path / "ckpt"),
+                "--stream", "<http://example.org/publicTransport>=s3a://b/events"])
     assert code == 2 and "--stream is on a s3a:// filesystem" in capsys.readouterr().err
     code = cli(["paths", "--data", "hdfs://nn/data.nt", "--path", "<http://e/p>+"])
     assert code == 2 and "--data is on a hdfs:// filesystem" in capsys.readouterr().err

@@ -1,0 +1,201 @@
+"""Inputs, the store and outputs on a real HDFS (issue 15): Hadoop's mini cluster on loopback
+(``jobs.hadoop_cluster``: a namenode and a datanode in one JVM), the jobs run in-process on the
+shared local session, reaching HDFS through its Hadoop FileSystem API. Every answer is compared
+with the same run on local files.
+
+Marked ``cluster`` (and ``spark``): ``pytest -m "not cluster"`` leaves out the ~30 s cluster start."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jobs import materialize as materialize_job
+from jobs import query as query_job
+from reasoner import resources, store
+from reasoner.fs import HadoopPath, lock
+from reasoner.schema import TABLE_COLUMNS
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+
+EXAMPLE = ("vienna_schema.ttl", "vienna_example.ttl")
+VIENNA = "http://example.org/vienna#"
+# instance data in N-Triples (read by Spark's line reader), with one bad line
+DATA = "".join(f"<{VIENNA}x{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{VIENNA}subway> .\n"
+               for i in range(5)) + "this is not a triple\n"
+MORE = "".join(f"<{VIENNA}y{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <{VIENNA}subway> .\n"
+               for i in range(3))
+
+
+@pytest.fixture(scope="module")
+def hdfs(tmp_path_factory):
+    from jobs.hadoop_cluster import MiniCluster
+
+    with MiniCluster(tmp_path_factory.mktemp("hadoop")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def inputs(spark, hdfs, tmp_path, request):
+    """The example ontology and the instance data, on local disk and on HDFS (same bytes)."""
+    base = HadoopPath(f"{hdfs.hdfs}/{request.node.name}")
+    local, remote = [], []
+    for name in EXAMPLE:
+        data = resources.data("ontologies", name)
+        (tmp_path / name).write_bytes(data)
+        (base / name).write_bytes(data)
+        local.append(tmp_path / name)
+        remote.append(base / name)
+    (tmp_path / "data.nt").write_text(DATA)
+    (base / "data.nt").write_text(DATA)
+    local.append(tmp_path / "data.nt")
+    remote.append(base / "data.nt")
+    return base, local, remote
+
+
+def _materialize(capsys, *argv) -> tuple[int, dict | None, str]:
+    code = materialize_job.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    lines = [line for line in captured.out.splitlines() if line.startswith("{")]
+    return code, (json.loads(lines[-1]) if lines else None), captured.err
+
+
+def _tables(spark, out) -> dict[str, set]:
+    opened = store.open_version(spark, out)
+    return {name: {tuple(r) for r in opened.table(name, decoded=True).collect()} for name in TABLE_COLUMNS}
+
+
+def _rejects(spark, out) -> list[tuple]:
+    return sorted((r["line"], r["reason"]) for r in store.open_version(spark, out).table("rejects").collect())
+
+
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_materialize_from_and_into_hdfs_equals_local(spark, hdfs, inputs, tmp_path, capsys, engine):
+    """Sources on HDFS, the store on HDFS: the same tables and rejects as the local run; a second
+    run with --if-changed skips; the N-Triples export lands on HDFS with the local export's bytes."""
+    base, local, remote = inputs
+    url = f"{base}/store"
+    code, summary, err = _materialize(capsys, "--ontology", *remote, "--out", url, "--engine", engine,
+                                      "--export-ntriples", f"{base}/inferred.nt")
+    assert code == 0, err
+    assert summary["version"] == "v000001" and summary["engine"] == engine and summary["rejected"] == 1
+    code, expected, err = _materialize(capsys, "--ontology", *local, "--out", tmp_path / "store", "--engine", "local",
+                                       "--export-ntriples", tmp_path / "inferred.nt")
+    assert code == 0, err
+    assert summary["counts"] == expected["counts"]
+    assert _tables(spark, url) == _tables(spark, tmp_path / "store")
+    assert _rejects(spark, url) == _rejects(spark, tmp_path / "store") == [(6, _rejects(spark, url)[0][1])]
+    assert HadoopPath(f"{base}/inferred.nt").read_bytes() == (tmp_path / "inferred.nt").read_bytes()
+    manifest = store.read_manifest(url)
+    assert [s["path"] for s in manifest["sources"]] == [str(p) for p in remote]
+    assert [s["sha256"] for s in manifest["sources"]] == [s["sha256"] for s in store.read_manifest(tmp_path / "store")["sources"]]
+    code, again, err = _materialize(capsys, "--ontology", *remote, "--out", url, "--engine", engine, "--if-changed")
+    assert code == 0 and again["skipped"] and again["version"] == "v000001", err
+    staged = HadoopPath(url) / "versions"
+    assert [p.name for p in staged.iterdir()] == ["v000001"]                 # nothing left behind
+    assert not (HadoopPath(url) / ".lock").exists()
+
+
+def test_a_second_version_switches_current_and_appends_incrementally(spark, hdfs, inputs, tmp_path, capsys):
+    """Data appended on HDFS: --if-changed publishes v000002 incrementally (the previous tables
+    copied by HDFS, not recomputed), CURRENT names it, v000001 stays readable; the tables equal a
+    full local run over the grown files."""
+    base, local, remote = inputs
+    url = f"{base}/store"
+    assert _materialize(capsys, "--ontology", *remote, "--out", url, "--engine", "spark")[0] == 0
+    remote[-1].write_text(DATA + MORE)
+    local[-1].write_text(DATA + MORE)
+    code, summary, err = _materialize(capsys, "--ontology", *remote, "--out", url, "--engine", "spark", "--if-changed")
+    assert code == 0, err
+    assert summary["version"] == "v000002" and summary["mode"] == "incremental" and not summary["skipped"]
+    assert store.current_version(url) == "v000002" and store.list_versions(url) == ["v000001", "v000002"]
+    assert (HadoopPath(url) / "CURRENT").read_text() == "v000002\n"
+    assert _materialize(capsys, "--ontology", *local, "--out", tmp_path / "full", "--engine", "local")[0] == 0
+    assert _tables(spark, url) == _tables(spark, tmp_path / "full")
+    old = store.open_version(spark, url, "v000001").table("types").count()
+    assert old == store.read_manifest(url, "v000001")["tables"]["types"]
+
+
+def test_query_at_reads_background_and_stream_from_hdfs(spark, hdfs, inputs, capsys):
+    """The running example (CQELS-CEP Example 6) with its background graph, its stream, its
+    output and its rejects on HDFS: the answer of DESIGN.md (?s = :m on [10, 16]), as the local
+    run gives it (tests/test_query_cli.py)."""
+    base, _local, _remote = inputs
+    query = resources.path("ontologies", "vienna_example_query.rq")
+    stream = base / "stream.jsonl"
+    stream.write_bytes(resources.data("ontologies", "vienna_example_stream.jsonl") + b'{"s": ":a1"}\n')
+    out, rejects = base / "answers.tsv", base / "rejects.jsonl"
+    code = query_job.main([str(query), "--static", f"<http://example.org/transportationMap>={base / EXAMPLE[1]}",
+                           "--stream", f"<http://example.org/publicTransport>={stream}",
+                           "--at", "16", "--time-unit", "m", "--out", str(out), "--rejects", str(rejects)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    integer = "^^<http://www.w3.org/2001/XMLSchema#integer>"
+    assert out.read_text().splitlines()[1:] == [f'<{VIENNA}m>\t"10"{integer}\t"16"{integer}']
+    (reject,) = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert reject["file"] == str(stream) and reject["line"] == 5
+
+
+def test_lock_on_hdfs_names_its_owner_and_stale_locks_are_taken(spark, hdfs, inputs, capsys):
+    """A lock file of a run on another host refuses the run (one error line naming the owner and
+    the file); a lock left by a dead process of this host is taken over."""
+    import socket
+
+    base, _local, remote = inputs
+    root = HadoopPath(f"{base}/locked")
+    root.mkdir(parents=True)
+    (root / ".lock").write_text(json.dumps({"host": "elsewhere.example", "pid": 1, "started": "2026-01-01T00:00:00Z"}))
+    code, _summary, err = _materialize(capsys, "--ontology", *remote, "--out", root, "--engine", "local")
+    assert code == 2
+    assert err.count("error:") == 1 and "process 1 on elsewhere.example" in err and f"delete {root}/.lock" in err
+    assert store.current_version(root) is None
+    (root / ".lock").write_text(json.dumps({"host": socket.gethostname(), "pid": 2 ** 22 + 7, "started": "x"}))
+    code, summary, err = _materialize(capsys, "--ontology", *remote, "--out", root, "--engine", "local")
+    assert code == 0 and summary["version"] == "v000001", err
+    with lock(root):
+        assert json.loads((root / ".lock").read_text())["host"] == socket.gethostname()
+    assert not (root / ".lock").exists()
+
+
+def test_unreachable_namenode_and_unknown_scheme_are_one_error_line(spark, hdfs, inputs, tmp_path, capsys, monkeypatch):
+    """A namenode nobody listens on, an HDFS URL without a host, a scheme Spark has no filesystem
+    for: one ``error:`` line each, naming the URL and what to do; nothing written locally."""
+    from jobs.kafka_broker import free_port
+
+    monkeypatch.chdir(tmp_path)
+    _base, local, _remote = inputs
+    cases = {f"hdfs://127.0.0.1:{free_port()}/store": "cannot reach 127.0.0.1:",
+             "hdfs:///store": "names no namenode",
+             "nosuchfs://bucket/store": "no Hadoop filesystem for nosuchfs://"}
+    for url, expected in cases.items():
+        code, _summary, err = _materialize(capsys, "--ontology", *local, "--out", url, "--engine", "local")
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {url}") and expected in lines[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in local)
+
+
+def test_hadoop_path_behaves_like_a_path(spark, hdfs):
+    """The pathlib subset the store and the loaders use, on HDFS."""
+    root = HadoopPath(f"{hdfs.hdfs}/paths/a b")
+    root.mkdir(parents=True)
+    with pytest.raises(FileExistsError):
+        root.mkdir()
+    (root / "x.txt").write_text("one\ntwo\n")
+    assert (root / "x.txt").is_file() and root.is_dir() and not (root / "y").exists()
+    assert (root / "x.txt").stat().st_size == 8 and (root / "x.txt").suffix == ".txt"
+    with (root / "x.txt").open("rb") as handle:
+        handle.seek(4)
+        assert handle.read() == b"two\n"
+    with pytest.raises(FileExistsError):
+        (root / "x.txt").open("x")
+    with pytest.raises(FileNotFoundError):
+        (root / "missing").read_bytes()
+    (root / "x.txt").rename(root / "z.txt")
+    with pytest.raises(FileExistsError):
+        (root / "z.txt").rename(root / "z.txt")
+    (root / "w.txt").write_text("new")
+    (root / "w.txt").replace(root / "z.txt")
+    assert [p.name for p in root.iterdir()] == ["z.txt"] and (root / "z.txt").read_text() == "new"
+    assert [p.name for p in root.glob("*.txt")] == ["z.txt"]
+    assert root.parent == HadoopPath(f"{hdfs.hdfs}/paths") and root.resolve() == root
+    assert HadoopPath("hdfs://localhost:1/b/") == HadoopPath("hdfs://localhost:1/b")
