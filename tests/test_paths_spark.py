@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from paths import PathGraph, lower, parse
@@ -86,21 +87,25 @@ def hand_off(at: int | None, where: str = "driver"):
         spark_paths.HAND_OFF, compiler.HAND_OFF_ITERATION, spark_paths.LOCAL_MAX_PAIRS = saved
 
 
-@CHEAP
-@given(graph=graphs, path=paths, start=ends, end=ends, start_set=set_ends, end_set=set_ends)
-def test_against_reference(spark, graph, path, start, end, start_set, end_set):
+HAND_OFFS = [(1, "driver"), (1, "spark"), (None, "-")]
+
+
+@settings(CHEAP, max_examples=examples(18))
+@given(graph=graphs, path=paths, start=ends, end=ends, start_set=set_ends, end_set=set_ends,
+       mode=st.sampled_from(HAND_OFFS))
+def test_against_reference(spark, graph, path, start, end, start_set, end_set, mode):
     """One random path in five binding modes: free, both constants drawn (each may be None),
-    a DataFrame of starts, a DataFrame of ends, and a DataFrame start with a constant end; each
-    with closures from a set end handed off at their first step (to the driver; on Spark over the
-    step relation) and never."""
+    a DataFrame of starts, a DataFrame of ends, and a DataFrame start with a constant end; with
+    closures from a set end handed off at their first step (to the driver; on Spark over the step
+    relation) or never, drawn per example (each example costs a few Spark jobs)."""
     cases = [(path, None, None), (path, start, end), (path, start_set, None), (path, None, end_set),
              (path, start_set, end)]
-    for at, where in ((1, "driver"), (1, "spark"), (None, "-")):
-        with hand_off(at, where):
-            got, names = run(spark, graph, cases)
-        names.update({term_id(t): t for triple in graph for t in triple})
-        for (p, s, o), pairs in zip(cases, got):
-            assert decode(pairs, names) == expected(graph, p, s, o), (str(p), s, o, at, where)
+    at, where = mode
+    with hand_off(at, where):
+        got, names = run(spark, graph, cases)
+    names.update({term_id(t): t for triple in graph for t in triple})
+    for (p, s, o), pairs in zip(cases, got):
+        assert decode(pairs, names) == expected(graph, p, s, o), (str(p), s, o, at, where)
 
 
 # --- targeted cases ----------------------------------------------------------------------------
