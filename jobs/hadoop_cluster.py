@@ -8,11 +8,13 @@ the jobs against ``hdfs://`` paths without a real cluster.
         cluster.config          # the cluster's client configuration (an XML file)
 
 The cluster is Apache Hadoop's own test cluster (``org.apache.hadoop:hadoop-client-minicluster``
-at the version of the Hadoop client PySpark bundles, fetched from Maven Central into the jar cache
-on first use) started by its ``MiniHadoopClusterManager`` in one JVM beside PySpark's jars: a
-namenode and one datanode, and with ``yarn=True`` a resource manager and one node manager. It
-runs in ``directory`` (its data goes to ``directory/target``), writes its client configuration to
-``directory/cluster.xml`` once it is up, and is stopped (and waited for) on exit.
+at the version of the Hadoop client PySpark bundles, with the Bouncy Castle and JAXB jars YARN
+needs, fetched from Maven Central into the jar cache on first use), started in one JVM beside
+PySpark's jars by ``jobs/MiniClusters.java`` (run by ``java`` in source-file mode: no build step):
+a namenode and one datanode, and with ``yarn=True`` a resource manager (FIFO scheduler) and one
+node manager. It runs in ``directory``, writes its clients' configuration to
+``directory/cluster.xml`` once every service is up (:meth:`MiniCluster.conf_dir` turns it into a
+``HADOOP_CONF_DIR`` for ``spark-submit --master yarn``), and is stopped (and waited for) on exit.
 """
 from __future__ import annotations
 
@@ -26,8 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from jobs.kafka_broker import free_port
-from reasoner import jars
+from jobs.services import LocalService, free_port
+from reasoner import jars, resources
 from reasoner.errors import SidecarError
 
 
@@ -35,8 +37,10 @@ class ClusterError(SidecarError, RuntimeError):
     """The mini cluster could not be started."""
 
 
-class MiniCluster:
+class MiniCluster(LocalService):
     """HDFS (and optionally YARN) of Hadoop's mini cluster, its data under ``directory``."""
+
+    grace = 5.0          # its data is scratch: a short grace, then a kill
 
     def __init__(self, directory: Path, *, yarn: bool = False, memory: str = "768m"):
         self.directory = Path(directory)
@@ -59,16 +63,25 @@ class MiniCluster:
         text = self.config.read_text(encoding="utf-8")
         return dict(re.findall(r"<name>([^<]*)</name>\s*<value>([^<]*)</value>", text))
 
+    def conf_dir(self) -> Path:
+        """A ``HADOOP_CONF_DIR`` holding the cluster's configuration (``core-site.xml``,
+        ``hdfs-site.xml``, ``yarn-site.xml``), for ``spark-submit --master yarn``."""
+        directory = self.directory / "conf"
+        directory.mkdir(exist_ok=True)
+        for name in ("core-site.xml", "hdfs-site.xml", "yarn-site.xml"):
+            shutil.copyfile(self.config, directory / name)
+        return directory
+
     def start(self, timeout: float = 180.0) -> "MiniCluster":
         classpath = os.pathsep.join([str(p) for p in jars.resolve_hadoop_minicluster()]
                                     + [str(jars.spark_jars_dir() / "*")])
         shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True)
         command = [jars.java_command(), f"-Xmx{self.memory}", "--add-opens", "java.base/java.lang=ALL-UNNAMED",
-                   "-cp", classpath, "org.apache.hadoop.mapreduce.MiniHadoopClusterManager",
-                   "-format", "-nnport", str(self.namenode_port), "-writeConfig", str(self.config)]
-        if not self.yarn:
-            command.append("-nomr")
+                   "-cp", classpath, str(resources.path("jobs", "MiniClusters.java")),
+                   "--dir", str(self.directory), "--nn-port", str(self.namenode_port), "--config", str(self.config)]
+        if self.yarn:
+            command.append("--yarn")
         self._log = open(self.directory / "cluster.log", "w", encoding="utf-8")
         self.process = subprocess.Popen(command, cwd=self.directory, stdout=self._log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
@@ -77,7 +90,7 @@ class MiniCluster:
             if self.process.poll() is not None:
                 raise ClusterError(f"Hadoop's mini cluster exited with {self.process.returncode} at start-up; "
                                    f"see {self.directory / 'cluster.log'}")
-            if self.config.exists() and "</configuration>" in self.config.read_text(encoding="utf-8"):
+            if self.config.exists():                       # written (renamed into place) once all is up
                 try:
                     with socket.create_connection(("127.0.0.1", self.namenode_port), timeout=1):
                         return self
@@ -87,25 +100,6 @@ class MiniCluster:
         self.stop()
         raise ClusterError(f"Hadoop's mini cluster was not up within {timeout:.0f} s; see {self.directory / 'cluster.log'}")
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def __enter__(self) -> "MiniCluster":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Hadoop's mini cluster (HDFS; --yarn adds YARN) on loopback, "
@@ -114,12 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--yarn", action="store_true", help="also a resource manager and a node manager")
     args = ap.parse_args(argv)
     with MiniCluster(Path(args.dir), yarn=args.yarn) as cluster:
-        print(f"HDFS at {cluster.hdfs}; client configuration in {cluster.config}; Ctrl-C stops it", flush=True)
-        try:
-            while cluster.process is not None and cluster.process.poll() is None:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            pass
+        yarn = f"; YARN: HADOOP_CONF_DIR={cluster.conf_dir()}" if args.yarn else ""
+        print(f"HDFS at {cluster.hdfs}{yarn}; client configuration in {cluster.config}; Ctrl-C stops it", flush=True)
+        cluster.wait_for_interrupt()
     return 0
 
 

@@ -25,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
+from jobs.services import LocalService, free_port
 from reasoner import jars
 from reasoner.errors import SidecarError
 
@@ -33,13 +34,7 @@ class BrokerError(SidecarError, RuntimeError):
     """The local Kafka broker could not be started."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class KafkaBroker:
+class KafkaBroker(LocalService):
     """Apache Kafka in KRaft mode on ``127.0.0.1:port`` with its data under ``directory``."""
 
     def __init__(self, directory: Path, port: int | None = None, partitions: int = 1):
@@ -92,25 +87,6 @@ class KafkaBroker:
         self.stop()
         raise BrokerError(f"the Kafka broker did not listen on {self.bootstrap} within {timeout:.0f} s")
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-        if getattr(self, "_log", None) is not None:
-            self._log.close()
-            self._log = None
-
-    def __enter__(self) -> "KafkaBroker":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
 
 def produce(bootstrap: str, topic: str, lines_file: Path) -> int:
     """Send each line of ``lines_file`` as one message to ``topic`` (Kafka's own console producer,
@@ -139,11 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with KafkaBroker(Path(args.dir), args.port, args.partitions) as broker:
         print(f"Kafka broker listening on {broker.bootstrap} (data in {args.dir}); Ctrl-C stops it", flush=True)
-        try:
-            while broker.process is not None and broker.process.poll() is None:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            pass
+        broker.wait_for_interrupt()
     return 0
 
 

@@ -41,7 +41,8 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from reasoner.errors import SidecarError  # noqa: E402
-from reasoner.locations import local_path  # noqa: E402
+from reasoner.fs import is_hadoop  # noqa: E402
+from reasoner.locations import location  # noqa: E402
 
 VARIABLES = ("start", "end")
 _PREFIX_FORMATS = ("turtle", "n3", "trig")
@@ -123,7 +124,7 @@ def declared_prefixes(files: Sequence[Path]) -> dict[str, str]:
             continue
         graph = rdflib.Graph(bind_namespaces="none")
         try:
-            graph.parse(path, format=fmt, publicID=path.resolve().as_uri())
+            graph.parse(data=path.read_bytes(), format=fmt, publicID=path.resolve().as_uri())
         except Exception:  # noqa: BLE001 - let the loader's parser report it with file, line and column
             parse_with_rdflib(path, fmt, 0)
             raise
@@ -159,7 +160,7 @@ def prepare(args: argparse.Namespace) -> Query:
     """Everything that needs no Spark: files exist, prefixes, the path and the end terms parse."""
     from paths import PathSyntaxError, lower, parse
 
-    files = tuple(local_path(f, "--data") for f in args.data)
+    files = tuple(location(f, "--data") for f in args.data)
     for path in files:
         if not path.is_file():
             raise PathsError(f"{path}: no such file")
@@ -271,7 +272,7 @@ def _write(query: Query, args: argparse.Namespace, out: TextIO | None, answer) -
     if out is not None:
         answer(out)
     elif args.out:
-        with open(args.out, "w", encoding="utf-8", newline="") as handle:
+        with location(args.out, "--out").open("w", encoding="utf-8", newline="") as handle:
             answer(handle)
     else:
         answer(sys.stdout)
@@ -279,6 +280,11 @@ def _write(query: Query, args: argparse.Namespace, out: TextIO | None, answer) -
 
 
 def _run(args: argparse.Namespace, spark, out: TextIO | None) -> int:
+    named = [location(f, "--data") for f in args.data] + ([location(args.out, "--out")] if args.out else [])
+    if spark is None and any(map(is_hadoop, named)):     # reached through the session's JVM
+        from jobs.spark import build_session
+
+        spark = build_session("rsp-sidecar paths")
     query = prepare(args)
     if _without_spark(query, args.engine):
         from paths.local import LocalTooLarge

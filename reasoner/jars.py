@@ -262,10 +262,23 @@ def hadoop_minicluster() -> Artifact:
     return Artifact("org.apache.hadoop", HADOOP_MINICLUSTER_NAME, hadoop_version())
 
 
+def _bouncycastle_version() -> str:
+    found = sorted(spark_jars_dir().glob("bcprov-jdk18on-*.jar"))
+    return found[-1].name[len("bcprov-jdk18on-"):-len(".jar")] if found else "1.80"
+
+
 def resolve_hadoop_minicluster(*, repo: str = MAVEN_REPO) -> list[Path]:
     """Hadoop's mini cluster (beside PySpark's own Hadoop client jars, which it runs with) in its
-    own directory under the cache: never on a Spark session's classpath."""
-    return ivy_resolve(hadoop_minicluster(), cache_dir() / "hadoop-minicluster", skip_spark_provided=True, repo=repo)
+    own directory under the cache: never on a Spark session's classpath. YARN's services also need
+    Bouncy Castle's PKIX classes (at the version of PySpark's bcprov) and JAXB 2.3, which neither
+    jar set has."""
+    directory = cache_dir() / "hadoop-minicluster"
+    found = ivy_resolve(hadoop_minicluster(), directory, skip_spark_provided=True, repo=repo)
+    for extra in (Artifact("org.bouncycastle", "bcpkix-jdk18on", _bouncycastle_version()),
+                  Artifact("javax.xml.bind", "jaxb-api", "2.3.1"),
+                  Artifact("org.glassfish.jaxb", "jaxb-runtime", "2.3.9")):
+        found += ivy_resolve(extra, directory, skip_spark_provided=extra.group == "org.bouncycastle", repo=repo)
+    return list(dict.fromkeys(found))
 
 
 def resolve_kafka_broker(*, repo: str = MAVEN_REPO) -> list[Path]:

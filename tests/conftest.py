@@ -43,6 +43,16 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def hadoop(tmp_path_factory):
+    """Hadoop's mini cluster on loopback, HDFS and YARN (``jobs.hadoop_cluster``), once per run:
+    ``tests/test_hdfs.py`` and ``tests/test_yarn.py`` (the ``cluster`` marker)."""
+    from jobs.hadoop_cluster import MiniCluster
+
+    with MiniCluster(tmp_path_factory.mktemp("hadoop"), yarn=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
 def shared_data():
     """The shared data directory (../shared/data or $RSP_DATA_DIR); skips when absent."""
     try:

@@ -113,7 +113,7 @@ def test_a_filesystem_spark_lacks_writes_nothing(spark, tmp_path, capsys, monkey
     assert list(tmp_path.iterdir()) == []                    # no directory named s3a: or store
 
 
-def test_continuous_paths_and_paths_data_stay_local(tmp_path, capsys, monkeypatch):
+def test_continuous_runtime_paths_stay_local(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     query = str(resources.path("ontologies", "vienna_example_query.rq"))
     stream = str(resources.path("ontologies", "vienna_example_stream.jsonl"))
@@ -123,8 +123,6 @@ def test_continuous_paths_and_paths_data_stay_local(tmp_path, capsys, monkeypatc
     code = cli(["query", query, "--continuous", "--checkpoint", str(tmp_path / "ckpt"),
                 "--stream", "<http://example.org/publicTransport>=s3a://b/events"])
     assert code == 2 and "--stream is on a s3a:// filesystem" in capsys.readouterr().err
-    code = cli(["paths", "--data", "hdfs://nn/data.nt", "--path", "<http://e/p>+"])
-    assert code == 2 and "--data is on a hdfs:// filesystem" in capsys.readouterr().err
     assert stream and list(tmp_path.iterdir()) == []
 
 

@@ -1,5 +1,5 @@
 """Inputs, the store and outputs on a real HDFS (issue 15): Hadoop's mini cluster on loopback
-(``jobs.hadoop_cluster``: a namenode and a datanode in one JVM), the jobs run in-process on the
+(``jobs.hadoop_cluster``, the session's ``hadoop`` fixture in ``tests/conftest.py``), the jobs run in-process on the
 shared local session, reaching HDFS through its Hadoop FileSystem API. Every answer is compared
 with the same run on local files.
 
@@ -11,6 +11,7 @@ import json
 import pytest
 
 from jobs import materialize as materialize_job
+from jobs import paths as paths_job
 from jobs import query as query_job
 from reasoner import resources, store
 from reasoner.fs import HadoopPath, lock
@@ -27,12 +28,9 @@ MORE = "".join(f"<{VIENNA}y{i}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type
                for i in range(3))
 
 
-@pytest.fixture(scope="module")
-def hdfs(tmp_path_factory):
-    from jobs.hadoop_cluster import MiniCluster
-
-    with MiniCluster(tmp_path_factory.mktemp("hadoop")) as cluster:
-        yield cluster
+@pytest.fixture
+def hdfs(hadoop):
+    return hadoop
 
 
 @pytest.fixture
@@ -136,6 +134,20 @@ def test_query_at_reads_background_and_stream_from_hdfs(spark, hdfs, inputs, cap
     assert reject["file"] == str(stream) and reject["line"] == 5
 
 
+def test_paths_read_their_data_from_hdfs(spark, hdfs, inputs, capsys):
+    """``paths --data`` on HDFS, both engines, the answers written to HDFS: those of the local files."""
+    base, local, remote = inputs
+    path = "(^:beg/[:means :subway]/:end)+"
+    for engine in ("local", "spark"):
+        results = []
+        for data, out in ((local[1], local[1].parent / f"pairs-{engine}.tsv"), (remote[1], base / f"pairs-{engine}.tsv")):
+            code = paths_job.main(["--data", str(data), "--path", path, "--engine", engine, "--out", str(out)],
+                                  spark=spark)
+            assert code == 0, capsys.readouterr().err
+            results.append(out.read_text())
+        assert results[0] == results[1] and f"<{VIENNA}m>" in results[0]
+
+
 def test_lock_on_hdfs_names_its_owner_and_stale_locks_are_taken(spark, hdfs, inputs, capsys):
     """A lock file of a run on another host refuses the run (one error line naming the owner and
     the file); a lock left by a dead process of this host is taken over."""
@@ -160,7 +172,7 @@ def test_lock_on_hdfs_names_its_owner_and_stale_locks_are_taken(spark, hdfs, inp
 def test_unreachable_namenode_and_unknown_scheme_are_one_error_line(spark, hdfs, inputs, tmp_path, capsys, monkeypatch):
     """A namenode nobody listens on, an HDFS URL without a host, a scheme Spark has no filesystem
     for: one ``error:`` line each, naming the URL and what to do; nothing written locally."""
-    from jobs.kafka_broker import free_port
+    from jobs.services import free_port
 
     monkeypatch.chdir(tmp_path)
     _base, local, _remote = inputs

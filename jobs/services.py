@@ -1,0 +1,53 @@
+"""What the helper services for tests and demos share (``jobs.kafka_broker``, ``jobs.hadoop_cluster``):
+a JVM child process in its own session with its log file, a context manager that stops it, a
+free loopback port, and running in the foreground until Ctrl-C."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalService:
+    """A child process started by a subclass's ``start()`` (which sets ``process`` and ``_log``);
+    ``grace``: seconds between SIGTERM and SIGKILL on stop."""
+
+    grace = 30.0
+    process: subprocess.Popen | None = None
+    _log = None
+
+    def start(self):  # pragma: no cover - each service defines it
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=self.grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def wait_for_interrupt(self) -> None:
+        """Block while the process runs (the ``python -m`` entry points), until Ctrl-C."""
+        try:
+            while self.process is not None and self.process.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
