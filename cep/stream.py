@@ -63,7 +63,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -79,13 +78,15 @@ from cep.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_c
 from cep.continuous import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan, plan as make_plan
 from cep.lifetimes import OPEN_END
 from reasoner.hashing import term_id
+from reasoner import fs
 from reasoner.fs import spark_path
-from reasoner.locations import local_path, location
+from reasoner.locations import Location, location
 from reasoner.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 from reasoner.sparkutil import cut
 
 __all__ = ["FileSource", "KafkaSource", "StaticFiles", "ClosureStore", "DirectorySink", "ConsoleSink", "KafkaSink",
-           "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM", "write_json_lines", "run_micro_batches"]
+           "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM", "write_json_lines", "run_micro_batches",
+           "check_sources"]
 
 #: the stream IRI of a state item
 STREAM = "_stream"
@@ -127,14 +128,14 @@ class FileSource:
     numbered = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "directory", str(local_path(self.directory, f"stream {self.stream}")))
+        object.__setattr__(self, "directory", str(location(self.directory, f"stream {self.stream}")))
 
     def lines(self, spark: SparkSession) -> DataFrame:
         reader = spark.readStream.format("text")
         if self.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", str(self.max_files_per_trigger))
         file_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
-        return reader.load(str(self.directory)).select(
+        return reader.load(spark_path(self.directory)).select(
             F.col("value").alias(RAW), file_path.alias(FILE),
             F.col("_metadata.file_block_start").alias("_block"), F.lit(self.stream).alias(STREAM))
 
@@ -292,7 +293,7 @@ class DirectorySink:
     written to a temporary name and renamed: a replayed batch replaces its file (exactly once)."""
 
     def __init__(self, directory: str | Path):
-        self.directory = local_path(directory, "the output directory")
+        self.directory = location(directory, "the output directory")
 
     def write(self, label: str, rows) -> int:
         return self.write_lines(label, (json.dumps(row, ensure_ascii=False) for row in rows))
@@ -300,19 +301,14 @@ class DirectorySink:
     def write_lines(self, label: str, lines) -> int:
         """Answers already serialised (one JSON object per string)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        return _write_lines(self.directory / f"part-{label}.jsonl", lines)
+        return fs.write_lines(self.directory / f"part-{label}.jsonl", lines)
 
     def write_blobs(self, label: str, blobs) -> None:
         """Answers already serialised as bytes (JSON lines, newlines included), chunk by chunk."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"part-{label}.jsonl"
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        with open(tmp, "wb") as out:
+        with fs.atomic_writer(self.directory / f"part-{label}.jsonl", binary=True) as out:
             for blob in blobs:
                 out.write(blob)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
 
 
 class ConsoleSink:
@@ -386,22 +382,8 @@ def write_json_lines(sink, label: str, lines) -> int:
     return sink.write(label, [json.loads(line) for line in lines])
 
 
-def _write_jsonl(path: Path, rows) -> int:
-    return _write_lines(path, (json.dumps(row, ensure_ascii=False) for row in rows))
-
-
-def _write_lines(path: Path, lines) -> int:
-    """Lines to ``path`` through a temporary file and an atomic rename (a replay rewrites it)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as out:
-        for line in lines:
-            out.write(line + "\n")
-            n += 1
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-    return n
+def _write_jsonl(path, rows) -> int:
+    return fs.write_lines(path, (json.dumps(row, ensure_ascii=False) for row in rows))
 
 
 # --- state --------------------------------------------------------------------------------------
@@ -422,7 +404,7 @@ class _Meta:
 class _StateStore:
     """``CHECKPOINT/state/<label>/``: items, emitted, last (Parquet) and meta.json per batch."""
 
-    def __init__(self, spark: SparkSession, root: Path):
+    def __init__(self, spark: SparkSession, root: Location):
         self.spark, self.root = spark, root / STATE_DIR
 
     @staticmethod
@@ -454,14 +436,14 @@ class _StateStore:
             return None
         return self.spark.read.parquet(spark_path(self.root / name / table))
 
-    def staging(self, label: str) -> Path:
+    def staging(self, label: str) -> Location:
         """A fresh directory the batch ``label`` writes into; ``write`` renames it into place."""
         tmp = self.root / f".tmp-{label}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
+        fs.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         return tmp
 
-    def _tmp(self, label: str) -> Path:
+    def _tmp(self, label: str) -> Location:
         tmp = self.root / f".tmp-{label}-{os.getpid()}"
         return tmp if tmp.is_dir() else self.staging(label)
 
@@ -473,40 +455,40 @@ class _StateStore:
 
     def table(self, name: str | None, table: str):
         """A state table as a pyarrow Table (the driver-side path, ``cep.local``), or None."""
-        import pyarrow.parquet as pq
-
         if name is None or not (self.root / name / table).exists():
             return None
-        return pq.read_table(str(self.root / name / table))
+        try:
+            return fs.read_parquet(self.root / name / table)
+        except FileNotFoundError:      # no part file: nothing kept
+            return None
 
     def write(self, label: str, tables: Mapping[str, object], meta: _Meta) -> None:
         """Stage ``tables`` (DataFrames, or pyarrow Tables from the driver-side path: the same
         Parquet either way, so consecutive batches may take different paths) and ``meta``, then
         rename the batch's directory into place."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         tmp = self._tmp(label)
         for name, df in tables.items():
             if isinstance(df, pa.Table):
-                shutil.rmtree(tmp / name, ignore_errors=True)
+                fs.rmtree(tmp / name, ignore_errors=True)
                 (tmp / name).mkdir()
-                pq.write_table(df, str(tmp / name / "part-00000.parquet"))
+                fs.write_parquet(df, tmp / name / "part-00000.parquet")
             elif df is not None:
                 df.write.mode("overwrite").parquet(str(tmp / name))
         (tmp / _META).write_text(meta.to_json(), encoding="utf-8")
         final = self.root / label
         if final.exists():  # a replayed batch: the same content again
-            shutil.rmtree(final)
-        os.rename(tmp, final)
+            fs.rmtree(final)
+        tmp.rename(final)
         for staged in (_LINES, _NEW):  # read by this batch only; its kept items are in ITEMS now
-            shutil.rmtree(final / staged, ignore_errors=True)
+            fs.rmtree(final / staged, ignore_errors=True)
 
     def prune(self, keep_from: int) -> None:
         """Drop the states of batches before ``keep_from`` (the previous one stays for a replay)."""
         for batch, _closed, name in self._labels():
             if batch < keep_from:
-                shutil.rmtree(self.root / name, ignore_errors=True)
+                fs.rmtree(self.root / name, ignore_errors=True)
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -566,7 +548,11 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         raise ContinuousError(f"the query reads stream(s) {', '.join(missing)} but no source was given for them "
                               f"(sources: {', '.join(sorted(given)) or 'none'})")
     used = [s for s in sources if s.stream in read]
-    checkpoint = local_path(checkpoint, "the checkpoint")
+    checkpoint = location(checkpoint, "the checkpoint")
+    check_sources(used)
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    if isinstance(sink, DirectorySink):
+        sink.directory.mkdir(parents=True, exist_ok=True)
     runner = _Runner(spark, cplan, static or _NoStatic(), sink, checkpoint, rejects, on_answers, metrics,
                      dict(query.prefixes) if prefixes is None else dict(prefixes), engine)
     if hasattr(sink, "bind"):
@@ -580,13 +566,23 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     return runner.summary
 
 
+def check_sources(sources) -> None:
+    """Each file source's directory exists, wherever it is: a filesystem Spark lacks or an
+    unreachable namenode is one clear error before the stream starts, not a failure inside the
+    first batch (a local directory is also checked by the jobs before Spark starts)."""
+    for source in sources:
+        if isinstance(source, FileSource) and not location(source.directory).is_dir():
+            raise ContinuousError(f"{source.directory}: no such directory (the files of stream {source.stream})")
+
+
 def run_micro_batches(lines: DataFrame, on_batch: Callable, checkpoint: str | Path, trigger: str,
                       timeout: float | None, failure: Callable[[], BaseException | None]) -> None:
     """Run ``on_batch(frame, batch_id)`` on every micro-batch of the streaming frame ``lines``,
     Spark's progress under ``CHECKPOINT/spark``, until the input is exhausted (``available-now``)
     or ``timeout`` seconds (``interval:SECONDS``); then stop. On a failure the service's own
     exception (``failure()``) is raised rather than Spark's wrapper of it."""
-    writer = lines.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(Path(checkpoint) / SPARK_DIR))
+    spark_checkpoint = location(checkpoint, "the checkpoint") / SPARK_DIR
+    writer = lines.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(spark_checkpoint))
     if trigger == "available-now":
         writer = writer.trigger(availableNow=True)
     elif trigger.startswith("interval:"):
@@ -612,7 +608,7 @@ class _Runner:
         self.spark, self.plan, self.static, self.sink = spark, cplan, static, sink
         self.used = "spark"
         self.checkpoint = checkpoint
-        self.rejects_dir = local_path(rejects, "the rejects directory") if rejects else None
+        self.rejects_dir = location(rejects, "the rejects directory") if rejects else None
         self.on_answers, self.metrics_out, self.prefixes = on_answers, metrics, prefixes
         self.state = _StateStore(spark, checkpoint)
         self.summary = RunSummary()
@@ -1112,8 +1108,7 @@ class _Runner:
             self.summary.version = self.prepared[0]
         text = json.dumps(line)
         print(text, file=self.metrics_out or sys.stderr, flush=True)
-        with open(self.checkpoint / METRICS_FILE, "a", encoding="utf-8") as out:
-            out.write(text + "\n")
+        fs.append_text(self.checkpoint / METRICS_FILE, text + "\n")
 
 
 # --- the plan's rules on DataFrames (cep.continuous) --------------------------------------------

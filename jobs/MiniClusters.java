@@ -35,6 +35,9 @@ public class MiniClusters {
         YarnConfiguration conf = new YarnConfiguration(new Configuration());
         conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, new File(dir, "hdfs").getAbsolutePath());
         conf.setBoolean("dfs.permissions.enabled", false);
+        // one datanode: files with the default replication of 3 could not be appended to (the
+        // client would look for a second datanode to recover the pipeline)
+        conf.setInt("dfs.replication", 1);
         MiniDFSCluster dfs = new MiniDFSCluster.Builder(conf).nameNodePort(nnPort).numDataNodes(1)
                 .format(true).build();
         dfs.waitActive();

@@ -56,7 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
-    from jobs.streaming import file_or_kafka_source, need_kafka, sink_for, trigger_for
+    from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
+    from reasoner.fs import is_hadoop
+    from reasoner.locations import location
     from ontologies import milan
     from ontologies.data import data_dir
     from scenarios import milan_routing as mr
@@ -76,9 +78,11 @@ def run(args: argparse.Namespace) -> int:
         Path(args.agents).write_text(json.dumps(plans, indent=1), encoding="utf-8")
         counts = write_stream(router, plans, args.stream, seed=args.seed, file_seconds=args.file_seconds)
         print(json.dumps({"generated": counts}), file=sys.stderr)
-    if not args.stream.startswith("kafka:") and not Path(args.stream).is_dir():
+    if not_a_directory(args.stream):
         raise MilanOptionError(f"{args.stream}: no such directory (--stream names a directory of event files "
                                f"or kafka://HOST:PORT/TOPIC)")
+    if is_hadoop(location(args.agents, "--agents")):
+        build_session("rsp-sidecar milan-routing")     # read through the session's Hadoop filesystem
     plans = mr.read_plans(args.agents, {st.iri for st in network.stops.values()})
     source = file_or_kafka_source("<http://example.org/milan/events>", args.stream, args.max_per_trigger)
     sink = sink_for(args.out)

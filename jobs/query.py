@@ -203,20 +203,15 @@ def _binding(item: str, prefixes: dict[str, str], option: str, iri_required: boo
 
 
 def _local_arguments(args: argparse.Namespace) -> None:
-    """The path options checked (``reasoner.locations``) before anything uses them: with --at,
-    the output and the rejects file may be on a Hadoop filesystem; the continuous runtime's
-    directories are local; the closure store may be anywhere."""
-    continuous = bool(getattr(args, "continuous", False))
-    anywhere = location if not continuous else local_path
-    if getattr(args, "closure", None):
-        args.closure = str(location(args.closure, "--closure"))
-    if getattr(args, "checkpoint", None):
-        args.checkpoint = str(local_path(args.checkpoint, "--checkpoint"))
-    if getattr(args, "rejects", None):
-        args.rejects = str(anywhere(args.rejects, "--rejects"))
+    """The path options checked (``reasoner.locations``) before anything uses them: each may be
+    local or on a Hadoop filesystem (the output, the rejects, the closure store, the continuous
+    runtime's checkpoint)."""
+    for option in ("closure", "checkpoint", "rejects"):
+        if getattr(args, option, None):
+            setattr(args, option, str(location(getattr(args, option), f"--{option}")))
     out = getattr(args, "out", None)
     if out and out not in ("console", "-") and not out.startswith("kafka:"):
-        args.out = str(anywhere(out, "--out"))
+        args.out = str(location(out, "--out"))
 
 
 def _existing(path, what: str):
@@ -290,9 +285,7 @@ def plan(args: argparse.Namespace) -> Plan:
             kafka_url(kafka, "--stream")
             result.streams[iri] = kafka
             continue
-        if continuous:
-            path = local_path(path, "--stream")          # the continuous runtime watches a local directory
-        if continuous and not path.is_dir():
+        if continuous and not is_hadoop(path) and not path.is_dir():   # a Hadoop one: when Spark reads it
             raise QueryError(f"{path}: no such directory (stream {iri}; with --continuous, --stream IRI=DIR names "
                              f"the directory its files arrive in, or IRI=kafka://HOST:PORT/TOPIC a topic)")
         result.streams[iri] = path if continuous else _existing(path, f"stream {iri}")
@@ -307,7 +300,11 @@ def plan(args: argparse.Namespace) -> Plan:
     for iri in result.streams:
         if iri not in read:
             print(f"warning: --stream {iri} is not read by the query; ignored", file=sys.stderr)
+    # with --closure the store is every background graph (cep.stream.ClosureStore)
+    closure = bool(getattr(args, "closure", None))
     for b in background_patterns(query.pattern):
+        if closure:
+            break
         if b.graph is not None and b.graph not in result.graphs and None not in result.graphs:
             raise QueryError(f"the query's background graph FROM {b.graph} has no file: pass --static {b.graph}=FILE "
                              f"(or --static FILE for the default graph)")
@@ -315,7 +312,7 @@ def plan(args: argparse.Namespace) -> Plan:
             print("warning: the query has background patterns but no --static FILE gives a default graph; "
                   "it is empty", file=sys.stderr)
     for snap in snapshots(query):
-        if snap.graph is not None and snap.graph not in result.graphs and None not in result.graphs:
+        if snap.graph is not None and snap.graph not in result.graphs and None not in result.graphs and not closure:
             raise QueryError(f"the query's background graph FROM {snap.graph} has no file: pass --static "
                              f"{snap.graph}=FILE (or --static FILE for the default graph)")
     graphs_read = [b.graph for b in background_patterns(query.pattern)] + [s.graph for s in snapshots(query)]

@@ -35,6 +35,19 @@ def file_or_kafka_source(iri: str, where: str, max_per_trigger: int | None = Non
     return FileSource(iri, str(where), fmt=fmt, max_files_per_trigger=max_per_trigger)
 
 
+def not_a_directory(where: str) -> bool:
+    """Whether ``--stream`` names a local path that is not a directory (checked before Spark
+    starts); a Kafka topic or a Hadoop path is not checked here (``cep.stream.check_sources``
+    checks the latter once Spark runs)."""
+    from reasoner.fs import is_hadoop
+    from reasoner.locations import location
+
+    if where.startswith("kafka:"):
+        return False
+    path = location(where, "--stream")
+    return not is_hadoop(path) and not path.is_dir()
+
+
 def sink_for(out: str | None):
     """``--out``: console (None, ``console``, ``-``), ``kafka://HOST:PORT/TOPIC`` or a directory."""
     from cep.stream import ConsoleSink, DirectorySink, KafkaSink

@@ -69,25 +69,31 @@ def publish_taxonomy(spark, store: str | Path, data_dir: str | None = None, spec
     (``--if-changed``: an unchanged taxonomy is not published again). Returns the summary."""
     from ontologies.data import data_dir as find_data_dir
     from ontologies.plants import read_taxonomy, taxonomy_path, write_hierarchy
-    from reasoner.locations import local_path
+    import tempfile
+
+    from reasoner import fs
+    from reasoner.locations import location
     from reasoner.publish import materialize_sources
 
-    root = local_path(store, "--store")
+    root = location(store, "--store")
     source = root / "source" / "plants.nt"
     source.parent.mkdir(parents=True, exist_ok=True)
     taxa = read_taxonomy(taxonomy_path(find_data_dir(data_dir), species_level))
-    tmp = source.with_name(".plants.nt.tmp")
-    write_hierarchy(taxa, tmp)
-    if not source.exists() or source.read_bytes() != tmp.read_bytes():
-        tmp.replace(source)
-    else:
-        tmp.unlink()
+    with tempfile.TemporaryDirectory(prefix="rsp-taxonomy-") as scratch:
+        written = Path(scratch) / "plants.nt"
+        write_hierarchy(taxa, written)
+        data = written.read_bytes()
+    if not source.exists() or source.read_bytes() != data:     # unchanged: the store is not touched
+        with fs.atomic_writer(source, binary=True) as out:
+            out.write(data)
     return materialize_sources(spark, [source], root, if_changed=True)
 
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
-    from jobs.streaming import file_or_kafka_source, need_kafka, sink_for, trigger_for
+    from reasoner.fs import is_hadoop
+    from reasoner.locations import location
+    from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
     from ontologies.plants import class_iri
     from scenarios.membership import resolve_class, run as run_service
 
@@ -95,16 +101,16 @@ def run(args: argparse.Namespace) -> int:
         raise TracheobiontaError(f"--max-per-trigger {args.max_per_trigger}: expected a positive number")
     trigger = trigger_for(args.trigger)
     target = resolve_class(args.klass, class_iri)
-    if not args.stream.startswith("kafka:") and not Path(args.stream).is_dir():
+    if not_a_directory(args.stream):
         raise TracheobiontaError(f"{args.stream}: no such directory (--stream names a directory of stream files "
                                  f"or kafka://HOST:PORT/TOPIC)")
     source = file_or_kafka_source(STREAM_IRI, args.stream, args.max_per_trigger, fmt=None)
     sink = sink_for(args.out)
     need_kafka(source, sink)
-    if args.closure:              # a wrong class or store is said before any JVM starts
+    if args.closure and not is_hadoop(location(args.closure, "--closure")):
         from scenarios.membership import load_class_set
 
-        load_class_set(args.closure, target)
+        load_class_set(args.closure, target)     # a wrong class or store is said before any JVM starts
     spark = build_session("rsp-sidecar tracheobionta")
     if args.closure:
         store = args.closure

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -63,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from cep.stream import StaticFiles, run as run_stream
     from jobs.query import parse_lateness
     from jobs.spark import build_session
-    from jobs.streaming import file_or_kafka_source, need_kafka, sink_for, trigger_for
+    from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
+    from reasoner.fs import is_hadoop
+    from reasoner.locations import location
     from scenarios import vienna_transit as vt
 
     trigger = trigger_for(args.trigger)
@@ -76,13 +77,17 @@ def run(args: argparse.Namespace) -> int:
                                                                    args.subways, args.centre)
     stream = args.stream
     if stream is None:                      # the paper's four events, staged as a stream directory
-        stream = str(Path(args.checkpoint).parent / (Path(args.checkpoint).name + "-example-stream"))
-        Path(stream).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(vt.example_stream(), Path(stream) / "events.jsonl")
+        checkpoint = location(args.checkpoint, "--checkpoint")
+        if is_hadoop(checkpoint):
+            build_session("rsp-sidecar vienna-transit")     # written through the session's Hadoop filesystem
+        staged = checkpoint.parent / (checkpoint.name + "-example-stream")
+        staged.mkdir(parents=True, exist_ok=True)
+        (staged / "events.jsonl").write_bytes(Path(vt.example_stream()).read_bytes())
+        stream = str(staged)
     elif args.generate is not None:
         events = vt.write_stream(stream, args.generate, args.per_minute, args.batch_minutes, args.seed, world)
         print(json.dumps({"generated": {"events": events, "minutes": args.generate, "into": stream}}), file=sys.stderr)
-    if not stream.startswith("kafka:") and not Path(stream).is_dir():
+    if not_a_directory(stream):
         raise TransitOptionError(f"{stream}: no such directory (--stream names a directory of event files "
                                  f"or kafka://HOST:PORT/TOPIC)")
     source = file_or_kafka_source(vt.STREAM, stream, args.max_per_trigger)

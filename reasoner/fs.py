@@ -8,7 +8,8 @@ Hadoop's ``FileSystem`` API in the Spark session's JVM.
 ``abfss://...``: whichever the session has on its classpath. Code that takes a location
 (``reasoner.locations.location``) therefore works on both kinds; the few operations pathlib has no
 method for are functions here that take either: :func:`rmtree`, :func:`replace` (an atomic switch),
-:func:`lock` (one writer per store).
+:func:`lock` (one writer per store), :func:`atomic_writer` (a file replaced whole, never seen
+half-written), :func:`append_text`.
 
 What the operations guarantee per filesystem:
 
@@ -46,7 +47,7 @@ from urllib.parse import urlsplit
 from reasoner.errors import SidecarError
 
 __all__ = ["HadoopPath", "FilesystemError", "LockedError", "is_hadoop", "rmtree", "replace", "link_or_copy",
-           "write_atomically", "lock"]
+           "atomic_writer", "write_atomically", "write_lines", "append_text", "read_parquet", "write_parquet", "lock"]
 
 
 class FilesystemError(SidecarError, OSError):
@@ -478,18 +479,101 @@ def replace(source: Path | HadoopPath, target: Path | HadoopPath) -> None:
         os.replace(source, target)
 
 
-def write_atomically(target: Path | HadoopPath, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``target``, flush it to stable storage, then
-    :func:`replace` ``target`` with it."""
-    partial = target.with_name(target.name + ".tmp")
+@contextlib.contextmanager
+def atomic_writer(target: Path | HadoopPath, binary: bool = False) -> Iterator:
+    """A handle on a temporary file beside ``target`` (``.NAME.tmp-PID``); when the block ends,
+    the file is flushed to stable storage (``fsync`` locally; ``hflush`` and close on a Hadoop
+    filesystem: visible to every reader) and :func:`replace` makes it ``target``. A failure in
+    the block removes the temporary file and leaves ``target`` as it was."""
+    partial = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    mode = "wb" if binary else "w"
     if isinstance(target, HadoopPath):
-        partial.write_text(text)         # closed after hflush: visible to every reader
+        handle = partial.open(mode)
     else:
-        with open(partial, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        handle = open(partial, mode, **({} if binary else {"encoding": "utf-8"}))
+    try:
+        with handle:
+            yield handle
+            if not isinstance(target, HadoopPath):
+                handle.flush()
+                os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise
     replace(partial, target)
+
+
+def write_atomically(target: Path | HadoopPath, text: str) -> None:
+    """Write ``text`` to ``target`` through :func:`atomic_writer`."""
+    with atomic_writer(target) as handle:
+        handle.write(text)
+
+
+def write_lines(target: Path | HadoopPath, lines, end: str = "\n") -> int:
+    """Write each of ``lines`` followed by ``end`` to ``target`` through :func:`atomic_writer`;
+    returns how many (a replay rewrites the same file whole)."""
+    n = 0
+    with atomic_writer(target) as handle:
+        for line in lines:
+            handle.write(line + end)
+            n += 1
+    return n
+
+
+def append_text(target: Path | HadoopPath, text: str) -> None:
+    """Append ``text`` to ``target`` (created if absent): ``open("a")`` locally, ``FileSystem.append``
+    on a Hadoop filesystem; where the filesystem has no append (object stores), the file is
+    read and rewritten whole through :func:`atomic_writer` (fine for the small logs it is used
+    for)."""
+    if not isinstance(target, HadoopPath):
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    if not target.exists():
+        with target.open("x") as handle:
+            handle.write(text)
+        return
+    try:
+        raw = _Writer(target._call("appending to it", "append"), target.url)
+    except FilesystemError as error:
+        if "UnsupportedOperation" not in str(error) and "not supported" not in str(error).lower():
+            raise
+        write_atomically(target, target.read_text() + text)
+        return
+    with io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def read_parquet(path: Path | HadoopPath, columns: list[str] | None = None):
+    """A Parquet file, or a directory of part files (as Spark writes them), as one pyarrow Table
+    on the driver, without a Spark job: pyarrow reads a local path itself; a Hadoop path's part
+    files are read through the FileSystem API (whole, into memory: for the small tables the
+    driver-side paths read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not isinstance(path, HadoopPath):
+        return pq.read_table(str(path), columns=columns)
+    parts = [path] if path.is_file() else [
+        p for p in path.iterdir() if p.name.endswith(".parquet") and not p.name.startswith(("_", "."))]
+    if not parts:
+        raise FileNotFoundError(f"{path}: no Parquet files")
+    return pa.concat_tables([pq.read_table(pa.BufferReader(p.read_bytes()), columns=columns) for p in parts])
+
+
+def write_parquet(table, path: Path | HadoopPath) -> None:
+    """A pyarrow Table to the Parquet file ``path`` (on a Hadoop filesystem through a buffer: its
+    output stream cannot seek)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not isinstance(path, HadoopPath):
+        pq.write_table(table, str(path))
+        return
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer)
+    path.write_bytes(buffer.getvalue().to_pybytes())
 
 
 def _alive(pid: int) -> bool:

@@ -262,16 +262,8 @@ def export_local(out, path: str | Path) -> int:
 
 
 def _write_lines(path, lines) -> int:
-    """Write N-Triples lines to ``path`` through a ``.part`` file replaced at the end."""
-    target = location(path, "the N-Triples export")
-    partial = target.with_name(target.name + ".part")
-    written = 0
-    with partial.open("w", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(line + " .\n")
-            written += 1
-    fs.replace(partial, target)
-    return written
+    """Write N-Triples lines to ``path``, replaced whole at the end (``reasoner.fs.write_lines``)."""
+    return fs.write_lines(location(path, "the N-Triples export"), lines, end=" .\n")
 
 
 def export(decoded_triples: DataFrame, path: str | Path) -> int:

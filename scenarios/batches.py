@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from reasoner.errors import SidecarError
-from reasoner.locations import local_path
+from reasoner.locations import local_path, location
 from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S
 
 __all__ = ["batch_files", "numbered_lines", "parse_slow", "run_batches"]
@@ -24,8 +24,8 @@ def batch_files(spark_checkpoint: str | Path, batch_id: int, source: int = 0) ->
     offsets (``offsets/<id>``, ``offsets/<id-1>``: the source's log offsets) and the source's file
     log (``sources/<n>/<k>`` or the compacted ``<k>.compact``). None whenever that record is not
     there or not in the form Spark 3-4 write it, or names a file that is not local: the caller
-    then reads the batch through Spark."""
-    root = Path(spark_checkpoint)
+    then reads the batch through Spark. The checkpoint itself may be on a Hadoop filesystem."""
+    root = location(spark_checkpoint, "the checkpoint")
     try:
         end = _log_offset(root / "offsets" / str(batch_id), source)
         start = _log_offset(root / "offsets" / str(batch_id - 1), source) if batch_id > 0 else -1
@@ -62,7 +62,7 @@ def batch_files(spark_checkpoint: str | Path, batch_id: int, source: int = 0) ->
         return None
 
 
-def _log_offset(path: Path, source: int) -> int | None:
+def _log_offset(path, source: int) -> int | None:
     if not path.exists():
         return None
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -74,7 +74,7 @@ def _log_offset(path: Path, source: int) -> int | None:
     return int(json.loads(text)["logOffset"])
 
 
-def _log_entries(path: Path) -> list[dict]:
+def _log_entries(path) -> list[dict]:
     lines = path.read_text(encoding="utf-8").splitlines()
     if not lines or lines[0] != "v1":
         raise ValueError(f"unexpected file source log {path}")
@@ -127,8 +127,9 @@ def run_batches(spark, sources, on_batch, checkpoint: Path, trigger: str, timeou
     ``cep.stream.run_micro_batches``."""
     from pyspark.sql import functions as F
 
-    from cep.stream import _union, run_micro_batches
+    from cep.stream import _union, check_sources, run_micro_batches
 
+    check_sources(sources)
     frames = []
     for i, source in enumerate(sources):
         frame = source.lines(spark).withColumn("_source", F.lit(i))

@@ -57,7 +57,8 @@ from cep.stream import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_j
 from cep.streams import JSONL, TSNT, detect_stream_format
 from reasoner import store as closure_store
 from reasoner.errors import SidecarError
-from reasoner.locations import local_path
+from reasoner import fs
+from reasoner.locations import location
 from reasoner.schema import DICTIONARY, FILE, ID, LINE, O, P, RAW, REASON, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TERM
 from reasoner.vocab import RDF_TYPE
 from scenarios import tsnt
@@ -108,15 +109,13 @@ class ClassSet:
 
 def load_class_set(store: str | Path, target: str, version: str | None = None) -> ClassSet:
     """Read the class set of ``target`` from a published closure (pyarrow; no Spark job)."""
-    import pyarrow.parquet as pq
-
-    root = local_path(store, "the closure store")
+    root = location(store, "the closure store")
     version = version or closure_store.current_version(root)
     if version is None:
         raise MembershipError(f"{root}: no published closure here (no CURRENT); publish one with "
                               f"rsp-sidecar materialize or let the job publish the taxonomy")
     base = root / closure_store.VERSIONS / version
-    dictionary = pq.read_table(str(base / DICTIONARY), columns=[ID, TERM])
+    dictionary = fs.read_parquet(base / DICTIONARY, columns=[ID, TERM])
     ids = dictionary.column(ID)
     terms = dictionary.column(TERM)
 
@@ -128,9 +127,9 @@ def load_class_set(store: str | Path, target: str, version: str | None = None) -
     if target_id is None:
         raise MembershipError(f"class {target} is not a term of closure version {version} in {root}: "
                               f"check the IRI (--class) or the ontology the closure was built from")
-    classes = _below(pq.read_table(str(base / SUBCLASS)), target_id)
+    classes = _below(fs.read_parquet(base / SUBCLASS), target_id)
     type_id = id_of(RDF_TYPE)
-    predicates = _below(pq.read_table(str(base / SUBPROPERTY)), type_id) if type_id is not None else pa.array([], pa.int64())
+    predicates = _below(fs.read_parquet(base / SUBPROPERTY), type_id) if type_id is not None else pa.array([], pa.int64())
     def decode(wanted: pa.Array, always: str) -> pa.Array:
         chosen = pc.filter(terms, pc.is_in(ids, value_set=wanted))
         return pc.unique(pa.concat_arrays([chosen.combine_chunks() if isinstance(chosen, pa.ChunkedArray) else chosen,
@@ -326,8 +325,7 @@ class _Service:
         s.per_batch.append(record)
         text = json.dumps(record)
         print(text, file=self.metrics_out or sys.stderr, flush=True)
-        with open(self.checkpoint / METRICS_FILE, "a", encoding="utf-8") as out:
-            out.write(text + "\n")
+        fs.append_text(self.checkpoint / METRICS_FILE, text + "\n")
 
     # -- the driver path ------------------------------------------------------------------------
     def _files(self, batch_id: int) -> list[tuple[str, str | None]] | None:
@@ -497,12 +495,12 @@ def run(spark, sources: Sequence[FileSource | KafkaSource], *, store: str | Path
         raise MembershipError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if not sources:
         raise MembershipError("no stream source given")
-    store = local_path(store, "the closure store")
-    checkpoint = local_path(checkpoint, "the checkpoint")
+    store = location(store, "the closure store")
+    checkpoint = location(checkpoint, "the checkpoint")
     checkpoint.mkdir(parents=True, exist_ok=True)
     load_class_set(store, target)          # fail before streaming when the class or store is wrong
     service = _Service(spark, sources, store, target, sink, checkpoint,
-                       local_path(rejects, "the rejects directory") if rejects else None, time_unit,
+                       location(rejects, "the rejects directory") if rejects else None, time_unit,
                        dict(prefixes or {}), metrics, engine, on_answers)
     if hasattr(sink, "bind"):
         sink.bind(spark)

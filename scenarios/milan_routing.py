@@ -46,7 +46,8 @@ from cep.stream import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_j
 from cep.streams import JSONL, TSNT, detect_stream_format
 from paths.weighted import Network, Route
 from reasoner.errors import SidecarError
-from reasoner.locations import local_path
+from reasoner import fs
+from reasoner.locations import local_path, location
 from reasoner.schema import FILE, LINE, RAW
 from scenarios.batches import batch_files, numbered_lines, parse_slow, run_batches
 
@@ -88,9 +89,9 @@ def read_plans(path: str | Path, known_stops=None) -> Plans:
     """``{"agents": [{"id": "a1", "start": STOP, "locations": [STOP, ...]}, ...]}`` (a stop as an
     IRI ``<...>`` or ``m:stop/ID``); every stop must be a node of the network when
     ``known_stops`` is given."""
-    path = local_path(path, "--agents")
+    path = location(path, "--agents")
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise RoutingError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("agents"), list):
@@ -161,7 +162,7 @@ class _State:
                    doc["watermark"], doc.get("network"))
 
 
-def _state_labels(root: Path) -> list[int]:
+def _state_labels(root) -> list[int]:
     if not root.is_dir():
         return []
     return sorted(int(p.stem) for p in root.glob("*.json") if p.stem.isdigit())
@@ -268,8 +269,7 @@ class _Service:
                   "seconds": round(seconds, 4), "revision": state.revision, "closed": len(state.closed)}
         text = json.dumps(record)
         print(text, file=self.metrics_out or sys.stderr, flush=True)
-        with open(self.checkpoint / METRICS_FILE, "a", encoding="utf-8") as out:
-            out.write(text + "\n")
+        fs.append_text(self.checkpoint / METRICS_FILE, text + "\n")
 
     # -- events ---------------------------------------------------------------------------------
     def _events(self, lines, batch_id: int):
@@ -391,13 +391,7 @@ class _Service:
 
     def _write_state(self, batch_id: int, state: _State) -> None:
         self.state_root.mkdir(parents=True, exist_ok=True)
-        final = self.state_root / f"{batch_id:010d}.json"
-        tmp = self.state_root / f".{final.name}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(state.to_json())
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, final)
+        fs.write_atomically(self.state_root / f"{batch_id:010d}.json", state.to_json())
         for old in _state_labels(self.state_root):        # keep this batch's and the previous one
             if old < batch_id - 1:
                 (self.state_root / f"{old:010d}.json").unlink(missing_ok=True)
@@ -475,11 +469,11 @@ def run(spark, sources: Sequence[FileSource | KafkaSource], *, network, plans: P
     missing = [s for start, locations in plans.agents.values() for s in [start, *locations] if s not in router.out]
     if missing:
         raise RoutingError(f"the plans name stops not in the network: {', '.join(sorted(set(missing))[:5])}")
-    checkpoint = local_path(checkpoint, "the checkpoint")
+    checkpoint = location(checkpoint, "the checkpoint")
     checkpoint.mkdir(parents=True, exist_ok=True)
     geometry = {st.iri: (st.lat, st.lon) for st in network.stops.values()}
     service = _Service(spark, sources, router, version, plans, sink, checkpoint,
-                       local_path(rejects, "the rejects directory") if rejects else None, time_unit, metrics,
+                       location(rejects, "the rejects directory") if rejects else None, time_unit, metrics,
                        local_path(map_png, "--map") if map_png else None, geometry, on_outputs, engine)
     if hasattr(sink, "bind"):
         sink.bind(spark)

@@ -43,12 +43,15 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def hadoop(tmp_path_factory):
+def hadoop(tmp_path_factory, spark):
     """Hadoop's mini cluster on loopback, HDFS and YARN (``jobs.hadoop_cluster``), once per run:
-    ``tests/test_hdfs.py`` and ``tests/test_yarn.py`` (the ``cluster`` marker)."""
+    ``tests/test_hdfs.py`` and ``tests/test_yarn.py`` (the ``cluster`` marker). The shared
+    session writes files with one replica, as a client of a one-datanode HDFS must (else an
+    append looks for a second datanode)."""
     from jobs.hadoop_cluster import MiniCluster
 
     with MiniCluster(tmp_path_factory.mktemp("hadoop"), yarn=True) as cluster:
+        spark.sparkContext._jsc.hadoopConfiguration().set("dfs.replication", "1")
         yield cluster
 
 

@@ -14,7 +14,7 @@ from jobs import materialize as materialize_job
 from jobs import paths as paths_job
 from jobs import query as query_job
 from reasoner import resources, store
-from reasoner.fs import HadoopPath, lock
+from reasoner.fs import HadoopPath, append_text, atomic_writer, lock
 from reasoner.schema import TABLE_COLUMNS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
@@ -134,6 +134,86 @@ def test_query_at_reads_background_and_stream_from_hdfs(spark, hdfs, inputs, cap
     assert reject["file"] == str(stream) and reject["line"] == 5
 
 
+def _continuous_answers(directory) -> list[dict]:
+    return sorted((json.loads(line) for f in directory.glob("part-*.jsonl") for line in f.read_text().splitlines()),
+                  key=json.dumps)
+
+
+def test_continuous_query_with_everything_on_hdfs(spark, hdfs, inputs, tmp_path, capsys):
+    """``query --continuous`` with its closure store, stream directory, checkpoint (Spark's
+    progress and the state tables), answers and rejects on HDFS, run twice (a file arrives
+    between the runs): the first run on the Spark engine (its executors write the state's
+    Parquet), the second on the driver-side one, which reads that state and writes its own with
+    pyarrow through the FileSystem API. The answers and rejects are those of the same runs on local
+    directories."""
+    from reasoner.publish import materialize_sources
+
+    base, local, remote = inputs
+    lines = resources.data("ontologies", "vienna_example_stream.jsonl").decode().splitlines(keepends=True)
+    files = {"part0.jsonl": "".join(lines[:2]) + "not json\n", "part1.jsonl": "".join(lines[2:]),
+             "part2.jsonl": '{"s": ":a1", "p": ":delayAt", "o": ":m", "t": 3}\n'   # late: rejected
+                            '{"s": ":x1", "p": ":delayAt", "o": ":m", "t": 30}\n'}
+    query = resources.path("ontologies", "vienna_example_query.rq")
+    results = []
+    # the reference: local directories, the driver-side engine (both engines equal the reference
+    # evaluator: tests/test_cep_continuous.py)
+    for root, engines, example in ((tmp_path / "local", ("local", "local"), local[1]),
+                                   (HadoopPath(f"{base}/continuous"), ("spark", "auto"), remote[1])):
+        materialize_sources(spark, [example], root / "closure", engine="local")
+        (root / "in").mkdir(parents=True)
+        for names, engine in zip((["part0.jsonl", "part1.jsonl"], ["part2.jsonl"]), engines):
+            for name in names:
+                (root / "in" / name).write_text(files[name])
+            code = query_job.main([str(query), "--closure", str(root / "closure"),
+                                   "--stream", f"<http://example.org/publicTransport>={root / 'in'}", "--continuous",
+                                   "--checkpoint", str(root / "ckpt"), "--out", str(root / "out"),
+                                   "--rejects", str(root / "rejects"), "--time-unit", "m", "--max-per-trigger", "1",
+                                   "--engine", engine, "--trigger", "available-now"])
+            assert code == 0, capsys.readouterr().err
+        metrics = [json.loads(line) for line in (root / "ckpt" / "metrics.jsonl").read_text().splitlines()]
+        rejects = [(r["line"], r["reason"][:20]) for f in (root / "rejects").glob("part-*.jsonl")
+                   for r in map(json.loads, f.read_text().splitlines())]
+        results.append((_continuous_answers(root / "out"), sorted(rejects)))
+    assert [m["engine"] for m in metrics] == ["spark"] * 3 + ["local"] * 2   # 2 batches and a close, then 1 and a close
+    assert results[0] == results[1]
+    answers, rejects = results[1]
+    assert {a["s"] for a in answers} == {f"<{VIENNA}m>"}
+    assert [line for line, _why in rejects] == [1, 3] and rejects[0][1].startswith("late: event time 3")
+
+
+def test_tracheobionta_service_with_everything_on_hdfs(spark, hdfs, inputs, tmp_path):
+    """The membership service (``scenarios.membership``, the Tracheobionta job's) with its closure
+    store, stream, checkpoint, answers and rejects on HDFS: the stream files are not local, so the
+    batch's lines come through Spark rather than the driver's file reader; the answers and
+    rejects are those of the run on local directories (the driver's reader)."""
+    from cep.stream import DirectorySink, FileSource
+    from reasoner.publish import materialize_sources
+    from scenarios.membership import run
+
+    base, local, remote = inputs
+    rdf_type = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+    events = "".join(f'<{VIENNA}v{i}> {rdf_type} <{VIENNA}{kind}> "{i}" .\n'
+                     for i, kind in enumerate(["subway", "tram", "Stop", "Conveyance", "subway"]))
+    results = []
+    for root in (tmp_path / "local", HadoopPath(f"{base}/membership")):
+        materialize_sources(spark, local[:2] if root == tmp_path / "local" else remote[:2], root / "store",
+                            engine="local")
+        (root / "in").mkdir(parents=True)
+        (root / "in" / "part0.nt").write_text(events + "not a triple\n")
+        summary = run(spark, [FileSource("<urn:s>", str(root / "in"))], store=root / "store",
+                      target=f"<{VIENNA}Vehicle>", sink=DirectorySink(root / "out"), checkpoint=root / "ckpt",
+                      rejects=root / "rejects")
+        answers = sorted((r["subject"], r["class"], r["t"], r["line"]) for f in (root / "out").glob("part-*.jsonl")
+                         for r in map(json.loads, f.read_text().splitlines()))
+        rejects = [(r["line"], r["reason"]) for f in (root / "rejects").glob("part-*.jsonl")
+                   for r in map(json.loads, f.read_text().splitlines())]
+        metrics = [json.loads(line) for line in (root / "ckpt" / "metrics.jsonl").read_text().splitlines()]
+        results.append((answers, rejects, summary.answers, len(metrics)))
+    assert results[0] == results[1]
+    answers, rejects, _n, _batches = results[1]
+    assert [a[0] for a in answers] == [f"<{VIENNA}v{i}>" for i in (0, 1, 3, 4)] and [r[0] for r in rejects] == [6]
+
+
 def test_paths_read_their_data_from_hdfs(spark, hdfs, inputs, capsys):
     """``paths --data`` on HDFS, both engines, the answers written to HDFS: those of the local files."""
     base, local, remote = inputs
@@ -211,3 +291,10 @@ def test_hadoop_path_behaves_like_a_path(spark, hdfs):
     assert [p.name for p in root.glob("*.txt")] == ["z.txt"]
     assert root.parent == HadoopPath(f"{hdfs.hdfs}/paths") and root.resolve() == root
     assert HadoopPath("hdfs://localhost:1/b/") == HadoopPath("hdfs://localhost:1/b")
+    with pytest.raises(RuntimeError), atomic_writer(root / "z.txt") as handle:   # a failed write changes nothing
+        handle.write("half")
+        raise RuntimeError("stop")
+    assert [p.name for p in root.iterdir()] == ["z.txt"] and (root / "z.txt").read_text() == "new"
+    for text in ("a\n", "b\n"):                           # created, then FileSystem.append
+        append_text(root / "log", text)
+    assert (root / "log").read_text() == "a\nb\n"
