@@ -113,17 +113,24 @@ def test_a_filesystem_spark_lacks_writes_nothing(spark, tmp_path, capsys, monkey
     assert list(tmp_path.iterdir()) == []                    # no directory named s3a: or store
 
 
-def test_continuous_runtime_paths_stay_local(tmp_path, capsys, monkeypatch):
+@pytest.mark.spark
+def test_continuous_runtime_on_a_filesystem_spark_lacks_writes_nothing(spark, tmp_path, capsys, monkeypatch):
+    """The continuous runtime's directories are Hadoop paths too (``tests/test_hdfs.py`` runs it on
+    HDFS): a checkpoint or a stream directory on a scheme Spark has no filesystem for is one error
+    line before the stream starts, and nothing is written locally."""
     monkeypatch.chdir(tmp_path)
     query = str(resources.path("ontologies", "vienna_example_query.rq"))
-    stream = str(resources.path("ontologies", "vienna_example_stream.jsonl"))
-    code = cli(["query", query, "--continuous", "--stream", f"<http://example.org/publicTransport>={tmp_path}",
-                "--checkpoint", "hdfs://nn/ckpt"])
-    assert code == 2 and "--checkpoint is on a hdfs:// filesystem" in capsys.readouterr().err
-    code = cli(["query", query, "--continuous", "--checkpoint", str(tmp_path / "ckpt"),
+    static = ["--static", str(resources.path("ontologies", "vienna_example.ttl"))]
+    (tmp_path / "in").mkdir()
+    code = cli(["query", query, *static, "--continuous", "--stream",
+                f"<http://example.org/publicTransport>={tmp_path / 'in'}", "--checkpoint", "s3a://bucket/ckpt",
+                "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: s3a://bucket/ckpt: Spark has no Hadoop filesystem for s3a://")
+    code = cli(["query", query, *static, "--continuous", "--checkpoint", str(tmp_path / "ckpt"),
                 "--stream", "<http://example.org/publicTransport>=s3a://b/events"])
-    assert code == 2 and "--stream is on a s3a:// filesystem" in capsys.readouterr().err
-    assert stream and list(tmp_path.iterdir()) == []
+    assert code == 2 and "error: s3a://b/events: Spark has no Hadoop filesystem for s3a://" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]   # nothing named s3a:, no output
 
 
 @pytest.mark.spark
@@ -164,3 +171,18 @@ def test_lineage_cut_is_reliable_off_local_mode(spark, tmp_path, monkeypatch):
     used = context.getCheckpointDir()
     assert used is not None and (before is not None or str(tmp_path / "checkpoints") in used)
     assert any(Path(urlsplit(used).path).rglob("rdd-*"))     # written, not kept in executor memory
+
+
+@pytest.mark.spark
+def test_no_checkpoint_directory_every_node_sees_is_one_clear_error(spark, monkeypatch):
+    """A cluster whose default filesystem is the local disk (a standalone cluster without HDFS)
+    and no checkpoint directory named: refused with what to set, not a failure inside Spark's
+    checkpoint (each node would write to its own disk); named, it is used as given."""
+    from reasoner import sparkutil
+
+    monkeypatch.delenv("RSP_CHECKPOINT_DIR", raising=False)
+    assert spark.conf.get("spark.checkpoint.dir", None) is None
+    with pytest.raises(sparkutil.CheckpointDirError, match="spark.checkpoint.dir=hdfs://"):
+        sparkutil.checkpoint_directory(spark)
+    monkeypatch.setenv("RSP_CHECKPOINT_DIR", "hdfs://nn:8020/ckpt")
+    assert sparkutil.checkpoint_directory(spark) == "hdfs://nn:8020/ckpt"
