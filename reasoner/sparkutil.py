@@ -6,6 +6,8 @@ import os
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
+from reasoner.errors import SidecarError
+
 _CONSTRAINTS = "spark.sql.constraintPropagation.enabled"
 
 
@@ -20,12 +22,34 @@ def is_local(spark) -> bool:
     return spark.sparkContext.master.startswith("local")
 
 
+class CheckpointDirError(SidecarError, RuntimeError):
+    """Off local mode, no directory every node sees for reliable checkpoints."""
+
+
+def checkpoint_directory(spark) -> str:
+    """Where reliable checkpoints go: ``RSP_CHECKPOINT_DIR``, else ``spark.checkpoint.dir``, else
+    :data:`DEFAULT_CHECKPOINT_DIR` on the cluster's default filesystem — unless that filesystem is
+    the local disk (``fs.defaultFS`` = ``file:``, a standalone cluster without HDFS): there each
+    node would write its part of a checkpoint to its own disk, and the driver could not read them
+    back, so that is refused with what to set."""
+    chosen = os.environ.get("RSP_CHECKPOINT_DIR") or spark.conf.get("spark.checkpoint.dir", None)
+    if chosen:
+        return chosen
+    default_fs = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///"
+    if default_fs.startswith("file:"):
+        raise CheckpointDirError(
+            "off local mode, iterative joins cut their lineage with reliable checkpoints, which need a "
+            "directory every node sees, and the cluster's default filesystem is the local disk "
+            f"(fs.defaultFS = {default_fs}): pass --conf spark.checkpoint.dir=hdfs://NAMENODE:PORT/PATH "
+            "(or a path every node mounts), or set RSP_CHECKPOINT_DIR")
+    return DEFAULT_CHECKPOINT_DIR
+
+
 def _reliable(spark) -> None:
     """Give the context a checkpoint directory if it has none."""
     context = spark.sparkContext
     if context.getCheckpointDir() is None:
-        context.setCheckpointDir(os.environ.get("RSP_CHECKPOINT_DIR")
-                                 or spark.conf.get("spark.checkpoint.dir", None) or DEFAULT_CHECKPOINT_DIR)
+        context.setCheckpointDir(checkpoint_directory(spark))
 
 
 def cut(df: DataFrame) -> DataFrame:

@@ -1,0 +1,110 @@
+"""Jobs on a Spark standalone cluster whose executors do not see the driver's files (issue 15):
+a master and a worker on loopback (``jobs.standalone_cluster``), the worker in its own mount
+namespace where this project, the shared data and the test's scratch directories are empty
+tmpfs — as on another host. The jobs run with ``spark-submit --master spark://...`` in client
+mode, as users run them, every input and output on HDFS (the ``hadoop`` fixture); their results
+equal local mode's.
+
+Marked ``cluster``; skipped (with the reason) where this machine cannot make a mount namespace.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.standalone_cluster import StandaloneCluster, can_hide
+from reasoner import jars, resources, store
+from reasoner.fs import HadoopPath
+from reasoner.schema import TABLE_COLUMNS
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+STREAM = "<http://example.org/publicTransport>"
+EXAMPLE = ("vienna_schema.ttl", "vienna_example.ttl")
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    why = can_hide()
+    if why:
+        pytest.skip(f"the worker cannot be kept from the driver's files on this machine: {why}")
+    hidden = [REPO, tmp_path_factory.getbasetemp()] + ([SHARED] if SHARED.is_dir() else [])
+    with StandaloneCluster(tmp_path_factory.mktemp("standalone"), hide=hidden) as cluster:
+        yield cluster
+
+
+def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoints: str) -> subprocess.CompletedProcess:
+    """``spark-submit --master spark://... jobs/JOB.py ARGS`` in client mode (the driver here);
+    ``checkpoints``: ``spark.checkpoint.dir``, on HDFS (the cluster's default filesystem is the
+    local disk, which the nodes do not share)."""
+    spark_home = jars.spark_jars_dir().parent
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "PYTHONPATH", "MASTER")}
+    env["SPARK_HOME"] = str(spark_home)
+    command = [str(spark_home / "bin" / "spark-submit"), "--master", cluster.master,
+               "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.hadoop.dfs.replication=1",
+               "--conf", f"spark.checkpoint.dir={checkpoints}",
+               "--driver-memory", "768m", "--executor-memory", "768m", "--total-executor-cores", "1",
+               str(REPO / "jobs" / f"{job}.py"), *args]
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+    # Spark's own INFO lines (spark-submit's log4j) say little: the job's error lines and stdout first
+    done.report = "\n".join([line for line in done.stderr.splitlines()
+                              if " INFO " not in line and not line.startswith("\tat ")][-40:] + [done.stdout[-1000:]])
+    return done
+
+
+def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, hadoop, standalone, tmp_path):
+    from cep.stream import ClosureStore, DirectorySink, FileSource, run
+    from reasoner.publish import materialize_sources
+
+    # what the executors see: nothing of this project, nor of the test's files
+    assert standalone.worker_sees(REPO) == [] and standalone.worker_sees(tmp_path) is None
+    base = HadoopPath(f"{hadoop.hdfs}/standalone")
+    for name in EXAMPLE:
+        (base / name).write_bytes(resources.data("ontologies", name))
+        (tmp_path / name).write_bytes(resources.data("ontologies", name))
+    events = resources.data("ontologies", "vienna_example_stream.jsonl").decode().splitlines(keepends=True)
+    for i, part in enumerate((events[:2], events[2:])):
+        for directory in (base / "in", tmp_path / "in"):
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"part{i}.jsonl").write_text("".join(part))
+
+    # the ontology refresh as scheduled on the cluster: sources read from HDFS, the store written
+    # there (a small ontology: reasoned on the driver, engine auto; Spark's reasoner writing the
+    # store to HDFS from executors: tests/test_hdfs.py, a minute more here on one executor core)
+    done = submit(standalone, "materialize", "--ontology", *[str(base / n) for n in EXAMPLE],
+                  "--out", str(base / "store"), cwd=tmp_path, checkpoints=str(base / "checkpoints"))
+    assert done.returncode == 0, done.report
+    local = materialize_sources(spark, [tmp_path / n for n in EXAMPLE], tmp_path / "store", engine="local")
+    assert store.read_manifest(str(base / "store"))["tables"] == local["counts"]
+    for name in TABLE_COLUMNS:
+        got = {tuple(r) for r in store.open_version(spark, str(base / "store")).table(name, decoded=True).collect()}
+        assert got == {tuple(r) for r in store.open_version(spark, tmp_path / "store").table(name, decoded=True).collect()}
+
+    # the continuous query over that store, its stream, checkpoint and answers on HDFS: the
+    # executors read the stream files; the batches are small, so they are evaluated on the driver
+    # (engine auto), whose state goes to HDFS too (the Spark engine on HDFS: tests/test_hdfs.py)
+    query = resources.path("ontologies", "vienna_example_query.rq")
+    done = submit(standalone, "query", str(query), "--closure", str(base / "store"), "--stream",
+                  f"{STREAM}={base / 'in'}", "--continuous", "--checkpoint", str(base / "ckpt"),
+                  "--out", str(base / "out"), "--time-unit", "m", "--max-per-trigger", "1",
+                  "--trigger", "available-now", cwd=tmp_path, checkpoints=str(base / "checkpoints"))
+    assert done.returncode == 0, done.report
+    run(spark, query.read_text(), [FileSource(STREAM, str(tmp_path / "in"), max_files_per_trigger=1)],
+        static=ClosureStore(tmp_path / "store"), sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt",
+        time_unit="m", metrics=open(os.devnull, "w"), engine="local")
+
+    def answers(directory) -> list[dict]:
+        return sorted((json.loads(line) for f in directory.glob("part-*.jsonl") for line in f.read_text().splitlines()),
+                      key=json.dumps)
+
+    got = answers(base / "out")
+    assert got == answers(tmp_path / "out") and got
+    metrics = [json.loads(line) for line in (base / "ckpt" / "metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == 3 and {m["engine"] for m in metrics} == {"local"}
