@@ -28,9 +28,11 @@ def tables(spark, out: Path) -> dict:
 
 
 def full_tables(spark, tmp_path: Path, sources: list[Path]) -> dict:
+    """The tables of a full run, by the driver-side reasoner (the same tables as Spark's:
+    tests/test_reasoner_local.py), so each case costs one Spark run fewer."""
     out = tmp_path / "full"
     shutil.rmtree(out, ignore_errors=True)
-    materialize_sources(spark, sources, out, engine="spark")
+    materialize_sources(spark, sources, out, engine="local")
     return tables(spark, out)
 
 
