@@ -14,6 +14,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_process(process: subprocess.Popen | None, grace: float) -> None:
+    """SIGTERM ``process`` (if it runs), then SIGKILL it after ``grace`` seconds; wait for it."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class LocalService:
     """A child process started by a subclass's ``start()`` (which sets ``process`` and ``_log``);
     ``grace``: seconds between SIGTERM and SIGKILL on stop."""
@@ -26,17 +37,15 @@ class LocalService:
         raise NotImplementedError
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=self.grace)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        self._stop_child("process", "_log")
+
+    def _stop_child(self, process: str, log: str) -> None:
+        """Stop the child process in attribute ``process`` and close its log file in ``log``."""
+        stop_process(getattr(self, process), self.grace)
+        setattr(self, process, None)
+        if getattr(self, log) is not None:
+            getattr(self, log).close()
+            setattr(self, log, None)
 
     def __enter__(self):
         return self.start()

@@ -126,17 +126,7 @@ class StandaloneCluster(LocalService):
         return listing.stdout.split() if listing.returncode == 0 else None
 
     def stop(self) -> None:
-        if self.worker is not None and self.worker.poll() is None:
-            self.worker.terminate()
-            try:
-                self.worker.wait(timeout=self.grace)
-            except subprocess.TimeoutExpired:
-                self.worker.kill()
-                self.worker.wait()
-        self.worker = None
-        if self._worker_log is not None:
-            self._worker_log.close()
-            self._worker_log = None
+        self._stop_child("worker", "_worker_log")
         super().stop()
 
 

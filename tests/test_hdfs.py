@@ -214,6 +214,35 @@ def test_tracheobionta_service_with_everything_on_hdfs(spark, hdfs, inputs, tmp_
     assert [a[0] for a in answers] == [f"<{VIENNA}v{i}>" for i in (0, 1, 3, 4)] and [r[0] for r in rejects] == [6]
 
 
+def test_milan_routing_service_with_everything_on_hdfs(spark, hdfs, tmp_path):
+    """The route service (``scenarios.milan_routing``) with its event stream, checkpoint (Spark's
+    progress, the agents' state JSON per batch, the metrics log) and routes on HDFS, three
+    micro-batches (each reads the previous batch's state from HDFS): the routes of the
+    independent replay of tests/test_milan_routing.py."""
+    import random
+
+    from cep.stream import DirectorySink, FileSource
+    from scenarios.milan_routing import run
+    from tests.test_milan_routing import as_replay, random_day, replay, small_network
+
+    rng = random.Random(2)
+    net = small_network(rng)
+    plans, events = random_day(net, rng, 3, 120)
+    root = HadoopPath(f"{hdfs.hdfs}/milan")
+    (root / "in").mkdir(parents=True)
+    for f in range(3):                   # written in order: the file source reads the oldest first
+        part = [e for e in events if f * 280 <= e[0] < (f + 1) * 280]
+        (root / "in" / f"e{f}.jsonl").write_text("".join(json.dumps({"s": s, "p": p, "o": o, "t": t}) + "\n"
+                                                         for t, s, p, o in part))
+    summary = run(spark, [FileSource("<urn:m>", str(root / "in"), max_files_per_trigger=1)], network=net, plans=plans,
+                  sink=DirectorySink(root / "out"), checkpoint=root / "ckpt")
+    got = [as_replay(json.loads(line)) for f in (root / "out").glob("part-*.jsonl") for line in f.read_text().splitlines()]
+    assert sorted(got, key=repr) == sorted(replay(net, plans, events), key=repr) and got
+    assert summary.batches == 3
+    assert len((root / "ckpt" / "metrics.jsonl").read_text().splitlines()) == 3
+    assert [p.name for p in (root / "ckpt" / "state").iterdir()] == ["0000000001.json", "0000000002.json"]
+
+
 def test_paths_read_their_data_from_hdfs(spark, hdfs, inputs, capsys):
     """``paths --data`` on HDFS, both engines, the answers written to HDFS: those of the local files."""
     base, local, remote = inputs
