@@ -37,10 +37,13 @@ class StandaloneError(SidecarError, RuntimeError):
 
 def can_hide() -> str | None:
     """None when a worker can run with hidden directories here, else why not."""
+    import tempfile
+
     if shutil.which("unshare") is None:
         return "no unshare command (util-linux)"
-    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                            "mount -t tmpfs tmpfs /mnt"], capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="rsp-unshare-probe-") as target:   # a directory that surely exists
+        probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                f"mount -t tmpfs tmpfs {shlex.quote(target)}"], capture_output=True, text=True)
     if probe.returncode != 0:
         return f"cannot make a mount namespace with a tmpfs (unshare -m: {probe.stderr.strip() or probe.returncode})"
     return None
