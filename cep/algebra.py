@@ -50,6 +50,12 @@ node                                ⟦node, t⟧
 ``GraphPattern(s, p)``              C-SPARQL's GRAPH <s> { p }: p over stream s's window alone
 ``Aggregate(p, specs)``             C-SPARQL's AGGREGATE (§3.1): each mapping of ⟦p⟧ extended with
                                     v_i = f_i over the mappings that agree with it on G_i
+``Minus(l, r)``                     SPARQL 1.1 MINUS: ⟦l⟧'s mappings with no compatible ⟦r⟧ mapping
+                                    sharing a variable (and an intersecting interval)
+``Values(vs, rows)``                SPARQL 1.1 VALUES: one mapping per row, the scope's interval
+``SubSelect(form, modifiers)``      a sub-query { SELECT ... }: the projection, ordered and sliced
+``Exists(p)`` (an expression)       FILTER [NOT] EXISTS { p }: whether substitute(p, μ) has a
+                                    solution in the FILTER's scope (SPARQL 1.1 §18.6)
 ==================================  ==============================================================
 
 SeqJoin (EP-SPARQL's SEQ) is ``Sequence``: its definition, compatible pairs with t2 < t3 over
@@ -75,7 +81,7 @@ from typing import Iterator
 
 from cep.expressions import (ARITH_OPS, BUILTINS, COMPARE_OPS, EXPR_TYPES, And, Arith, Bound, Builtin,
                              Compare, Const,
-                             Datatype, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or,
+                             Datatype, Exists, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or,
                              PatternTimestamp, Regex, Str, Timestamp, Var, check_expr, check_term,
                              expr_variables, subexpressions, uses_interval, uses_timestamp)
 from cep.timeline import close_instant
@@ -90,6 +96,7 @@ __all__ = [
     "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
     "CONSUMING_POLICIES", "is_rsepql", "event_patterns",
+    "Minus", "Values", "SubSelect", "Exists",
     "Snapshot", "GraphPattern", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
     "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
@@ -714,9 +721,74 @@ class Aggregate:
         return f"AGGREGATE({self.inner}, " + ", ".join(map(str, self.specs)) + ")"
 
 
+@dataclass(frozen=True)
+class Minus:
+    """SPARQL 1.1 MINUS (§18.5 Minus(Ω1, Ω2)): the mappings ⟨μ1, [t1,t2]⟩ of ``left`` for which no
+    ⟨μ2, [t3,t4]⟩ of ``right`` is compatible with μ1, shares a variable with it (dom(μ1) ∩ dom(μ2)
+    ≠ ∅) and has an interval intersecting [t1, t2]. Background patterns (and C-SPARQL's WHERE),
+    where every mapping has the same interval: there it is SPARQL's Minus."""
+
+    left: "Pattern"
+    right: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.left, "Minus.left")
+        _check_pattern(self.right, "Minus.right")
+
+    def __str__(self) -> str:
+        return f"MINUS({self.left}, {self.right})"
+
+
+@dataclass(frozen=True)
+class Values:
+    """VALUES (SPARQL 1.1 §10.2, §18.2.2.? ToMultiSet): inline data, one mapping per row (None:
+    UNDEF, the variable unbound in that row), with the interval of the scope it stands in (a
+    background's [t1, t]; outside every graph [MIN_TIME, t], as a background that never changed)."""
+
+    variables: tuple[Var, ...]
+    rows: tuple[tuple, ...]
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.variables, tuple) and all(isinstance(v, Var) for v in self.variables)):
+            raise TypeError(f"Values.variables must be a tuple of Var, got {self.variables!r}")
+        if len(set(self.variables)) != len(self.variables):
+            raise ValueError(f"Values.variables has duplicates: {self.variables!r}")
+        if not isinstance(self.rows, tuple):
+            raise TypeError(f"Values.rows must be a tuple of tuples, got {self.rows!r}")
+        for row in self.rows:
+            if not (isinstance(row, tuple) and len(row) == len(self.variables)):
+                raise ValueError(f"Values row {row!r} must be a tuple of {len(self.variables)} terms or None")
+            for term in row:
+                if term is not None:
+                    check_term(term, "Values row term")
+
+    def __str__(self) -> str:
+        rows = " ".join("(" + " ".join("UNDEF" if t is None else t for t in row) + ")" for row in self.rows)
+        return "VALUES (" + " ".join(map(str, self.variables)) + ") {" + rows + "}"
+
+
+@dataclass(frozen=True)
+class SubSelect:
+    """A sub-query ``{ SELECT ... }`` (SPARQL 1.1 §12, §18.2.1): ``form``'s projected mappings,
+    ordered and sliced by ``modifiers`` (per evaluation instant) when given. Only the projected
+    variables are in scope outside it."""
+
+    form: "Project"
+    modifiers: "Modifiers | None" = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.form, Project):
+            raise TypeError(f"SubSelect.form must be a Project, got {self.form!r}")
+        if self.modifiers is not None and not isinstance(self.modifiers, Modifiers):
+            raise TypeError(f"SubSelect.modifiers must be Modifiers or None, got {self.modifiers!r}")
+
+    def __str__(self) -> str:
+        return "{" + str(self.form) + (f" {self.modifiers}" if self.modifiers is not None else "") + "}"
+
+
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                  StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
-                 SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate, GraphPattern)
+                 SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate, GraphPattern, Minus, Values, SubSelect)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -855,7 +927,7 @@ class Query:
 def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
     """The sub-patterns of ``node``, left to right."""
     match node:
-        case Join() | Union() | LeftJoin() | Sequence() | CoverJoin() | EqJoin():
+        case Join() | Union() | LeftJoin() | Sequence() | CoverJoin() | EqJoin() | Minus():
             return (node.left, node.right)
         case CoverLeftJoin() | EqLeftJoin():
             return (node.left, node.optional)
@@ -879,7 +951,9 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.left, node.right)
         case EventPattern():
             return (node.pattern,)
-        case BGP():
+        case SubSelect():
+            return (node.form.inner,)
+        case BGP() | Values():
             return ()
     raise TypeError(f"not a pattern: {node!r}")
 
@@ -908,8 +982,12 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return variables(node.optional) | variables(node.right)
         case NoHead():
             return variables(node.right)
-        case NoTail():
+        case NoTail() | Minus():
             return variables(node.left)
+        case Values():
+            return frozenset(node.variables)
+        case SubSelect():
+            return frozenset(node.form.variables)
         case Filter() | Construct():
             return variables(node.inner)
         case StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot() | GraphPattern():

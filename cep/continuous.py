@@ -178,6 +178,9 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     if query.modifiers is not None:
         raise ContinuousError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at T1,T2,...); "
                               "continuous evaluation does not apply them yet")
+    if any(isinstance(n, A.SubSelect) and n.modifiers is not None for n in A.walk(query.form)):
+        raise ContinuousError("a sub-query's ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at "
+                              "T1,T2,...); continuous evaluation does not apply them yet")
     patterns = A.stream_patterns(query.pattern)
     if not patterns:
         raise ContinuousError("the query has no WINDOW over a stream, so there is nothing to follow continuously; "

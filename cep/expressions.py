@@ -17,7 +17,7 @@ from paths.algebra import Term, is_term
 
 __all__ = [
     "Var", "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
-    "Datatype", "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Timestamp", "PatternTimestamp",
+    "Datatype", "Exists", "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
     "expr_variables", "check_term", "check_expr", "uses_interval",
 ]
@@ -340,10 +340,29 @@ class PatternTimestamp:
         return f"timestamp({self.s} {self.p} {self.o})"
 
 
+@dataclass(frozen=True)
+class Exists:
+    """``EXISTS { P }`` (SPARQL 1.1 §17.4.1.4, §18.6 exists): true when ``substitute(P, μ)`` has a
+    solution in the scope the FILTER stands in, μ the mapping the FILTER is evaluated on (each
+    variable μ binds replaced by its value, in patterns and in the FILTERs inside P). ``NOT EXISTS``
+    is ``Not(Exists(P))``. ``pattern`` is a ``cep.algebra`` pattern node."""
+
+    pattern: object
+
+    def __post_init__(self) -> None:
+        from cep.algebra import PATTERN_TYPES   # the patterns import this module
+
+        if not isinstance(self.pattern, PATTERN_TYPES):
+            raise TypeError(f"Exists.pattern must be a pattern node, got {self.pattern!r}")
+
+    def __str__(self) -> str:
+        return f"EXISTS {{{self.pattern}}}"
+
+
 Expr = _t.Union[Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype,
-                IntervalFn, Builtin, Timestamp, PatternTimestamp]
+                IntervalFn, Builtin, Timestamp, PatternTimestamp, Exists]
 EXPR_TYPES = (Var, Const, Compare, Arith, And, Or, Not, Neg, Bound, Regex, Str, Lang, Datatype,
-              IntervalFn, Builtin, Timestamp, PatternTimestamp)
+              IntervalFn, Builtin, Timestamp, PatternTimestamp, Exists)
 """Every expression node type."""
 
 
@@ -354,8 +373,11 @@ def check_expr(value: object, what: str) -> None:
 
 
 def expr_variables(expr: Expr) -> frozenset[Var]:
-    """The variables mentioned in ``expr``."""
+    """The variables mentioned in ``expr`` (an EXISTS pattern's own variables are not counted: it
+    reads the mapping's, it binds none)."""
     match expr:
+        case Exists():
+            return frozenset()
         case Var():
             return frozenset((expr,))
         case Bound():

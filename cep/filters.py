@@ -60,13 +60,16 @@ _SECONDS = "decimal(38,9)"
 
 
 def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame], *,
-                    time_unit: str = "ms", stamps: dict | None = None) -> DataFrame:
+                    time_unit: str = "ms", stamps: dict | None = None, exists: dict | None = None) -> DataFrame:
     """The rows of ``omega`` (extra columns kept) whose ``condition`` (a ``cep.algebra``
     expression) is true. ``dictionaries``: DataFrames (id, term) decoding the ids the condition
     inspects; DictionaryRequiredError when it inspects some and none is given. ``time_unit``: the
     unit of the interval columns (for getDURATION() ...). ``stamps``: {timestamp() call: the
-    column of ``omega`` holding its time in ticks} (C-SPARQL; a call not in it is an error)."""
-    return _Filter(condition, tuple(dictionaries), time_unit, tuple((stamps or {}).items())).apply(omega)
+    column of ``omega`` holding its time in ticks} (C-SPARQL; a call not in it is an error).
+    ``exists``: {``Exists`` node: the boolean column of ``omega`` holding its value per row
+    (computed by ``cep.spark``, ``cep.sparql``)}."""
+    return _Filter(condition, tuple(dictionaries), time_unit, tuple((stamps or {}).items()),
+                   tuple((exists or {}).items())).apply(omega)
 
 
 def order_answers(omega: DataFrame, modifiers, variables, dictionaries: Sequence[DataFrame], *,
@@ -324,7 +327,7 @@ def _needs_terms(e) -> set[str]:
     match e:
         case A.Var(name=name):
             return {var_column(name)}
-        case A.Const() | A.Bound():
+        case A.Const() | A.Bound() | A.Exists():
             return set()
     if _id_compare(e) is not None:
         return set()
@@ -357,6 +360,7 @@ class _Filter:
     dictionaries: tuple[DataFrame, ...]
     time_unit: str = "ms"
     stamps: tuple = ()
+    exists: tuple = ()
 
     def apply(self, omega: DataFrame) -> DataFrame:
         df = self.decoded(omega, sorted(_needs_terms(self.condition)))
@@ -434,6 +438,11 @@ class _Filter:
                 if kind == "DURATION":
                     return _Val(_DUR, ((end - start) * per_tick).cast(_SECONDS))
                 return _Val(_DT, ((start if kind == "STARTTIME" else end) * per_tick).cast(_SECONDS))
+            case A.Exists():
+                column = dict(self.exists).get(e)
+                if column is None or column not in columns:
+                    raise UnsupportedQueryError(f"{e} was not evaluated before its FILTER")
+                return _Val(_BOOL, F.col(column))
             case A.Timestamp() | A.PatternTimestamp():
                 column = dict(self.stamps).get(e)
                 per_tick = F.lit(TIME_UNITS[self.time_unit]).cast(_SECONDS) / F.lit(1000)

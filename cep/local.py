@@ -62,9 +62,20 @@ class Rel:
                    frozenset(tuple(r[i] for i in order) + tuple(r[n:]) for r in rows))
 
 
+def _outside_background(node):
+    """``node`` and its sub-patterns, not those of a ``Background`` (Spark evaluates those once and
+    hands them in as relations)."""
+    yield node
+    if not isinstance(node, A.Background):
+        for child in A.children(node):
+            yield from _outside_background(child)
+
+
 def unsupported(query: A.Query) -> str | None:
     """Why this module cannot evaluate ``query`` (then ``cep.stream`` uses Spark), or None."""
-    for node in A.walk(query.form):
+    for node in _outside_background(query.form):
+        if isinstance(node, (A.Values, A.Minus, A.SubSelect)):
+            return "VALUES, MINUS and sub-queries outside the background (on Spark)"
         if isinstance(node, A.Filter):
             return "FILTER needs the terms' values (cep.filters, on Spark)"
         if isinstance(node, A.LeftJoin) and node.condition is not None:

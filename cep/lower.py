@@ -98,6 +98,7 @@ reading an unselected variable.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from cep import algebra as A
@@ -166,6 +167,16 @@ class _Lowering:
         self.policy = policy
         self.lang = "cqels"
         self.streams: set = set()   # C-SPARQL: the FROM STREAM IRIs (GRAPH may name them)
+        # EXISTS { P }: where P is matched. "here": in the scope of the FILTER (a background group,
+        # C-SPARQL's WHERE); ("background", g): over background g (a top-level FILTER, which stands
+        # over the event clauses); ("refused", where): not supported there
+        self.exists_scope: object = "here"
+        self.exists_depth = 0
+        # blank nodes in patterns: label -> (hidden variable, the group using it, its first use)
+        self.blank_vars: dict[str, tuple[A.Var, S.Node, S.Node]] = {}
+        self.hidden: set[A.Var] = set()
+        self.current_block: S.Node | None = None
+        self.written = set(_VARIABLE_NAME.findall(tree.text or ""))
 
     def fail(self, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
         return _error(self.text, node, reason, expected)
@@ -174,14 +185,37 @@ class _Lowering:
     def term(self, node) -> A.Term:
         """A term as in a path (``paths.lowering.term``); blank nodes are refused."""
         if isinstance(node, S.BlankNode):
-            raise self.fail(node, "blank nodes in patterns are not supported; use a variable",
+            raise self.fail(node, "blank nodes are supported in WHERE patterns (variables no answer shows), "
+                            "not here (a CONSTRUCT template, a window or graph name)",
                             ("a variable", "an IRI", "a literal"))
         return lower_term(node)
 
     def var_or_term(self, node):
         if isinstance(node, S.Variable):
             return A.Var(node.name)
+        if isinstance(node, S.BlankNode) and self.current_block is not None:
+            return self.blank_var(node)
         return self.term(node)
+
+    def blank_var(self, node: S.BlankNode) -> A.Var:
+        """A blank node in a pattern: a variable no answer shows (SPARQL 1.1 §4.1.4, §18.2.1; its
+        label is scoped to one basic graph pattern, §4.1.4)."""
+        found = self.blank_vars.get(node.label)
+        if found is not None:
+            var, block, first = found
+            if block is not self.current_block:
+                raise self.fail(node, f"blank node _:{node.label} is used in two basic graph patterns; the "
+                                f"first use is at {_where(first)} (SPARQL 1.1 §4.1.4)", ("another label", "a variable"))
+            return var
+        base = "b_" + "".join(ch if ch.isalnum() else "_" for ch in node.label)
+        name, k = base, 1
+        while name in self.written or A.Var(name) in self.hidden:
+            k += 1
+            name = f"{base}_{k}"
+        var = A.Var(name)
+        self.hidden.add(var)
+        self.blank_vars[node.label] = (var, self.current_block, node)
+        return var
 
     def triple(self, node: S.Triple, *, paths_allowed: bool, where: str):
         s, o = self.var_or_term(node.s), self.var_or_term(node.o)
@@ -194,9 +228,15 @@ class _Lowering:
                             ("an IRI", "'a'", "a variable"))
         return pattern
 
-    def bgp(self, block: S.TriplesBlock, *, paths_allowed: bool, where: str) -> A.BGP:
-        return A.bgp(*(self.triple(t, paths_allowed=paths_allowed, where=where)
-                       for t in block.triples))
+    def bgp(self, block: S.TriplesBlock, *, paths_allowed: bool, where: str, owner: S.Node | None = None) -> A.BGP:
+        """``owner``: the group the block's blank node labels belong to (the triples of one group
+        form one basic graph pattern, whatever FILTERs stand between them)."""
+        self.current_block = block if owner is None else owner
+        try:
+            return A.bgp(*(self.triple(t, paths_allowed=paths_allowed, where=where)
+                           for t in block.triples))
+        finally:
+            self.current_block = None
 
     # -- expressions (SPARQL 1.1 §17)
     def expr(self, node) -> A.Expr:
@@ -230,6 +270,8 @@ class _Lowering:
                     raise self.fail(node, f"{name} takes {wanted} argument(s), not {len(node.args)} "
                                     "(SPARQL 1.1 §17.4)", (f"{wanted} argument(s)",))
                 return A.Builtin(name, tuple(self.expr(arg) for arg in node.args))
+            case S.ExistsCall():
+                return self.exists(node)
             case S.AggregateCall():
                 var = getattr(self, "agg_vars", {}).get(node)
                 if var is None:
@@ -251,6 +293,31 @@ class _Lowering:
                 return {"STR": A.Str, "LANG": A.Lang, "DATATYPE": A.Datatype}[node.name](inner)
             case _:
                 return A.Const(self.term(node))
+
+    def exists(self, node: S.ExistsCall) -> A.Expr:
+        """[NOT] EXISTS { P } (SPARQL 1.1 §17.4.1.4): P matched where ``exists_scope`` says."""
+        scope = self.exists_scope
+        if isinstance(scope, tuple) and scope[0] == "refused":
+            raise self.fail(node, f"EXISTS is not supported {scope[1]}; it is in FILTERs over background "
+                            "patterns and C-SPARQL's WHERE", ("a FILTER of the background part",))
+        for element in _elements(node.group):
+            if isinstance(element, S.SubQuery):
+                raise self.fail(element, "a sub-query inside EXISTS is not supported", ("triples", "a group"))
+        saved, self.exists_scope = self.exists_scope, "here"
+        self.exists_depth += 1
+        try:
+            pattern = self.group(node.group)
+        finally:
+            self.exists_scope = saved
+            self.exists_depth -= 1
+        for inner in A.walk(pattern):
+            if isinstance(inner, (A.Filter, A.LeftJoin)) and inner.condition is not None and \
+                    A.uses_timestamp(inner.condition):
+                raise self.fail(node, "timestamp() inside EXISTS is not supported")
+        if isinstance(scope, tuple):
+            pattern = A.Background(scope[1], pattern)
+        out = A.Exists(pattern)
+        return A.Not(out) if node.negated else out
 
     def timestamp(self, node: S.Call) -> A.Expr:
         """C-SPARQL's timestamp(?v [, <s>]) (§2.7) or timestamp(s p o) (RSEP-QL eq. 9)."""
@@ -318,7 +385,11 @@ class _Lowering:
             negated = self.check_negations(body.elements)
             parts = [self.bgp(e.triples, paths_allowed=False, where=where) for e in body.elements]
             pattern = A.sequence(*parts, negated=negated)               # eq. 10-15
-        condition = self.conjunction(filters)
+        saved, self.exists_scope = self.exists_scope, ("refused", "inside a window")
+        try:
+            condition = self.conjunction(filters)
+        finally:
+            self.exists_scope = saved
         return pattern if condition is None else A.Filter(condition, pattern)
 
     # -- background groups (SPARQL 1.1 §18.2.2.6)
@@ -331,7 +402,7 @@ class _Lowering:
                 case S.FilterPattern():
                     filters.append(element)
                 case S.TriplesBlock():
-                    block = self.bgp(element, paths_allowed=True, where="")
+                    block = self.bgp(element, paths_allowed=True, where="", owner=group)
                     pattern = A.bgp(pattern, block) if isinstance(pattern, A.BGP) \
                         else _join(pattern, block)
                 case S.OptionalPattern():
@@ -344,6 +415,12 @@ class _Lowering:
                     pattern = _join(pattern, A.union(*(self.group(g) for g in element.groups)))
                 case S.GraphGraphPattern():
                     pattern = _join(pattern, self.graph_pattern(element))
+                case S.MinusPattern():                                       # §18.2.2.6
+                    pattern = A.Minus(pattern, self.group(element.group))
+                case S.InlineData():
+                    pattern = _join(pattern, self.values(element))
+                case S.SubQuery():
+                    pattern = _join(pattern, self.sub_select(element))
                 case S.GroupChain():
                     op = next(o for o in element.operators if o != "UNION")
                     raise self.fail(element, f"{op} between groups is EP-SPARQL (§4.1), and this query "
@@ -394,6 +471,9 @@ class _Lowering:
                     pattern = joined(A.union(*(self.ep_group(g) for g in element.groups)))
                 case S.GroupChain():
                     pattern = joined(self.ep_chain(element))
+                case S.MinusPattern() | S.InlineData() | S.SubQuery():
+                    raise self.fail(element, "MINUS, VALUES and sub-queries are supported over background "
+                                    "patterns and C-SPARQL's WHERE, not over EP-SPARQL's streams")
                 case S.WindowBlock() | S.EventSequence() | S.MatchPattern():
                     raise self.fail(element, "an EP-SPARQL query has no windows: it reads the "
                                     "streams given (EP-SPARQL §4.2); windows are CQELS-CEP's "
@@ -403,7 +483,11 @@ class _Lowering:
         if pattern is None:
             raise self.fail(group, "an empty group over a stream has no interval (EP-SPARQL §4.2)",
                             ("triples",))
-        condition = self.conjunction(filters)
+        saved, self.exists_scope = self.exists_scope, ("refused", "over EP-SPARQL's streams")
+        try:
+            condition = self.conjunction(filters)
+        finally:
+            self.exists_scope = saved
         return pattern if condition is None else A.Filter(condition, pattern)
 
     def ep_chain(self, chain: S.GroupChain) -> A.Pattern:
@@ -680,18 +764,20 @@ class _Lowering:
         if not events or background_pattern != A.BGP(()):
             parts.append(A.Background(graph, background_pattern))           # eq. 17
         pattern = A.join(*parts)                                             # eq. 1, 2
+        self.exists_scope = ("background", graph)   # a top-level FILTER stands over the event clauses
         condition = self.conjunction([e for e in top if isinstance(e, S.FilterPattern)])
+        self.exists_scope = "here"
         if condition is not None:
             pattern = A.Filter(condition, pattern)
         return self.finish(pattern)
 
-    def grouping(self, pattern: A.Pattern) -> A.Pattern:
+    def grouping(self, pattern: A.Pattern, q=None) -> A.Pattern:
         """SPARQL 1.1 GROUP BY / aggregates in SELECT / HAVING (§11, §18.2.4.1): ``Aggregate`` over
         the WHERE pattern (group = the GROUP BY variables; none: the implicit group), HAVING a
         ``Filter`` above it. Each ``(AGG(...) AS ?v)`` binds ?v; an aggregate only in HAVING gets a
         variable of its own. Set semantics, as everywhere in ``cep``: the solutions aggregated are
-        the distinct WHERE solutions."""
-        tree = self.tree
+        the distinct WHERE solutions. ``q``: the query or sub-query (``S.SubQuery``) read."""
+        tree = self.tree if q is None else q
         items = tree.form.variables or ()
         found = [e for item in items if isinstance(item, S.SelectExpression) for e in _syntax_aggregates(item.expr)]
         found += [e for h in tree.having for e in _syntax_aggregates(h)]
@@ -699,7 +785,8 @@ class _Lowering:
             if tree.having:
                 raise self.fail(tree.having[0], "HAVING without GROUP BY or an aggregate")
             return pattern
-        if self.lang in ("epsparql", "rsepql") or (self.lang == "cqels" and A.event_clauses(pattern)):
+        if tree is self.tree and (self.lang in ("epsparql", "rsepql")
+                                  or (self.lang == "cqels" and A.event_clauses(pattern))):
             raise self.fail(found[0] if found else tree.group_by[0],
                             "GROUP BY and aggregates are supported over C-SPARQL's WHERE and over background-only "
                             "queries (no windows, MATCH or EP-SPARQL operators)")
@@ -744,32 +831,67 @@ class _Lowering:
                 spec_for(call, fresh)
         out: A.Pattern = A.Aggregate(pattern, tuple(specs)) if specs else pattern
         condition = None
-        for h in tree.having:
-            e = self.expr(h)
-            condition = e if condition is None else A.And(condition, e)
+        saved, self.exists_scope = self.exists_scope, ("refused", "in HAVING")
+        try:
+            for h in tree.having:
+                e = self.expr(h)
+                condition = e if condition is None else A.And(condition, e)
+        finally:
+            self.exists_scope = saved
         if condition is not None:
             out = A.Filter(condition, out)
         return out   # GROUP BY without aggregates: the projection's distinct rows are the groups
+
+    def projection(self, pattern: A.Pattern, q) -> A.Project:
+        """SELECT over ``pattern`` (grouping, trailing VALUES, the projection) of the query or
+        sub-query ``q``."""
+        form = q.form
+        saved = getattr(self, "agg_vars", None)
+        pattern = self.grouping(pattern, q)
+        if q.values is not None:                                            # §18.2.4.3
+            pattern = A.Join(pattern, self.values(q.values))
+        bound = A.variables(pattern)
+        if form.variables is None:
+            if q.group_by:
+                raise self.fail(form, "SELECT * with GROUP BY: name the grouped variables and aggregates")
+            projected = [v for v in _ordered_variables(pattern) if v not in self.hidden]
+        else:
+            names = [v.variable if isinstance(v, S.SelectExpression) else v for v in form.variables]
+            for variable in names:
+                if A.Var(variable.name) not in bound:
+                    raise self.fail(variable, self._unbound_reason(variable, pattern))
+            projected = [A.Var(v.name) for v in names]
+        result = A.project(projected, pattern, form.distinct)
+        self.modifier_result = self.modifiers(result, q)
+        self.agg_vars = saved if saved is not None else {}
+        return result
+
+    def sub_select(self, q: S.SubQuery) -> A.SubSelect:
+        """{ SELECT ... } in a group (SPARQL 1.1 §18.2.1): its WHERE in the same scope as the group."""
+        where = self.group(q.where)
+        form = self.projection(where, q)
+        return A.SubSelect(form, self.modifier_result)
+
+    def values(self, node: S.InlineData) -> A.Values:
+        """VALUES: its rows of terms (UNDEF: None)."""
+        variables = tuple(A.Var(v.name) for v in node.variables)
+        for i, v in enumerate(node.variables):
+            if A.Var(v.name) in variables[:i]:
+                raise self.fail(v, f"{v} is named twice in VALUES", ("distinct variables",))
+        rows = tuple(tuple(None if isinstance(x, S.Undef) else self.term(x) for x in row) for row in node.rows)
+        return A.Values(variables, rows)
 
     def finish(self, pattern: A.Pattern) -> A.Query:
         """The query form (SELECT / CONSTRUCT) over ``pattern``, with the prologue."""
         tree = self.tree
         form = tree.form
+        modifiers = None
         if isinstance(form, S.Select):
-            pattern = self.grouping(pattern)
-            bound = A.variables(pattern)
-            if form.variables is None:
-                if tree.group_by:
-                    raise self.fail(form, "SELECT * with GROUP BY: name the grouped variables and aggregates")
-                projected = _ordered_variables(pattern)
-            else:
-                names = [v.variable if isinstance(v, S.SelectExpression) else v for v in form.variables]
-                for variable in names:
-                    if A.Var(variable.name) not in bound:
-                        raise self.fail(variable, self._unbound_reason(variable, pattern))
-                projected = [A.Var(v.name) for v in names]
-            result = A.project(projected, pattern, form.distinct)
+            result = self.projection(pattern, tree)
+            modifiers = self.modifier_result
         else:
+            if tree.values is not None:
+                pattern = A.Join(pattern, self.values(tree.values))
             template = []
             for triple in form.triples:
                 if not isinstance(triple.p, (S.Variable, S.IriRef, S.PrefixedName,
@@ -780,7 +902,6 @@ class _Lowering:
                                                 self.var_or_term(triple.p),
                                                 self.var_or_term(triple.o)))
             result = A.construct(template, pattern)
-        modifiers = self.modifiers(result)
 
         prefixes = {}
         base = None
@@ -791,15 +912,19 @@ class _Lowering:
                 base = decl.iri.value
         return A.Query(result, prefixes, base, modifiers=modifiers)
 
-    def modifiers(self, form) -> A.Modifiers | None:
+    def modifiers(self, form, q=None) -> A.Modifiers | None:
         """ORDER BY / LIMIT / OFFSET (SPARQL 1.1 §15): keys over the projected variables (the
         answers are the distinct projected rows, so a key must be a function of them)."""
-        tree = self.tree
+        tree = self.tree if q is None else q
         if not (tree.order_by or tree.limit is not None or tree.offset):
             return None
         keys = []
         for condition in tree.order_by:
-            expr = self.expr(condition.expr)
+            saved, self.exists_scope = self.exists_scope, ("refused", "in ORDER BY")
+            try:
+                expr = self.expr(condition.expr)
+            finally:
+                self.exists_scope = saved
             outside = sorted(v.name for v in A.expr_variables(expr) if v not in form.variables)
             if outside:
                 raise self.fail(condition, f"ORDER BY reads ?{outside[0]}, which is not selected: keys are expressions "
@@ -819,6 +944,9 @@ class _Lowering:
                     "(NO_HEAD, NO_TAIL and SEQ_WO keep the positive mappings, CQELS-CEP §4.2)")
         return f"{variable} is selected but no pattern of WHERE binds it"
 
+
+#: a variable as written (?name / $name), to keep hidden variables' names apart from them
+_VARIABLE_NAME = re.compile(r"[?$]([A-Za-z_0-9\u00B7-\uFFFF][A-Za-z_0-9\u00B7-\uFFFF-]*)")
 
 _NAMES = {"cqels": "CQELS-CEP", "csparql": "C-SPARQL", "epsparql": "EP-SPARQL", "rsepql": "RSEP-QL"}
 
@@ -872,8 +1000,14 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
                 visit(node.right)
             case A.NoHead():
                 visit(node.right)
-            case A.NoTail():
+            case A.NoTail() | A.Minus():
                 visit(node.left)
+            case A.Values():
+                for v in node.variables:
+                    seen.setdefault(v, None)
+            case A.SubSelect():
+                for v in node.form.variables:
+                    seen.setdefault(v, None)
             case A.Aggregate():
                 visit(node.inner)
                 for spec in node.specs:

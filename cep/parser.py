@@ -57,6 +57,8 @@ _TERMINAL_WORDS = {
     "BOUND_FN": "'BOUND'",
     "REGEX_FN": "'REGEX'",
     "BUILTIN_FN": "a built-in function (STRSTARTS, CONTAINS, STRLEN, IF, COALESCE, ...)",
+    "UNDEF": "'UNDEF'",
+    "EXISTS": "'EXISTS'",
     "POLICY": "a selection policy (UNRESTRICTED, NAIVE, CHRONOLOGICAL, RECENT)",
     "INTERVAL_FN": "getDURATION(), getSTARTTIME() or getENDTIME()",
     "GROUP_OP": "UNION, SEQ, EQUALS, OPTIONALSEQ or EQUALSOPTIONAL before a '{'",
@@ -142,6 +144,50 @@ class _ToCep(PathTransformer.imported_as("grammar")):
                 modifiers.update(c)
         form, *datasets, where = [c for c in children if not isinstance(c, (S.AggregateClause, dict))]
         return form, tuple(datasets), where, aggregates, modifiers
+
+    def sub_select(self, meta, children):
+        form, where, *rest = children
+        modifiers = {}
+        for c in rest:
+            modifiers.update(c)
+        return S.SubQuery(form, where, span=span(meta), **modifiers)
+
+    def values_clause(self, meta, children):
+        return {"values": children[0]}
+
+    def inline_data(self, meta, children):
+        return children[0]
+
+    def data_one_var(self, meta, children):
+        var, *values = children
+        return S.InlineData((var,), tuple((self._data_value(v),) for v in values), span=span(meta))
+
+    def data_full(self, meta, children):
+        if children and isinstance(children[0], Token) and children[0].type == "NIL":
+            variables, rows_in = (), children[1:]   # VALUES () { ... }
+        else:
+            variables = tuple(c for c in children if isinstance(c, S.Variable))
+            rows_in = children[len(variables):]
+        rows = []
+        for c in rows_in:
+            if isinstance(c, Token):   # NIL: a row of no values
+                row, line, column = (), c.line, c.column
+            else:
+                row, at = c
+                line, column = at.line, at.column
+            if len(row) != len(variables):
+                raise LocatedError(f"a VALUES row has {len(row)} value(s) for {len(variables)} variable(s)",
+                                   line, column, (f"{len(variables)} value(s) (a term or UNDEF each)",))
+            rows.append(row)
+        return S.InlineData(variables, tuple(rows), span=span(meta))
+
+    def data_row(self, meta, children):
+        return tuple(self._data_value(v) for v in children), meta
+
+    def _data_value(self, value):
+        if isinstance(value, Token) and value.type == "UNDEF":
+            return S.Undef(span=token_span(value))
+        return value
 
     def group_clause(self, meta, children):
         return {"group_by": tuple(children)}
@@ -300,6 +346,15 @@ class _ToCep(PathTransformer.imported_as("grammar")):
         if all(op == "UNION" for op in operators):
             return S.UnionPattern(groups, span=where)
         return S.GroupChain(groups, operators, span=where)
+
+    def minus_pattern(self, meta, children):
+        return S.MinusPattern(children[0], span=span(meta))
+
+    def exists_call(self, meta, children):
+        return S.ExistsCall(False, children[-1], span=span(meta))
+
+    def not_exists_call(self, meta, children):
+        return S.ExistsCall(True, children[-1], span=span(meta))
 
     def optional_pattern(self, meta, children):
         return S.OptionalPattern(children[0], span=span(meta))

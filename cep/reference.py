@@ -89,7 +89,7 @@ from reasoner.hashing import term_id
 __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
     "mapping", "compatible", "merge",
-    "join", "union", "seq", "seq_wo", "no_head", "no_tail",
+    "join", "union", "seq", "seq_wo", "no_head", "no_tail", "minus", "substitute",
     "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence",
     "csparql_window", "aggregate", "aggregate_value", "order_key", "ordered",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
@@ -155,6 +155,38 @@ def seq_wo(o1: Iterable[Element], o2: Iterable[Element], o3: Iterable[Element]) 
                 continue
             out.add((m13, t1, t6))
     return out
+
+
+def minus(o1: Iterable[Element], o2: Iterable[Element]) -> set[Element]:
+    """MINUS (SPARQL 1.1 §18.5 Minus): the Ω1 mappings with no compatible Ω2 mapping that shares a
+    variable with them and whose interval intersects theirs (``cep.algebra.Minus``)."""
+    o2 = [(m2, {k for k, _ in m2}, t3, t4) for (m2, t3, t4) in o2]
+    out = set()
+    for (m1, t1, t2) in o1:
+        d1 = {k for k, _ in m1}
+        if not any(d1 & d2 and compatible(m1, m2) and max(t1, t3) <= min(t2, t4) for (m2, d2, t3, t4) in o2):
+            out.add((m1, t1, t2))
+    return out
+
+
+def substitute(node, mu: dict):
+    """``node`` with each variable μ binds replaced by its value in its triple and path patterns
+    (SPARQL 1.1 §18.6 substitute; FILTERs read μ from the evaluator). VALUES and sub-queries are
+    left as written (their variables are not the pattern's)."""
+    from dataclasses import fields, replace
+
+    def term(x):
+        return mu.get(x.name, x) if isinstance(x, A.Var) else x
+
+    match node:
+        case A.BGP(patterns=patterns):
+            return A.BGP(tuple(replace(tp, s=term(tp.s), o=term(tp.o)) if isinstance(tp, A.PathPattern)
+                               else A.TriplePattern(term(tp.s), term(tp.p), term(tp.o)) for tp in patterns))
+        case A.Values() | A.SubSelect():
+            return node
+    changes = {f.name: substitute(getattr(node, f.name), mu) for f in fields(node)
+               if isinstance(getattr(node, f.name), A.PATTERN_TYPES)}
+    return replace(node, **changes)
 
 
 def no_head(o1: Iterable[Element], o2: Iterable[Element]) -> set[Element]:
@@ -575,18 +607,19 @@ class _Evaluator:
         self.background, self.streams, self.at, self.unit = background, streams, at, time_unit
         self.consumed: set = set()   # (window name, item, triple) used by earlier evaluations
         self.used: set = set()       # ... used by this one (consuming policies only)
+        self.outer: dict = {}        # inside EXISTS: the mapping substituted into its pattern
 
-    def query(self, query):
-        form = query.form if isinstance(query, A.Query) else query
+    def query(self, query, scope=None):
+        form = query.form if isinstance(query, (A.Query, A.SubSelect)) else query
         match form:
             case A.Project(variables=variables, inner=inner):
                 names = [v.name for v in variables]
-                omega = self.eval(inner, None)
+                omega = self.eval(inner, scope)
                 answers = {(frozenset((k, v) for k, v in mu if k in names), t1, t2) for (mu, t1, t2) in omega}
-                modifiers = query.modifiers if isinstance(query, A.Query) else None
+                modifiers = query.modifiers if isinstance(query, (A.Query, A.SubSelect)) else None
                 return answers if modifiers is None else ordered(answers, modifiers, names, self.unit)
             case A.Construct(template=template, inner=inner):
-                omega = self.eval(inner, None)
+                omega = self.eval(inner, scope)
                 out = set()
                 for (mu, t1, t2) in omega:
                     d = dict(mu)
@@ -608,16 +641,24 @@ class _Evaluator:
             case A.Union(left=left, right=right):
                 return union(self.eval(left, scope), self.eval(right, scope))
             case A.LeftJoin(left=left, right=right, condition=condition):
-                return self.left_join(self.eval(left, scope), self.eval(right, scope), condition)
+                return self.left_join(self.eval(left, scope), self.eval(right, scope), condition, scope)
             case A.Filter(condition=condition, inner=inner) if (isinstance(scope, _Graph) and scope.times is not None
                                                                 and A.uses_timestamp(condition)):
                 return self.timed_filter(condition, inner, scope)
             case A.Filter(condition=condition, inner=inner):
-                return {e for e in self.eval(inner, scope) if self.holds(condition, e)}
+                return {e for e in self.eval(inner, scope) if self.holds(condition, e, scope=scope)}
             case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
                 times = {tr: {None: slot[name], name: slot[name]} for tr, slot in scope.times.items() if name in slot}
                 return self.eval(pattern, _Graph(set(times), scope.interval, times))
-            case _ if isinstance(scope, _Graph):
+            case A.Minus(left=left, right=right):
+                return minus(self.eval(left, scope), self.eval(right, scope))
+            case A.Values(variables=variables, rows=rows) if scope is None or isinstance(scope, _Graph):
+                t1, t2 = scope.interval if isinstance(scope, _Graph) else (MIN_TIME, self.at)
+                return {(frozenset((v.name, x) for v, x in zip(variables, row) if x is not None), t1, t2)
+                        for row in rows}
+            case A.SubSelect():
+                return set(self.query(node, scope))
+            case _ if isinstance(scope, _Graph) and not isinstance(node, A.Aggregate):
                 raise TypeError(f"cannot evaluate {type(node).__name__} on a background graph")
             case A.StreamPattern(pattern=pattern):
                 return self.eval(pattern, _Window(self.window(node)))
@@ -648,7 +689,8 @@ class _Evaluator:
             case A.Aggregate(inner=inner, specs=specs):
                 omega = self.eval(inner, scope)
                 if not omega and all(not spec.group for spec in specs):   # SPARQL's implicit group
-                    return aggregate({(frozenset(), *self.empty_interval(inner))}, specs, empty=True)
+                    interval = scope.interval if isinstance(scope, _Graph) else self.empty_interval(inner)
+                    return aggregate({(frozenset(), *interval)}, specs, empty=True)
                 return aggregate(omega, specs)
             case A.Match(inner=inner, policy=policy):
                 events = self.events(inner, _UNBOUNDED, frozenset())
@@ -713,9 +755,20 @@ class _Evaluator:
                 out.add((merge(m1, m2), t1, t4, u1 | u2))
         return out
 
-    def holds(self, condition, element, stamp=None) -> bool:
+    def holds(self, condition, element, stamp=None, scope=None) -> bool:
         mu, t1, t2 = element
-        return ebv(eval_expr(condition, dict(mu), (t1, t2), self.unit, stamp)) is True
+        values = {**self.outer, **dict(mu)}
+        return ebv(eval_expr(condition, values, (t1, t2), self.unit, stamp,
+                             lambda pattern, m: self.exists(pattern, m, scope))) is True
+
+    def exists(self, pattern, mu: dict, scope) -> bool:
+        """EXISTS { pattern } for ``mu`` (SPARQL 1.1 §18.6): substitute(pattern, μ) has a solution in
+        ``scope``; FILTERs inside read μ's values too (they are substituted as well)."""
+        saved, self.outer = self.outer, dict(mu)
+        try:
+            return bool(self.eval(substitute(pattern, mu), scope))
+        finally:
+            self.outer = saved
 
     # -- C-SPARQL
     def empty_interval(self, inner) -> tuple[int, int]:
@@ -789,7 +842,7 @@ class _Evaluator:
         return [(frozenset(d.items()), matched) for d, matched in sols]
 
     def optional(self, mandatory, optional, order, condition, scope):
-        keep = None if condition is None else (lambda e: self.holds(condition, e))
+        keep = None if condition is None else (lambda e: self.holds(condition, e, scope=scope))
         return optional_join(self.eval(mandatory, scope), self.eval(optional, scope), order, keep)
 
     def bgp(self, patterns, scope) -> set[Element]:
@@ -817,7 +870,7 @@ class _Evaluator:
                 return {(mu, t1, t2) for mu in sols}
         raise ValueError("a basic graph pattern outside WINDOW and background")
 
-    def left_join(self, o1, o2, condition):
+    def left_join(self, o1, o2, condition, scope=None):
         o2 = list(o2)
         out = set()
         for (m1, t1, t2) in o1:
@@ -825,7 +878,7 @@ class _Evaluator:
             for (m2, t3, t4) in o2:
                 if compatible(m1, m2) and max(t1, t3) <= min(t2, t4):
                     m = merge(m1, m2)
-                    if condition is None or self.holds(condition, (m, max(t1, t3), min(t2, t4))):
+                    if condition is None or self.holds(condition, (m, max(t1, t3), min(t2, t4)), scope=scope):
                         out.add((m, max(t1, t3), min(t2, t4)))
                         matched = True
             if not matched:
@@ -938,16 +991,19 @@ def _term_of(value):
     return value
 
 
-def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stamp=None):
+def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stamp=None, exists=None):
     """Value of expression ``e`` (a ``cep.algebra`` expression) under mapping ``mu``: a term
     string, a bool, a float, a duration/dateTime, or _ERROR (SPARQL 1.1 §17). ``interval``: the
     solution's (t1, t2) in ``unit`` ticks, which getDURATION() / getSTARTTIME() / getENDTIME() read
     (EP-SPARQL §4.2, σ_{tα tω}). ``stamp(e, mu)``: the time (ticks) a timestamp() call ``e``
-    yields for ``mu``, or None (C-SPARQL §3.3; no ``stamp``: an error)."""
+    yields for ``mu``, or None (C-SPARQL §3.3; no ``stamp``: an error). ``exists(pattern, mu)``:
+    whether EXISTS { pattern } holds for ``mu`` (no ``exists``: an error)."""
     def sub(x):
-        return eval_expr(x, mu, interval, unit, stamp)
+        return eval_expr(x, mu, interval, unit, stamp, exists)
 
     match e:
+        case A.Exists(pattern=pattern):
+            return _ERROR if exists is None else exists(pattern, mu)
         case A.Builtin(name=name, args=args):
             return _builtin(name, args, sub)
         case A.IntervalFn(kind=kind):

@@ -161,19 +161,31 @@ class Prepared:
         self.query, self.background, self.time_unit = query, background, time_unit
         self.dictionary, self.since = dictionary, since
         self.cache: dict = {}
+        #: (id, term) DataFrames of the terms the background computes (a sub-query's aggregates),
+        #: cached: decode answers with them too
+        self.terms: list[DataFrame] = []
 
     def unpersist(self) -> None:
-        for df in self.cache.values():
+        for df in list(self.cache.values()) + self.terms:
             df.unpersist()
         self.cache.clear()
+        self.terms.clear()
+
+    def runtime(self, streams: Mapping, dictionary: DataFrame | None = None) -> "_Runtime":
+        """A lifetimes runtime over the prepared background (its results and computed terms kept)."""
+        from cep import lifetimes as L
+
+        runtime = _Runtime(self.background, streams, None, self.time_unit, dictionary, self.since, ops=L,
+                           cache=self.cache)
+        runtime.keep_terms = True
+        runtime.terms = self.terms   # what a first evaluation of a background computes stays here
+        runtime.dictionaries.extend(self.terms)
+        return runtime
 
     def background_lifetimes(self) -> dict:
         """{``A.Background`` node of the query: its mappings with lifetimes (``cep.lifetimes``
         columns)}, evaluated once and kept (what ``cep.local`` joins the stream with)."""
-        from cep import lifetimes as L
-
-        runtime = _Runtime(self.background, {}, None, self.time_unit, self.dictionary, self.since, ops=L,
-                           cache=self.cache)
+        runtime = self.runtime({}, self.dictionary)
         nodes = dict.fromkeys(n for n in A.walk(self.query.form) if isinstance(n, A.Background))
         return {node: runtime.background_pattern(node) for node in nodes}
 
@@ -183,15 +195,11 @@ def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: Data
     result, each with the instants ``LIFE_FROM`` ≤ t ≤ ``LIFE_TO`` at which it is an answer; an
     interval end ``cep.lifetimes.OPEN_END`` reads "t" (a background-only answer, eq. 17).
     ``dictionary`` adds terms for FILTERs (e.g. the streams' terms) to the prepared one."""
-    from cep import lifetimes as L
-
     dictionaries = [d for d in (prepared.dictionary, dictionary) if d is not None]
     merged = None
     for d in dictionaries:
         merged = d if merged is None else merged.unionByName(d)
-    runtime = _Runtime(prepared.background, streams, None, prepared.time_unit, merged, prepared.since,
-                       ops=L, cache=prepared.cache)
-    return runtime.query(prepared.query)
+    return prepared.runtime(streams, merged).query(prepared.query)
 
 
 @dataclass(frozen=True)
@@ -249,15 +257,17 @@ class _Runtime:
         self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
         self.terms: list[DataFrame] = []         # (id, term) of the terms C-SPARQL's aggregates computed
         self.keep_terms = False                  # cache them (the caller asked for them)
+        self.correlation = None                  # inside EXISTS: its seed (cep.sparql)
+        self.depth = 0                           # ... and how deeply EXISTS are nested
         frames = list(self.background.values()) + list(self.streams.values()) + dictionaries
         if not frames:
             raise CepInputError("evaluate() needs at least one background graph or stream (a DataFrame)")
         self.spark = frames[0].sparkSession
 
     # --- query forms (eq. 1) -------------------------------------------------------------------
-    def query(self, query: A.Query) -> DataFrame:
+    def query(self, query: "A.Query | A.SubSelect", scope: "_Scope" = None) -> DataFrame:
         form = query.form
-        omega = self.eval(form.inner, None)
+        omega = self.eval(form.inner, scope)
         extra = self.ops.EXTRA
         match form:
             case A.Project(variables=variables):
@@ -294,19 +304,27 @@ class _Runtime:
             case A.Union(left=left, right=right):
                 return self.ops.union(self.eval(left, scope), self.eval(right, scope))
             case A.LeftJoin(left=left, right=right, condition=condition):
-                keep = None if condition is None else (lambda df: self.filter(condition, df))
+                keep = None if condition is None else (lambda df: self.filter(condition, df, scope=scope))
                 return self.ops.left_join(self.eval(left, scope), self.eval(right, scope), keep)
             case A.Filter(condition=condition, inner=inner) if (isinstance(scope, _Graph) and scope.times is not None
                                                                 and A.uses_timestamp(condition)):
                 from cep.csparql import timed_filter
                 return timed_filter(self, condition, inner, scope)                 # C-SPARQL §3.3
             case A.Filter(condition=condition, inner=inner):
-                return self.filter(condition, self.eval(inner, scope))
+                return self.filter(condition, self.eval(inner, scope), scope=scope)
             case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
                 from cep.csparql import stream_graph
                 times = stream_graph(scope.times, name)                            # C-SPARQL §2.3
                 return self.eval(pattern, _Graph(name, times.select(S, P, O), scope.interval, times))
-            case _ if isinstance(scope, _Graph):
+            case A.Minus(left=left, right=right):                                  # SPARQL 1.1 §18.5
+                from cep.sparql import minus
+                keys = self.correlation.keys if self.correlation is not None else None
+                return minus(self.eval(left, scope), self.eval(right, scope), keys)
+            case A.Values() if scope is None or isinstance(scope, _Graph):
+                return self.values(node, scope)
+            case A.SubSelect():
+                return self.query(node, scope)
+            case _ if isinstance(scope, _Graph) and not isinstance(node, A.Aggregate):
                 raise TypeError(f"{type(node).__name__} cannot occur in a background pattern")
             case A.StreamPattern():                                                # eq. 9, 16
                 return self.eval(node.pattern, _Window(self.window_content(node)))
@@ -326,7 +344,8 @@ class _Runtime:
                 return self.eval(node.pattern, self.snapshot(node))
             case A.Aggregate(inner=inner, specs=specs):                            # C-SPARQL §3.1
                 from cep.csparql import aggregate
-                omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries, self.empty_interval(inner))
+                interval = scope.interval if isinstance(scope, _Graph) else self.empty_interval(inner)
+                omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries, interval)
                 if terms is not None:
                     if self.keep_terms:   # the caller decodes with them too: computed once
                         terms = terms.cache()
@@ -392,8 +411,50 @@ class _Runtime:
                 return _bgp_over_occurrences(node, items)
         raise ValueError(f"basic graph pattern {node} is neither in a WINDOW nor in the background")
 
-    def filter(self, condition, omega: DataFrame, stamps: dict | None = None) -> DataFrame:
-        return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps)
+    def filter(self, condition, omega: DataFrame, stamps: dict | None = None, scope: "_Scope" = None) -> DataFrame:
+        found = list(dict.fromkeys(e for e in A.subexpressions(condition) if isinstance(e, A.Exists)))
+        if not found:
+            return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps)
+        from cep.columns import scratch
+        flags = {}
+        flagged = omega
+        for i, e in enumerate(found):
+            flags[e] = scratch("exists", str(self.depth), str(i))
+            flagged = self.exists(e.pattern, flagged, scope, flags[e])
+        kept = filter_mappings(condition, flagged, self.dictionaries, time_unit=self.unit, stamps=stamps,
+                               exists=flags)
+        return kept.select(*omega.columns)
+
+    def exists(self, pattern, omega: DataFrame, scope: "_Scope", flag: str) -> DataFrame:
+        """``omega`` with ``flag``: whether EXISTS { pattern } holds for each row (``cep.sparql``)."""
+        from cep import sparql
+
+        corr = sparql.seed(omega, pattern, self.depth)
+        saved = self.correlation
+        self.correlation, self.depth = corr, self.depth + 1
+        try:
+            solutions = self.eval(pattern, scope)
+        finally:
+            self.correlation, self.depth = saved, self.depth - 1
+        return sparql.exists_flags(omega, corr, solutions, flag)
+
+    def values(self, node: A.Values, scope: "_Scope") -> DataFrame:
+        """VALUES: one mapping per row, with the scope's interval (``cep.algebra.Values``)."""
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        from cep.sparql import correlate, values_rows
+
+        columns, rows = values_rows(node)
+        schema = StructType([StructField(c, LongType(), True) for c in columns])
+        if columns:
+            df = self.spark.createDataFrame(rows, schema)
+        else:
+            df = self.spark.range(len(rows)).select()
+        lo, hi = scope.interval if isinstance(scope, _Graph) else (self.since_for(None), self.at)
+        out = self.ops.constant(df, MIN_TIME if not isinstance(scope, _Graph) else lo, hi)
+        if self.correlation is not None:
+            out = correlate(out, self.correlation, nullable=True)
+        return out
 
     def empty_interval(self, inner) -> tuple[int, int]:
         """The interval an answer of ``inner`` has at this evaluation (``cep.reference``)."""
@@ -443,7 +504,7 @@ class _Runtime:
         return int(self.since)
 
     def background_pattern(self, node: A.Background) -> DataFrame:
-        if self.cache is None:
+        if self.cache is None or self.correlation is not None:
             return self.eval(node.pattern, self.background_scope(node))
         if node not in self.cache:
             self.cache[node] = self.eval(node.pattern, self.background_scope(node)).persist()
@@ -468,7 +529,11 @@ class _Runtime:
             for part in parts[1:]:
                 shared = sorted(set(var_columns(out)) & set(var_columns(part)))
                 out = out.join(part, shared, "inner") if shared else out.crossJoin(part)
-        return self.ops.constant(out, lo, hi).distinct()
+        out = self.ops.constant(out, lo, hi).distinct()
+        if self.correlation is not None:                                       # inside EXISTS
+            from cep.sparql import correlate
+            out = correlate(out, self.correlation, nullable=False)
+        return out
 
     def path_part(self, tp: A.PathPattern, name, triples: DataFrame) -> DataFrame:
         from paths.spark import END, START, PathGraph

@@ -877,6 +877,8 @@ class _Runner:
         if ids and side.dictionary is not None:
             wanted = self.spark.createDataFrame([(i,) for i in ids], f"{ID} long")
             terms = {r[ID]: r[TERM] for r in side.dictionary.join(wanted, ID, "left_semi").collect()}
+        for computed in prepared.terms:   # a sub-query's aggregates: a handful of rows
+            terms.update((r[ID], r[TERM]) for r in computed.collect())
         self.background_local = (version, rels, terms)
         return rels
 
@@ -1054,6 +1056,7 @@ class _Runner:
                 F.struct(F.lit(term_id(t)).cast("long").alias(ID), F.lit(t).alias(TERM)) for t in self.constants]))))
         if side.dictionary is not None:
             parts.append(side.dictionary.select(ID, TERM))
+        parts += [t.select(ID, TERM) for t in self._static()[1].terms]   # the background's computed terms
         return _union(parts).dropDuplicates([ID])
 
     def _decode(self, new: DataFrame, items: DataFrame, side: StaticSide) -> DataFrame:

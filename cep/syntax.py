@@ -32,6 +32,10 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``TriplesBlock(triples)``           triples, ``.``-separated                          [55], [52]
 ``Triple(s, p, o)``                 one triple; ``p`` a Variable or any path          [75]-[86]
 ``OptionalPattern(group)``          ``OPTIONAL { ... }``                              [57]
+``MinusPattern(group)``             ``MINUS { ... }``                                 [66]
+``InlineData(variables, rows)``     ``VALUES (?a ?b) { (1 UNDEF) }`` (``Undef``)      [61]-[65], [28]
+``SubQuery(form, where, ...)``      ``{ SELECT ... WHERE { ... } ORDER BY ... }``     [8]
+``ExistsCall(negated, group)``      ``EXISTS { ... }`` / ``NOT EXISTS { ... }``       [125], [126]
 ``GraphGraphPattern(name, group)``  ``GRAPH <g> { ... }`` / ``GRAPH ?g { ... }``       [58]
 ``UnionPattern(groups)``            ``{ ... } UNION { ... }`` (one group: a nested group)  [67]
 ``GroupChain(groups, operators)``   ``{ ... } SEQ { ... } EQUALS { ... }`` ...        EP-SPARQL §4.1
@@ -65,7 +69,8 @@ from paths.syntax import (NO_SPAN, AxisStep, BlankNode, BooleanLiteral, IriRef, 
 __all__ = [
     "Span", "NO_SPAN", "Node", "IriRef", "PrefixedName", "StringLiteral", "NumericLiteral",
     "BooleanLiteral", "BlankNode", "TypeKeyword", "PathNode", "AxisStep", "is_native",
-    "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "GraphGraphPattern", "UnionPattern", "GroupChain",
+    "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "MinusPattern", "InlineData", "Undef",
+    "SubQuery", "ExistsCall", "GraphGraphPattern", "UnionPattern", "GroupChain",
     "GROUP_OPERATORS", "EP_OPERATORS", "MatchPattern", "EventBasic", "EventFirst", "EventLast",
     "EventSeqExpr", "EventExpr",
     "FilterPattern", "WindowBlock", "TspSequence", "TspElement", "EventSequence", "EventElement",
@@ -150,6 +155,17 @@ class Call(Node):
 
 
 @dataclass(frozen=True)
+class ExistsCall(Node):
+    """``EXISTS { ... }`` / ``NOT EXISTS { ... }`` [125], [126]."""
+
+    negated: bool
+    group: "Group"
+
+    def __str__(self) -> str:
+        return ("NOT EXISTS " if self.negated else "EXISTS ") + str(self.group)
+
+
+@dataclass(frozen=True)
 class AggregateCall(Node):
     """``COUNT|SUM|AVG|MIN|MAX ( [DISTINCT] expr | * )`` [127] (``argument`` None: ``*``)."""
 
@@ -162,7 +178,7 @@ class AggregateCall(Node):
         return f"{self.function}({'DISTINCT ' if self.distinct else ''}{arg})"
 
 
-ExprNode = Union[Binary, Unary, Call, InList, AggregateCall, Variable, IriRef, PrefixedName, StringLiteral,
+ExprNode = Union[Binary, Unary, Call, InList, ExistsCall, AggregateCall, Variable, IriRef, PrefixedName, StringLiteral,
                  NumericLiteral, BooleanLiteral]
 
 
@@ -211,6 +227,56 @@ class OptionalPattern(Node):
 
     def __str__(self) -> str:
         return f"OPTIONAL {self.group}"
+
+
+@dataclass(frozen=True)
+class MinusPattern(Node):
+    """``MINUS { ... }`` [66]."""
+
+    group: Group
+
+    def __str__(self) -> str:
+        return f"MINUS {self.group}"
+
+
+@dataclass(frozen=True)
+class Undef(Node):
+    """``UNDEF`` in a VALUES row [65]: the variable is unbound in that row."""
+
+    def __str__(self) -> str:
+        return "UNDEF"
+
+
+@dataclass(frozen=True)
+class InlineData(Node):
+    """``VALUES ?v { ... }`` / ``VALUES (?a ?b) { (1 UNDEF) ... }`` [61]-[65], in a group or after
+    the query [28]; every row has one value (a term or ``Undef``) per variable."""
+
+    variables: tuple[Variable, ...]
+    rows: tuple[tuple, ...]
+
+    def __str__(self) -> str:
+        head = "(" + " ".join(map(str, self.variables)) + ")"
+        rows = " ".join("(" + " ".join(map(str, row)) + ")" for row in self.rows)
+        return f"VALUES {head} {{ {rows} }}"
+
+
+@dataclass(frozen=True)
+class SubQuery(Node):
+    """``{ SELECT ... WHERE { ... } modifiers [VALUES ...] }`` [8]: a sub-query in a group."""
+
+    form: "Select"
+    where: Group
+    group_by: tuple[Variable, ...] = ()
+    having: tuple["ExprNode", ...] = ()
+    order_by: tuple["OrderCondition", ...] = ()
+    limit: int | None = None
+    offset: int = 0
+    values: InlineData | None = None
+
+    def __str__(self) -> str:
+        # the group it stands in writes the braces around it: { SELECT ... }
+        return " ".join(x for x in (str(self.form), f"WHERE {self.where}", _modifiers_text(self)) if x)
 
 
 @dataclass(frozen=True)
@@ -442,8 +508,8 @@ class MatchPattern(Node):
         return f"MATCH{policy} ({self.event})"
 
 
-GroupElement = Union[TriplesBlock, OptionalPattern, GraphGraphPattern, UnionPattern, GroupChain, FilterPattern, WindowBlock, MatchPattern,
-                     EventSequence]
+GroupElement = Union[TriplesBlock, OptionalPattern, MinusPattern, InlineData, SubQuery, GraphGraphPattern, UnionPattern,
+                     GroupChain, FilterPattern, WindowBlock, MatchPattern, EventSequence]
 
 
 # --- query -------------------------------------------------------------------------------------
@@ -610,6 +676,7 @@ class Query(Node):
     order_by: tuple[OrderCondition, ...] = ()
     limit: int | None = None
     offset: int = 0
+    values: InlineData | None = None
 
     def __str__(self) -> str:
         lines = [str(self.registration)] if self.registration is not None else []
@@ -618,14 +685,23 @@ class Query(Node):
         lines.extend(str(dataset) for dataset in self.datasets)
         lines.append(f"WHERE {self.where}")
         lines.extend(str(clause) for clause in self.aggregates)
-        if self.group_by:
-            lines.append("GROUP BY " + " ".join(map(str, self.group_by)))
-        if self.having:
-            lines.append("HAVING " + " ".join(f"({e})" for e in self.having))
-        if self.order_by:
-            lines.append("ORDER BY " + " ".join(map(str, self.order_by)))
-        if self.limit is not None:
-            lines.append(f"LIMIT {self.limit}")
-        if self.offset:
-            lines.append(f"OFFSET {self.offset}")
-        return "\n".join(lines)
+        lines.append(_modifiers_text(self))
+        return "\n".join(line for line in lines if line)
+
+
+def _modifiers_text(q) -> str:
+    """GROUP BY ... VALUES of a query or sub-query, one clause per line."""
+    lines = []
+    if q.group_by:
+        lines.append("GROUP BY " + " ".join(map(str, q.group_by)))
+    if q.having:
+        lines.append("HAVING " + " ".join(f"({e})" for e in q.having))
+    if q.order_by:
+        lines.append("ORDER BY " + " ".join(map(str, q.order_by)))
+    if q.limit is not None:
+        lines.append(f"LIMIT {q.limit}")
+    if q.offset:
+        lines.append(f"OFFSET {q.offset}")
+    if q.values is not None:
+        lines.append(str(q.values))
+    return "\n".join(lines)

@@ -396,9 +396,23 @@ def test_two_from_graphs():
     assert at(error) == (2, 1) and "at most one FROM" in error.reason
 
 
-def test_blank_node_in_a_pattern():
-    error = error_of("SELECT ?s WHERE { ?s :p _:b }")
-    assert at(error) == (1, 25) and "blank node" in error.reason
+def test_blank_node_in_a_pattern_is_a_hidden_variable():
+    """SPARQL 1.1 §4.1.4: a blank node in a pattern matches like a variable that no answer shows;
+    its label is scoped to one basic graph pattern (a group's triples, FILTERs between them or
+    not); its hidden name never clashes with a variable written in the query."""
+    query = cep.compile(PRE + "SELECT * WHERE { ?s :p _:b . FILTER(?s != :x) _:b :q ?b_b }")
+    (bg,) = A.background_patterns(query.pattern)
+    inner = bg.pattern
+    hidden = inner.patterns[0].o
+    assert isinstance(hidden, A.Var) and hidden == inner.patterns[1].s and hidden.name not in ("b_b", "b")
+    assert query.form.variables == (A.Var("s"), A.Var("b_b"))
+    error = error_of("SELECT ?s WHERE { ?s :p _:b OPTIONAL { _:b :q ?o } }")
+    assert at(error) == (1, 40) and "two basic graph patterns" in error.reason and "line 3, column 25" in error.reason
+
+
+def test_blank_node_in_a_construct_template():
+    error = error_of("CONSTRUCT { _:n :p ?o } WHERE { ?s :p ?o }")
+    assert at(error) == (1, 13) and "blank nodes" in error.reason
 
 
 def test_path_in_a_construct_template():
