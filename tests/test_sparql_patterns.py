@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cep import CepSemanticError, CepSyntaxError, compile_query
-from cep import algebra as A
 from cep import reference as R
 from cep.literals import parse_literal
 from tests.hypothesis_profiles import examples
