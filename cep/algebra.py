@@ -53,6 +53,7 @@ node                                ⟦node, t⟧
 ``Minus(l, r)``                     SPARQL 1.1 MINUS: ⟦l⟧'s mappings with no compatible ⟦r⟧ mapping
                                     sharing a variable (and an intersecting interval)
 ``Values(vs, rows)``                SPARQL 1.1 VALUES: one mapping per row, the scope's interval
+``NamedGraph(g, p, graphs)``        SPARQL's GRAPH <g> / ?g { p } over the background's named graphs
 ``SubSelect(form, modifiers)``      a sub-query { SELECT ... }: the projection, ordered and sliced
 ``Exists(p)`` (an expression)       FILTER [NOT] EXISTS { p }: whether substitute(p, μ) has a
                                     solution in the FILTER's scope (SPARQL 1.1 §18.6)
@@ -96,7 +97,7 @@ __all__ = [
     "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
     "CONSUMING_POLICIES", "is_rsepql", "event_patterns",
-    "Minus", "Values", "SubSelect", "Exists",
+    "Minus", "Values", "SubSelect", "Exists", "NamedGraph",
     "Snapshot", "GraphPattern", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
     "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
@@ -346,19 +347,52 @@ class StreamPattern:
 @dataclass(frozen=True)
 class Background:
     """⟦P, t⟧_D: ``pattern`` over the static graph ``graph`` (an IRI term, or None for the default
-    graph), every mapping with interval [t1, t], D unchanged since t1 (eq. 17)."""
+    graph; a tuple of IRIs: their merge, SPARQL's several FROMs; (): the empty graph, a query with
+    FROM NAMED and no FROM), every mapping with interval [t1, t], D unchanged since t1 (eq. 17)."""
 
-    graph: Term | None
+    graph: "Term | tuple[Term, ...] | None"
     pattern: "Pattern"
 
     def __post_init__(self) -> None:
-        if self.graph is not None:
+        if isinstance(self.graph, tuple):   # () = the empty graph (FROM NAMED without FROM, §13.2)
+            if len(self.graph) == 1:
+                raise ValueError(f"Background.graph: one graph is an IRI, not a tuple, got {self.graph!r}")
+            for g in self.graph:
+                _check_iri(g, "Background.graph[]")
+        elif self.graph is not None:
             _check_iri(self.graph, "Background.graph")
         _check_pattern(self.pattern, "Background.pattern")
 
     def __str__(self) -> str:
-        where = "default" if self.graph is None else self.graph
+        where = ("default" if self.graph is None else "empty" if self.graph == () else
+                 " + ".join(self.graph) if isinstance(self.graph, tuple) else self.graph)
         return f"BACKGROUND({where}, {self.pattern})"
+
+
+@dataclass(frozen=True)
+class NamedGraph:
+    """SPARQL's ``GRAPH g { P }`` over the background's named graphs (§13.3, §18.5 Graph): ``pattern``
+    over the named graph ``name`` (an IRI; not given: no solution), or, ``name`` a variable, the
+    union over the named graphs of ⟦P⟧ over each, with the variable bound to the graph's IRI. The
+    named graphs are ``graphs`` (the query's FROM NAMED list) or, None, every graph the caller
+    gave besides the default one. Mappings keep the scope's interval."""
+
+    name: "Term | Var"
+    pattern: "Pattern"
+    graphs: "tuple[Term, ...] | None" = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, Var):
+            _check_iri(self.name, "NamedGraph.name")
+        _check_pattern(self.pattern, "NamedGraph.pattern")
+        if self.graphs is not None:
+            if not isinstance(self.graphs, tuple):
+                raise TypeError(f"NamedGraph.graphs must be a tuple of IRIs or None, got {self.graphs!r}")
+            for g in self.graphs:
+                _check_iri(g, "NamedGraph.graphs[]")
+
+    def __str__(self) -> str:
+        return f"GRAPH {self.name} {{{self.pattern}}}"
 
 
 # --- EP-SPARQL (Anicic et al., WWW 2011, ../shared/papers/000_...: §4.2) ---------------------------
@@ -788,7 +822,8 @@ class SubSelect:
 
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                  StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
-                 SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate, GraphPattern, Minus, Values, SubSelect)
+                 SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate, GraphPattern, Minus, Values, SubSelect,
+                 NamedGraph)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -941,7 +976,7 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.negated, node.right)
         case Filter() | Project() | Construct():
             return (node.inner,)
-        case StreamPattern() | Background() | Occurrences() | Snapshot() | GraphPattern():
+        case StreamPattern() | Background() | Occurrences() | Snapshot() | GraphPattern() | NamedGraph():
             return (node.pattern,)
         case Aggregate():
             return (node.inner,)
@@ -992,6 +1027,8 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return variables(node.inner)
         case StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot() | GraphPattern():
             return variables(node.pattern)
+        case NamedGraph():
+            return variables(node.pattern) | ({node.name} if isinstance(node.name, Var) else frozenset())
         case Aggregate():
             return variables(node.inner) | frozenset(a.var for a in node.specs)
         case Match() | FirstEvent() | LastEvent():

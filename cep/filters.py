@@ -48,7 +48,7 @@ from cep.windows import TIME_UNITS
 from reasoner.hashing import term_id
 from reasoner.schema import ID, TERM
 
-__all__ = ["filter_mappings", "order_answers", "ORDER"]
+__all__ = ["filter_mappings", "order_answers", "order_solutions", "ORDER"]
 
 #: the position of an answer of a query with ORDER BY / LIMIT / OFFSET (0 = the first one kept)
 ORDER = "_order"
@@ -93,6 +93,40 @@ def order_answers(omega: DataFrame, modifiers, variables, dictionaries: Sequence
     if modifiers.limit is not None:
         ranked = ranked.filter(F.col(ORDER) < modifiers.offset + modifiers.limit)
     return ranked.select(*omega.columns, (F.col(ORDER) - modifiers.offset).alias(ORDER))
+
+
+def order_solutions(omega: DataFrame, modifiers, variables, dictionaries: Sequence[DataFrame], *,
+                    time_unit: str = "ms") -> DataFrame:
+    """ORDER BY keys reading variables the projection drops (``cep.reference.ordered_solutions``):
+    the solutions ``omega`` ranked by the keys — ties by the projected ``variables``' ids, then the
+    other variables' (by column), unbound first, then the intervals — projected, each answer at
+    the first position of its solutions, then sliced; ``ORDER`` = each kept answer's position."""
+    from pyspark.sql import Window
+
+    f = _Filter(None, tuple(dictionaries), time_unit)
+    needed = sorted(set().union(*[_needs_terms(k.expr) for k in modifiers.order]))
+    df = f.decoded(omega, needed)
+    keys = []
+    for k in modifiers.order:
+        key = _order_struct(f.compile(k.expr, df.columns))
+        keys.append(key.desc() if k.descending else key.asc())
+    selected = [var_column(v.name) for v in variables]
+    others = sorted(c for c in omega.columns if c.startswith("v_") and c not in selected)
+    present = set(omega.columns)
+
+    def col(c):
+        return F.col(c) if c in present else F.lit(None).cast("long")
+
+    ties = [col(c).asc_nulls_first() for c in selected + others] + [F.col(T_START).asc(), F.col(T_END).asc()]
+    first = scratch("first")
+    ranked = df.select(*[col(c).alias(c) for c in selected], T_START, T_END,
+                       (F.row_number().over(Window.orderBy(*keys, *ties)) - 1).alias(first))
+    answers = ranked.groupBy(*selected, T_START, T_END).agg(F.min(first).alias(first))
+    rank = F.row_number().over(Window.orderBy(F.col(first))) - 1
+    out = answers.select(*selected, T_START, T_END, rank.alias(ORDER)).filter(F.col(ORDER) >= modifiers.offset)
+    if modifiers.limit is not None:
+        out = out.filter(F.col(ORDER) < modifiers.offset + modifiers.limit)
+    return out.select(*selected, T_START, T_END, (F.col(ORDER) - modifiers.offset).alias(ORDER))
 
 
 def _order_struct(v: "_Val") -> Column:

@@ -167,6 +167,7 @@ class _Lowering:
         self.policy = policy
         self.lang = "cqels"
         self.streams: set = set()   # C-SPARQL: the FROM STREAM IRIs (GRAPH may name them)
+        self.named_graphs: tuple | None = None   # FROM NAMED (None: no dataset clause)
         # EXISTS { P }: where P is matched. "here": in the scope of the FILTER (a background group,
         # C-SPARQL's WHERE); ("background", g): over background g (a top-level FILTER, which stands
         # over the event clauses); ("refused", where): not supported there
@@ -471,8 +472,8 @@ class _Lowering:
                     pattern = joined(A.union(*(self.ep_group(g) for g in element.groups)))
                 case S.GroupChain():
                     pattern = joined(self.ep_chain(element))
-                case S.MinusPattern() | S.InlineData() | S.SubQuery():
-                    raise self.fail(element, "MINUS, VALUES and sub-queries are supported over background "
+                case S.MinusPattern() | S.InlineData() | S.SubQuery() | S.GraphGraphPattern():
+                    raise self.fail(element, "MINUS, VALUES, GRAPH and sub-queries are supported over background "
                                     "patterns and C-SPARQL's WHERE, not over EP-SPARQL's streams")
                 case S.WindowBlock() | S.EventSequence() | S.MatchPattern():
                     raise self.fail(element, "an EP-SPARQL query has no windows: it reads the "
@@ -565,6 +566,9 @@ class _Lowering:
         graphs, windows = [], []
         for dataset in tree.datasets:
             match dataset:
+                case S.FromGraph(named=True):
+                    raise self.fail(dataset, "FROM NAMED background graphs are not supported in C-SPARQL queries "
+                                    "(GRAPH names a FROM STREAM there)", ("FROM <g>", "FROM STREAM <s> [window]"))
                 case S.FromGraph():
                     graphs.append(dataset)
                 case S.FromWindow():
@@ -603,11 +607,11 @@ class _Lowering:
         return query
 
     def graph_pattern(self, element: S.GraphGraphPattern) -> A.Pattern:
-        """C-SPARQL's GRAPH <stream> { P }: P over that stream's window alone (§2.3)."""
+        """GRAPH <g> / ?g { P } over the background's named graphs (SPARQL 1.1 §13.3); in C-SPARQL,
+        GRAPH <stream> { P }: P over that stream's window alone (§2.3)."""
         if self.lang != "csparql":
-            raise self.fail(element, "GRAPH is supported in C-SPARQL queries only, naming a FROM STREAM "
-                            "(its window as a graph); named background graphs are not supported yet",
-                            ("triples, OPTIONAL, UNION, FILTER",))
+            name = A.Var(element.name.name) if isinstance(element.name, S.Variable) else self.term(element.name)
+            return A.NamedGraph(name, self.group(element.group), self.named_graphs)
         if isinstance(element.name, S.Variable):
             raise self.fail(element.name, "GRAPH ?g is not supported: name the stream, GRAPH <stream> { ... }",
                             ("the IRI of a FROM STREAM",))
@@ -691,11 +695,15 @@ class _Lowering:
                 raise self.fail(element, "CQELS-CEP's WINDOW blocks and SEQ(...) clauses cannot be mixed "
                                 "with RSEP-QL's MATCH (RSEP-QL's window graph pattern, WINDOW w P over "
                                 "the window's merged graph, is not built yet)", ("MATCH ( ... )",))
-        graphs = [d for d in tree.datasets if isinstance(d, S.FromGraph)]
-        if len(graphs) > 1:
-            raise self.fail(graphs[1], "at most one FROM graph: the background D is one graph "
-                            f"(CQELS-CEP §3.2); the first FROM is at {_where(graphs[0])}")
-        graph = self.term(graphs[0].iri) if graphs else None
+        graphs = [d for d in tree.datasets if isinstance(d, S.FromGraph) and not d.named]
+        named = [d for d in tree.datasets if isinstance(d, S.FromGraph) and d.named]
+        froms = tuple(dict.fromkeys(self.term(d.iri) for d in graphs))
+        # several FROMs: their merge; FROM NAMED without FROM: an empty default graph (§13.2)
+        graph = (() if named else None) if not froms else froms[0] if len(froms) == 1 else froms
+        # GRAPH ?g ranges over the FROM NAMED graphs; a query without FROM / FROM NAMED over every
+        # named graph given (SPARQL 1.1 §13.2: a dataset clause replaces the default dataset)
+        self.named_graphs = (tuple(dict.fromkeys(self.term(d.iri) for d in named))
+                             if graphs or named else None)
 
         declared: dict[str, tuple[A.Term, A.Window, S.Node]] = {}
 
@@ -913,8 +921,9 @@ class _Lowering:
         return A.Query(result, prefixes, base, modifiers=modifiers)
 
     def modifiers(self, form, q=None) -> A.Modifiers | None:
-        """ORDER BY / LIMIT / OFFSET (SPARQL 1.1 §15): keys over the projected variables (the
-        answers are the distinct projected rows, so a key must be a function of them)."""
+        """ORDER BY / LIMIT / OFFSET (SPARQL 1.1 §15): keys over the variables WHERE binds (an answer,
+        a distinct projected row, takes the first position of the solutions it comes from); with
+        grouping, over the selected variables only."""
         tree = self.tree if q is None else q
         if not (tree.order_by or tree.limit is not None or tree.offset):
             return None
@@ -926,10 +935,18 @@ class _Lowering:
             finally:
                 self.exists_scope = saved
             outside = sorted(v.name for v in A.expr_variables(expr) if v not in form.variables)
-            if outside:
-                raise self.fail(condition, f"ORDER BY reads ?{outside[0]}, which is not selected: keys are expressions "
-                                "over the SELECTed variables (select it, or name an aggregate (... AS ?v) and "
-                                "order by ?v)", tuple(f"?{v.name}" for v in form.variables))
+            top = form.inner
+            while isinstance(top, A.Filter):   # HAVING / AGGREGATE clauses' FILTERs
+                top = top.inner
+            grouped = bool(tree.group_by) or isinstance(top, A.Aggregate)
+            unbound = [name for name in outside if A.Var(name) not in A.variables(form.inner)]
+            if outside and grouped:
+                raise self.fail(condition, f"ORDER BY reads ?{outside[0]}, which is not selected: with GROUP BY or "
+                                "aggregates, keys are expressions over the SELECTed variables (select it, or name "
+                                "an aggregate (... AS ?v) and order by ?v)", tuple(f"?{v.name}" for v in form.variables))
+            if unbound:
+                raise self.fail(condition, f"ORDER BY reads ?{unbound[0]}, which no pattern of WHERE binds",
+                                tuple(f"?{v.name}" for v in form.variables))
             if A.uses_interval(expr) or A.uses_timestamp(expr):
                 raise self.fail(condition, "ORDER BY cannot read an answer's interval or timestamps")
             keys.append(A.OrderKey(expr, condition.descending))
@@ -1005,6 +1022,10 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
             case A.Values():
                 for v in node.variables:
                     seen.setdefault(v, None)
+            case A.NamedGraph():
+                if isinstance(node.name, A.Var):
+                    seen.setdefault(node.name, None)
+                visit(node.pattern)
             case A.SubSelect():
                 for v in node.form.variables:
                     seen.setdefault(v, None)

@@ -240,6 +240,9 @@ class _ToCep(PathTransformer.imported_as("grammar")):
     def from_graph(self, meta, children):
         return S.FromGraph(children[0], span=span(meta))
 
+    def from_named_graph(self, meta, children):
+        return S.FromGraph(children[0], True, span=span(meta))
+
     def from_window(self, meta, children):
         name, stream, window = children
         return S.FromWindow(name, stream, window, span=span(meta))

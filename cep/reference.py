@@ -184,6 +184,8 @@ def substitute(node, mu: dict):
                                else A.TriplePattern(term(tp.s), term(tp.p), term(tp.o)) for tp in patterns))
         case A.Values() | A.SubSelect():
             return node
+        case A.NamedGraph(name=A.Var() as var) if var.name in mu:
+            return replace(node, name=mu[var.name], pattern=substitute(node.pattern, mu))
     changes = {f.name: substitute(getattr(node, f.name), mu) for f in fields(node)
                if isinstance(getattr(node, f.name), A.PATTERN_TYPES)}
     return replace(node, **changes)
@@ -555,6 +557,36 @@ def ordered(answers, modifiers, names, unit: str = "ms") -> list:
     return rows[modifiers.offset:end]
 
 
+def reads_only(modifiers, names) -> bool:
+    """Whether every ORDER BY key reads only the variables ``names``."""
+    return all(v.name in names for k in modifiers.order for v in A.expr_variables(k.expr))
+
+
+def ordered_solutions(omega, modifiers, names, unit: str = "ms") -> list:
+    """ORDER BY keys reading variables the projection drops (SPARQL 1.1 §18.2.5: OrderBy, then
+    Project, then Distinct, then Slice): the solutions sorted — ties by the projected terms' ids,
+    then the other variables' (by name), unbound first, then t1, t2 — projected, each answer at its
+    first position, then sliced."""
+    others = sorted({k for (mu, _t1, _t2) in omega for k, _v in mu} - set(names))
+
+    def tie(e):
+        d = dict(e[0])
+        return (*[(0, 0) if d.get(n) is None else (1, _order_id(d[n])) for n in names + others], e[1], e[2])
+
+    rows = sorted(omega, key=tie)
+    for key in reversed(modifiers.order):
+        rows.sort(key=lambda e: order_key(eval_expr(key.expr, dict(e[0]), (e[1], e[2]), unit)),
+                  reverse=key.descending)
+    out, seen = [], set()
+    for (mu, t1, t2) in rows:
+        answer = (frozenset((k, v) for k, v in mu if k in names), t1, t2)
+        if answer not in seen:
+            seen.add(answer)
+            out.append(answer)
+    end = None if modifiers.limit is None else modifiers.offset + modifiers.limit
+    return out[modifiers.offset:end]
+
+
 def _is_var(x) -> bool:
     return isinstance(x, A.Var)
 
@@ -615,8 +647,10 @@ class _Evaluator:
             case A.Project(variables=variables, inner=inner):
                 names = [v.name for v in variables]
                 omega = self.eval(inner, scope)
-                answers = {(frozenset((k, v) for k, v in mu if k in names), t1, t2) for (mu, t1, t2) in omega}
                 modifiers = query.modifiers if isinstance(query, (A.Query, A.SubSelect)) else None
+                if modifiers is not None and not reads_only(modifiers, names):
+                    return ordered_solutions(omega, modifiers, names, self.unit)
+                answers = {(frozenset((k, v) for k, v in mu if k in names), t1, t2) for (mu, t1, t2) in omega}
                 return answers if modifiers is None else ordered(answers, modifiers, names, self.unit)
             case A.Construct(template=template, inner=inner):
                 omega = self.eval(inner, scope)
@@ -652,6 +686,17 @@ class _Evaluator:
                 return self.eval(pattern, _Graph(set(times), scope.interval, times))
             case A.Minus(left=left, right=right):
                 return minus(self.eval(left, scope), self.eval(right, scope))
+            case A.NamedGraph(name=name, pattern=pattern, graphs=graphs) if isinstance(scope, _Graph):
+                if not isinstance(name, A.Var):
+                    if (graphs is not None and name not in graphs) or (graphs is None and name not in self.background):
+                        return set()   # not a named graph of the dataset: no solution (§18.5 Graph)
+                    return self.eval(pattern, _Graph(self.named(name), scope.interval))
+                out = set()
+                for g in (graphs if graphs is not None else [g for g in self.background if g is not None]):
+                    bound = frozenset({(name.name, g)})
+                    out |= {(merge(mu, bound), t1, t2) for (mu, t1, t2) in self.eval(pattern, _Graph(self.named(g), scope.interval))
+                            if compatible(mu, bound)}
+                return out
             case A.Values(variables=variables, rows=rows) if scope is None or isinstance(scope, _Graph):
                 t1, t2 = scope.interval if isinstance(scope, _Graph) else (MIN_TIME, self.at)
                 return {(frozenset((v.name, x) for v, x in zip(variables, row) if x is not None), t1, t2)
@@ -902,7 +947,15 @@ class _Evaluator:
                 return w_range(stream, t, T) if step is None else w_step(stream, t, T, step)
         raise TypeError(f"unknown window {node.window!r}")
 
+    def named(self, name):
+        """A named graph of the dataset (no fallback to the default graph)."""
+        if name not in self.background:
+            raise MissingInputError(f"no named graph {name} was given; graphs are {list(self.background)}")
+        return self.background[name]
+
     def graph(self, name):
+        if isinstance(name, tuple):   # several FROMs: their merge (none: the empty graph)
+            return set().union(set(), *(self.graph(g) for g in name))
         if name not in self.background and name is not None and None in self.background:
             name = None  # as cep.spark.evaluate: FROM <g> read from the default graph the caller gave
         if name not in self.background:

@@ -55,7 +55,7 @@ from cep.errors import CepInputError, MissingInputError, UnsupportedQueryError
 from cep.filters import filter_mappings
 from cep.timeline import MIN_TIME
 from reasoner.hashing import term_id
-from reasoner.schema import DICTIONARY, INFERRED, O, P, S, require_columns
+from reasoner.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 
 __all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
 
@@ -276,13 +276,16 @@ class _Runtime:
                 for v in variables:
                     c = var_column(v.name)
                     cols.append(F.col(c) if c in present else F.lit(None).cast("long").alias(c))
+                if query.modifiers is not None and self.ops is not I:
+                    raise UnsupportedQueryError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant "
+                                                "(query --at T1,T2,...); not in continuous evaluation")
+                from cep.filters import order_answers, order_solutions
+                from cep.reference import reads_only
+                if query.modifiers is not None and not reads_only(query.modifiers, [v.name for v in variables]):
+                    return order_solutions(omega, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
                 answers = omega.select(*cols, T_START, T_END, *self.ops.EXTRA).distinct()
                 if query.modifiers is None:
                     return answers
-                if self.ops is not I:
-                    raise UnsupportedQueryError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant "
-                                                "(query --at T1,T2,...); not in continuous evaluation")
-                from cep.filters import order_answers
                 return order_answers(answers, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
             case A.Construct(template=template):
                 parts = [omega.select(*_template_columns(tp, omega.columns), T_START, T_END, *extra)
@@ -320,10 +323,14 @@ class _Runtime:
                 from cep.sparql import minus
                 keys = self.correlation.keys if self.correlation is not None else None
                 return minus(self.eval(left, scope), self.eval(right, scope), keys)
+            case A.NamedGraph() if isinstance(scope, _Graph):                      # SPARQL 1.1 §13.3
+                return self.named_graph(node, scope)
             case A.Values() if scope is None or isinstance(scope, _Graph):
                 return self.values(node, scope)
             case A.SubSelect():
-                return self.query(node, scope)
+                from cep.filters import ORDER
+                out = self.query(node, scope)
+                return out.drop(ORDER) if ORDER in out.columns else out
             case _ if isinstance(scope, _Graph) and not isinstance(node, A.Aggregate):
                 raise TypeError(f"{type(node).__name__} cannot occur in a background pattern")
             case A.StreamPattern():                                                # eq. 9, 16
@@ -438,6 +445,51 @@ class _Runtime:
             self.correlation, self.depth = saved, self.depth - 1
         return sparql.exists_flags(omega, corr, solutions, flag)
 
+    def named_graph(self, node: A.NamedGraph, scope: _Graph) -> DataFrame:
+        """GRAPH <g> / ?g { P } (``cep.algebra.NamedGraph``); the graphs' IRIs are handed to the
+        caller as computed terms (``terms=``), so that ?g decodes."""
+        name, graphs = node.name, node.graphs
+
+        def over(g) -> DataFrame:
+            if g not in self.background:
+                raise MissingInputError(f"no named graph {g} was given; graphs: "
+                                        + (", ".join("default" if k is None else k for k in self.background) or "none"))
+            triples = self.background[g]
+            require_columns(triples, (S, P, O), f"named graph {g}")
+            return self.eval(node.pattern, _Graph(g, triples.select(S, P, O), scope.interval))
+
+        if not isinstance(name, A.Var):
+            if (graphs is not None and name not in graphs) or (graphs is None and name not in self.background):
+                return self.nothing(A.variables(node), scope)   # not a named graph of the dataset
+            return over(name)
+        candidates = list(graphs) if graphs is not None else [g for g in self.background if g is not None]
+        if not candidates:
+            return self.nothing(A.variables(node), scope)
+        terms = self.spark.createDataFrame([(term_id(g), g) for g in candidates], f"{ID} long, {TERM} string")
+        if self.keep_terms:
+            terms = terms.cache()
+        self.dictionaries.append(terms)
+        self.terms.append(terms)
+        c = var_column(name.name)
+        out = None
+        for g in candidates:
+            part, gid = over(g), F.lit(term_id(g)).cast("long")
+            if c in part.columns:   # the pattern binds ?g too, or EXISTS substituted it
+                part = part.filter(F.col(c).isNull() | (F.col(c) == gid))
+            part = part.withColumn(c, gid)
+            out = part if out is None else self.ops.union(out, part)
+        return out
+
+    def nothing(self, variables, scope: _Graph) -> DataFrame:
+        """No mapping, with the columns of ``variables`` and the scope's interval columns."""
+        columns = sorted(var_column(v.name) for v in variables)
+        empty = self.spark.createDataFrame([], ", ".join([f"{c} long" for c in columns] or ["_none long"]))
+        out = self.ops.constant(empty.select(*columns), *scope.interval)
+        if self.correlation is not None:
+            from cep.sparql import correlate
+            out = correlate(out, self.correlation, nullable=False)
+        return out
+
     def values(self, node: A.Values, scope: "_Scope") -> DataFrame:
         """VALUES: one mapping per row, with the scope's interval (``cep.algebra.Values``)."""
         from pyspark.sql.types import LongType, StructField, StructType
@@ -486,6 +538,13 @@ class _Runtime:
 
     # --- background (eq. 17) -------------------------------------------------------------------
     def graph(self, name) -> DataFrame:
+        if isinstance(name, tuple):   # several FROMs: their merge (none: the empty graph)
+            if not name:
+                return self.spark.createDataFrame([], f"{S} long, {P} long, {O} long")
+            out = self.graph(name[0]).select(S, P, O)
+            for g in name[1:]:
+                out = out.unionByName(self.graph(g).select(S, P, O))
+            return out.distinct()
         if name not in self.background and name is not None and None in self.background:
             name = None  # FROM <g> names the default graph's source; the caller loaded it as default
         if name not in self.background:
@@ -499,6 +558,8 @@ class _Runtime:
     def since_for(self, name) -> int:
         if self.since is None:
             return MIN_TIME
+        if isinstance(name, tuple):   # a merge changed when one of its graphs did
+            return max((self.since_for(g) for g in name), default=MIN_TIME)
         if isinstance(self.since, Mapping):
             return int(self.since.get(name, MIN_TIME))
         return int(self.since)

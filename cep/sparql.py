@@ -122,9 +122,9 @@ def seed(omega: DataFrame, pattern, depth: int) -> Correlation:
 
 def correlate(leaf: DataFrame, corr: Correlation, nullable: bool) -> DataFrame:
     """A leaf's solutions for each seed row: those agreeing with the values the row binds; every
-    row with KEY, the key columns and μ's values of the seed's variables. ``nullable``: whether
+    row with the key, the key columns and μ's values of the seed's variables. ``nullable``: whether
     the leaf may leave a variable unbound (VALUES' UNDEF), which agrees with any value. (A leaf
-    and the seed have no column name in common: the seed's are KEY and key columns.)"""
+    and the seed have no column name in common: the seed's are the key and key columns.)"""
     s = corr.seed
     have = set(var_columns(leaf))
     shared = [c for c in corr.keys if c in have]

@@ -20,7 +20,7 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``AggregateCall(fn, distinct, arg)`` ``COUNT(DISTINCT ?x)``, ``SUM(?x)``, ``COUNT(*)``  [127]
 ``OrderCondition(descending, expr)`` ``ORDER BY ?a DESC(?b)``; ``LIMIT n`` ``OFFSET n``  [23]-[25]
 ``ConstructTemplate(triples)``      ``CONSTRUCT { ... }``                             [10], [73]
-``FromGraph(iri)``                  ``FROM <g>``: the static background D             [13], [14]
+``FromGraph(iri, named)``           ``FROM <g>``: the static background D; ``FROM NAMED <g>``  [13]-[15]
 ``FromWindow(name, stream, win)``   ``FROM NAMED WINDOW :W ON <s> [window]``          CQELS Ex. 6
 ``FromStream(stream, win, named)``  ``FROM [NAMED] STREAM <s> [window]``              CSPARQL §2.3
 ``Registration(kind, name, every)`` ``REGISTER QUERY|STREAM q [COMPUTED EVERY d] AS`` CSPARQL §2.4
@@ -537,12 +537,14 @@ class BaseDecl(Node):
 
 @dataclass(frozen=True)
 class FromGraph(Node):
-    """``FROM <g>`` [14]: the static background graph D."""
+    """``FROM <g>`` [14]: the static background graph D (several: their merge); ``FROM NAMED <g>``
+    [15] (``named``): a named graph GRAPH reads."""
 
     iri: "IriRef | PrefixedName"
+    named: bool = False
 
     def __str__(self) -> str:
-        return f"FROM {self.iri}"
+        return f"FROM {'NAMED ' if self.named else ''}{self.iri}"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,10 @@ intervals are not printed; ``--format`` does not apply).
   static graph is materialized with the reasoner first (RDFS + the OWL extras of
   ``reasoner.materialize``, ``reasoner.api.encoded_closure``), so background patterns see the
   entailed triples (e.g. ``?v a :vehicle`` matches a ``:subway`` instance when ``:subway
-  rdfs:subClassOf :vehicle``). Graphs are closed one by one, never merged.
+  rdfs:subClassOf :vehicle``). Graphs are closed one by one, never merged. Several ``FROM``s
+  read the merge of their (closed) graphs; ``FROM NAMED <g>`` and ``GRAPH <g> / ?g { ... }``
+  read the graph ``--static <g>=FILE`` gives (``GRAPH ?g`` without FROM NAMED: every graph given
+  besides the default one).
 * ``--lang``: the query language: ``cqels`` (CQELS-CEP), ``epsparql`` (EP-SPARQL: SPARQL with
   SEQ, EQUALS, OPTIONALSEQ, EQUALSOPTIONAL between groups and getDURATION() etc. in FILTER; it
   names no stream and reads every ``--stream`` given, merged, as one stream of triple
@@ -236,8 +239,8 @@ class Plan:
 def plan(args: argparse.Namespace) -> Plan:
     """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
     from cep import CepSyntaxError, compile_query
-    from cep.algebra import (BGP, Project, background_patterns, event_patterns, is_csparql, is_epsparql,
-                             is_rsepql, snapshots, stream_patterns)
+    from cep.algebra import (BGP, NamedGraph, Project, Var, background_patterns, event_patterns, is_csparql,
+                             is_epsparql, is_rsepql, snapshots, stream_patterns, walk)
 
     _local_arguments(args)
     continuous = bool(getattr(args, "continuous", False))
@@ -302,21 +305,38 @@ def plan(args: argparse.Namespace) -> Plan:
             print(f"warning: --stream {iri} is not read by the query; ignored", file=sys.stderr)
     # with --closure the store is every background graph (cep.stream.ClosureStore)
     closure = bool(getattr(args, "closure", None))
+    def froms(graph) -> tuple:
+        return graph if isinstance(graph, tuple) else () if graph is None else (graph,)
+
     for b in background_patterns(query.pattern):
         if closure:
             break
-        if b.graph is not None and b.graph not in result.graphs and None not in result.graphs:
-            raise QueryError(f"the query's background graph FROM {b.graph} has no file: pass --static {b.graph}=FILE "
-                             f"(or --static FILE for the default graph)")
+        for g in froms(b.graph):
+            if g not in result.graphs and None not in result.graphs:
+                raise QueryError(f"the query's background graph FROM {g} has no file: pass --static {g}=FILE "
+                                 f"(or --static FILE for the default graph)")
         if b.graph is None and None not in result.graphs and b.pattern != BGP(()):
             print("warning: the query has background patterns but no --static FILE gives a default graph; "
                   "it is empty", file=sys.stderr)
+    named_read = []
+    for node in walk(query.form):
+        if not isinstance(node, NamedGraph):
+            continue
+        wanted = (node.graphs or ()) if isinstance(node.name, Var) else (node.name,)
+        if node.graphs is None and isinstance(node.name, Var):
+            named_read += [g for g in result.graphs if g is not None]   # GRAPH ?g: every graph given
+        for g in wanted:
+            if g not in result.graphs and not closure:
+                raise QueryError(f"the query reads the named graph {g} (GRAPH / FROM NAMED), which has no file: "
+                                 f"pass --static {g}=FILE")
+            named_read.append(g)
     for snap in snapshots(query):
         if snap.graph is not None and snap.graph not in result.graphs and None not in result.graphs and not closure:
             raise QueryError(f"the query's background graph FROM {snap.graph} has no file: pass --static "
                              f"{snap.graph}=FILE (or --static FILE for the default graph)")
-    graphs_read = [b.graph for b in background_patterns(query.pattern)] + [s.graph for s in snapshots(query)]
-    used = {g if g in result.graphs else None for g in graphs_read}
+    graphs_read = ([g for b in background_patterns(query.pattern) for g in (froms(b.graph) or (None,))]
+                   + [s.graph for s in snapshots(query)])
+    used = {g if g in result.graphs else None for g in graphs_read} | set(named_read)
     for graph in [g for g in result.graphs if g not in used]:
         print(f"warning: --static {'default graph files' if graph is None else graph} not read by the query; "
               f"not loaded", file=sys.stderr)

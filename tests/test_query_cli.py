@@ -236,3 +236,24 @@ def test_continuous_option_errors(files, capsys):
                                         "--checkpoint", files / "ck", "--trigger", "sometimes"])
     assert code == 2 and "--trigger 'sometimes'" in _error_line(err)
     assert job.parse_lateness("30s", "ms") == 30_000 and job.parse_lateness("3", "m") == 3
+
+
+def test_named_graphs_from_files(spark, tmp_path, capsys):
+    """FROM NAMED and GRAPH ?g read the graphs --static IRI=FILE gives, each closed on its own
+    (a subclass in one graph types its instances there); ?g decodes to the graph's IRI."""
+    (tmp_path / "a.ttl").write_text("@prefix : <http://ex/> . @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+                                    ":Tram rdfs:subClassOf :Vehicle . :t1 a :Tram .\n")
+    (tmp_path / "b.nt").write_text("<http://ex/b1> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <http://ex/Vehicle> .\n")
+    (tmp_path / "q.rq").write_text("PREFIX : <http://ex/>\nSELECT ?g ?v FROM NAMED <http://ex/ga> FROM NAMED <http://ex/gb>\n"
+                                   "WHERE { GRAPH ?g { ?v a :Vehicle } } ORDER BY ?v\n")
+    code, out, err = _run(capsys, [tmp_path / "q.rq", "--static", f"<http://ex/ga>={tmp_path / 'a.ttl'}",
+                                   f"<http://ex/gb>={tmp_path / 'b.nt'}", "--at", "0"])
+    assert code == 0, err
+    assert out.splitlines() == ["?g\t?v", "<http://ex/gb>\t<http://ex/b1>", "<http://ex/ga>\t<http://ex/t1>"]
+
+
+def test_named_graph_without_a_file(files, capsys):
+    (files / "g.rq").write_text("SELECT * WHERE { GRAPH <http://ex/g> { ?s ?p ?o } }\n")
+    code, _, err = _run(capsys, [files / "g.rq", "--static", f"{REPO}/ontologies/vienna_example.ttl", "--at", "0"])
+    assert code == 2
+    assert "named graph <http://ex/g> (GRAPH / FROM NAMED), which has no file" in _error_line(err)

@@ -165,7 +165,7 @@ def test_lowering():
     (PREFIX + "SELECT (SUM(*) AS ?n) WHERE { ?s :p ?o }", "SUM(*) is not an aggregate"),
     (PREFIX + "SELECT (COUNT(*) AS ?n) FROM NAMED WINDOW :w ON :s [RANGE 3] WHERE { WINDOW :w { ?s :p ?o } }",
      "GROUP BY and aggregates are supported over C-SPARQL's WHERE and over background-only"),
-    (PREFIX + "SELECT ?s WHERE { ?s :p ?o } ORDER BY ?o", "ORDER BY reads ?o, which is not selected"),
+    (PREFIX + "SELECT ?s (COUNT(*) AS ?n) WHERE { ?s :p ?o } GROUP BY ?s ORDER BY ?o", "ORDER BY reads ?o, which is not selected"),
 ])
 def test_errors(text, message):
     with pytest.raises(CepSemanticError) as err:
