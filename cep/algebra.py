@@ -54,6 +54,7 @@ node                                ⟦node, t⟧
                                     sharing a variable (and an intersecting interval)
 ``Values(vs, rows)``                SPARQL 1.1 VALUES: one mapping per row, the scope's interval
 ``NamedGraph(g, p, graphs)``        SPARQL's GRAPH <g> / ?g { p } over the background's named graphs
+``Extend(p, v, e)``                 BIND(e AS ?v) / SELECT (e AS ?v): ?v bound to e's term (errors: unbound)
 ``SubSelect(form, modifiers)``      a sub-query { SELECT ... }: the projection, ordered and sliced
 ``Exists(p)`` (an expression)       FILTER [NOT] EXISTS { p }: whether substitute(p, μ) has a
                                     solution in the FILTER's scope (SPARQL 1.1 §18.6)
@@ -97,7 +98,7 @@ __all__ = [
     "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
     "CONSUMING_POLICIES", "is_rsepql", "event_patterns",
-    "Minus", "Values", "SubSelect", "Exists", "NamedGraph",
+    "Minus", "Values", "SubSelect", "Exists", "NamedGraph", "Extend",
     "Snapshot", "GraphPattern", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
     "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
@@ -713,6 +714,10 @@ class AggregateSpec:
     argument: Var | None
     distinct: bool
     group: tuple[Var, ...]
+    #: a member whose ``argument`` is unbound makes the value an error (the argument is an
+    #: expression bound by ``Extend``, unbound where it is an error: SPARQL 1.1 §18.5 Aggregation
+    #: evaluates the expression on every solution, and an error is the aggregate's error)
+    strict: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.var, Var):
@@ -802,6 +807,26 @@ class Values:
 
 
 @dataclass(frozen=True)
+class Extend:
+    """BIND(expr AS ?v) / SELECT (expr AS ?v) (SPARQL 1.1 §18.5 Extend): each mapping of ``inner``
+    with ``var`` bound to the term ``expr`` evaluates to (``cep.bind.term_value``); where that is
+    an error, the mapping as it is. ``var`` is not bound by ``inner``."""
+
+    inner: "Pattern"
+    var: Var
+    expr: Expr
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.inner, "Extend.inner")
+        if not isinstance(self.var, Var):
+            raise TypeError(f"Extend.var must be a Var, got {self.var!r}")
+        check_expr(self.expr, "Extend.expr")
+
+    def __str__(self) -> str:
+        return f"EXTEND({self.inner}, {self.var} := {self.expr})"
+
+
+@dataclass(frozen=True)
 class SubSelect:
     """A sub-query ``{ SELECT ... }`` (SPARQL 1.1 §12, §18.2.1): ``form``'s projected mappings,
     ordered and sliced by ``modifiers`` (per evaluation instant) when given. Only the projected
@@ -823,7 +848,7 @@ class SubSelect:
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                  StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
                  SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate, GraphPattern, Minus, Values, SubSelect,
-                 NamedGraph)
+                 NamedGraph, Extend)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -978,7 +1003,7 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.inner,)
         case StreamPattern() | Background() | Occurrences() | Snapshot() | GraphPattern() | NamedGraph():
             return (node.pattern,)
-        case Aggregate():
+        case Aggregate() | Extend():
             return (node.inner,)
         case Match() | FirstEvent() | LastEvent():
             return (node.inner,)
@@ -1031,6 +1056,8 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return variables(node.pattern) | ({node.name} if isinstance(node.name, Var) else frozenset())
         case Aggregate():
             return variables(node.inner) | frozenset(a.var for a in node.specs)
+        case Extend():
+            return variables(node.inner) | {node.var}
         case Match() | FirstEvent() | LastEvent():
             return variables(node.inner)
         case EventSeq():

@@ -309,9 +309,15 @@ def aggregate(omega: DataFrame, specs, dictionaries, empty_interval: tuple[int, 
                 grouped = grouped.join(lookup, ids[v], "left")
         size = scratch("size", str(b))
         values = {i: scratch("value", str(i)) for i, _spec in members}
+        misses = {i: scratch("misses", str(i)) for i, spec in members if spec.strict}
         results = grouped.groupBy(*keys).agg(
             *[_result(spec, names.get(spec.argument), ids.get(spec.argument)).alias(values[i]) for i, spec in members],
+            *[F.count(F.when(F.col(ids[spec.argument]).isNull(), 1)).alias(misses[i])
+              for i, spec in members if spec.strict],
             F.count(F.lit(1)).alias(size))
+        results = results.select(*keys, size, *[   # a strict argument unbound in a member: an error
+            (F.when(F.col(misses[i]) == 0, F.col(values[i])) if i in misses else F.col(values[i])).alias(values[i])
+            for i in values])
         idents = {i: scratch("id", str(i)) for i, _spec in members}
         results = results.select(*keys, size, *[F.col(values[i]) for i in values],
                                  *[F.xxhash64(F.col(values[i])).alias(idents[i]) for i in values])

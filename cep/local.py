@@ -74,8 +74,8 @@ def _outside_background(node):
 def unsupported(query: A.Query) -> str | None:
     """Why this module cannot evaluate ``query`` (then ``cep.stream`` uses Spark), or None."""
     for node in _outside_background(query.form):
-        if isinstance(node, (A.Values, A.Minus, A.SubSelect)):
-            return "VALUES, MINUS and sub-queries outside the background (on Spark)"
+        if isinstance(node, (A.Values, A.Minus, A.SubSelect, A.Extend)):
+            return "VALUES, MINUS, BIND and sub-queries outside the background (on Spark)"
         if isinstance(node, A.Filter):
             return "FILTER needs the terms' values (cep.filters, on Spark)"
         if isinstance(node, A.LeftJoin) and node.condition is not None:

@@ -295,6 +295,18 @@ class _Lowering:
             case _:
                 return A.Const(self.term(node))
 
+    def plain_expr(self, node, where: str) -> A.Expr:
+        """An expression whose value is bound (BIND, SELECT (... AS ?v), an aggregate's argument):
+        no EXISTS, no timestamp()."""
+        saved, self.exists_scope = self.exists_scope, ("refused", where)
+        try:
+            expr = self.expr(node)
+        finally:
+            self.exists_scope = saved
+        if A.uses_timestamp(expr):
+            raise self.fail(node, f"timestamp() is not supported {where}")
+        return expr
+
     def exists(self, node: S.ExistsCall) -> A.Expr:
         """[NOT] EXISTS { P } (SPARQL 1.1 §17.4.1.4): P matched where ``exists_scope`` says."""
         scope = self.exists_scope
@@ -420,6 +432,12 @@ class _Lowering:
                     pattern = A.Minus(pattern, self.group(element.group))
                 case S.InlineData():
                     pattern = _join(pattern, self.values(element))
+                case S.Bind():                                               # §18.2.2.6 Extend
+                    var = A.Var(element.variable.name)
+                    if var in A.variables(pattern):
+                        raise self.fail(element.variable, f"BIND: {element.variable} is bound already by the group "
+                                        "before it (SPARQL 1.1 §18.2.1)", ("a new variable",))
+                    pattern = A.Extend(pattern, var, self.plain_expr(element.expr, "in BIND"))
                 case S.SubQuery():
                     pattern = _join(pattern, self.sub_select(element))
                 case S.GroupChain():
@@ -472,7 +490,7 @@ class _Lowering:
                     pattern = joined(A.union(*(self.ep_group(g) for g in element.groups)))
                 case S.GroupChain():
                     pattern = joined(self.ep_chain(element))
-                case S.MinusPattern() | S.InlineData() | S.SubQuery() | S.GraphGraphPattern():
+                case S.MinusPattern() | S.InlineData() | S.SubQuery() | S.GraphGraphPattern() | S.Bind():
                     raise self.fail(element, "MINUS, VALUES, GRAPH and sub-queries are supported over background "
                                     "patterns and C-SPARQL's WHERE, not over EP-SPARQL's streams")
                 case S.WindowBlock() | S.EventSequence() | S.MatchPattern():
@@ -802,27 +820,43 @@ class _Lowering:
         group = tuple(A.Var(v.name) for v in tree.group_by)
         self.agg_vars = {}
         specs: list[A.AggregateSpec] = []
+        arguments: list[tuple[A.Var, A.Expr]] = []   # aggregates of expressions: (fresh variable, expression)
+
+        def fresh_var(prefix: str) -> A.Var:
+            taken = where_vars | {s.var for s in specs} | {v for v, _e in arguments}
+            k = 1
+            while A.Var(f"{prefix}{k}") in taken or f"{prefix}{k}" in self.written:
+                k += 1
+            return A.Var(f"{prefix}{k}")
 
         def spec_for(call: S.AggregateCall, var: A.Var) -> None:
-            if call.argument is not None and not isinstance(call.argument, S.Variable):
-                raise self.fail(call.argument, f"{call.function} of an expression is not supported; aggregate a "
-                                "variable", ("a variable ?x", "*"))
             if call.argument is None and call.function != "COUNT":
                 raise self.fail(call, f"{call.function}(*) is not an aggregate; only COUNT(*) is", ("?x",))
-            argument = None if call.argument is None else A.Var(call.argument.name)
+            if call.argument is None:
+                argument = None
+            elif isinstance(call.argument, S.Variable):
+                argument = A.Var(call.argument.name)
+            else:                                   # SUM(?x * 2): the expression bound first (Extend)
+                if _syntax_aggregates(call.argument):
+                    raise self.fail(call.argument, "an aggregate inside an aggregate", ("an expression without aggregates",))
+                argument = fresh_var("_arg")
+                arguments.append((argument, self.plain_expr(call.argument, "in an aggregate")))
             self.agg_vars[call] = var
-            specs.append(A.AggregateSpec(var, call.function, argument, call.distinct, group))
+            strict = call.argument is not None and not isinstance(call.argument, S.Variable)
+            specs.append(A.AggregateSpec(var, call.function, argument, call.distinct, group, strict))
 
         for item in items:
             if isinstance(item, S.SelectExpression):
                 var = A.Var(item.variable.name)
-                if not isinstance(item.expr, S.AggregateCall):
-                    raise self.fail(item.expr, "(expression AS ?v) is supported for an aggregate only, "
-                                    "(COUNT(?x) AS ?n) ...; other expressions (BIND) are not built yet",
-                                    ("COUNT(...)", "SUM(...)", "AVG(...)", "MIN(...)", "MAX(...)"))
                 if var in where_vars or var in {s.var for s in specs}:
                     raise self.fail(item.variable, f"{item.variable} is already bound; (... AS ?v) introduces a "
                                     "new variable (SPARQL 1.1 §18.2.4.1)")
+                if not isinstance(item.expr, S.AggregateCall):   # an expression of the groups: Extend, later
+                    outside = [v for v in _syntax_variables(item.expr) if A.Var(v.name) not in group]
+                    if outside:
+                        raise self.fail(outside[0], f"{outside[0]} is neither grouped nor inside an aggregate "
+                                        "(SPARQL 1.1 §18.2.4.1)", tuple(f"?{v.name}" for v in group) or ("COUNT(...)",))
+                    continue
                 if item.expr in self.agg_vars:
                     raise self.fail(item, f"{item.expr} is selected twice; select it once")
                 spec_for(item.expr, var)
@@ -832,11 +866,9 @@ class _Lowering:
                                 "(aggregate AS ?v))", tuple(f"?{v.name}" for v in group) or ("(COUNT(*) AS ?n)",))
         for call in found:
             if call not in self.agg_vars:
-                fresh, k = A.Var("_agg1"), 1
-                while fresh in where_vars or fresh in {s.var for s in specs}:
-                    k += 1
-                    fresh = A.Var(f"_agg{k}")
-                spec_for(call, fresh)
+                spec_for(call, fresh_var("_agg"))
+        for var, expr in arguments:
+            pattern = A.Extend(pattern, var, expr)
         out: A.Pattern = A.Aggregate(pattern, tuple(specs)) if specs else pattern
         condition = None
         saved, self.exists_scope = self.exists_scope, ("refused", "in HAVING")
@@ -858,6 +890,13 @@ class _Lowering:
         pattern = self.grouping(pattern, q)
         if q.values is not None:                                            # §18.2.4.3
             pattern = A.Join(pattern, self.values(q.values))
+        for item in form.variables or ():                                  # §18.2.4.4
+            if isinstance(item, S.SelectExpression) and not isinstance(item.expr, S.AggregateCall):
+                var = A.Var(item.variable.name)
+                if var in A.variables(pattern):
+                    raise self.fail(item.variable, f"{item.variable} is already bound; (... AS ?v) introduces a "
+                                    "new variable (SPARQL 1.1 §18.2.4.1)")
+                pattern = A.Extend(pattern, var, self.plain_expr(item.expr, "in SELECT"))
         bound = A.variables(pattern)
         if form.variables is None:
             if q.group_by:
@@ -982,6 +1021,22 @@ def _syntax_aggregates(e) -> list:
     return out
 
 
+def _syntax_variables(e) -> list:
+    """The variables of a syntax expression outside its aggregate calls, left to right."""
+    if isinstance(e, S.Variable):
+        return [e]
+    if isinstance(e, (S.AggregateCall, S.ExistsCall)):
+        return []
+    out = []
+    for name in ("left", "right", "operand", "expr"):
+        child = getattr(e, name, None)
+        if child is not None and not isinstance(child, (str, bool)):
+            out += _syntax_variables(child)
+    for child in getattr(e, "args", ()) + getattr(e, "items", ()):
+        out += _syntax_variables(child)
+    return out
+
+
 def _declare_hint(name) -> tuple[str, ...]:
     return (f"FROM NAMED WINDOW {name} ON <stream> [RANGE ...]",
             f"WINDOW {name} ON <stream> [RANGE ...] {{ ... }}")
@@ -1026,6 +1081,9 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
                 if isinstance(node.name, A.Var):
                     seen.setdefault(node.name, None)
                 visit(node.pattern)
+            case A.Extend():
+                visit(node.inner)
+                seen.setdefault(node.var, None)
             case A.SubSelect():
                 for v in node.form.variables:
                     seen.setdefault(v, None)

@@ -350,6 +350,9 @@ class _ToCep(PathTransformer.imported_as("grammar")):
             return S.UnionPattern(groups, span=where)
         return S.GroupChain(groups, operators, span=where)
 
+    def bind(self, meta, children):
+        return S.Bind(children[0], children[1], span=span(meta))
+
     def minus_pattern(self, meta, children):
         return S.MinusPattern(children[0], span=span(meta))
 

@@ -499,6 +499,9 @@ def aggregate(omega: Iterable[Element], specs, empty: bool = False) -> set[Eleme
                 results[key] = aggregate_value(spec.function, False, None, size)
             else:
                 values = [d[spec.argument.name] for d in members if spec.argument.name in d]
+                if spec.strict and not empty and len(values) < len(members):   # the argument expression failed
+                    results[key] = None
+                    continue
                 results[key] = aggregate_value(spec.function, spec.distinct, values, size)
         for d, (mu, _t1, _t2) in zip(extended, rows):
             value = results[tuple(dict(mu).get(n) for n in names)]
@@ -686,6 +689,14 @@ class _Evaluator:
                 return self.eval(pattern, _Graph(set(times), scope.interval, times))
             case A.Minus(left=left, right=right):
                 return minus(self.eval(left, scope), self.eval(right, scope))
+            case A.Extend(inner=inner, var=var, expr=expr):                     # §18.5 Extend
+                from cep.bind import term_value
+                out = set()
+                for (mu, t1, t2) in self.eval(inner, scope):
+                    value = term_value(expr, {**self.outer, **dict(mu)}, (t1, t2), self.unit,
+                                       lambda pattern, m: self.exists(pattern, m, scope))
+                    out.add((mu | {(var.name, value)} if value is not None else mu, t1, t2))
+                return out
             case A.NamedGraph(name=name, pattern=pattern, graphs=graphs) if isinstance(scope, _Graph):
                 if not isinstance(name, A.Var):
                     if (graphs is not None and name not in graphs) or (graphs is None and name not in self.background):

@@ -51,7 +51,7 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep import intervals as I
 from cep.columns import ITEM, STREAM_COLUMNS, T_END, T_START, var_column, var_columns
-from cep.errors import CepInputError, MissingInputError, UnsupportedQueryError
+from cep.errors import CepInputError, DictionaryRequiredError, MissingInputError, UnsupportedQueryError
 from cep.filters import filter_mappings
 from cep.timeline import MIN_TIME
 from reasoner.hashing import term_id
@@ -323,6 +323,8 @@ class _Runtime:
                 from cep.sparql import minus
                 keys = self.correlation.keys if self.correlation is not None else None
                 return minus(self.eval(left, scope), self.eval(right, scope), keys)
+            case A.Extend(inner=inner, var=var, expr=expr):                        # SPARQL 1.1 §18.5
+                return self.extend(self.eval(inner, scope), var, expr)
             case A.NamedGraph() if isinstance(scope, _Graph):                      # SPARQL 1.1 §13.3
                 return self.named_graph(node, scope)
             case A.Values() if scope is None or isinstance(scope, _Graph):
@@ -479,6 +481,55 @@ class _Runtime:
             part = part.withColumn(c, gid)
             out = part if out is None else self.ops.union(out, part)
         return out
+
+    def extend(self, omega: DataFrame, var: A.Var, expr) -> DataFrame:
+        """BIND: ``var`` bound to the term of ``expr`` per row (``cep.bind.term_value``, the very
+        function the reference uses, run over Arrow batches of the decoded terms: exact typed
+        arithmetic that Spark SQL's decimals cannot give). The terms computed are handed to the
+        caller (``terms=``) and to later FILTERs."""
+        import pyarrow as pa
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        from cep.bind import term_value
+        from cep.columns import column_var, scratch
+
+        needed = sorted(c for c in {var_column(v.name) for v in A.expr_variables(expr)} if c in omega.columns)
+        df = omega
+        if needed:
+            if not self.dictionaries:
+                raise DictionaryRequiredError(f"BIND {expr} needs term values but evaluate() got no dictionary "
+                                              "(pass dictionary=DataFrame(id, term))")
+            dictionary = self.dictionaries[0].select(ID, TERM)
+            for d in self.dictionaries[1:]:
+                dictionary = dictionary.unionByName(d.select(ID, TERM))
+            dictionary = dictionary.dropDuplicates([ID])
+            for c in needed:
+                lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(scratch("term", c)))
+                df = df.join(lookup, F.col(c) == F.col(scratch("id", c)), "left").drop(scratch("id", c))
+        names = {scratch("term", c): column_var(c) for c in needed}
+        value, unit = scratch("bound"), self.unit
+        schema = StructType(df.schema.fields + [StructField(value, StringType(), True)])
+
+        def compute(batches):
+            for batch in batches:
+                terms = {n: batch.column(n).to_pylist() for n in names}
+                starts, ends = batch.column(T_START).to_pylist(), batch.column(T_END).to_pylist()
+                out = []
+                for i in range(batch.num_rows):
+                    mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
+                    out.append(term_value(expr, mu, (starts[i], ends[i]), unit))
+                yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(out, pa.string())],
+                                                 names=batch.schema.names + [value])
+
+        extended = df.mapInArrow(compute, schema)
+        ident = F.when(F.col(value).isNotNull(), F.xxhash64(F.col(value)))
+        terms = extended.select(ident.alias(ID), F.col(value).alias(TERM)).filter(F.col(TERM).isNotNull()).distinct()
+        if self.keep_terms:
+            terms = terms.cache()
+        self.dictionaries.append(terms)
+        self.terms.append(terms)
+        return extended.select(*[c for c in omega.columns if c != var_column(var.name)],
+                               ident.alias(var_column(var.name)))
 
     def nothing(self, variables, scope: _Graph) -> DataFrame:
         """No mapping, with the columns of ``variables`` and the scope's interval columns."""

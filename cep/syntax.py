@@ -33,6 +33,7 @@ Constructs (grammar production in brackets; CQELS = CQELS-CEP paper §3.1, CSPAR
 ``Triple(s, p, o)``                 one triple; ``p`` a Variable or any path          [75]-[86]
 ``OptionalPattern(group)``          ``OPTIONAL { ... }``                              [57]
 ``MinusPattern(group)``             ``MINUS { ... }``                                 [66]
+``Bind(expr, variable)``            ``BIND ( expr AS ?v )``                           [60]
 ``InlineData(variables, rows)``     ``VALUES (?a ?b) { (1 UNDEF) }`` (``Undef``)      [61]-[65], [28]
 ``SubQuery(form, where, ...)``      ``{ SELECT ... WHERE { ... } ORDER BY ... }``     [8]
 ``ExistsCall(negated, group)``      ``EXISTS { ... }`` / ``NOT EXISTS { ... }``       [125], [126]
@@ -70,7 +71,7 @@ __all__ = [
     "Span", "NO_SPAN", "Node", "IriRef", "PrefixedName", "StringLiteral", "NumericLiteral",
     "BooleanLiteral", "BlankNode", "TypeKeyword", "PathNode", "AxisStep", "is_native",
     "Variable", "Triple", "TriplesBlock", "Group", "OptionalPattern", "MinusPattern", "InlineData", "Undef",
-    "SubQuery", "ExistsCall", "GraphGraphPattern", "UnionPattern", "GroupChain",
+    "SubQuery", "ExistsCall", "Bind", "GraphGraphPattern", "UnionPattern", "GroupChain",
     "GROUP_OPERATORS", "EP_OPERATORS", "MatchPattern", "EventBasic", "EventFirst", "EventLast",
     "EventSeqExpr", "EventExpr",
     "FilterPattern", "WindowBlock", "TspSequence", "TspElement", "EventSequence", "EventElement",
@@ -237,6 +238,17 @@ class MinusPattern(Node):
 
     def __str__(self) -> str:
         return f"MINUS {self.group}"
+
+
+@dataclass(frozen=True)
+class Bind(Node):
+    """``BIND ( expr AS ?v )`` [60]."""
+
+    expr: "ExprNode"
+    variable: "Variable"
+
+    def __str__(self) -> str:
+        return f"BIND ({self.expr} AS {self.variable})"
 
 
 @dataclass(frozen=True)
@@ -508,7 +520,7 @@ class MatchPattern(Node):
         return f"MATCH{policy} ({self.event})"
 
 
-GroupElement = Union[TriplesBlock, OptionalPattern, MinusPattern, InlineData, SubQuery, GraphGraphPattern, UnionPattern,
+GroupElement = Union[TriplesBlock, OptionalPattern, MinusPattern, InlineData, SubQuery, Bind, GraphGraphPattern, UnionPattern,
                      GroupChain, FilterPattern, WindowBlock, MatchPattern, EventSequence]
 
 

@@ -391,9 +391,10 @@ def test_window_block_without_pattern():
     assert at(error) == (1, 28) and "no pattern" in error.reason
 
 
-def test_two_from_graphs():
-    error = error_of("SELECT ?s FROM <http://a>\nFROM <http://b> WHERE { ?s :p ?o }")
-    assert at(error) == (2, 1) and "at most one FROM" in error.reason
+def test_two_from_graphs_are_their_merge():
+    query = cep.compile(PRE + "SELECT ?s FROM <http://a>\nFROM <http://b> WHERE { ?s :p ?o }")
+    (bg,) = A.background_patterns(query.pattern)
+    assert bg.graph == ("<http://a>", "<http://b>")
 
 
 def test_blank_node_in_a_pattern_is_a_hidden_variable():

@@ -347,7 +347,8 @@ def test_lowering():
      "GRAPH <http://g> names no FROM STREAM"),
     (PREFIXES + "SELECT ?x FROM STREAM <http://s> [RANGE 1m] WHERE { GRAPH ?g { ?x ?p ?o } }",
      "GRAPH ?g is not supported"),
-    (PREFIXES + "SELECT ?x WHERE { GRAPH <http://g> { ?x ?p ?o } }", "GRAPH is supported in C-SPARQL queries only"),
+    (PREFIXES + "SELECT ?x FROM STREAM <http://s> [RANGE 1m] FROM NAMED <http://g> WHERE { ?x ?p ?o }",
+     "FROM NAMED background graphs are not supported in C-SPARQL queries"),
 ])
 def test_lowering_errors(text, message):
     with pytest.raises(CepSemanticError) as err:
