@@ -436,7 +436,7 @@ def csparql_inputs(draw):
     return stream(), stream(), background, draw(st.integers(0, 13))
 
 
-@settings(max_examples=examples(2), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(1), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                          HealthCheck.too_slow])
 @given(drawn=csparql_inputs())
 def test_random_streams_spark_equals_reference(spark, drawn):
