@@ -108,7 +108,7 @@ __all__ = [
     "Query", "Pattern", "PATTERN_TYPES", "Form", "OrderKey", "Modifiers", "TIME_UNITS",
     "triple", "path_pattern", "bgp", "join", "union", "left_join", "sequence", "seq", "project",
     "construct",
-    "children", "walk", "variables", "constants", "expr_variables", "event_clauses", "background_patterns",
+    "children", "walk", "variables", "constants", "leaves", "expr_variables", "event_clauses", "background_patterns",
     "stream_patterns",
 ]
 
@@ -1070,21 +1070,21 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
 def constants(node: "Pattern | Form") -> frozenset[str]:
     """Every RDF term written in ``node`` (patterns, paths, windows' stream IRIs, expressions,
     CONSTRUCT templates): what must decode when a variable is bound to it."""
-    found: set[str] = set()
+    return frozenset(v for v in leaves(node) if isinstance(v, str) and is_term(v))
 
-    def visit(value) -> None:
-        if isinstance(value, str):
-            if is_term(value):
-                found.add(value)
-        elif isinstance(value, (tuple, list)):
-            for x in value:
-                visit(x)
-        elif hasattr(value, "__dataclass_fields__"):
-            for name in value.__dataclass_fields__:
-                visit(getattr(value, name))
 
-    visit(node)
-    return frozenset(found)
+def leaves(value) -> Iterator:
+    """Every value in ``value`` that is neither a tuple nor a node: its terms, variables, paths'
+    leaves, window parameters, ... (``constants``; ``cep.sparql.mentioned``). A ``Var`` counts
+    as a leaf."""
+    if isinstance(value, Var) or not (isinstance(value, (tuple, list)) or hasattr(value, "__dataclass_fields__")):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for x in value:
+            yield from leaves(x)
+    else:
+        for name in value.__dataclass_fields__:
+            yield from leaves(getattr(value, name))
 
 
 def _top_joined(node: Pattern) -> list[Pattern]:

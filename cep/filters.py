@@ -79,13 +79,7 @@ def order_answers(omega: DataFrame, modifiers, variables, dictionaries: Sequence
     then the intervals), with ``ORDER`` = each kept row's position."""
     from pyspark.sql import Window
 
-    f = _Filter(None, tuple(dictionaries), time_unit)
-    needed = sorted(set().union(*[_needs_terms(k.expr) for k in modifiers.order]))
-    df = f.decoded(omega, needed)
-    keys = []
-    for k in modifiers.order:
-        key = _order_struct(f.compile(k.expr, df.columns))
-        keys.append(key.desc() if k.descending else key.asc())
+    df, keys = _sort_keys(omega, modifiers, dictionaries, time_unit)
     ties = [(F.col(var_column(v.name)) if var_column(v.name) in omega.columns else F.lit(None).cast("long")).asc_nulls_first()
             for v in variables] + [F.col(T_START).asc(), F.col(T_END).asc()]
     rank = F.row_number().over(Window.orderBy(*keys, *ties)) - 1
@@ -103,13 +97,7 @@ def order_solutions(omega: DataFrame, modifiers, variables, dictionaries: Sequen
     the first position of its solutions, then sliced; ``ORDER`` = each kept answer's position."""
     from pyspark.sql import Window
 
-    f = _Filter(None, tuple(dictionaries), time_unit)
-    needed = sorted(set().union(*[_needs_terms(k.expr) for k in modifiers.order]))
-    df = f.decoded(omega, needed)
-    keys = []
-    for k in modifiers.order:
-        key = _order_struct(f.compile(k.expr, df.columns))
-        keys.append(key.desc() if k.descending else key.asc())
+    df, keys = _sort_keys(omega, modifiers, dictionaries, time_unit)
     selected = [var_column(v.name) for v in variables]
     others = sorted(c for c in omega.columns if c.startswith("v_") and c not in selected)
     present = set(omega.columns)
@@ -127,6 +115,18 @@ def order_solutions(omega: DataFrame, modifiers, variables, dictionaries: Sequen
     if modifiers.limit is not None:
         out = out.filter(F.col(ORDER) < modifiers.offset + modifiers.limit)
     return out.select(*selected, T_START, T_END, (F.col(ORDER) - modifiers.offset).alias(ORDER))
+
+
+def _sort_keys(omega: DataFrame, modifiers, dictionaries, time_unit: str) -> tuple[DataFrame, list[Column]]:
+    """``omega`` with the terms the ORDER BY keys read decoded, and the keys' sort columns."""
+    f = _Filter(None, tuple(dictionaries), time_unit)
+    needed = sorted(set().union(*[_needs_terms(k.expr) for k in modifiers.order]))
+    df = f.decoded(omega, needed)
+    keys = []
+    for k in modifiers.order:
+        key = _order_struct(f.compile(k.expr, df.columns))
+        keys.append(key.desc() if k.descending else key.asc())
+    return df, keys
 
 
 def _order_struct(v: "_Val") -> Column:

@@ -1007,34 +1007,31 @@ _VARIABLE_NAME = re.compile(r"[?$]([A-Za-z_0-9\u00B7-\uFFFF][A-Za-z_0-9\u00B7-\u
 _NAMES = {"cqels": "CQELS-CEP", "csparql": "C-SPARQL", "epsparql": "EP-SPARQL", "rsepql": "RSEP-QL"}
 
 
-def _syntax_aggregates(e) -> list:
-    """The aggregate calls in a syntax expression, left to right."""
-    if isinstance(e, S.AggregateCall):
+def _syntax_find(e, kind, skip=()) -> list:
+    """The nodes of type ``kind`` in a syntax expression, left to right, not looking inside nodes
+    of the types ``skip``."""
+    if isinstance(e, kind):
         return [e]
-    out = []
-    for name in ("left", "right", "operand", "expr"):
-        child = getattr(e, name, None)
-        if child is not None and not isinstance(child, (str, bool)):
-            out += _syntax_aggregates(child)
-    for child in getattr(e, "args", ()) + getattr(e, "items", ()):
-        out += _syntax_aggregates(child)
-    return out
-
-
-def _syntax_variables(e) -> list:
-    """The variables of a syntax expression outside its aggregate calls, left to right."""
-    if isinstance(e, S.Variable):
-        return [e]
-    if isinstance(e, (S.AggregateCall, S.ExistsCall)):
+    if isinstance(e, skip):
         return []
     out = []
     for name in ("left", "right", "operand", "expr"):
         child = getattr(e, name, None)
         if child is not None and not isinstance(child, (str, bool)):
-            out += _syntax_variables(child)
+            out += _syntax_find(child, kind, skip)
     for child in getattr(e, "args", ()) + getattr(e, "items", ()):
-        out += _syntax_variables(child)
+        out += _syntax_find(child, kind, skip)
     return out
+
+
+def _syntax_aggregates(e) -> list:
+    """The aggregate calls in a syntax expression, left to right."""
+    return _syntax_find(e, S.AggregateCall)
+
+
+def _syntax_variables(e) -> list:
+    """The variables of a syntax expression outside its aggregate calls and EXISTS, left to right."""
+    return _syntax_find(e, S.Variable, (S.AggregateCall, S.ExistsCall))
 
 
 def _declare_hint(name) -> tuple[str, ...]:

@@ -90,20 +90,7 @@ def values_rows(node: A.Values) -> tuple[list[str], list[tuple]]:
 def mentioned(node) -> set[str]:
     """The variable columns of every variable written anywhere in ``node`` (patterns, FILTERs,
     nested EXISTS)."""
-    found: set[str] = set()
-
-    def visit(value) -> None:
-        if isinstance(value, A.Var):
-            found.add(var_column(value.name))
-        elif isinstance(value, (tuple, list)):
-            for x in value:
-                visit(x)
-        elif hasattr(value, "__dataclass_fields__"):
-            for name in value.__dataclass_fields__:
-                visit(getattr(value, name))
-
-    visit(node)
-    return found
+    return {var_column(v.name) for v in A.leaves(node) if isinstance(v, A.Var)}
 
 
 def seed(omega: DataFrame, pattern, depth: int) -> Correlation:
