@@ -12,7 +12,7 @@ op:numeric-add etc., SPARQL 1.1 §17.3):
   C-SPARQL aggregates' ``cep.reference._number``): a result beyond 10^20 or a division by zero is
   an error; decimals have 18 fraction digits, rounded half up (XPath asks for at least 18);
 * ABS, CEIL, FLOOR, ROUND keep the type (ROUND halves toward positive infinity, fn:round);
-  STRLEN is an xsd:integer; doubles follow IEEE 754 (a division by zero is ±INF, 0/0 NaN);
+  STRLEN, YEAR, MONTH, DAY, HOURS, MINUTES are xsd:integers, SECONDS an xsd:decimal; doubles follow IEEE 754 (a division by zero is ±INF, 0/0 NaN);
 * the other expressions are those of FILTER: a term, or a boolean (xsd:boolean); IF and
   COALESCE choose their branch first, so a numeric branch is typed too. getDURATION() and the
   other time values, which no term form is given for, are errors.
@@ -24,15 +24,16 @@ decimal(38, 18) quotient, below what XPath asks for.
 from __future__ import annotations
 
 import math
+import re
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
 
 from cep import algebra as A
-from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER,
-                          canonical_decimal, canonical_double)
+from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, DATETIME_PATTERN, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL,
+                          XSD_DOUBLE, XSD_INTEGER, canonical_decimal, canonical_double)
 
 __all__ = ["term_value", "numeric"]
 
-_NUMERIC_BUILTINS = ("ABS", "CEIL", "FLOOR", "ROUND", "STRLEN")
+_NUMERIC_BUILTINS = ("ABS", "CEIL", "FLOOR", "ROUND", "STRLEN", "YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS")
 _QUANTUM = Decimal(1).scaleb(-AGGREGATE_SCALE)
 
 
@@ -108,6 +109,17 @@ def _number(e, mu, interval, unit, exists):
                     value = {"+": a[1] + b[1], "-": a[1] - b[1], "*": a[1] * b[1]}[op]
                 value = value.quantize(_QUANTUM, rounding=ROUND_HALF_UP)
             return (kind, value) if abs(value) < AGGREGATE_LIMIT else None
+        case A.Builtin(name="YEAR" | "MONTH" | "DAY" | "HOURS" | "MINUTES" | "SECONDS" as name, args=(arg,)):
+            from cep.reference import _literal_of
+            lit = _literal_of(eval_expr(arg, mu, interval, unit, None, exists))
+            m = re.match(DATETIME_PATTERN, lit[0]) if lit is not None and lit[2] == XSD_DATETIME else None
+            if m is None:
+                return None
+            fields = re.match(r"^(-?[0-9]+)-([0-9]+)-([0-9]+)T([0-9]+):([0-9]+):([0-9]+)$", m.group(1)).groups()
+            if name == "SECONDS":                     # xsd:decimal, the fraction kept
+                return "decimal", Decimal(f"{fields[5]}.{m.group(2) or '0'}").quantize(_QUANTUM)
+            index = ("YEAR", "MONTH", "DAY", "HOURS", "MINUTES").index(name)
+            return "integer", Decimal(int(fields[index]))
         case A.Builtin(name="STRLEN", args=(arg,)):
             text = _string_literal(eval_expr(arg, mu, interval, unit, None, exists))
             return None if text is None else ("integer", Decimal(len(text[0])))

@@ -246,6 +246,8 @@ BUILTINS = {
     "LCASE": (1, 1), "ISIRI": (1, 1), "ISURI": (1, 1), "ISLITERAL": (1, 1), "ISBLANK": (1, 1),
     "ISNUMERIC": (1, 1), "ABS": (1, 1), "CEIL": (1, 1), "FLOOR": (1, 1), "ROUND": (1, 1),
     "SAMETERM": (2, 2), "IF": (3, 3), "COALESCE": (1, None),
+    "CONCAT": (1, None), "SUBSTR": (2, 3), "STRBEFORE": (2, 2), "STRAFTER": (2, 2), "REPLACE": (3, 4),
+    "YEAR": (1, 1), "MONTH": (1, 1), "DAY": (1, 1), "HOURS": (1, 1), "MINUTES": (1, 1), "SECONDS": (1, 1),
 }
 
 
@@ -254,8 +256,9 @@ class Builtin:
     """A SPARQL 1.1 built-in call (§17.4) other than those with nodes of their own: ``name``
     upper-cased, one of ``BUILTINS``, with its arguments: string tests and functions (STRSTARTS,
     STRENDS, CONTAINS, STRLEN, UCASE, LCASE), term tests (isIRI, isLiteral, isBlank, isNumeric,
-    sameTerm), numeric functions (ABS, CEIL, FLOOR, ROUND) and the functional forms IF and
-    COALESCE. (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
+    sameTerm), numeric functions (ABS, CEIL, FLOOR, ROUND), the functional forms IF and
+    COALESCE, CONCAT, SUBSTR, STRBEFORE, STRAFTER, REPLACE (pattern and flags constant strings) and
+    the xsd:dateTime accessors YEAR, MONTH, DAY, HOURS, MINUTES, SECONDS. (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
     them as, built when lowering.)"""
 
     name: str

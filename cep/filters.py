@@ -14,7 +14,8 @@ drops the row, as FILTER does, §18.5 Filter):
   term (``=`` / ``!=`` only; ``<`` etc. are errors); arithmetic yields doubles, errors as nulls;
 * ``STR``, ``LANG``, ``DATATYPE``, ``REGEX`` (pattern and flags constant strings; flags i, m, s, x);
 * the §17.4 built-ins of ``cep.expressions.BUILTINS`` (string tests and functions, term tests,
-  numeric functions, IF, COALESCE). IF/COALESCE whose branches mix a computed number with a term
+  numeric functions, IF, COALESCE, CONCAT, SUBSTR, STRBEFORE, STRAFTER, REPLACE with a constant
+  pattern (Java's regex and ``$n`` replacement syntax, as XPath's), the xsd:dateTime accessors). IF/COALESCE whose branches mix a computed number with a term
   give the term's numeric value (null when it has none) where the reference keeps the term;
 * ``=`` / ``!=`` between two different literals neither of which has a language tag, one of them
   not understood (an unknown datatype, an ill-typed number or boolean) is an error, as
@@ -43,7 +44,7 @@ from cep.columns import T_END, T_START, scratch, var_column
 from cep.errors import DictionaryRequiredError, UnsupportedQueryError
 from cep.literals import (DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES, ESCAPES,
                           LITERAL_JAVA_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME,
-                          XSD_STRING, parse_literal)
+                          XSD_STRING, number_kind, parse_literal)
 from cep.windows import TIME_UNITS
 from reasoner.hashing import term_id
 from reasoner.schema import ID, TERM
@@ -54,6 +55,7 @@ __all__ = ["filter_mappings", "order_answers", "order_solutions", "ORDER"]
 ORDER = "_order"
 
 _NUMERIC = tuple(sorted(NUMERIC_DATATYPES))
+_INTEGERS = tuple(sorted(d for d in NUMERIC_DATATYPES if number_kind(d) == "integer"))
 _TERM, _NUM, _BOOL = "term", "num", "bool"
 _DUR, _DT = "duration", "dateTime"  # exact seconds (decimal), EP-SPARQL's interval functions
 _SECONDS = "decimal(38,9)"
@@ -170,6 +172,30 @@ def _string_parts(v: "_Val") -> tuple[Column, Column]:
         return none, none
     is_string = _is_literal(v.col) & _datatype(v.col).isin(*_STRING_TYPES)
     return F.when(is_string, _lexical(v.col)), F.when(is_string, _lang(v.col))
+
+
+def _integer_of(v: "_Val") -> Column:
+    """An xsd:integer argument's value (SUBSTR's, §17.4.3.3), null for anything else (a computed
+    number: when integral)."""
+    n = _num_of(v)
+    if v.kind == _NUM:
+        return F.when(n == F.floor(n), n)
+    return F.when(_datatype(v.col).isin(*_INTEGERS) & (n == F.floor(n)), n)
+
+
+def _string_term(lex: Column, lang: Column) -> Column:
+    """The string literal term of a lexical form and a language tag ("" for none)."""
+    return F.concat(F.lit('"'), _escape(lex), F.lit('"'),
+                    F.when(lang != "", F.concat(F.lit("@"), lang)).otherwise(F.lit("")))
+
+
+def _string_value(ok: Column, lex: Column, lang: Column) -> "_Val":
+    """A computed string literal (null where ``ok`` is not true), with its parts known
+    (``_PARTS``): what reads it does not parse the term it builds again (a smaller plan)."""
+    term = F.when(ok, _string_term(lex, lang))
+    vars(term)[_PARTS] = {"literal": F.when(ok, F.lit(True)), "lexical": F.when(ok, lex), "lang": F.when(ok, lang),
+                          "datatype": F.when(ok, F.when(lang != "", F.lit(RDF_LANGSTRING)).otherwise(F.lit(XSD_STRING)))}
+    return _Val(_TERM, term)
 
 
 def _escape(lex: Column) -> Column:
@@ -550,10 +576,52 @@ class _Filter:
         if name in ("UCASE", "LCASE"):
             lex, lang = _string_parts(vals[0])
             changed = F.upper(lex) if name == "UCASE" else F.lower(lex)
-            escaped = _escape(changed)
-            term = F.concat(F.lit('"'), escaped, F.lit('"'), F.when(lang != "", F.concat(F.lit("@"), lang))
-                            .otherwise(F.lit("")))
-            return _Val(_TERM, F.when(lex.isNotNull(), term))
+            return _string_value(lex.isNotNull(), changed, lang)
+        if name == "CONCAT":                                      # §17.4.3.12
+            parts = [_string_parts(v) for v in vals]
+            ok = F.lit(True)
+            for lex, _lang in parts:
+                ok = ok & lex.isNotNull()
+            same = F.lit(True)
+            for _lex, lang in parts[1:]:
+                same = same & (lang == parts[0][1])
+            lang = F.when(same, parts[0][1]).otherwise(F.lit(""))
+            return _string_value(ok, F.concat(*[lex for lex, _l in parts]), lang)
+        if name == "SUBSTR":                                      # §17.4.3.3, fn:substring
+            lex, lang = _string_parts(vals[0])
+            first = self._integer_argument(args[1], vals[1])
+            start = F.greatest(first, F.lit(1))
+            if len(vals) == 3:   # the characters at first <= p < first + length
+                count = first + self._integer_argument(args[2], vals[2]) - start
+            else:
+                count = F.lit(2 ** 31 - 1)
+            text = F.when(count > 0, F.substring(lex, start.cast("int"), count.cast("int"))).otherwise(F.lit(""))
+            return _string_value(lex.isNotNull() & count.isNotNull(), text, lang)
+        if name in ("STRBEFORE", "STRAFTER"):                     # §17.4.3.9-10
+            (la, ga), (lb, gb) = _string_parts(vals[0]), _string_parts(vals[1])
+            ok = la.isNotNull() & lb.isNotNull() & ((gb == "") | (ga == gb))
+            at = F.instr(la, lb)
+            if name == "STRAFTER":
+                text = F.substring(la, at + F.length(lb), F.length(la) + 1)
+            else:
+                text = F.when(at > 1, F.substring(la, F.lit(1), at - 1)).otherwise(F.lit(""))
+            return _string_value(ok, F.when(at > 0, text).otherwise(F.lit("")), F.when(at > 0, ga).otherwise(F.lit("")))
+        if name == "REPLACE":                                     # §17.4.3.15, fn:replace
+            lex, lang = _string_parts(vals[0])
+            regex = _constant_string(args[1], "pattern")
+            replacement = _constant_string(args[2], "replacement")
+            letters = _constant_string(args[3], "flags") if len(args) == 4 else ""
+            prefix = "".join(f"(?{f})" for f in letters if f in "imsx")
+            return _string_value(lex.isNotNull(), F.regexp_replace(lex, prefix + regex, replacement), lang)
+        if name in ("YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS"):   # §17.4.5
+            t = _term_of(vals[0])
+            lex = F.when(_datatype(t) == XSD_DATETIME, _lexical(t))
+            main, fraction = F.regexp_extract(lex, DATETIME_PATTERN, 1), F.regexp_extract(lex, DATETIME_PATTERN, 2)
+            parts = F.regexp_extract(main, r"^(-?[0-9]+)-([0-9]+)-([0-9]+)T([0-9]+):([0-9]+):([0-9]+)$",
+                                     {"YEAR": 1, "MONTH": 2, "DAY": 3, "HOURS": 4, "MINUTES": 5, "SECONDS": 6}[name])
+            value = (F.concat(parts, F.lit("."), F.when(fraction == "", F.lit("0")).otherwise(fraction))
+                     if name == "SECONDS" else parts)
+            return _Val(_NUM, F.when(main != "", value.try_cast("double")))
         v = vals[0]
         if name in ("ISIRI", "ISURI", "ISBLANK", "ISLITERAL"):
             if v.kind in (_NUM, _BOOL):
@@ -580,6 +648,19 @@ class _Filter:
         if name == "FLOOR":
             return _Val(_NUM, F.when(finite, F.floor(n).cast("double")).otherwise(n))
         return _Val(_NUM, F.when(finite, F.floor(n + F.lit(0.5)).cast("double")).otherwise(n))
+
+    @staticmethod
+    def _integer_argument(arg, v: _Val) -> Column:
+        """An xsd:integer argument; a constant one read here (a smaller plan)."""
+        if isinstance(arg, A.Const):
+            lit = parse_literal(arg.term)
+            if lit is None or number_kind(lit[2]) != "integer":
+                return F.lit(None).cast("long")
+            try:
+                return F.lit(int(lit[0])).cast("long")
+            except ValueError:
+                return F.lit(None).cast("long")
+        return _integer_of(v)
 
     @staticmethod
     def _compare(op: str, a: _Val, b: _Val, temporal_a: bool = True, temporal_b: bool = True) -> Column:

@@ -81,7 +81,8 @@ from cep import algebra as A
 from cep.errors import MissingInputError
 from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, LITERAL_RE, NUMBER_LEXICAL, NUMERIC_DATATYPES,
                           XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, canonical_decimal,
-                          canonical_double, number_kind, numeric_value, parse_literal, temporal_value)
+                          canonical_double, number_kind, numeric_value, parse_literal, temporal_value,
+                          DATETIME_PATTERN, XSD_DATETIME)
 from cep.windows import TIME_UNITS
 from cep.timeline import MIN_TIME, close_instant
 from reasoner.hashing import term_id
@@ -1183,6 +1184,57 @@ def _builtin(name, args, sub):
     if name == "STRLEN":
         a = _string_literal(values[0])
         return _ERROR if a is None else float(len(a[0]))
+    if name == "CONCAT":                                         # §17.4.3.12
+        parts = [_string_literal(v) for v in values]
+        if any(p is None for p in parts):
+            return _ERROR
+        langs = {p[1] for p in parts}
+        lang = langs.pop() if len(langs) == 1 else None
+        return f'"{_escape("".join(p[0] for p in parts))}"' + (f"@{lang}" if lang else "")
+    if name == "SUBSTR":                                         # §17.4.3.3, fn:substring
+        a = _string_literal(values[0])
+        start = _integer(values[1])
+        length = _integer(values[2]) if len(values) == 3 else None
+        if a is None or start is None or (len(values) == 3 and length is None):
+            return _ERROR
+        first = start
+        end = math.inf if length is None else first + length
+        text = "".join(ch for p, ch in enumerate(a[0], 1) if first <= p < end)
+        return f'"{_escape(text)}"' + (f"@{a[1]}" if a[1] else "")
+    if name in ("STRBEFORE", "STRAFTER"):                        # §17.4.3.9-10
+        a, b = _string_literal(values[0]), _string_literal(values[1])
+        if a is None or b is None or (b[1] is not None and a[1] != b[1]):
+            return _ERROR
+        at = a[0].find(b[0])
+        if at < 0:
+            return '""'
+        text = a[0][:at] if name == "STRBEFORE" else a[0][at + len(b[0]):]
+        return f'"{_escape(text)}"' + (f"@{a[1]}" if a[1] else "")
+    if name == "REPLACE":                                        # §17.4.3.15, fn:replace
+        a = _string_literal(values[0])
+        pattern, replacement = parse_literal(_term_of(values[1]) or ""), parse_literal(_term_of(values[2]) or "")
+        flags = parse_literal(_term_of(values[3]) or "") if len(values) == 4 else ("", None, None)
+        if a is None or pattern is None or replacement is None or flags is None:
+            return _ERROR
+        prefix = "".join(f"(?{f})" for f in flags[0] if f in "imsx")
+        python = re.sub(r"\\([$\\])|\$([0-9])", lambda m: m.group(1).replace("\\", "\\\\") if m.group(1)
+                        else f"\\g<{m.group(2)}>", replacement[0])
+        try:
+            text = re.sub(prefix + pattern[0], python, a[0])
+        except (re.error, IndexError):
+            return _ERROR
+        return f'"{_escape(text)}"' + (f"@{a[1]}" if a[1] else "")
+    if name in ("YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS"):   # §17.4.5
+        lit = _literal_of(values[0])
+        m = re.match(DATETIME_PATTERN, lit[0]) if lit is not None and lit[2] == XSD_DATETIME else None
+        if m is None:
+            return _ERROR
+        date, time = m.group(1).rsplit("T", 1)
+        year, month, day = date.rsplit("-", 2)
+        hours, minutes, seconds = time.split(":")
+        if name == "SECONDS":
+            return float(f"{seconds}.{m.group(2) or '0'}")
+        return float(int({"YEAR": year, "MONTH": month, "DAY": day, "HOURS": hours, "MINUTES": minutes}[name]))
     if name in ("UCASE", "LCASE"):
         a = _string_literal(values[0])
         if a is None:
@@ -1211,6 +1263,18 @@ def _builtin(name, args, sub):
     if name == "FLOOR":
         return float(math.floor(n)) if math.isfinite(n) else n
     return float(math.floor(n + 0.5)) if math.isfinite(n) else n   # ROUND: fn:round, halves up
+
+
+def _integer(value):
+    """An xsd:integer argument (SUBSTR's, §17.4.3.3) as an int, else None (computed numbers: when
+    integral)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    lit = _literal_of(value)
+    if lit is None or number_kind(lit[2]) != "integer":
+        return None
+    n = _num(value)
+    return None if n is None or not float(n).is_integer() else int(n)
 
 
 def _literal_of(value):

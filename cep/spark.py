@@ -522,6 +522,8 @@ class _Runtime:
                                                  names=batch.schema.names + [value])
 
         extended = df.mapInArrow(compute, schema)
+        if self.keep_terms:   # the terms and the rows read it: computed once (the terms are cached too)
+            extended = extended.persist()
         ident = F.when(F.col(value).isNotNull(), F.xxhash64(F.col(value)))
         terms = extended.select(ident.alias(ID), F.col(value).alias(TERM)).filter(F.col(TERM).isNotNull()).distinct()
         if self.keep_terms:
