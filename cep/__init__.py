@@ -11,7 +11,9 @@ Three trees, three modules (DESIGN.md "Engineering rules"):
   :class:`CepSyntaxError` with line, column and what was expected;
 * ``cep.lower`` / ``cep.compile`` — syntax tree / text → algebra ``cep.algebra.Query`` per the
   paper's equations (1)-(17); errors of meaning are :class:`CepSemanticError` (line, column);
-* runtimes of the algebra (``cep.reference``, ``cep.spark.evaluate``).
+* runtimes of the algebra (``cep.reference``, ``cep.spark.evaluate``); the SPARQL 1.1 patterns every
+  front end shares (MINUS, VALUES, [NOT] EXISTS, sub-queries, GRAPH, BIND) are algebra nodes too,
+  with their Spark operators in ``cep.sparql`` and BIND's exact term values in ``cep.bind``.
 
 The front end (parser, syntax, algebra, lower) does not import pyspark.
 """
