@@ -59,18 +59,26 @@ from the stored keys, never from recomputed history.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from cep import algebra as A
+from cep.timeline import MIN_TIME, close_instant
 from reasoner.errors import SidecarError
 
-__all__ = ["ContinuousError", "WindowRule", "ContinuousPlan", "plan", "EMITS", "ISTREAM", "RSTREAM", "DSTREAM"]
+__all__ = ["ContinuousError", "WindowRule", "ContinuousPlan", "plan", "EMITS", "ISTREAM", "RSTREAM", "DSTREAM",
+           "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from"]
 
 ISTREAM, RSTREAM, DSTREAM = "istream", "rstream", "dstream"
 EMITS = (ISTREAM, RSTREAM, DSTREAM)
 
 #: window kinds of a WindowRule
 SLIDING, STEP, COUNT = "sliding", "step", "count"
+
+#: how a plan is evaluated: every instant at once (CQELS-CEP, ``cep.lifetimes``), or one evaluation
+#: per evaluation instant (C-SPARQL and RSEP-QL, whose answers are defined at their windows'
+#: closes; ``evaluation_instants``, "Evaluation instants" above)
+LIFETIMES, INSTANTS = "lifetimes", "instants"
 
 
 class ContinuousError(SidecarError, ValueError):
@@ -105,6 +113,13 @@ class ContinuousPlan:
     lateness: int
     windows: tuple[WindowRule, ...]
     emit: str = ISTREAM
+    mode: str = LIFETIMES
+    #: C-SPARQL's COMPUTED EVERY (ticks): the evaluation instants are its multiples
+    every: tuple[int, ...] = ()
+    #: an RSEP-QL MATCH consumes what its answers use (chronological, recent)
+    consuming: bool = False
+    #: EP-SPARQL (``--horizon D``): each instant sees the occurrences started in its last D ticks
+    lookback: int | None = None
 
     @property
     def streams(self) -> tuple[A.Term, ...]:
@@ -127,14 +142,12 @@ class ContinuousPlan:
         return max(reaches) + self.lateness
 
 
-def _rule(stream: A.StreamPattern, time_unit: str) -> WindowRule:
-    w = stream.window
-    where = f"window {stream.name} on {stream.stream}"
+def _rule(stream: A.Term, w: A.Window, where: str, time_unit: str) -> WindowRule:
     try:
         if isinstance(w, A.Now):
-            return WindowRule(stream.stream, SLIDING, range=0)
+            return WindowRule(stream, SLIDING, range=0)
         if isinstance(w, A.Triples):
-            return WindowRule(stream.stream, COUNT, count=w.n)
+            return WindowRule(stream, COUNT, count=w.n)
         if isinstance(w, A.All):
             raise ContinuousError(
                 f"{where}: an [ALL] window keeps every item forever, which a continuous query cannot "
@@ -143,11 +156,11 @@ def _rule(stream: A.StreamPattern, time_unit: str) -> WindowRule:
         if isinstance(w, A.Range):
             T = w.range.ticks(time_unit)
             if w.step is None and not w.tumbling:
-                return WindowRule(stream.stream, SLIDING, range=T)
+                return WindowRule(stream, SLIDING, range=T)
             step = w.step_ticks(time_unit)
             if step <= 0:
                 raise ContinuousError(f"{where}: a window step must be positive, got {w}")
-            return WindowRule(stream.stream, STEP, range=T, step=step)
+            return WindowRule(stream, STEP, range=T, step=step)
     except ValueError as exc:
         if isinstance(exc, ContinuousError):
             raise
@@ -155,10 +168,13 @@ def _rule(stream: A.StreamPattern, time_unit: str) -> WindowRule:
     raise TypeError(f"unknown window {w!r}")
 
 
-def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = ISTREAM) -> ContinuousPlan:
+def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = ISTREAM, *,
+         horizon: int | None = None, streams=()) -> ContinuousPlan:
     """Check that ``query`` can run continuously and describe its windows.
 
     ``lateness``: allowed lateness in ticks (≥ 0); ``emit``: istream, rstream or dstream.
+    ``horizon`` (EP-SPARQL only, ticks): each instant sees the occurrences started in the last
+    ``horizon`` ticks of ``streams`` (the stream IRIs an EP-SPARQL query reads: it names none).
     """
     if not isinstance(query, A.Query):
         raise TypeError(f"plan() needs a cep.algebra.Query, got {type(query).__name__}")
@@ -167,14 +183,12 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     if emit not in EMITS:
         raise ContinuousError(f"unknown output stream {emit!r}; expected one of {', '.join(EMITS)}")
     if A.is_epsparql(query):
-        raise ContinuousError("an EP-SPARQL query is evaluated at one instant (query --at T, cep.evaluate); "
-                              "continuous EP-SPARQL is not built yet")
-    if A.is_rsepql(query):
-        raise ContinuousError("an RSEP-QL query is evaluated at given instants (query --at T1,T2,...; "
-                              "cep.evaluate_sequence); continuous RSEP-QL is not built yet")
-    if A.is_csparql(query):
-        raise ContinuousError("a C-SPARQL query is evaluated at given instants (query --at T1,T2,...); "
-                              "continuous C-SPARQL is not built yet")
+        return _epsparql_plan(query, time_unit, lateness, emit, horizon, tuple(streams))
+    if horizon is not None:
+        raise ContinuousError("--horizon bounds what an EP-SPARQL query sees (it has no window); this query's "
+                              "windows bound it already")
+    if A.is_rsepql(query) or A.is_csparql(query):
+        return _instants_plan(query, time_unit, lateness, emit)
     if query.modifiers is not None:
         raise ContinuousError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at T1,T2,...); "
                               "continuous evaluation does not apply them yet")
@@ -185,5 +199,104 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     if not patterns:
         raise ContinuousError("the query has no WINDOW over a stream, so there is nothing to follow continuously; "
                               "evaluate it once (--at T) instead")
-    windows = tuple(dict.fromkeys(_rule(p, time_unit) for p in patterns))
+    windows = tuple(dict.fromkeys(_rule(p.stream, p.window, f"window {p.name} on {p.stream}", time_unit)
+                                  for p in patterns))
     return ContinuousPlan(query, time_unit, lateness, windows, emit)
+
+
+def _instants_plan(query: A.Query, time_unit: str, lateness: int, emit: str) -> ContinuousPlan:
+    """C-SPARQL (its snapshots' FROM STREAM windows) and RSEP-QL (its EVENT patterns' windows)."""
+    windows, every = [], []
+    for snap in A.snapshots(query):
+        for stream, w in snap.windows:
+            windows.append(_rule(stream, w, f"FROM STREAM {stream} {w}", time_unit))
+        if snap.every is not None:
+            ticks = snap.every.ticks(time_unit)
+            if ticks <= 0:
+                raise ContinuousError(f"COMPUTED EVERY {snap.every}: the period must be positive")
+            every.append(ticks)
+    for e in A.event_patterns(query):
+        windows.append(_rule(e.stream, e.window, f"window {e.name} on {e.stream}", time_unit))
+    if not windows:
+        raise ContinuousError("the query reads no stream window, so there is nothing to follow continuously; "
+                              "evaluate it once (--at T) instead")
+    snaps = A.snapshots(query)
+    periods = tuple(sorted(set(every))) if snaps and all(s.every is not None for s in snaps) else ()
+    consuming = any(isinstance(n, A.Match) and n.policy in A.CONSUMING_POLICIES for n in A.walk(query.form))
+    return ContinuousPlan(query, time_unit, lateness, tuple(dict.fromkeys(windows)), emit, INSTANTS, periods,
+                          consuming)
+
+
+def _epsparql_plan(query, time_unit, lateness, emit, horizon, streams) -> ContinuousPlan:
+    """EP-SPARQL names no window: each instant c sees every occurrence of every stream ended by c
+    (000 §4.2), which a continuous run cannot keep. With ``horizon`` D it sees those started at or
+    after c − D: a RANGE D + 1 window over each stream (module doc of ``cep.instants``)."""
+    if horizon is None:
+        raise ContinuousError("an EP-SPARQL query has no window: every instant sees every event since the start, "
+                              "so its state would grow without bound; give --horizon D (each instant then sees "
+                              "the events that started in its last D), or evaluate at one instant with --at T")
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 0:
+        raise ContinuousError(f"the horizon must be a non-negative number of {time_unit}, got {horizon!r}")
+    if not streams:
+        raise ContinuousError("an EP-SPARQL query reads the streams it is given; none was given")
+    windows = tuple(WindowRule(s, SLIDING, range=horizon + 1) for s in dict.fromkeys(streams))
+    return ContinuousPlan(query, time_unit, lateness, windows, emit, INSTANTS, lookback=horizon)
+
+
+def _multiples(step: int, lo: int, hi: int) -> range:
+    first = -(-lo // step) * step
+    return range(first, hi + 1, step)
+
+
+def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[int]], lo: int, hi: int,
+                        ends: Mapping[A.Term, Iterable[int]] | None = None) -> list[int]:
+    """The evaluation instants of an INSTANTS plan in [lo, hi], in order (module doc, "Evaluation
+    instants"): the multiples of COMPUTED EVERY when given; else every close of a STEP / TUMBLING
+    window (σ > 1), and, for a window that slides by one tick (RANGE without STEP or with STEP 1,
+    NOW, TRIPLES), each instant its content changes — an item arrives (``starts``: the start
+    times of each stream's items), or leaves a RANGE α (α ticks later) or NOW (one tick later).
+    EP-SPARQL (``lookback`` D): an occurrence counts once it has ended (``ends``, the end times in
+    the order of ``starts``) and leaves D + 1 ticks after its start."""
+    if hi < lo:
+        return []
+    if cplan.every:
+        return sorted({c for e in cplan.every for c in _multiples(e, lo, hi)})
+    out: set[int] = set()
+    if cplan.lookback is not None:
+        for stream, mine in starts.items():
+            out.update(t + cplan.lookback + 1 for t in mine)
+            out.update((ends or starts).get(stream, ()))
+        return sorted(c for c in out if lo <= c <= hi)
+    for w in cplan.windows:
+        if w.kind == STEP and w.step > 1:
+            out.update(_multiples(w.step, lo, hi))
+            continue
+        leave = None if w.kind == COUNT else max(w.range, 1)
+        for t in starts.get(w.stream, ()):
+            out.add(t)
+            if leave is not None:
+                out.add(t + leave)
+    return sorted(c for c in out if lo <= c <= hi)
+
+
+def keep_from(cplan: ContinuousPlan, stream: A.Term, upto: int, latest: Iterable[tuple[int, int]] = ()) -> int:
+    """The earliest start time an item of ``stream`` needs to be kept from once every instant up to
+    ``upto`` is evaluated (an INSTANTS plan; module doc, "State"): a RANGE α window (slide σ) can
+    hold at a later instant c only items after ⌊(upto+1)/σ⌋σ − α, NOW only items after upto, and
+    TRIPLES n the latest n triples (``latest``: (start, triples) per start time ≤ upto, newest
+    first; ties at the boundary are kept). Items started after ``upto`` are always kept."""
+    low = upto + 1
+    for w in cplan.rules_for(stream):
+        if w.kind == COUNT:
+            seen, boundary = 0, None
+            for t, n in latest:
+                if seen >= w.count:
+                    break
+                seen, boundary = seen + n, t
+            low = min(low, boundary if boundary is not None and seen >= w.count else MIN_TIME)
+        elif w.range == 0 and w.kind == SLIDING:   # NOW
+            continue
+        else:
+            step = w.step if w.kind == STEP else 1
+            low = min(low, close_instant(upto + 1, step) - w.range + 1)
+    return low

@@ -91,7 +91,7 @@ __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
     "mapping", "compatible", "merge",
     "join", "union", "seq", "seq_wo", "no_head", "no_tail", "minus", "substitute",
-    "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence",
+    "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence", "evaluate_instants",
     "csparql_window", "aggregate", "aggregate_value", "order_key", "ordered",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
     "match_bgp_in_items", "evaluate",
@@ -366,18 +366,26 @@ def evaluate_sequence(query, background: TMapping, streams: TMapping, times, tim
     """The answers of ``query`` at each of the evaluation instants ``times`` (increasing), in
     order. They are ``evaluate``'s, except that an RSEP-QL MATCH with a consuming policy
     (chronological, recent; §4.4) no longer sees the stream triples its earlier answers used."""
-    consumed: set = set()
+    return evaluate_instants(query, {g: set(ts) for g, ts in background.items()}, streams, times, time_unit)[0]
+
+
+def evaluate_instants(query, background: TMapping, streams: TMapping, times, time_unit: str = "ms",
+                      consumed: frozenset | set = frozenset()) -> tuple[list, set]:
+    """``evaluate_sequence`` continued from ``consumed`` (the (window name, item, triple) entries
+    earlier evaluations consumed); returns the answers per instant and what is consumed after the
+    last. ``background``: {graph: set of triples}, used as given (not copied)."""
+    consumed = set(consumed)
     out = []
     last = None
     for at in times:
         if last is not None and at <= last:
             raise ValueError(f"evaluation instants must increase, got {at} after {last}")
         last = at
-        evaluator = _Evaluator({g: set(ts) for g, ts in background.items()}, streams, at, time_unit)
+        evaluator = _Evaluator(background, streams, at, time_unit)
         evaluator.consumed = consumed
         out.append(evaluator.query(query))
         consumed = consumed | evaluator.used
-    return out
+    return out, consumed
 
 
 def rsep_window(stream: Iterable[Item], spec, t: int, time_unit: str = "ms") -> list[Item]:

@@ -103,17 +103,19 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
 
 def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str = "ms", *,
                       dictionary: DataFrame | None = None, since=None, prefixes=None,
-                      terms: list | None = None) -> list[DataFrame]:
+                      terms: list | None = None, consumed: DataFrame | None = None,
+                      consumed_out: list | None = None) -> list[DataFrame]:
     """:func:`evaluate` at each of the instants ``times`` (increasing), in order; the answers are
     collected at each instant (one Spark job) so that an RSEP-QL MATCH with a consuming policy
     (chronological, recent; RSEP-QL §4.4) no longer sees, at later instants, the stream triples
-    its answers used. Returns one (cached) DataFrame per instant."""
+    its answers used. Returns one (cached) DataFrame per instant. ``consumed``: what earlier
+    evaluations consumed (``cep.events.USED_COLUMNS``; the continuous runtime's state); the
+    consumed set after the last instant is appended to ``consumed_out`` (None: nothing consumed)."""
     from cep.events import USED_COLUMNS
 
     if isinstance(query, str):
         from cep.lower import compile_query
         query = compile_query(query, prefixes)
-    consumed = None
     out, last = [], None
     for at in times:
         if last is not None and at <= last:
@@ -137,6 +139,8 @@ def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str
                     [tuple(r) for r in rows], f"window string, {ITEM} long, {S} long, {P} long, {O} long")
                 consumed = new if consumed is None else consumed.unionByName(new)
                 consumed = consumed.select(*USED_COLUMNS).distinct().cache()
+    if consumed_out is not None:
+        consumed_out.append(consumed)
     return out
 
 
@@ -379,8 +383,8 @@ class _Runtime:
         from cep.events import match_events, used_triples
 
         if self.ops is not I:
-            raise UnsupportedQueryError("RSEP-QL's MATCH is evaluated at given instants only (query --at T); "
-                                        "continuous RSEP-QL is not built yet")
+            raise UnsupportedQueryError("RSEP-QL's MATCH is evaluated at evaluation instants (evaluate_sequence; "
+                                        "continuously: cep.instants), not for every instant at once")
         for pattern in A.event_patterns(node):
             if pattern.stream not in self.streams:
                 raise MissingInputError(f"no stream {pattern.stream} was given; streams: {sorted(self.streams)}")
@@ -575,8 +579,8 @@ class _Runtime:
         from cep.csparql import snapshot_graph
 
         if self.ops is not I:
-            raise UnsupportedQueryError("C-SPARQL queries are evaluated at given instants only (query --at T); "
-                                        "continuous C-SPARQL is not built yet")
+            raise UnsupportedQueryError("C-SPARQL queries are evaluated at evaluation instants (evaluate_sequence; "
+                                        "continuously: cep.instants), not for every instant at once")
         c = node.instant(self.at, self.unit)
         static = self.graph(node.graph) if (node.graph is not None or None in self.background) else None
         times = snapshot_graph(node, static, self.streams, c, self.unit, self.spark)

@@ -75,7 +75,7 @@ from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
-from cep.continuous import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan, plan as make_plan
+from cep.continuous import DSTREAM, ISTREAM, LIFETIMES, ContinuousError, ContinuousPlan, plan as make_plan
 from cep.lifetimes import OPEN_END
 from reasoner.hashing import term_id
 from reasoner import fs
@@ -514,7 +514,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         static=None, trigger: str = "available-now", lateness: int = 0, emit: str = ISTREAM,
         time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
         metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
-        timeout: float | None = None, engine: str = "auto") -> RunSummary:
+        timeout: float | None = None, engine: str = "auto", horizon: int | None = None) -> RunSummary:
     """Run ``query`` continuously over ``sources`` (see the module doc).
 
     ``query``: text or a ``cep.algebra.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
@@ -527,15 +527,17 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     by default; they are also appended to ``CHECKPOINT/metrics.jsonl``). ``engine``: where a batch
     evaluates the query — ``auto`` (default: on the driver, ``cep.local``, while the state and the
     static side are small and the query allows it; on Spark otherwise), ``spark`` or ``local``.
+    ``horizon`` (EP-SPARQL, ticks): each instant sees the events started in its last ``horizon``
+    (an EP-SPARQL query has no window; ``cep.instants``).
     """
     if isinstance(query, str):
         from cep.lower import compile_query
 
         query = compile_query(query, prefixes)
-    cplan = make_plan(query, time_unit, lateness, emit=emit)
+    cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources])
     if engine not in ENGINES:
         raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
-    if engine == "local":
+    if engine == "local" and cplan.mode == LIFETIMES:
         from cep.local import unsupported
 
         why = unsupported(query) or (None if emit == ISTREAM else f"--emit {emit}")
@@ -553,8 +555,12 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     checkpoint.mkdir(parents=True, exist_ok=True)
     if isinstance(sink, DirectorySink):
         sink.directory.mkdir(parents=True, exist_ok=True)
-    runner = _Runner(spark, cplan, static or _NoStatic(), sink, checkpoint, rejects, on_answers, metrics,
-                     dict(query.prefixes) if prefixes is None else dict(prefixes), engine)
+    if cplan.mode == LIFETIMES:
+        runner_class = _Runner
+    else:   # C-SPARQL, RSEP-QL: one evaluation per evaluation instant
+        from cep.instants import InstantsRunner as runner_class
+    runner = runner_class(spark, cplan, static or _NoStatic(), sink, checkpoint, rejects, on_answers, metrics,
+                          dict(query.prefixes) if prefixes is None else dict(prefixes), engine)
     if hasattr(sink, "bind"):
         sink.bind(spark)
     runner.sources = used

@@ -133,6 +133,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "interval:D: a micro-batch every D seconds until stopped")
     cont.add_argument("--lateness", default="0", metavar="D",
                       help="allowed lateness: ticks of --time-unit, or a duration such as 30s or 2m (default 0)")
+    cont.add_argument("--horizon", metavar="D",
+                      help="EP-SPARQL (which has no window): each instant sees the events started in its last D "
+                           "(ticks of --time-unit, or a duration such as 30s); required for a continuous EP-SPARQL "
+                           "query")
     cont.add_argument("--closure", metavar="STORE_DIR",
                       help="background = the current version of a materialize store; a newly published version "
                            "is used from the next micro-batch on")
@@ -258,16 +262,16 @@ def plan(args: argparse.Namespace) -> Plan:
         raise QueryError(f"{query_path}: {_one_line(exc)}") from None
     prefixes = dict(query.prefixes)
     result = Plan(query, at, args.time_unit, instants=instants if len(instants) > 1 else [])
-    if is_rsepql(query) and continuous:
-        raise QueryError(f"{query_path}: an RSEP-QL query runs with --at T1,T2,...; continuous RSEP-QL is not built yet")
-    if is_csparql(query) and continuous:
-        raise QueryError(f"{query_path}: a C-SPARQL query runs with --at T1,T2,...; continuous C-SPARQL is not built yet")
-    if query.modifiers is not None and continuous:
+    if query.modifiers is not None and continuous and not (is_rsepql(query) or is_csparql(query)):
         raise QueryError(f"{query_path}: ORDER BY / LIMIT / OFFSET apply per evaluation instant (--at T1,T2,...); "
                          "continuous evaluation does not apply them yet")
     ep = is_epsparql(query)
-    if ep and continuous:
-        raise QueryError(f"{query_path}: an EP-SPARQL query runs with --at T; continuous EP-SPARQL is not built yet")
+    if ep and continuous and getattr(args, "horizon", None) is None:
+        raise QueryError(f"{query_path}: an EP-SPARQL query has no window, so a continuous run needs --horizon D "
+                         f"(each instant then sees the events started in its last D; its state stays bounded)")
+    if not ep and getattr(args, "horizon", None) is not None:
+        raise QueryError("--horizon applies to EP-SPARQL queries (which have no window); this query's windows "
+                         "bound what it sees")
     if ep and not args.stream:
         raise QueryError(f"{query_path}: an EP-SPARQL query reads the streams given with --stream FILE; none was given")
     for item in args.static:
@@ -483,17 +487,18 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
             terms.unpersist()
 
 
-def parse_lateness(text: str, time_unit: str) -> int:
-    """``--lateness``: integer ticks of ``time_unit``, or a duration with a unit (``30s``, ``2m``)."""
+def parse_lateness(text: str, time_unit: str, option: str = "--lateness") -> int:
+    """``--lateness`` (``--horizon``): integer ticks of ``time_unit``, or a duration with a unit
+    (``30s``, ``2m``)."""
     from cep.algebra import Duration
 
     m = re.fullmatch(r"\s*([0-9]+)\s*(ms|s|m|h|d)?\s*", text)
     if not m:
-        raise QueryError(f"--lateness {text!r}: expected a whole number of {time_unit}, or a duration such as 30s")
+        raise QueryError(f"{option} {text!r}: expected a whole number of {time_unit}, or a duration such as 30s")
     try:
         return Duration(int(m.group(1)), m.group(2)).ticks(time_unit)
     except ValueError as exc:
-        raise QueryError(f"--lateness {text!r}: {exc}") from None
+        raise QueryError(f"{option} {text!r}: {exc}") from None
 
 
 def _check_continuous(args: argparse.Namespace) -> None:
@@ -507,6 +512,8 @@ def _check_continuous(args: argparse.Namespace) -> None:
 
     trigger_for(args.trigger)
     parse_lateness(args.lateness, args.time_unit)
+    if getattr(args, "horizon", None) is not None:
+        parse_lateness(args.horizon, args.time_unit, "--horizon")
     if args.max_per_trigger is not None and args.max_per_trigger < 1:
         raise QueryError(f"--max-per-trigger {args.max_per_trigger}: expected a positive number")
 
@@ -527,7 +534,9 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     trigger = trigger_for(args.trigger)
     summary = run_stream(spark, p.query, sources, sink=sink, checkpoint=args.checkpoint, static=static,
                          trigger=trigger, lateness=parse_lateness(args.lateness, args.time_unit), emit=args.emit,
-                         time_unit=p.time_unit, rejects=args.rejects, engine=args.engine)
+                         time_unit=p.time_unit, rejects=args.rejects, engine=args.engine,
+                         horizon=None if args.horizon is None else parse_lateness(args.horizon, p.time_unit,
+                                                                                  "--horizon"))
     print(json.dumps({"continuous": summary.to_dict()}), file=sys.stderr)
     return summary.answers
 

@@ -500,6 +500,41 @@ def test_query_job_errors(tmp_path, capsys):
     q = REPO / "ontologies" / "csparql_entering_query.rq"
     assert job.main([str(q), "--at", "5"]) == 2
     assert f"the query reads stream {TOLLGATES}, which no --stream binds" in capsys.readouterr().err
-    assert job.main([str(q), "--stream", f"{TOLLGATES}={tmp_path}", "--continuous",
+    (tmp_path / "all.rq").write_text(PREFIXES + "SELECT ?x FROM STREAM <http://s> [ALL] WHERE { ?x ?p ?o }",
+                                     encoding="utf-8")
+    assert job.main([str(tmp_path / "all.rq"), "--stream", f"<http://s>={tmp_path}", "--continuous",
                      "--checkpoint", str(tmp_path / "c")]) == 2
-    assert "continuous C-SPARQL is not built yet" in capsys.readouterr().err
+    assert "[ALL] window keeps every item forever" in capsys.readouterr().err
+
+
+def test_query_job_continuous_chains_a_registered_stream(spark, tmp_path, capsys):
+    """``--continuous``: the registered stream (COMPUTED EVERY 5m) is written as stream items, one
+    directory another continuous query reads; both give what ``--at`` gives at the closes."""
+    import shutil
+
+    from jobs import query as job
+
+    onto = REPO / "ontologies"
+    (tmp_path / "tolls").mkdir()
+    shutil.copy(onto / "csparql_tollgates_stream.nt", tmp_path / "tolls" / "part0.nt")
+    code = job.main([str(onto / "csparql_entering_query.rq"), "--static", str(onto / "csparql_city.ttl"),
+                     "--stream", f"{TOLLGATES}={tmp_path / 'tolls'}", "--time-unit", "m", "--continuous",
+                     "--checkpoint", str(tmp_path / "c1"), "--out", str(tmp_path / "entering")])
+    assert code == 0
+    rows = [json.loads(line) for f in sorted((tmp_path / "entering").glob("part-*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines()]
+    got = sorted(f'{r["s"]} {r["p"]} {r["o"]} "{r["t"]}" .' for r in rows)
+    assert set(rows[0]) == {"s", "p", "o", "t"}
+    capsys.readouterr()
+    assert job.main([str(onto / "csparql_entering_query.rq"), "--static", str(onto / "csparql_city.ttl"),
+                     "--stream", f"{TOLLGATES}={onto / 'csparql_tollgates_stream.nt'}", "--time-unit", "m",
+                     "--at", "5,10,15,20,25,30"]) == 0     # the closes from the first event (2) to the last (33)
+    expected = capsys.readouterr().out.splitlines()
+    assert got == sorted(expected) and len(got) == 17
+    code = job.main([str(onto / "csparql_busy_query.rq"), "--stream",
+                     f"<http://example.org/streams/entering>={tmp_path / 'entering'}", "--time-unit", "m",
+                     "--continuous", "--checkpoint", str(tmp_path / "c2"), "--out", str(tmp_path / "busy")])
+    busy = [json.loads(line) for f in sorted((tmp_path / "busy").glob("part-*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines()]
+    assert code == 0 and sorted((r["_at"], r["district"], r["passages"]) for r in busy) == [
+        (at, c("Distr1"), integer(2)) for at in (5, 10, 15, 20, 25, 30)]

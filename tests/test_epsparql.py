@@ -444,11 +444,17 @@ def test_query_job_errors(tmp_path, capsys):
     assert "line 7, column 1: SEQ between groups is EP-SPARQL" in capsys.readouterr().err
     assert job.main([str(tmp_path / "q1.rq"), "--stream", str(tmp_path), "--continuous",
                      "--checkpoint", str(tmp_path / "cp")]) == 2
-    assert "continuous EP-SPARQL is not built yet" in capsys.readouterr().err
+    assert "a continuous run needs --horizon D" in capsys.readouterr().err
+    assert job.main([str(tmp_path / "q1.rq"), "--stream", str(tmp_path), "--continuous", "--horizon", "soon",
+                     "--checkpoint", str(tmp_path / "cp")]) == 2
+    assert "--horizon 'soon': expected a whole number of ms" in capsys.readouterr().err
 
 
-def test_continuous_plan_refuses_epsparql_clearly():
+def test_continuous_plan_needs_a_horizon():
     from cep.continuous import ContinuousError, plan
 
-    with pytest.raises(ContinuousError, match="continuous EP-SPARQL is not built yet"):
-        plan(compile_query(Q1))
+    with pytest.raises(ContinuousError, match="give --horizon D"):
+        plan(compile_query(Q1), streams=["<http://s>"])
+    with pytest.raises(ContinuousError, match="none was given"):
+        plan(compile_query(Q1), horizon=5)
+    assert plan(compile_query(Q1), horizon=5, streams=["<http://s>"]).lookback == 5

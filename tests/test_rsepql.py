@@ -261,11 +261,12 @@ def test_query_job_errors(tmp_path, capsys):
     assert job.main([str(q), "--at", "8"]) == 2
     assert "the query reads stream <http://example.org/rsep#S>, which no --stream binds" in capsys.readouterr().err
     assert job.main([str(q), "--stream", f":S={tmp_path}", "--continuous", "--checkpoint", str(tmp_path / "c")]) == 2
-    assert "continuous RSEP-QL is not built yet" in capsys.readouterr().err
+    assert "[ALL] window keeps every item forever" in capsys.readouterr().err
 
 
-def test_continuous_plan_refuses_rsepql_clearly():
+def test_continuous_plan_refuses_an_all_window_clearly():
     from cep.continuous import ContinuousError, plan
 
-    with pytest.raises(ContinuousError, match="continuous RSEP-QL is not built yet"):
+    with pytest.raises(ContinuousError, match=r"window <http://example.org/rsep#w1> on <http://example.org/rsep#S>"
+                                              r": an \[ALL\] window keeps every item forever"):
         plan(query_for("recent"))
