@@ -1,7 +1,7 @@
 """The plan phase of continuous evaluation: what a continuous answer is, what to keep (pure Python).
 
-Continuous evaluation answers a CQELS-CEP query as its streams arrive (``cep.stream.run``). Its
-answers are *defined* by the one-instant semantics ``cep.evaluate(query, ..., at=t)``: this module
+Continuous evaluation answers a query as its streams arrive (``cep.stream.run``). A CQELS-CEP
+query's answers are *defined* by the one-instant semantics ``cep.evaluate(query, ..., at=t)``: this module
 checks that a query can run continuously and describes its windows; ``cep.lifetimes`` computes
 every instant's answer in one plan; ``cep.stream`` runs that plan per micro-batch.
 
@@ -52,6 +52,17 @@ Semantics (README "Continuous queries")
   can no longer be found; an open-ended background key stays) and, for Rstream/Dstream, the
   answers alive at ``done`` (the previous instant of the next batch's first one).
 
+Evaluation instants (C-SPARQL, RSEP-QL, EP-SPARQL; ``mode == INSTANTS``)
+-----------------------------------------------------------------------
+These languages define their answers at evaluation instants, not at every instant: C-SPARQL at its
+windows' closes (or COMPUTED EVERY), RSEP-QL at a sequence of instants whose consuming policies make
+each evaluation depend on the earlier ones. Such a plan is run by ``cep.instants``, one evaluation
+per instant of ``evaluation_instants`` (every close of a STEP / TUMBLING window; for a window that
+slides by one tick, the instants its content changes). EP-SPARQL names no window: a continuous run
+needs a ``horizon`` D, and each instant t then sees the occurrences started in [t − D, t]. The
+watermark, lateness, rejects and finality are the same as above; the state kept is given by
+``keep_from``. ``cep.instants``' module doc has the rest (output streams, the state).
+
 Why rows of an evaluated instant are cut, not trusted: after pruning, the state no longer holds
 the items that blocked an old candidate, so a lifetime computed now may look alive at an instant
 ≤ ``done`` where it was not. A batch only looks at [done + 1, W − 1] and learns "already emitted"
@@ -76,8 +87,7 @@ EMITS = (ISTREAM, RSTREAM, DSTREAM)
 SLIDING, STEP, COUNT = "sliding", "step", "count"
 
 #: how a plan is evaluated: every instant at once (CQELS-CEP, ``cep.lifetimes``), or one evaluation
-#: per evaluation instant (C-SPARQL and RSEP-QL, whose answers are defined at their windows'
-#: closes; ``evaluation_instants``, "Evaluation instants" above)
+#: per evaluation instant (C-SPARQL, RSEP-QL, EP-SPARQL; module doc, "Evaluation instants")
 LIFETIMES, INSTANTS = "lifetimes", "instants"
 
 

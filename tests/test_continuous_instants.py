@@ -283,3 +283,37 @@ def test_continuous_epsparql_equals_reference(spark, tmp_path, label, emit, text
     expected, ordered = expected_rows(text, relabeled_streams, emit, horizon=4)
     assert expected, "the seed gives this query no answer: the test would prove nothing"
     _check(got_rows(got, text), expected, ordered)
+
+
+@pytest.mark.spark
+def test_continuous_rsepql_resumes_from_its_checkpoint(spark, tmp_path):
+    """A second run over the same checkpoint (new files since) goes on where the first stopped: the
+    consumed triples, the emitted keys and the items kept cross the restart, so the two runs
+    together print what one run over all the files prints."""
+    from cep.stream import CallbackSink, FileSource, run
+    from tests.test_cep_continuous import relabeled, runtime_ids
+
+    label, emit, text = RSEPQL[0]       # chronological: consumes
+    rng = random.Random(zlib.crc32(label.encode()))
+    items = random_stream(rng, 24, 14)
+    directory = tmp_path / "in"
+    first, second = [it for it in items if it[2] <= 6], [it for it in items if it[2] > 6]
+    text = text.replace("FROM NAMED WINDOW :w2 ON :S2", "FROM NAMED WINDOW :w2 ON :S")
+    got: list[dict] = []
+    ids = runtime_ids(spark, _write(directory, [first]))
+    for _run in range(2):
+        if _run == 1:   # new files arrive while the job is down
+            from tests.test_cep_continuous import write_stream
+
+            later = tmp_path / "later"
+            placed = write_stream(later, [first, second])
+            (later / "part001.jsonl").rename(directory / "part001.jsonl")
+            moved = str((directory / "part001.jsonl").resolve())
+            ids.update(runtime_ids(spark, {i: (moved, line) for i, (f, line) in placed.items()
+                                           if f.endswith("part001.jsonl")}))
+        run(spark, text, [FileSource(S1, str(directory), max_files_per_trigger=1)],
+            sink=CallbackSink(lambda label, rows: got.extend(rows)), checkpoint=tmp_path / "ckpt", emit=emit,
+            metrics=open(os.devnull, "w"), engine="local", lateness=3)
+    expected, _ordered = expected_rows(text, {S1: relabeled(items, ids)}, emit)
+    assert expected
+    _check(got_rows(got, text), expected, False)
