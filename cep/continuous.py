@@ -205,6 +205,11 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     if any(isinstance(n, A.SubSelect) and n.modifiers is not None for n in A.walk(query.form)):
         raise ContinuousError("a sub-query's ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at "
                               "T1,T2,...); continuous evaluation does not apply them yet")
+    if isinstance(query.form, A.Construct) and any(x.startswith("_:") for tp in query.form.template
+                                                   for x in (tp.s, tp.p, tp.o) if isinstance(x, str)):
+        raise ContinuousError("a CONSTRUCT template's blank nodes are fresh per solution, which the continuous "
+                              "CQELS-CEP runtime does not name yet; use an IRI or a variable, or evaluate at one "
+                              "instant with --at T")
     patterns = A.stream_patterns(query.pattern)
     if not patterns:
         raise ContinuousError("the query has no WINDOW over a stream, so there is nothing to follow continuously; "

@@ -42,8 +42,7 @@ Errors (``CepSemanticError``, with the line and column of the offending part):
 * more than one FROM graph (§3.2 assumes |D| = 1);
 * a SELECTed variable that no pattern binds (one that occurs only in a negated element binds
   nothing: NO_HEAD / NO_TAIL / SEQ_WO keep the positive side's mapping, §4.2);
-* blank nodes in triple patterns and CONSTRUCT templates, and paths in templates (not supported;
-  use a variable / an IRI).
+* paths in CONSTRUCT templates (not supported; use a variable / an IRI).
 
 The paper puts no restriction on the variables of a negated element (SEQ_WO only asks its mappings
 to be compatible); neither do we.
@@ -945,9 +944,9 @@ class _Lowering:
                                              S.TypeKeyword)):
                     raise self.fail(triple.p, "a CONSTRUCT template holds triples, not paths",
                                     ("an IRI", "'a'", "a variable"))
-                template.append(A.TriplePattern(self.var_or_term(triple.s),
-                                                self.var_or_term(triple.p),
-                                                self.var_or_term(triple.o)))
+                template.append(A.TriplePattern(*(f"_:{part.label}" if isinstance(part, S.BlankNode)
+                                                  else self.var_or_term(part)
+                                                  for part in (triple.s, triple.p, triple.o))))
             result = A.construct(template, pattern)
 
         prefixes = {}

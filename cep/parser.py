@@ -13,7 +13,9 @@ expected there. Errors of meaning (an undeclared window, two negated elements, .
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from lark import Token, v_args
 
@@ -81,6 +83,15 @@ def _join_spans(first: S.Span, last: S.Span) -> S.Span:
 
 
 _UNITS = ("ms", "s", "m", "h", "d")
+
+
+@dataclass(frozen=True)
+class _TriplesNode:
+    """A blank node property list while it is parsed: its node and its triples."""
+
+    node: S.BlankNode
+    triples: tuple
+    span: S.Span
 
 
 @v_args(meta=True)
@@ -330,8 +341,42 @@ class _ToCep(PathTransformer.imported_as("grammar")):
 
     def triples_same_subject(self, meta, children):
         subject, pairs = children
-        return [S.Triple(subject, verb, obj, span=_join_spans(subject.span, obj.span))
-                for verb, objects in pairs for obj in objects]
+        node, out = self._node(subject)
+        for verb, objects in pairs:
+            for obj in objects:
+                target, more = self._node(obj)
+                out.append(S.Triple(node, verb, target, span=_join_spans(subject.span, obj.span)))
+                out += more
+        return out
+
+    def triples_node_alone(self, meta, children):
+        return self._node(children[0])[1]
+
+    def blank_node_property_list(self, meta, children):
+        """``[ :p :o ; ... ]`` (SPARQL 1.1 [99]): a fresh blank node, the subject of its triples."""
+        node = self._fresh(meta)
+        return _TriplesNode(node, self.triples_same_subject(meta, [node, children[0]]), node.span)
+
+    def anon(self, meta, children):
+        return self._fresh(meta)
+
+    def _fresh(self, meta) -> S.BlankNode:
+        """A blank node label the query does not write (``[]`` and ``[ ... ]`` have none)."""
+        if not hasattr(self, "_written_labels"):
+            self._written_labels = set(re.findall(r"_:([^\s.;,(){}\[\]]+)", self.text))
+            self._anon = 0
+        while True:
+            self._anon += 1
+            label = f"anon{self._anon}"
+            if label not in self._written_labels:
+                return S.BlankNode(label, span=span(meta))
+
+    @staticmethod
+    def _node(value):
+        """A subject or object: the term, plus the triples of a ``[ ... ]`` it stands for."""
+        if isinstance(value, _TriplesNode):
+            return value.node, list(value.triples)
+        return value, []
 
     def property_list(self, meta, children):
         return [(children[i], children[i + 1]) for i in range(0, len(children), 2)]

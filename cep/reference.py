@@ -85,7 +85,7 @@ from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, LITERAL_RE, NUMBER_L
                           DATETIME_PATTERN, XSD_DATETIME)
 from cep.windows import TIME_UNITS
 from cep.timeline import MIN_TIME, close_instant
-from reasoner.hashing import term_id
+from reasoner.hashing import SEED, term_id, xxh64
 
 __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
@@ -388,6 +388,21 @@ def evaluate_instants(query, background: TMapping, streams: TMapping, times, tim
     return out, consumed
 
 
+def fresh_blank(label: str, mu: TMapping, t1: int, t2: int) -> str:
+    """The blank node a CONSTRUCT template's ``_:label`` stands for in the solution ⟨μ, [t1, t2]⟩
+    (SPARQL 1.1 §16.2: fresh per solution): ``_:label_`` + 16 hex digits of XXH64 chained, as
+    Spark's ``xxhash64(cols...)`` chains (seed 42; a null skipped), over the ids of μ's terms by
+    variable name and then t1 and t2. The same solution always gives the same node, so a replayed
+    or re-evaluated answer is the same triple, and ``cep.spark`` names it alike."""
+    h = SEED
+    for name in sorted(mu):
+        if mu[name] is not None:
+            h = xxh64(term_id(mu[name]).to_bytes(8, "little", signed=True), h)
+    for t in (t1, t2):
+        h = xxh64(int(t).to_bytes(8, "little", signed=True), h)
+    return f"_:{label}_{h & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
 def rsep_window(stream: Iterable[Item], spec, t: int, time_unit: str = "ms") -> list[Item]:
     """RSEP-QL's window functions (§3.2) over items stamped with their start time: W^τ(α, β)
     (``Range``; β = the step, the range when tumbling, else 1) holds t' − α < t_k ≤ t' with
@@ -670,7 +685,8 @@ class _Evaluator:
                 for (mu, t1, t2) in omega:
                     d = dict(mu)
                     for tp in template:
-                        triple = tuple(d.get(x.name) if _is_var(x) else x for x in (tp.s, tp.p, tp.o))
+                        triple = tuple(d.get(x.name) if _is_var(x) else fresh_blank(x[2:], d, t1, t2)
+                                       if x.startswith("_:") else x for x in (tp.s, tp.p, tp.o))
                         if None not in triple:
                             out.add((triple, t1, t2))
                 return out

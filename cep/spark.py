@@ -292,6 +292,8 @@ class _Runtime:
                     return answers
                 return order_answers(answers, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
             case A.Construct(template=template):
+                for terms in _template_terms(template, omega):   # fresh blank nodes: decoded with these
+                    self.terms.append(terms.persist() if self.keep_terms else terms)
                 parts = [omega.select(*_template_columns(tp, omega.columns), T_START, T_END, *extra)
                          .dropna(subset=[S, P, O]) for tp in template]
                 out = parts[0]
@@ -679,7 +681,8 @@ class _Runtime:
 
 def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
     """The (s, p, o) columns of one CONSTRUCT template triple over mappings with ``columns``
-    (an unbound variable gives null: the triple is not produced, SPARQL 1.1 §16.2)."""
+    (an unbound variable gives null: the triple is not produced, SPARQL 1.1 §16.2); a template
+    blank node is its fresh term's id (``_fresh_blank``)."""
     cols = []
     for part, name in ((tp.s, S), (tp.p, P), (tp.o, O)):
         match part:
@@ -687,13 +690,33 @@ def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
                 c = var_column(var)
                 col = F.col(c) if c in columns else F.lit(None).cast("long")
             case str() if part.startswith("_:"):
-                raise UnsupportedQueryError(
-                    f"CONSTRUCT template blank node {part}: fresh blank nodes per solution "
-                    f"are not supported (their terms would be missing from the dictionary)")
+                col = F.xxhash64(_fresh_blank(part[2:], columns))
             case _:
                 col = F.lit(term_id(part))
         cols.append(col.alias(name))
     return cols
+
+
+def _fresh_blank(label: str, columns) -> Column:
+    """The blank node a CONSTRUCT template's ``_:label`` stands for in one solution (SPARQL 1.1
+    §16.2: a fresh one per solution): ``cep.reference.fresh_blank``'s term — Spark's ``xxhash64``
+    chains over the solution's variables by name (nulls skipped) and its interval, as that
+    function does — so both runtimes name it alike."""
+    from cep.columns import column_var, is_var_column
+
+    names = sorted(column_var(c) for c in columns if is_var_column(c))
+    h = F.xxhash64(*[F.col(var_column(n)) for n in names], F.col(T_START), F.col(T_END))
+    return F.concat(F.lit(f"_:{label}_"), F.lpad(F.lower(F.hex(h)), 16, "0"))
+
+
+def _template_terms(template, omega: DataFrame) -> list[DataFrame]:
+    """(id, term) of the fresh blank nodes ``template`` gives over ``omega`` (to decode with)."""
+    out = []
+    for label in sorted({x[2:] for tp in template for x in (tp.s, tp.p, tp.o) if isinstance(x, str)
+                         and x.startswith("_:")}):
+        term = _fresh_blank(label, omega.columns)
+        out.append(omega.select(F.xxhash64(term).alias(ID), term.alias(TERM)).distinct())
+    return out
 
 
 def _all_not_null(columns) -> Column:

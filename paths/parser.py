@@ -77,6 +77,7 @@ TERMINAL_WORDS = {
     "AXIS": "an axis (self, next, edge, node)",
     "AXIS_TEST": "an axis with a test (next::t, next::[path])",
     "PATH_MOD": "a modifier (?, * or +)",
+    "_FILTER_OPEN": "'[' right after the path element (a nested test, no space between)",
     "NIL": "'()'",
     "STRING": "a string",
     "NUMERIC": "a number",

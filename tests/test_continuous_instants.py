@@ -76,7 +76,7 @@ def test_plan_refuses_what_it_cannot_bound():
 # --- running it ----------------------------------------------------------------------------------
 
 CSPARQL = [
-    ("aggregates, STEP", "rstream", f"""PREFIX : <{EX}> SELECT ?s ?n ?sum ?max FROM STREAM :S [RANGE 6 STEP 2]
+    ("aggregates, STEP", "dstream", f"""PREFIX : <{EX}> SELECT ?s ?n ?sum ?max FROM STREAM :S [RANGE 6 STEP 2]
 WHERE {{ ?s :p ?v }} AGGREGATE {{ (?n, COUNT, {{?s}}) }} AGGREGATE {{ (?sum, SUM(?v), ?s) }}
 AGGREGATE {{ (?max, MAX(?v), ?s) FILTER (?n > 1) }}"""),
     ("two streams, TUMBLING + TRIPLES, timestamp()", "istream", f"""PREFIX : <{EX}>
@@ -85,8 +85,8 @@ WHERE {{ ?s :q ?o OPTIONAL {{ GRAPH :S2 {{ ?s :p ?w }} }} FILTER (!BOUND(?w) || 
     ("GROUP BY, ORDER BY, LIMIT per evaluation, background", "rstream", f"""PREFIX : <{EX}>
 SELECT ?s (COUNT(*) AS ?n) (MAX(?v) AS ?m) FROM <{EX}bg> FROM STREAM :S [RANGE 4]
 WHERE {{ ?s ?p ?v }} GROUP BY ?s ORDER BY DESC(?n) ?s LIMIT 2"""),
-    ("REGISTER STREAM CONSTRUCT, COMPUTED EVERY", "dstream", f"""REGISTER STREAM out COMPUTED EVERY 3 AS
-PREFIX : <{EX}> CONSTRUCT {{ ?s :seen ?o }} FROM STREAM :S [RANGE 4] FROM STREAM :S2 [RANGE 6 STEP 2]
+    ("REGISTER STREAM CONSTRUCT, COMPUTED EVERY", "rstream", f"""REGISTER STREAM out COMPUTED EVERY 3 AS
+PREFIX : <{EX}> CONSTRUCT {{ ?s :seen [ :value ?o ] }} FROM STREAM :S [RANGE 4] FROM STREAM :S2 [RANGE 6 STEP 2]
 WHERE {{ {{ ?s :p ?o }} UNION {{ ?s :q ?o }} }}"""),
 ]
 
@@ -199,6 +199,9 @@ def got_rows(rows, text):
     for r in rows:
         head = (tuple(r[n] for n in names) if construct
                 else tuple(sorted((n, r[n]) for n in names if r.get(n) is not None)))
+        if "_at" not in r:   # REGISTER STREAM: a stream item, timestamped at its instant c ([c, c])
+            assert set(r) == {"s", "p", "o", "t"}, r
+            r = {**r, "_at": r["t"], "_start": r["t"], "_end": r["t"]}
         out.append((r["_at"], (head, r["_start"], r["_end"])))
     return out
 

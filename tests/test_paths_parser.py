@@ -232,10 +232,11 @@ def test_unexpected_end():
 def test_expected_is_exact_after_a_complete_step():
     error = error_of(":p :q")
     assert (error.line, error.column) == (1, 4)
-    assert set(error.expected) == {"'/'", "'|'", "'['", "a modifier (?, * or +)",
+    nested = "'[' right after the path element (a nested test, no space between)"
+    assert set(error.expected) == {"'/'", "'|'", nested, "a modifier (?, * or +)",
                                    "the end of the path"}
     error = error_of("(:p :q)")
-    assert set(error.expected) == {"'/'", "'|'", "'['", "a modifier (?, * or +)", "')'"}
+    assert set(error.expected) == {"'/'", "'|'", nested, "a modifier (?, * or +)", "')'"}
 
 
 def test_expected_inside_a_nested_test():
