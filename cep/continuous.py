@@ -71,7 +71,7 @@ from the stored keys, never from recomputed history.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cep import algebra as A
 from cep.timeline import MIN_TIME, close_instant
@@ -130,6 +130,8 @@ class ContinuousPlan:
     consuming: bool = False
     #: EP-SPARQL (``--horizon D``): each instant sees the occurrences started in its last D ticks
     lookback: int | None = None
+    #: EP-SPARQL's CONSTRUCT rules (``cep.rules``): each instant reads the Q-closure of what it sees
+    rules: tuple = ()
 
     @property
     def streams(self) -> tuple[A.Term, ...]:
@@ -179,7 +181,7 @@ def _rule(stream: A.Term, w: A.Window, where: str, time_unit: str) -> WindowRule
 
 
 def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = ISTREAM, *,
-         horizon: int | None = None, streams=()) -> ContinuousPlan:
+         horizon: int | None = None, streams=(), rules=()) -> ContinuousPlan:
     """Check that ``query`` can run continuously and describe its windows.
 
     ``lateness``: allowed lateness in ticks (≥ 0); ``emit``: istream, rstream or dstream.
@@ -192,8 +194,15 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
         raise ContinuousError(f"the allowed lateness must be a non-negative number of {time_unit}, got {lateness!r}")
     if emit not in EMITS:
         raise ContinuousError(f"unknown output stream {emit!r}; expected one of {', '.join(EMITS)}")
+    if rules:
+        from cep.rules import RulesError, check_rules
+
+        try:
+            rules = check_rules(query, rules)
+        except RulesError as exc:
+            raise ContinuousError(str(exc)) from None
     if A.is_epsparql(query):
-        return _epsparql_plan(query, time_unit, lateness, emit, horizon, tuple(streams))
+        return replace(_epsparql_plan(query, time_unit, lateness, emit, horizon, tuple(streams)), rules=tuple(rules))
     if horizon is not None:
         raise ContinuousError("--horizon bounds what an EP-SPARQL query sees (it has no window); this query's "
                               "windows bound it already")

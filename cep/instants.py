@@ -146,7 +146,7 @@ class InstantsRunner(_Runner):
         else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - D
             results = [evaluate(self.plan.query, self._background_local(),
                                 {s: [it for it in mine if it[2] >= c - D] for s, mine in streams.items()}, c,
-                                self.plan.time_unit) for c in instants]
+                                self.plan.time_unit, rules=self.plan.rules) for c in instants]
         version = self._static()[0]
         n, emitted, last = self._emit(label, [(c, self._keys(a)) for c, a in zip(instants, results)], previous,
                                       version)
@@ -199,7 +199,8 @@ class InstantsRunner(_Runner):
         else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - D
             frames = [evaluate(self.plan.query, side.background,
                                {s: df.filter(F.col(T_START) >= F.lit(c - D)) for s, df in streams.items()}, c,
-                               self.plan.time_unit, dictionary=dictionary, terms=computed).cache()
+                               self.plan.time_unit, dictionary=dictionary, terms=computed,
+                               rules=self.plan.rules).cache()
                       for c in instants]
         for terms in computed:
             dictionary = dictionary.unionByName(terms.select(ID, TERM))

@@ -85,7 +85,7 @@ from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, LITERAL_RE, NUMBER_L
                           DATETIME_PATTERN, XSD_DATETIME)
 from cep.windows import TIME_UNITS
 from cep.timeline import MIN_TIME, close_instant
-from reasoner.hashing import SEED, term_id, xxh64
+from reasoner.hashing import hash_longs, term_id
 
 __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
@@ -349,15 +349,20 @@ def _match_triples(patterns, graph, is_var) -> list[frozenset]:
     return [frozenset(s.items()) for s in sols]
 
 
-def evaluate(query, background: TMapping, streams: TMapping, at: int, time_unit: str = "ms") -> set:
+def evaluate(query, background: TMapping, streams: TMapping, at: int, time_unit: str = "ms", rules=()) -> set:
     """The answer of a cep algebra ``Query`` at time ``at`` (eq. 1).
 
     ``background``: {graph IRI or None: iterable of (s, p, o) N-Triples strings};
     ``streams``: {stream IRI: list of items ``(item, frozenset of triples, t1, t2)``}.
+    ``rules``: EP-SPARQL CONSTRUCT rules: the query reads the streams' Q-closure (``cep.rules``).
     Returns a set of ``(mapping, t1, t2)`` for SELECT (mapping restricted to the projected
     variables) — a list in order for a query with ORDER BY / LIMIT / OFFSET — or of
     ``((s, p, o), t1, t2)`` for CONSTRUCT.
     """
+    if rules:
+        from cep.rules import check_rules, close
+
+        streams = close(check_rules(query, rules), background, streams, at, time_unit)
     evaluator = _Evaluator({g: set(ts) for g, ts in background.items()}, streams, at, time_unit)
     return evaluator.query(query)
 
@@ -394,12 +399,7 @@ def fresh_blank(label: str, mu: TMapping, t1: int, t2: int) -> str:
     Spark's ``xxhash64(cols...)`` chains (seed 42; a null skipped), over the ids of μ's terms by
     variable name and then t1 and t2. The same solution always gives the same node, so a replayed
     or re-evaluated answer is the same triple, and ``cep.spark`` names it alike."""
-    h = SEED
-    for name in sorted(mu):
-        if mu[name] is not None:
-            h = xxh64(term_id(mu[name]).to_bytes(8, "little", signed=True), h)
-    for t in (t1, t2):
-        h = xxh64(int(t).to_bytes(8, "little", signed=True), h)
+    h = hash_longs(*(None if mu[name] is None else term_id(mu[name]) for name in sorted(mu)), t1, t2)
     return f"_:{label}_{h & 0xFFFFFFFFFFFFFFFF:016x}"
 
 

@@ -62,7 +62,7 @@ __all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "w
 
 def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms", *,
              dictionary: DataFrame | None = None, since=None, prefixes=None,
-             terms: list | None = None) -> DataFrame:
+             terms: list | None = None, rules=()) -> DataFrame:
     """⟦Q, t⟧ (eq. 1) as a DataFrame.
 
     ``query``: query text (compiled with ``cep.compile_query``) or a ``cep.algebra.Query``.
@@ -77,6 +77,8 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     ``terms``: a list the (id, term) DataFrames of the terms the query computes are appended to
     (aggregates: counts, sums, ...); decode the result with them too. They are cached:
     ``unpersist()`` them when done.
+    ``rules``: EP-SPARQL CONSTRUCT rules (compiled queries): the query reads the streams' Q-closure
+    (``cep.rules.close_spark``; the terms the rules compute go to ``terms`` too).
 
     Returns one long column per projected variable (``cep.columns.var_column(name)``) plus
     ``T_START``, ``T_END`` (and ``cep.filters.ORDER``, each answer's position, for a query with
@@ -93,6 +95,17 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
         query = compile_query(query, prefixes)
     if not isinstance(query, A.Query):
         raise TypeError(f"evaluate() needs query text or a cep.algebra.Query, got {type(query).__name__}")
+    if rules:
+        from cep.rules import check_rules, close_spark
+
+        computed: list = []
+        streams = close_spark(check_rules(query, rules), background, streams, int(at), time_unit,
+                              dictionary=dictionary, terms=computed)
+        for extra in computed:
+            extra = extra.select(ID, TERM)
+            dictionary = extra if dictionary is None else dictionary.unionByName(extra)
+        if terms is not None:
+            terms.extend(computed)
     runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
     runtime.keep_terms = terms is not None
     result = runtime.query(query)

@@ -514,7 +514,8 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         static=None, trigger: str = "available-now", lateness: int = 0, emit: str = ISTREAM,
         time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
         metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
-        timeout: float | None = None, engine: str = "auto", horizon: int | None = None) -> RunSummary:
+        timeout: float | None = None, engine: str = "auto", horizon: int | None = None,
+        rules=()) -> RunSummary:
     """Run ``query`` continuously over ``sources`` (see the module doc).
 
     ``query``: text or a ``cep.algebra.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
@@ -528,13 +529,15 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     evaluates the query — ``auto`` (default: on the driver, ``cep.local``, while the state and the
     static side are small and the query allows it; on Spark otherwise), ``spark`` or ``local``.
     ``horizon`` (EP-SPARQL, ticks): each instant sees the events started in its last ``horizon``
-    (an EP-SPARQL query has no window; ``cep.instants``).
+    (an EP-SPARQL query has no window; ``cep.instants``). ``rules``: EP-SPARQL CONSTRUCT rules
+    (compiled queries, ``cep.rules``): each instant reads the Q-closure of its events.
     """
     if isinstance(query, str):
         from cep.lower import compile_query
 
         query = compile_query(query, prefixes)
-    cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources])
+    cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources],
+                      rules=rules)
     if engine not in ENGINES:
         raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if engine == "local" and cplan.mode == LIFETIMES:

@@ -104,6 +104,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", metavar="QUERY_FILE", help="the CQELS-CEP query")
     parser.add_argument("--static", action="extend", nargs="+", default=[], metavar="[IRI=]FILE",
                         help="background files: FILE joins the default graph, IRI=FILE the graph FROM IRI")
+    parser.add_argument("--rules", action="extend", nargs="+", default=[], metavar="FILE",
+                        help="EP-SPARQL CONSTRUCT rules (one query per file): their triples are added to the "
+                             "stream, recursively (the Q-closure), before the query reads it")
     parser.add_argument("--stream", action="extend", nargs="+", default=[], metavar="IRI=FILE",
                         help="the file of stream IRI (.jsonl JSON Lines, .nt timestamped N-Triples); with "
                              "--continuous a directory, or IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]")
@@ -238,6 +241,7 @@ class Plan:
     graphs: dict[str | None, list[Path]] = field(default_factory=dict)   # None = default graph
     streams: dict[str, Path | str] = field(default_factory=dict)   # str: a kafka:// URL (continuous)
     instants: list[int] = field(default_factory=list)   # --at T1,T2,...: more than one
+    rules: tuple = ()                  # --rules: EP-SPARQL CONSTRUCT rules (cep.rules)
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -266,6 +270,20 @@ def plan(args: argparse.Namespace) -> Plan:
         raise QueryError(f"{query_path}: ORDER BY / LIMIT / OFFSET apply per evaluation instant (--at T1,T2,...); "
                          "continuous evaluation does not apply them yet")
     ep = is_epsparql(query)
+    rules = []
+    for rule_file in getattr(args, "rules", None) or []:
+        rule_path = _existing(local_path(rule_file, "--rules"), "the rules file")
+        try:
+            rules.append(compile_query(rule_path.read_text(encoding="utf-8"), lang="epsparql"))
+        except CepSyntaxError as exc:
+            raise QueryError(f"{rule_path}: {_one_line(exc)}") from None
+    if rules:
+        from cep.rules import RulesError, check_rules
+
+        try:
+            result.rules = check_rules(query, rules)
+        except RulesError as exc:
+            raise QueryError(f"--rules: {exc}") from None
     if ep and continuous and getattr(args, "horizon", None) is None:
         raise QueryError(f"{query_path}: an EP-SPARQL query has no window, so a continuous run needs --horizon D "
                          f"(each instant then sees the events started in its last D; its state stays bounded)")
@@ -451,7 +469,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
                 result = frame if result is None else result.unionByName(frame)
         else:
             result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary,
-                              terms=computed)
+                              terms=computed, rules=p.rules)
         if computed:
             for terms in computed:
                 dictionary = dictionary.unionByName(terms.select(ID, TERM))
@@ -536,7 +554,8 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
                          trigger=trigger, lateness=parse_lateness(args.lateness, args.time_unit), emit=args.emit,
                          time_unit=p.time_unit, rejects=args.rejects, engine=args.engine,
                          horizon=None if args.horizon is None else parse_lateness(args.horizon, p.time_unit,
-                                                                                  "--horizon"))
+                                                                                  "--horizon"),
+                         rules=p.rules)
     print(json.dumps({"continuous": summary.to_dict()}), file=sys.stderr)
     return summary.answers
 

@@ -85,3 +85,13 @@ def term_id(term: str) -> int:
     """The dictionary id of a term given in N-Triples form (memoized: compilers ask for the same
     vocabulary terms on every evaluation)."""
     return fast_xxh64(term.encode("utf-8"))
+
+
+def hash_longs(*values: int | None) -> int:
+    """Spark's ``xxhash64(c1, c2, ...)`` over long columns: XXH64 of each value's 8 little-endian
+    bytes, the previous hash as seed (42 first); a null (None) leaves the hash as it is."""
+    h = SEED
+    for v in values:
+        if v is not None:
+            h = xxh64(int(v).to_bytes(8, "little", signed=True), h)
+    return h

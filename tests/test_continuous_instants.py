@@ -104,7 +104,12 @@ EPSPARQL = [
     ("SEQ", "istream", f"""PREFIX : <{EX}> SELECT ?s ?o ?z WHERE {{ ?s :p ?o }} SEQ {{ ?s :q ?z }}"""),
     ("OPTIONALSEQ, EQUALS, two streams", "rstream", f"""PREFIX : <{EX}> SELECT ?s ?o ?z ?w
 WHERE {{ {{ ?s :p ?o }} OPTIONALSEQ {{ ?s :q ?z }} }} UNION {{ {{ ?s :q ?w }} EQUALS {{ ?w :p ?z }} }}"""),
+    ("CONSTRUCT rules (the Q-closure)", "istream",
+     f"""PREFIX : <{EX}> SELECT ?x ?z ?w WHERE {{ ?x :r ?z }} SEQ {{ ?z :p ?w }}"""),
 ]
+#: the rules of the Q-closure case: :p edges, extended by later :q edges
+RULES = [f"PREFIX : <{EX}> CONSTRUCT {{ ?x :r ?y }} WHERE {{ ?x :p ?y }}",
+         f"PREFIX : <{EX}> CONSTRUCT {{ ?x :r ?z }} WHERE {{ {{ ?x :r ?y }} SEQ {{ ?y :q ?z }} }}"]
 
 
 def random_stream(rng: random.Random, n: int, span: int, first_id: int = 0):
@@ -123,7 +128,8 @@ def _write(directory, chunks) -> dict:
     return write_stream(directory, chunks)
 
 
-def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=None, name="run", horizon=None):
+def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=None, name="run", horizon=None,
+                 rules=()):
     """Run ``text`` over ``streams`` ({IRI: items}, each cut into 3 files by time — the same
     ranges for every stream, so that no stream's items arrive late — one file per batch);
     returns (rows, the items relabeled with the runtime's ids, metrics lines)."""
@@ -148,13 +154,14 @@ def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=Non
     got: list[dict] = []
     run(spark, text, sources, sink=CallbackSink(lambda label, rows: got.extend(rows)),
         checkpoint=tmp_path / name / "ckpt", static=static, emit=emit, metrics=open(os.devnull, "w"),
-        engine=engine, rejects=tmp_path / name / "rejects", horizon=horizon)
+        engine=engine, rejects=tmp_path / name / "rejects", horizon=horizon,
+        rules=[compile_query(r, lang="epsparql") for r in rules])
     metrics = [json.loads(line) for line in (tmp_path / name / "ckpt" / "metrics.jsonl").read_text().splitlines()]
     assert not any(m["rejected"] for m in metrics), metrics
     return got, relabeled_streams, metrics
 
 
-def expected_rows(text, streams, emit, background=None, horizon=None):
+def expected_rows(text, streams, emit, background=None, horizon=None, rules=()):
     """The reference at the evaluation instants of the whole stream, as (instant, answer) rows."""
     query = compile_query(text)
     cplan = plan(query, emit=emit, horizon=horizon, streams=list(streams))
@@ -168,8 +175,10 @@ def expected_rows(text, streams, emit, background=None, horizon=None):
     if horizon is None:
         results = R.evaluate_sequence(query, graphs, streams, instants)
     else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - horizon
+        compiled = [compile_query(r, lang="epsparql") for r in rules]
         results = [R.evaluate(query, graphs, {iri: [it for it in items if it[2] >= c - horizon]
-                                              for iri, items in streams.items()}, c) for c in instants]
+                                              for iri, items in streams.items()}, c, rules=compiled)
+                   for c in instants]
     construct = isinstance(query.form, A.Construct)
 
     def key(answer):
@@ -281,9 +290,10 @@ def test_continuous_epsparql_equals_reference(spark, tmp_path, label, emit, text
     streams = {S1: random_stream(rng, 20, 16)}
     if "two streams" in label:
         streams[S2] = random_stream(rng, 12, 16, first_id=100)
+    rules = RULES if "rules" in label else ()
     got, relabeled_streams, _metrics = run_instants(spark, tmp_path, text, streams, emit=emit, engine="local",
-                                                    horizon=4)
-    expected, ordered = expected_rows(text, relabeled_streams, emit, horizon=4)
+                                                    horizon=4, rules=rules)
+    expected, ordered = expected_rows(text, relabeled_streams, emit, horizon=4, rules=rules)
     assert expected, "the seed gives this query no answer: the test would prove nothing"
     _check(got_rows(got, text), expected, ordered)
 

@@ -25,6 +25,7 @@ garbled (operands lost).
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -406,6 +407,78 @@ def test_optional_orders_by_hand():
         assert R.optional_join(mandatory, optional, "equal") == eq
 
 
+# --- CONSTRUCT rules: the Q-closure (§4.2) -----------------------------------------------------------
+
+#: a query over the stream enriched by Q4's downratings: who was downrated by an agency, then by its
+#: rating (a derived occurrence, over [100, 101])
+DOWNRATED_TWICE = PROLOGUE + """SELECT ?company ?agency WHERE
+{ ?company :downratedBy ?agency } SEQ { ?company :downrated ?flag }"""
+CHAIN = "PREFIX : <http://e/> "
+CHAIN_RULES = [CHAIN + "CONSTRUCT { ?x :reach ?y } WHERE { ?x :next ?y }",
+               CHAIN + "CONSTRUCT { ?x :reach ?z . [] :via ?y } WHERE { { ?x :reach ?y } SEQ { ?y :next ?z } }"]
+CHAIN_QUERY = CHAIN + "SELECT ?x ?z WHERE { ?x :reach ?z }"
+CHAIN_ITEMS = [(k, frozenset({(f"<http://e/{a}>", "<http://e/next>", f"<http://e/{b}>")}), t, t)
+               for k, (a, b, t) in enumerate([("a", "b", 1), ("b", "c", 3), ("c", "d", 5)])]
+
+
+def _chain(x, z, t1, t2):
+    return (frozenset({("x", f"<http://e/{x}>"), ("z", f"<http://e/{z}>")}), t1, t2)
+
+
+def test_rules_feed_the_stream_by_hand():
+    """Q4 derives ACME's downrating over [100, 101] (once rating 2@101 has ended): at 101 the query
+    over the closure sees AgencyX's downrating at 0 before it; at 100 the rule has derived nothing.
+    A recursive rule reaches its fixpoint in rounds: a→b→c→d gives a reach c over [1, 3] (round 2)
+    and a reach d over [1, 5] (round 3)."""
+    rule = compile_query(Q4)
+    query = compile_query(DOWNRATED_TWICE)
+    stream = {STREAM_IRI: ITEMS}
+    assert R.evaluate(query, {}, stream, 101, rules=[rule]) == {(m(company="ACME", agency="AgencyX"), 0, 101)}
+    assert R.evaluate(query, {}, stream, 100, rules=[rule]) == set()
+    assert R.evaluate(query, {}, stream, 101) == set()          # without the rule: nothing to sequence
+    rules = [compile_query(r, lang="epsparql") for r in CHAIN_RULES]
+    chain = compile_query(CHAIN_QUERY, lang="epsparql")
+    assert R.evaluate(chain, {}, {STREAM_IRI: CHAIN_ITEMS}, 5, rules=rules) == {
+        _chain("a", "b", 1, 1), _chain("b", "c", 3, 3), _chain("c", "d", 5, 5),
+        _chain("a", "c", 1, 3), _chain("b", "d", 3, 5), _chain("a", "d", 1, 5)}
+    assert R.evaluate(chain, {}, {STREAM_IRI: CHAIN_ITEMS}, 3, rules=rules) == {
+        _chain("a", "b", 1, 1), _chain("b", "c", 3, 3), _chain("a", "c", 1, 3)}
+
+
+def test_rules_on_spark_equal_the_reference(spark):
+    """The same closures on Spark (the derived items and the template's blank nodes named alike)."""
+    rules = [compile_query(r, lang="epsparql") for r in CHAIN_RULES]
+    via = compile_query(CHAIN + "SELECT ?x ?z ?b ?y WHERE { ?x :reach ?z . ?b :via ?y }", lang="epsparql")
+    for query, items, at, rule_set in [(compile_query(DOWNRATED_TWICE), ITEMS, 101, [compile_query(Q4)]),
+                                       (via, CHAIN_ITEMS, 5, rules)]:
+        terms = {x for (_i, g, _a, _b) in items for tr in g for x in tr} | set(A.constants(query.form))
+        terms |= {x for r in rule_set for x in A.constants(r.form)}
+        dictionary = spark.createDataFrame(sorted((term_id(t), t) for t in terms), f"{ID} long, {TERM} string")
+        computed: list = []
+        frame = evaluate(query, {}, {STREAM_IRI: stream_frame(spark, items)}, at, dictionary=dictionary,
+                         terms=computed, rules=rule_set)
+        known = {term_id(t): t for t in terms}
+        for extra in computed:
+            known.update((r[ID], r[TERM]) for r in extra.collect())
+        expected = R.evaluate(query, {}, {STREAM_IRI: items}, at, rules=rule_set)
+        assert expected and collect(frame, known) == expected
+
+
+def test_rules_errors():
+    from cep.rules import RulesError
+
+    items = {STREAM_IRI: CHAIN_ITEMS}
+    growing = compile_query(CHAIN + "CONSTRUCT { [] :next ?x } WHERE { ?x :next ?y }", lang="epsparql")
+    with pytest.raises(RulesError, match="never reach a fixpoint"):
+        R.evaluate(compile_query(CHAIN_QUERY, lang="epsparql"), {}, items, 5, rules=[growing])
+    with pytest.raises(RulesError, match="this query is not EP-SPARQL"):
+        R.evaluate(compile_query(CHAIN + "SELECT * WHERE { WINDOW :w ON <http://s> [RANGE 3] { ?x ?p ?y } }"),
+                   {}, items, 5, rules=[growing])
+    with pytest.raises(RulesError, match="rule 1 is not an EP-SPARQL CONSTRUCT query"):
+        R.evaluate(compile_query(CHAIN_QUERY, lang="epsparql"), {}, items, 5,
+                   rules=[compile_query(CHAIN_QUERY, lang="epsparql")])
+
+
 # --- the query job ---------------------------------------------------------------------------------
 
 def _tsnt(triples) -> str:
@@ -430,6 +503,32 @@ def test_query_job_merges_the_streams_given(spark, tmp_path, capsys):
     rows = [line.split("\t") for line in out[1:]]
     assert [(r[0], r[1], r[2].split('"')[1], r[3].split('"')[1]) for r in rows] == [
         (iri("ACME"), iri("AgencyX"), "0", "5"), (iri("GAMMA"), "", "20", "21")]
+
+
+def test_query_job_reads_the_closure_under_rules(spark, tmp_path, capsys):
+    """``--rules q4.rq``: the query reads the stream enriched by the rule's derived occurrences."""
+    from jobs import query as job
+
+    (tmp_path / "q.rq").write_text(DOWNRATED_TWICE, encoding="utf-8")
+    (tmp_path / "q4.rq").write_text(Q4, encoding="utf-8")
+    code = job.main([str(tmp_path / "q.rq"), "--rules", str(tmp_path / "q4.rq"), "--stream", str(STREAM_FILE),
+                     "--at", "101", "--time-unit", "d"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0 and [line.split("\t")[:2] for line in out] == [
+        ["?company", "?agency"], [iri("ACME"), iri("AgencyX")]]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "stock.nt").write_text(STREAM_FILE.read_text(encoding="utf-8"), encoding="utf-8")
+    code = job.main([str(tmp_path / "q.rq"), "--rules", str(tmp_path / "q4.rq"), "--stream", str(tmp_path / "in"),
+                     "--continuous", "--horizon", "200", "--checkpoint", str(tmp_path / "ckpt"),
+                     "--out", str(tmp_path / "out"), "--time-unit", "d"])
+    rows = [json.loads(line) for f in sorted((tmp_path / "out").glob("*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines()]
+    assert code == 0 and [(r["company"], r["agency"], r["_start"], r["_end"], r["_at"]) for r in rows] == [
+        (iri("ACME"), iri("AgencyX"), 0, 101, 101)]
+    (tmp_path / "bad.rq").write_text(PROLOGUE + "SELECT * WHERE { ?s ?p ?o", encoding="utf-8")
+    assert job.main([str(tmp_path / "q.rq"), "--rules", str(tmp_path / "bad.rq"), "--stream", str(STREAM_FILE),
+                     "--at", "101"]) == 2
+    assert f"{tmp_path / 'bad.rq'}: line 3, column" in capsys.readouterr().err
 
 
 def test_query_job_errors(tmp_path, capsys):
