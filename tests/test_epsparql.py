@@ -509,16 +509,16 @@ def test_query_job_reads_the_closure_under_rules(spark, tmp_path, capsys):
     """``--rules q4.rq``: the query reads the stream enriched by the rule's derived occurrences."""
     from jobs import query as job
 
-    (tmp_path / "q.rq").write_text(DOWNRATED_TWICE, encoding="utf-8")
-    (tmp_path / "q4.rq").write_text(Q4, encoding="utf-8")
-    code = job.main([str(tmp_path / "q.rq"), "--rules", str(tmp_path / "q4.rq"), "--stream", str(STREAM_FILE),
+    query, rule = REPO / "ontologies" / "stock_downrated_query.rq", REPO / "ontologies" / "stock_downrated_rule.rq"
+    assert compile_query(rule.read_text(encoding="utf-8")) == compile_query(Q4)   # the README's files
+    code = job.main([str(query), "--rules", str(rule), "--stream", str(STREAM_FILE),
                      "--at", "101", "--time-unit", "d"])
     out = capsys.readouterr().out.splitlines()
     assert code == 0 and [line.split("\t")[:2] for line in out] == [
         ["?company", "?agency"], [iri("ACME"), iri("AgencyX")]]
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "stock.nt").write_text(STREAM_FILE.read_text(encoding="utf-8"), encoding="utf-8")
-    code = job.main([str(tmp_path / "q.rq"), "--rules", str(tmp_path / "q4.rq"), "--stream", str(tmp_path / "in"),
+    code = job.main([str(query), "--rules", str(rule), "--stream", str(tmp_path / "in"),
                      "--continuous", "--horizon", "200", "--checkpoint", str(tmp_path / "ckpt"),
                      "--out", str(tmp_path / "out"), "--time-unit", "d"])
     rows = [json.loads(line) for f in sorted((tmp_path / "out").glob("*.jsonl"))
@@ -526,7 +526,7 @@ def test_query_job_reads_the_closure_under_rules(spark, tmp_path, capsys):
     assert code == 0 and [(r["company"], r["agency"], r["_start"], r["_end"], r["_at"]) for r in rows] == [
         (iri("ACME"), iri("AgencyX"), 0, 101, 101)]
     (tmp_path / "bad.rq").write_text(PROLOGUE + "SELECT * WHERE { ?s ?p ?o", encoding="utf-8")
-    assert job.main([str(tmp_path / "q.rq"), "--rules", str(tmp_path / "bad.rq"), "--stream", str(STREAM_FILE),
+    assert job.main([str(query), "--rules", str(tmp_path / "bad.rq"), "--stream", str(STREAM_FILE),
                      "--at", "101"]) == 2
     assert f"{tmp_path / 'bad.rq'}: line 3, column" in capsys.readouterr().err
 
