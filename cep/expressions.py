@@ -17,7 +17,7 @@ from paths.algebra import Term, is_term
 
 __all__ = [
     "Var", "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
-    "Datatype", "Exists", "Builtin", "BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Timestamp", "PatternTimestamp",
+    "Datatype", "Exists", "Builtin", "BUILTINS", "TERM_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
     "expr_variables", "check_term", "check_expr", "uses_interval",
 ]
@@ -248,7 +248,14 @@ BUILTINS = {
     "SAMETERM": (2, 2), "IF": (3, 3), "COALESCE": (1, None),
     "CONCAT": (1, None), "SUBSTR": (2, 3), "STRBEFORE": (2, 2), "STRAFTER": (2, 2), "REPLACE": (3, 4),
     "YEAR": (1, 1), "MONTH": (1, 1), "DAY": (1, 1), "HOURS": (1, 1), "MINUTES": (1, 1), "SECONDS": (1, 1),
+    "LANGMATCHES": (2, 2), "STRDT": (2, 2), "STRLANG": (2, 2), "IRI": (1, 1), "URI": (1, 1), "ENCODE_FOR_URI": (1, 1),
+    "MD5": (1, 1), "SHA1": (1, 1), "SHA256": (1, 1), "SHA384": (1, 1), "SHA512": (1, 1),
+    "TIMEZONE": (1, 1), "TZ": (1, 1),
 }
+#: the built-ins that build a term from strings or read a dateTime's time zone (one function each in
+#: ``cep.reference`` and ``cep.filters``)
+TERM_BUILTINS = ("LANGMATCHES", "STRDT", "STRLANG", "IRI", "URI", "ENCODE_FOR_URI", "MD5", "SHA1", "SHA256", "SHA384",
+                 "SHA512", "TIMEZONE", "TZ")
 
 
 @dataclass(frozen=True)
@@ -258,7 +265,9 @@ class Builtin:
     STRENDS, CONTAINS, STRLEN, UCASE, LCASE), term tests (isIRI, isLiteral, isBlank, isNumeric,
     sameTerm), numeric functions (ABS, CEIL, FLOOR, ROUND), the functional forms IF and
     COALESCE, CONCAT, SUBSTR, STRBEFORE, STRAFTER, REPLACE (pattern and flags constant strings) and
-    the xsd:dateTime accessors YEAR, MONTH, DAY, HOURS, MINUTES, SECONDS. (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
+    the xsd:dateTime accessors YEAR, MONTH, DAY, HOURS, MINUTES, SECONDS, TIMEZONE and TZ,
+    LANGMATCHES, STRDT, STRLANG, IRI / URI (absolute IRIs), ENCODE_FOR_URI and the hash functions
+    MD5, SHA1, SHA256, SHA384, SHA512. (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
     them as, built when lowering.)"""
 
     name: str

@@ -40,6 +40,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
+from cep.expressions import TERM_BUILTINS
 from cep.columns import T_END, T_START, scratch, var_column
 from cep.errors import DictionaryRequiredError, UnsupportedQueryError
 from cep.literals import (DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES, ESCAPES,
@@ -198,6 +199,17 @@ def _string_value(ok: Column, lex: Column, lang: Column) -> "_Val":
     return _Val(_TERM, term)
 
 
+def _typed_value(ok: Column, lex: Column, datatype: Column, seconds: tuple | None = None) -> "_Val":
+    """A computed typed literal (null where ``ok`` is not true) with its parts known, as
+    ``_string_value``'s (xsd:string written as a simple literal); ``seconds``: its (duration,
+    dateTime) seconds when known."""
+    term = F.when(ok, F.concat(F.lit('"'), _escape(lex), F.lit('"'), F.when(
+        datatype == XSD_STRING, F.lit("")).otherwise(F.concat(F.lit("^^<"), datatype, F.lit(">")))))
+    vars(term)[_PARTS] = {"literal": F.when(ok, F.lit(True)), "lexical": F.when(ok, lex), "lang": F.when(ok, F.lit("")),
+                          "datatype": F.when(ok, datatype)}
+    return _Val(_TERM, term, seconds)
+
+
 def _escape(lex: Column) -> Column:
     """N-Triples escapes for a lexical form (the inverse of ``_unescape`` on what it produces)."""
     out = F.regexp_replace(lex, r"\\", r"\\\\")
@@ -217,6 +229,8 @@ def _maybe_temporal(e) -> bool:
             return temporal_value(term) is not None
         case A.Builtin(name=name, args=args) if name in ("IF", "COALESCE"):
             return any(_maybe_temporal(a) for a in args)
+        case A.Builtin(name="TIMEZONE" | "STRDT"):   # a dayTimeDuration; any datatype
+            return True
     return False
 
 
@@ -227,6 +241,61 @@ def _understood(term: Column, duration: Column, time: Column) -> Column:
             | ((dt == XSD_BOOLEAN) & lex.isin("true", "false", "1", "0"))
             | (dt.isin(*_NUMERIC) & lex.try_cast("double").isNotNull())
             | duration.isNotNull() | time.isNotNull())
+
+
+def _term_builtin(name: str, vals) -> "_Val":
+    """``cep.reference._term_builtin`` as columns: LANGMATCHES, STRDT, STRLANG, IRI, ENCODE_FOR_URI,
+    the hash functions, TIMEZONE and TZ."""
+    from cep.literals import XSD_DAYTIMEDURATION
+    from cep.reference import ABSOLUTE_IRI
+
+    if name in ("TIMEZONE", "TZ"):                               # §17.4.5.8-9
+        t = _term_of(vals[0])
+        lex = F.when(_datatype(t) == XSD_DATETIME, _lexical(t))
+        valid = lex.rlike(DATETIME_PATTERN)
+        zone = F.regexp_extract(lex, DATETIME_PATTERN, 3)
+        if name == "TZ":
+            return _string_value(valid, zone, F.lit(""))
+        hours, minutes = F.substring(zone, 2, 2).try_cast("int"), F.substring(zone, 5, 2).try_cast("int")
+        body = F.concat(F.when(hours > 0, F.concat(hours.cast("string"), F.lit("H"))).otherwise(F.lit("")),
+                        F.when(minutes > 0, F.concat(minutes.cast("string"), F.lit("M"))).otherwise(F.lit("")))
+        sign = F.when(zone.startswith("-") & (body != ""), F.lit("-")).otherwise(F.lit(""))
+        text = F.when(zone == "Z", F.lit("PT0S")).otherwise(
+            F.concat(sign, F.lit("PT"), F.when(body == "", F.lit("0S")).otherwise(body)))
+        ok = valid & (zone != "")
+        seconds = (F.when(ok, (F.when(zone.startswith("-"), F.lit(-1)).otherwise(F.lit(1))
+                               * (F.coalesce(hours, F.lit(0)) * 3600 + F.coalesce(minutes, F.lit(0)) * 60))
+                   .cast(_SECONDS)), F.lit(None).cast(_SECONDS))
+        return _typed_value(ok, text, F.lit(XSD_DAYTIMEDURATION), seconds)
+    if name in ("IRI", "URI"):                                   # §17.4.2.8 (absolute IRIs)
+        t = _term_of(vals[0])
+        lex = _simple_string(t)
+        return _Val(_TERM, F.when(t.startswith("<"), t).when(lex.rlike(ABSOLUTE_IRI), F.concat(F.lit("<"), lex,
+                                                                                             F.lit(">"))))
+    lex, lang = _string_parts(vals[0])
+    if name == "ENCODE_FOR_URI":                                 # §17.4.3.11: java.net.URLEncoder, then RFC 3986
+        encoded = F.url_encode(lex)
+        for java, rfc in (("+", "%20"), ("*", "%2A"), ("%7E", "~")):
+            encoded = F.replace(encoded, F.lit(java), F.lit(rfc))
+        return _string_value(lex.isNotNull(), encoded, F.lit(""))
+    if name in ("MD5", "SHA1", "SHA256", "SHA384", "SHA512"):    # §17.4.6
+        digest = (F.md5(lex) if name == "MD5" else F.sha1(lex) if name == "SHA1" else F.sha2(lex, int(name[3:])))
+        return _string_value(lex.isNotNull() & (lang == ""), digest, F.lit(""))
+    other = _simple_string(_term_of(vals[1]))
+    if name == "LANGMATCHES":                                    # §17.4.3.16, RFC 4647 basic filtering
+        tag, wanted = F.lower(F.when(lang == "", lex)), F.lower(other)
+        return _Val(_BOOL, F.when(wanted == "*", tag != "").otherwise(
+            (tag == wanted) | tag.startswith(F.concat(wanted, F.lit("-")))))
+    simple = lex.isNotNull() & (lang == "")
+    if name == "STRDT":                                          # §17.4.3.17
+        dt = _term_of(vals[1])
+        ok = simple & dt.startswith("<")
+        datatype = F.regexp_extract(dt, r"^<(.*)>$", 1)
+        return _typed_value(ok, lex, datatype)
+    ok = simple & other.rlike(r"^[a-zA-Z]+(-[a-zA-Z0-9]+)*$")    # STRLANG, §17.4.3.18
+    return _string_value(ok, lex, F.lower(other))
+
+
 
 
 def _either(cond: Column, a: "_Val", b: "_Val") -> "_Val":
@@ -622,6 +691,8 @@ class _Filter:
             value = (F.concat(parts, F.lit("."), F.when(fraction == "", F.lit("0")).otherwise(fraction))
                      if name == "SECONDS" else parts)
             return _Val(_NUM, F.when(main != "", value.try_cast("double")))
+        if name in TERM_BUILTINS:
+            return _term_builtin(name, vals)
         v = vals[0]
         if name in ("ISIRI", "ISURI", "ISBLANK", "ISLITERAL"):
             if v.kind in (_NUM, _BOOL):

@@ -140,6 +140,7 @@ XSD_DATETIME = XSD + "dateTime"
 #: the duration datatypes compared by their length: xsd:duration and xsd:dayTimeDuration
 #: (a duration with years or months has no fixed length in seconds; it compares with nothing)
 DURATION_DATATYPES = frozenset((XSD + "duration", XSD + "dayTimeDuration"))
+XSD_DAYTIMEDURATION = XSD + "dayTimeDuration"
 
 #: a day-time duration ``-?P nD T nH nM n.nS`` (no years, no months); groups: 1 sign, 2 days,
 #: 3 hours, 4 minutes, 5 seconds. Read alike by Python's ``re`` and Java's regex (Spark).

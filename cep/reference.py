@@ -78,11 +78,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cep import algebra as A
+from cep.expressions import TERM_BUILTINS
 from cep.errors import MissingInputError
 from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, LITERAL_RE, NUMBER_LEXICAL, NUMERIC_DATATYPES,
                           XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, canonical_decimal,
                           canonical_double, number_kind, numeric_value, parse_literal, temporal_value,
-                          DATETIME_PATTERN, XSD_DATETIME)
+                          DATETIME_PATTERN, XSD_DATETIME, XSD_DAYTIMEDURATION)
 from cep.windows import TIME_UNITS
 from cep.timeline import MIN_TIME, close_instant
 from reasoner.hashing import hash_longs, term_id
@@ -1259,6 +1260,8 @@ def _builtin(name, args, sub):
         if name == "SECONDS":
             return float(f"{seconds}.{m.group(2) or '0'}")
         return float(int({"YEAR": year, "MONTH": month, "DAY": day, "HOURS": hours, "MINUTES": minutes}[name]))
+    if name in TERM_BUILTINS:
+        return _term_builtin(name, values)
     if name in ("UCASE", "LCASE"):
         a = _string_literal(values[0])
         if a is None:
@@ -1287,6 +1290,70 @@ def _builtin(name, args, sub):
     if name == "FLOOR":
         return float(math.floor(n)) if math.isfinite(n) else n
     return float(math.floor(n + 0.5)) if math.isfinite(n) else n   # ROUND: fn:round, halves up
+
+
+_HASHES = {"MD5": "md5", "SHA1": "sha1", "SHA256": "sha256", "SHA384": "sha384", "SHA512": "sha512"}
+#: RFC 3986 unreserved characters: what ENCODE_FOR_URI leaves as they are
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+#: an absolute IRI IRI() accepts: a scheme, no character N-Triples forbids in an IRI
+ABSOLUTE_IRI = r"^[A-Za-z][A-Za-z0-9+.\-]*:[^<>\"{}|^`\\\x00-\x20]*$"
+
+
+def _term_builtin(name, values):
+    """§17.4.2-17.4.6: terms from strings (LANGMATCHES, STRDT, STRLANG, IRI, ENCODE_FOR_URI, the
+    hash functions) and a dateTime's time zone (TIMEZONE, TZ)."""
+    import hashlib
+
+    if name in ("TIMEZONE", "TZ"):                               # §17.4.5.8-9
+        lit = _literal_of(values[0])
+        m = re.match(DATETIME_PATTERN, lit[0]) if lit is not None and lit[2] == XSD_DATETIME else None
+        if m is None:
+            return _ERROR
+        zone = m.group(3)
+        if name == "TZ":
+            return f'"{zone or ""}"'
+        if zone is None:
+            return _ERROR
+        if zone == "Z":
+            return f'"PT0S"^^<{XSD_DAYTIMEDURATION}>'
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        text = ("-" if zone[0] == "-" and (hours or minutes) else "") + "PT" + (f"{hours}H" if hours else "") + (
+            f"{minutes}M" if minutes else "") + ("" if hours or minutes else "0S")
+        return f'"{text}"^^<{XSD_DAYTIMEDURATION}>'
+    if name in ("IRI", "URI"):                                   # §17.4.2.8 (no BASE: absolute only)
+        term = _term_of(values[0])
+        if isinstance(term, str) and term.startswith("<"):
+            return term
+        lex = _simple_string(term) if isinstance(term, str) else None
+        return f"<{lex}>" if lex is not None and re.match(ABSOLUTE_IRI, lex) else _ERROR
+    a = _string_literal(values[0])
+    if a is None:
+        return _ERROR
+    if name == "ENCODE_FOR_URI":                                 # §17.4.3.11
+        return '"' + "".join(ch if ch in _UNRESERVED else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
+                             for ch in a[0]) + '"'
+    if name in _HASHES:                                          # §17.4.6: simple literals and xsd:strings
+        if a[1] is not None:
+            return _ERROR
+        return f'"{hashlib.new(_HASHES[name], a[0].encode("utf-8")).hexdigest()}"'
+    b = _term_of(values[1])
+    if name == "LANGMATCHES":                                    # §17.4.3.16, RFC 4647 basic filtering
+        tag, lrange = (a[0] if a[1] is None else None), (_simple_string(b) if isinstance(b, str) else None)
+        if tag is None or lrange is None:
+            return _ERROR
+        if lrange == "*":
+            return tag != ""
+        return tag.lower() == lrange.lower() or tag.lower().startswith(lrange.lower() + "-")
+    if a[1] is not None:                                         # STRDT, STRLANG: a simple literal
+        return _ERROR
+    if name == "STRDT":                                          # §17.4.3.17
+        if not (isinstance(b, str) and b.startswith("<")):
+            return _ERROR
+        return f'"{_escape(a[0])}"' + ("" if b == f"<{XSD_STRING}>" else f"^^{b}")
+    lang = _simple_string(b) if isinstance(b, str) else None    # STRLANG, §17.4.3.18
+    if not lang or not re.fullmatch(r"[a-zA-Z]+(-[a-zA-Z0-9]+)*", lang):
+        return _ERROR
+    return f'"{_escape(a[0])}"@{lang.lower()}'
 
 
 def _integer(value):

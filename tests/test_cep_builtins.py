@@ -29,7 +29,8 @@ def iri(n):
 OBJECTS = [iri("Alpha"), '"alpha"', '"Alpha"@en', '"ALPHA beta"@en-gb', '"beta"', '""', '"He said \\"hi\\""',
            f'"12"^^<{XSD}integer>', f'"-2.5"^^<{XSD}decimal>', f'"2.5"^^<{XSD}decimal>', f'"10.5"^^<{XSD}double>',
            f'"abc"^^<{XSD}integer>', f'"-0.4"^^<{XSD}decimal>', f'"true"^^<{XSD}boolean>', '"straße"',
-           f'"2024-02-29T13:45:30.25Z"^^<{XSD}dateTime>', f'"1999-12-31T23:59:05"^^<{XSD}dateTime>']
+           f'"2024-02-29T13:45:30.25Z"^^<{XSD}dateTime>', f'"1999-12-31T23:59:05"^^<{XSD}dateTime>',
+           f'"2011-01-10T14:45:13-05:30"^^<{XSD}dateTime>', '"Chat"@fr-be']
 TRIPLES = [(iri(f"s{i}"), iri("p"), o) for i, o in enumerate(OBJECTS)] + [(iri("s0"), iri("q"), iri("s1"))]
 
 FILTERS = [
@@ -54,6 +55,18 @@ FILTERS = [
     "REPLACE(?o, \"A\", \"x\", \"i\") = \"xlphx\"@en", "REPLACE(?o, \"ß\", \"ss\") = \"strasse\"",
     "YEAR(?o) = 2024", "MONTH(?o) = 2", "DAY(?o) = 29", "HOURS(?o) = 13", "MINUTES(?o) = 45",
     "SECONDS(?o) = 30.25", "SECONDS(?o) = 5", "YEAR(?o) < 2000",
+    "LANGMATCHES(LANG(?o), \"en\")", "LANGMATCHES(LANG(?o), \"*\")", "LANGMATCHES(LANG(?o), \"EN-GB\")",
+    "LANGMATCHES(LANG(?o), \"fr\")", "LANGMATCHES(LANG(?o), \"fr-be\")",
+    "STRDT(STR(?o), xsd:integer) = 12", "sameTerm(STRDT(?o, :dt), \"alpha\"^^:dt)", "STRDT(?o, xsd:string) = \"beta\"",
+    "STRLANG(?o, \"en\") = \"alpha\"@en", "sameTerm(STRLANG(?o, \"de\"), \"straße\"@de)", "isLiteral(STRLANG(?o, \"en\"))",
+    "IRI(STR(?o)) = ?o", "isIRI(IRI(?o))", "IRI(\"http://example.org/b#Alpha\") = ?o", "isIRI(URI(CONCAT(\"urn:x:\", ?o)))",
+    "ENCODE_FOR_URI(?o) = \"He%20said%20%22hi%22\"", "ENCODE_FOR_URI(?o) = \"stra%C3%9Fe\"",
+    "ENCODE_FOR_URI(?o) = \"ALPHA%20beta\"", "STRLEN(ENCODE_FOR_URI(STR(?o))) > 30",
+    "MD5(?o) = MD5(\"alpha\")", "SHA1(?o) = SHA1(\"beta\")", "SHA256(?o) = SHA256(\"straße\")",
+    "SHA384(?o) = SHA384(\"\")", "SHA512(?o) = SHA512(\"alpha\")", "STRLEN(SHA256(?o)) = 64", "isLiteral(MD5(?o))",
+    "TZ(?o) = \"Z\"", "TZ(?o) = \"\"", "TZ(?o) = \"-05:30\"",
+    "TIMEZONE(?o) = \"-PT5H30M\"^^xsd:dayTimeDuration", "TIMEZONE(?o) = \"PT0S\"^^xsd:dayTimeDuration",
+    "isLiteral(TIMEZONE(?o))", "TIMEZONE(?o) != \"PT0S\"^^xsd:dayTimeDuration",
 ]
 
 

@@ -432,6 +432,11 @@ BIND_QUERIES = [
     "BIND (STRAFTER(STR(?s), \"#\") AS ?local) BIND (REPLACE(STR(?s), \"(sp)#\", \"$1/\") AS ?r) }",
     f"SELECT * WHERE {{ ?s :q ?o BIND (\"2024-02-29T13:45:30.25Z\"^^<{XSD}dateTime> AS ?d) BIND (YEAR(?d) + 1 AS ?y) "
     "BIND (SECONDS(?d) AS ?sec) BIND (MONTH(?d) * DAY(?d) AS ?md) }",
+    f"SELECT * WHERE {{ ?s :p ?o BIND (MD5(STR(?s)) AS ?h) BIND (SHA1(STR(?s)) AS ?h1) BIND (ENCODE_FOR_URI(STR(?s)) AS ?e) "
+    f"BIND (STRDT(STRAFTER(STR(?s), \"#\"), <{XSD}string>) AS ?d) BIND (STRLANG(STRAFTER(STR(?s), \"#\"), \"en\") AS ?l) "
+    f"BIND (IRI(CONCAT(STR(?s), \"/x\")) AS ?i) BIND (LANGMATCHES(LANG(?l), \"EN\") AS ?m) "
+    f"BIND (TZ(\"2011-01-10T14:45:13-05:30\"^^<{XSD}dateTime>) AS ?z) "
+    f"BIND (TIMEZONE(\"2011-01-10T14:45:13Z\"^^<{XSD}dateTime>) AS ?tz) }}",
 ]
 
 
