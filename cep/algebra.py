@@ -97,7 +97,7 @@ __all__ = [
     "SeqWithout", "NoHead", "NoTail", "StreamPattern", "Background", "Project", "Construct",
     "Occurrences", "CoverJoin", "EqJoin", "CoverLeftJoin", "SeqRightJoin", "EqLeftJoin",
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
-    "CONSUMING_POLICIES", "is_rsepql", "event_patterns",
+    "CONSUMING_POLICIES", "is_rsepql", "event_patterns", "rsep_windows", "WindowGraph",
     "Minus", "Values", "SubSelect", "Exists", "NamedGraph", "Extend",
     "Snapshot", "GraphPattern", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
@@ -621,9 +621,33 @@ class Match:
         return f"MATCH[{self.policy}]({self.inner})"
 
 
+@dataclass(frozen=True)
+class WindowGraph:
+    """RSEP-QL's window graph pattern ``WINDOW w P`` (§3.3, §4.1): P evaluated as SPARQL over the
+    merged graph of the items window ``name`` (over ``stream``, ``window``: W^τ(α, β) as for
+    ``EventPattern``) holds at t — "similarly to the SPARQL GRAPH operator". Its solution mappings
+    carry no time: [MIN_TIME, t], as a background pattern's (eq. 17), so they join with MATCH's
+    events as the background does."""
+
+    name: Term
+    stream: Term
+    window: Window
+    pattern: "Pattern"
+
+    def __post_init__(self) -> None:
+        _check_iri(self.name, "WindowGraph.name")
+        _check_iri(self.stream, "WindowGraph.stream")
+        if not isinstance(self.window, WINDOW_TYPES):
+            raise TypeError(f"WindowGraph.window must be a window, got {self.window!r}")
+        _check_pattern(self.pattern, "WindowGraph.pattern")
+
+    def __str__(self) -> str:
+        return f"WINDOW {self.name} {self.window} {{{self.pattern}}}"
+
+
 Pattern = _t.Union[BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                 StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
-                SeqRightJoin, EqLeftJoin, Match]
+                SeqRightJoin, EqLeftJoin, Match, WindowGraph]
 # --- C-SPARQL (Barbieri et al., WWW 2009, ../shared/papers/003_...: §2-3) ---------------------------
 
 @dataclass(frozen=True)
@@ -848,7 +872,7 @@ class SubSelect:
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                  StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
                  SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate, GraphPattern, Minus, Values, SubSelect,
-                 NamedGraph, Extend)
+                 NamedGraph, Extend, WindowGraph)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -1001,7 +1025,7 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.negated, node.right)
         case Filter() | Project() | Construct():
             return (node.inner,)
-        case StreamPattern() | Background() | Occurrences() | Snapshot() | GraphPattern() | NamedGraph():
+        case StreamPattern() | Background() | Occurrences() | Snapshot() | GraphPattern() | NamedGraph() | WindowGraph():
             return (node.pattern,)
         case Aggregate() | Extend():
             return (node.inner,)
@@ -1050,7 +1074,8 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return frozenset(node.form.variables)
         case Filter() | Construct():
             return variables(node.inner)
-        case StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot() | GraphPattern():
+        case (StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot() | GraphPattern()
+              | WindowGraph()):
             return variables(node.pattern)
         case NamedGraph():
             return variables(node.pattern) | ({node.name} if isinstance(node.name, Var) else frozenset())
@@ -1114,10 +1139,11 @@ def is_epsparql(node: "Query | Pattern | Form") -> bool:
 
 
 def is_rsepql(node: "Query | Pattern | Form") -> bool:
-    """Whether ``node`` is (or holds) an RSEP-QL event graph pattern (``Match``)."""
+    """Whether ``node`` is (or holds) an RSEP-QL event graph pattern (``Match``) or window graph
+    pattern (``WindowGraph``)."""
     if isinstance(node, Query):
         node = node.form
-    return any(isinstance(p, Match) for p in walk(node))
+    return any(isinstance(p, (Match, WindowGraph)) for p in walk(node))
 
 
 def is_csparql(node: "Query | Pattern | Form") -> bool:
@@ -1139,6 +1165,14 @@ def event_patterns(node) -> tuple[EventPattern, ...]:
     if isinstance(node, Query):
         node = node.form
     return tuple(dict.fromkeys(p for p in walk(node) if isinstance(p, EventPattern)))
+
+
+def rsep_windows(node) -> tuple:
+    """Every RSEP-QL window use in ``node`` (``EVENT w P`` and ``WINDOW w P``: each has ``name``,
+    ``stream``, ``window``), left to right, each once."""
+    if isinstance(node, Query):
+        node = node.form
+    return tuple(dict.fromkeys(p for p in walk(node) if isinstance(p, (EventPattern, WindowGraph))))
 
 
 def stream_patterns(node: "Pattern | Form") -> tuple[StreamPattern, ...]:

@@ -239,7 +239,7 @@ def _instants_plan(query: A.Query, time_unit: str, lateness: int, emit: str) -> 
             if ticks <= 0:
                 raise ContinuousError(f"COMPUTED EVERY {snap.every}: the period must be positive")
             every.append(ticks)
-    for e in A.event_patterns(query):
+    for e in A.rsep_windows(query):
         windows.append(_rule(e.stream, e.window, f"window {e.name} on {e.stream}", time_unit))
     if not windows:
         raise ContinuousError("the query reads no stream window, so there is nothing to follow continuously; "

@@ -42,9 +42,9 @@ from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.columns import ITEM, T_END, T_START
-from cep.continuous import COUNT, DSTREAM, ISTREAM, RSTREAM, ContinuousError, evaluation_instants, keep_from
+from cep.continuous import COUNT, DSTREAM, ISTREAM, RSTREAM, evaluation_instants, keep_from
 from cep.events import USED_COLUMNS, WINDOW_NAME
-from cep.stream import (LOCAL_MAX_ROWS, OUT_AT, OUT_END, OUT_START, OUT_VERSION, STREAM,
+from cep.stream import (OUT_AT, OUT_END, OUT_START, OUT_VERSION, STREAM,
                         _EMITTED, _ITEM_COLUMNS, _ITEMS, _LAST, _TERMS, _Meta, _Runner, _rows_table, _table_rows)
 from reasoner.hashing import term_id
 from reasoner.schema import ID, O, P, S, TERM
@@ -60,6 +60,8 @@ LOCAL_MAX_SNAPSHOT = 20_000
 
 class InstantsRunner(_Runner):
     """``cep.stream``'s runner with one evaluation per evaluation instant (module doc)."""
+
+    too_large = f"the background has more than {LOCAL_MAX_SNAPSHOT} triples"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -102,18 +104,6 @@ class InstantsRunner(_Runner):
         out.setdefault(None, set())
         self.background_ref = (version, out)
         return out
-
-    def _local_first(self, meta: _Meta) -> bool:
-        if not self.local_ok:
-            return False
-        if self.engine == "auto" and meta.state_rows is not None and meta.state_rows > LOCAL_MAX_ROWS:
-            return False
-        if self._background_local() is None:
-            if self.engine == "local":
-                raise ContinuousError(f"the background has more than {LOCAL_MAX_SNAPSHOT} triples: too large for "
-                                      f"the driver-side engine; use engine auto or spark")
-            return False
-        return True
 
     def _advance_local(self, rows: list, previous: str | None, meta: _Meta, upto: int | None, label: str,
                        max_time, closed: bool):

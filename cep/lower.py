@@ -382,6 +382,17 @@ class _Lowering:
                             "in its sequence (NO_HEAD, NO_TAIL and SEQ_WO, CQELS-CEP §4.2)")
         return negated[0] if negated else None
 
+    def window_graph(self, block: S.WindowBlock, name, stream, window) -> A.WindowGraph:
+        """RSEP-QL's ``WINDOW w P``: P (triples and FILTERs) over the window's merged graph."""
+        if any(isinstance(item, S.TspSequence) for item in block.body):
+            raise self.fail(block, f"window {block.name}: SEQ inside a WINDOW block is CQELS-CEP's; in RSEP-QL "
+                            f"a window graph pattern holds triples (event sequences go inside MATCH)",
+                            ("triples",))
+        if isinstance(window, A.Triples):
+            raise self.fail(block, f"window {block.name} is a TRIPLES window, which RSEP-QL's window functions "
+                            f"W^τ(α, β) do not define", ("[RANGE d]", "[RANGE d STEP s]", "[ALL]", "[NOW]"))
+        return A.WindowGraph(name, stream, window, self.tsp(block))
+
     def tsp(self, block: S.WindowBlock) -> A.Pattern:
         where = f"in window {block.name}"
         filters = [item for item in block.body if isinstance(item, S.FilterPattern)]
@@ -708,10 +719,9 @@ class _Lowering:
             if lang == "cqels" and isinstance(element, S.MatchPattern):
                 raise self.fail(element, "MATCH is RSEP-QL's event graph pattern, and this query is read "
                                 "as CQELS-CEP (--lang cqels); leave --lang out or pass --lang rsepql")
-            if lang == "rsepql" and isinstance(element, (S.WindowBlock, S.EventSequence)):
-                raise self.fail(element, "CQELS-CEP's WINDOW blocks and SEQ(...) clauses cannot be mixed "
-                                "with RSEP-QL's MATCH (RSEP-QL's window graph pattern, WINDOW w P over "
-                                "the window's merged graph, is not built yet)", ("MATCH ( ... )",))
+            if lang == "rsepql" and isinstance(element, S.EventSequence):
+                raise self.fail(element, "CQELS-CEP's SEQ(...) clauses cannot be mixed with RSEP-QL's MATCH "
+                                "(in RSEP-QL, E1 SEQ E2 goes inside MATCH)", ("MATCH ( ... )",))
         graphs = [d for d in tree.datasets if isinstance(d, S.FromGraph) and not d.named]
         named = [d for d in tree.datasets if isinstance(d, S.FromGraph) and d.named]
         froms = tuple(dict.fromkeys(self.term(d.iri) for d in graphs))
@@ -753,6 +763,9 @@ class _Lowering:
                 raise self.fail(block.name, f"window {block.name} is not declared",
                                 _declare_hint(block.name))
             stream_iri, window, _ = declared[name]
+            if lang == "rsepql":   # RSEP-QL's window graph pattern WINDOW w P (§4.1 eq. 3)
+                streams[name] = self.window_graph(block, name, stream_iri, window)
+                continue
             streams[name] = A.StreamPattern(name, stream_iri, window, self.tsp(block))  # eq. 9
 
         in_sequences = set()

@@ -51,7 +51,9 @@ and the bindings of the enclosing SEQ's right side (the substitution μ2(E1) of 
   compatible E1 event, kept only if no later E2 event is. (The equations' bodies are lost from
   our copy of the paper; this reading gives Fig. 1's table exactly, tests/test_rsepql.py.)
 * consumption (§4.4, chronological and recent): the stream triples an answer used are removed
-  from the query's input for the later evaluations (``evaluate_sequence``).
+  from the query's input for the later evaluations (``evaluate_sequence``);
+* ``WINDOW w P`` (eq. 3): P as SPARQL over the merge of the graphs window w holds at t, each
+  mapping with [MIN_TIME, t] (no time, as a background pattern's).
 
 C-SPARQL (§3 of ../shared/papers/003_...; ``A.Snapshot``, ``A.Aggregate``): WHERE is matched as
 SPARQL against ONE graph, the background merged with every window's triples at the evaluation
@@ -774,6 +776,12 @@ class _Evaluator:
                     interval = scope.interval if isinstance(scope, _Graph) else self.empty_interval(inner)
                     return aggregate({(frozenset(), *interval)}, specs, empty=True)
                 return aggregate(omega, specs)
+            case A.WindowGraph(stream=stream, window=spec, pattern=pattern):       # RSEP-QL eq. 3
+                if stream not in self.streams:
+                    raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
+                merged = {tr for (_item, g, _t1, _t2) in rsep_window(self.streams[stream], spec, self.at, self.unit)
+                          for tr in g}
+                return self.eval(pattern, _Graph(merged, (MIN_TIME, self.at)))
             case A.Match(inner=inner, policy=policy):
                 events = self.events(inner, _UNBOUNDED, frozenset())
                 if policy in A.CONSUMING_POLICIES:

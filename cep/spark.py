@@ -356,6 +356,16 @@ class _Runtime:
                 raise TypeError(f"{type(node).__name__} cannot occur in a background pattern")
             case A.StreamPattern():                                                # eq. 9, 16
                 return self.eval(node.pattern, _Window(self.window_content(node)))
+            case A.WindowGraph(name=name, stream=stream, window=spec, pattern=pattern):   # RSEP-QL eq. 3
+                from cep.events import rsep_window
+
+                if self.ops is not I:
+                    raise UnsupportedQueryError("RSEP-QL's WINDOW graph pattern is evaluated at evaluation instants "
+                                                "(evaluate_sequence; continuously: cep.instants)")
+                if stream not in self.streams:
+                    raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
+                merged = rsep_window(self.streams[stream], spec, self.at, self.unit).select(S, P, O).distinct()
+                return self.eval(pattern, _Graph(name, merged, (MIN_TIME, self.at)))
             case A.Background():                                                   # eq. 17
                 return self.background_pattern(node)
             case A.Sequence(left=left, right=right):                               # eq. 4, 11

@@ -612,6 +612,9 @@ def run_micro_batches(lines: DataFrame, on_batch: Callable, checkpoint: str | Pa
 
 
 class _Runner:
+    #: why the static side cannot go to the driver-side engine (``_background_local`` gave None)
+    too_large = f"the static side has more than {LOCAL_MAX_BACKGROUND} rows"
+
     def __init__(self, spark, cplan: ContinuousPlan, static, sink, checkpoint: Path, rejects, on_answers, metrics,
                  prefixes, engine: str = "auto"):
         self.spark, self.plan, self.static, self.sink = spark, cplan, static, sink
@@ -752,8 +755,8 @@ class _Runner:
             return False
         if self._background_local() is None:
             if self.engine == "local":
-                raise ContinuousError(f"the static side has more than {LOCAL_MAX_BACKGROUND} rows: too large for "
-                                      f"the driver-side engine; use engine auto or spark")
+                raise ContinuousError(f"{self.too_large}: too large for the driver-side engine; use engine auto or "
+                                      f"spark")
             return False
         return True
 

@@ -247,7 +247,7 @@ class Plan:
 def plan(args: argparse.Namespace) -> Plan:
     """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
     from cep import CepSyntaxError, compile_query
-    from cep.algebra import (BGP, NamedGraph, Project, Var, background_patterns, event_patterns, is_csparql,
+    from cep.algebra import (BGP, NamedGraph, Project, Var, background_patterns, is_csparql, rsep_windows,
                              is_epsparql, is_rsepql, snapshots, stream_patterns, walk)
 
     _local_arguments(args)
@@ -315,7 +315,7 @@ def plan(args: argparse.Namespace) -> Plan:
                              f"the directory its files arrive in, or IRI=kafka://HOST:PORT/TOPIC a topic)")
         result.streams[iri] = path if continuous else _existing(path, f"stream {iri}")
     read = list(result.streams) if ep else list(dict.fromkeys(
-        [sp.stream for sp in stream_patterns(query.pattern)] + [e.stream for e in event_patterns(query)]
+        [sp.stream for sp in stream_patterns(query.pattern)] + [e.stream for e in rsep_windows(query)]
         + [s for snap in snapshots(query) for s, _w in snap.windows]))
     for iri in read:
         if iri not in result.streams:
@@ -444,7 +444,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     streams = {}
     ep = A.is_epsparql(query)
     read = set(p.streams) if ep else ({sp.stream for sp in A.stream_patterns(query.pattern)}
-                                      | {e.stream for e in A.event_patterns(query)}
+                                      | {e.stream for e in A.rsep_windows(query)}
                                       | {s for snap in A.snapshots(query) for s, _w in snap.windows})
     for iri, path in p.streams.items():
         if iri not in read:

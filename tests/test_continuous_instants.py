@@ -97,7 +97,10 @@ WHERE {{ MATCH {policy} ( EVENT :w1 {{ ?x :p ?y }} SEQ EVENT :w2 {{ ?y :q ?z }} 
     for policy, emit in (("CHRONOLOGICAL", "istream"), ("RECENT", "rstream"), ("NAIVE", "istream"),
                          ("", "dstream"))] + [
     ("FIRST / LAST, recent", "rstream", f"""PREFIX : <{EX}> SELECT * FROM NAMED WINDOW :w ON :S [RANGE 5]
-WHERE {{ MATCH RECENT ( FIRST EVENT :w {{ ?x :p ?y }} SEQ (LAST (EVENT :w {{ ?y :q ?z }})) ) }}""")]
+WHERE {{ MATCH RECENT ( FIRST EVENT :w {{ ?x :p ?y }} SEQ (LAST (EVENT :w {{ ?y :q ?z }})) ) }}"""),
+    ("window graph pattern, chronological", "istream", f"""PREFIX : <{EX}> SELECT ?x ?y ?z
+FROM NAMED WINDOW :w1 ON :S [RANGE 6 STEP 2] FROM NAMED WINDOW :w2 ON :S2 [RANGE 4]
+WHERE {{ MATCH CHRONOLOGICAL ( EVENT :w1 {{ ?x :p ?y }} ) WINDOW :w2 {{ ?y :q ?z }} }}""")]
 
 
 EPSPARQL = [

@@ -131,7 +131,8 @@ def test_parse_print_and_detect():
     ("WHERE { { MATCH ( EVENT :w { ?x :p ?y } ) } }", "top level"),
     ("WHERE { MATCH ( EVENT :w { ?x :p+ ?y } ) }", "property path"),
     ("WHERE { MATCH ( EVENT :t { ?x :p ?y } ) }", "TRIPLES window"),
-    ("WHERE { MATCH ( EVENT :w { ?x :p ?y } ) WINDOW :w { ?x :q ?y } }", "cannot be mixed"),
+    ("WHERE { MATCH ( EVENT :w { ?x :p ?y } ) SEQ(:w, :w) WINDOW :w { ?x :q ?y } }", "cannot be mixed"),
+    ("WHERE { MATCH ( EVENT :w { ?x :p ?y } ) WINDOW :t { ?x :q ?y } }", "TRIPLES window"),
 ])
 def test_meaning_errors(text, words):
     head = ("PREFIX : <http://example.org/rsep#>\nSELECT * FROM NAMED WINDOW :w ON :S [ALL]\n"
@@ -139,6 +140,44 @@ def test_meaning_errors(text, words):
     with pytest.raises(CepSemanticError) as err:
         compile_query(head + text)
     assert words in str(err.value) and err.value.line == 4
+
+
+# --- the window graph pattern WINDOW w P (§3.3, §4.1 eq. 3) ----------------------------------------
+
+EXAMPLE_6 = """PREFIX : <http://example.org/rsep#>
+SELECT ?x ?y FROM NAMED WINDOW :w1 ON :S [ALL] FROM NAMED WINDOW :w2 ON :S [RANGE 5 STEP 1]
+WHERE { WINDOW :w2 { ?x :p ?y } }"""
+#: MATCH's events joined with a window graph pattern: the w1 events (a1 p b1 @2, a2 p b2 @4) whose
+#: ?y has a :q in w2's merged graph at 8, (3, 8]: items @4, @6, @8 (b1 q c1, b2 q c2)
+WITH_MATCH = """PREFIX : <http://example.org/rsep#>
+SELECT ?x ?y ?z FROM NAMED WINDOW :w1 ON :S [ALL] FROM NAMED WINDOW :w2 ON :S [RANGE 5 STEP 1]
+WHERE { MATCH ( EVENT :w1 { ?x :p ?y } ) WINDOW :w2 { ?y :q ?z FILTER (?z != :c9) } }"""
+
+
+def _answer(t1, t2, **kw):
+    return (frozenset((k, iri(v)) for k, v in kw.items()), t1, t2)
+
+
+def test_window_graph_pattern_example_6():
+    """Example 6: ⟦WINDOW w2 {?x :p ?y}⟧ at 12 over SDS_w2(12) = {(G4, 8), (G5, 10)} is
+    {x ↦ a3, y ↦ b3}; a window graph pattern's mappings carry no time ([MIN_TIME, t]). With MATCH:
+    each event keeps its interval."""
+    q = compile_query(EXAMPLE_6, lang="rsepql")
+    assert isinstance(q.pattern, A.WindowGraph)
+    assert R.evaluate(q, {}, {STREAM: ITEMS}, 12) == {_answer(R.MIN_TIME, 12, x="a3", y="b3")}
+    both = compile_query(WITH_MATCH)
+    assert detect_language(parse(WITH_MATCH)) == "rsepql"
+    assert R.evaluate(both, {}, {STREAM: ITEMS}, 8) == {_answer(2, 2, x="a1", y="b1", z="c1"),
+                                                        _answer(4, 4, x="a2", y="b2", z="c2")}
+
+
+def test_window_graph_pattern_on_spark(spark):
+    stream = stream_frame(spark, ITEMS)
+    terms = {term_id(x): x for (_i, g, _a, _b) in ITEMS for tr in g for x in tr}
+    for text, lang, times in ((EXAMPLE_6, "rsepql", [8, 12]), (WITH_MATCH, None, [8, 10])):
+        query = compile_query(text, lang=lang)
+        got = [collect(df, terms) for df in evaluate_sequence(query, {}, {STREAM: stream}, times)]
+        assert got == R.evaluate_sequence(query, {}, {STREAM: ITEMS}, times) and got[0], text
 
 
 def test_syntax_errors():
