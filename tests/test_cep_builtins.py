@@ -89,9 +89,18 @@ def test_reference_equals_pyoxigraph(condition):
     assert got == expected, condition
 
 
+#: the conditions run on Spark: every one up to the dateTime accessors, then one or two per later
+#: function (each has one column implementation; the reference runs them all against pyoxigraph)
+SPARK_FILTERS = FILTERS[:FILTERS.index("YEAR(?o) < 2000") + 1] + [
+    "LANGMATCHES(LANG(?o), \"*\")", "LANGMATCHES(LANG(?o), \"EN-GB\")", "STRDT(STR(?o), xsd:integer) = 12",
+    "sameTerm(STRLANG(?o, \"de\"), \"straße\"@de)", "IRI(STR(?o)) = ?o", "ENCODE_FOR_URI(?o) = \"stra%C3%9Fe\"",
+    "MD5(?o) = MD5(\"alpha\")", "SHA384(?o) = SHA384(\"\")", "SHA512(?o) = SHA512(\"alpha\")", "TZ(?o) = \"-05:30\"",
+    "TIMEZONE(?o) = \"-PT5H30M\"^^xsd:dayTimeDuration", "TIMEZONE(?o) != \"PT0S\"^^xsd:dayTimeDuration"]
+
+
 def test_spark_equals_pyoxigraph(spark):
-    """Every condition compiled by ``cep.filters`` to a Spark column over the same decoded
-    mappings, all in one select (one job), each compared with pyoxigraph."""
+    """The conditions of ``SPARK_FILTERS`` compiled by ``cep.filters`` to Spark columns over the
+    same decoded mappings, a few per select, each compared with pyoxigraph."""
     from pyspark.sql import functions as F
 
     from cep.columns import var_column
@@ -104,18 +113,18 @@ def test_spark_equals_pyoxigraph(spark):
     nope = var_column("nope")
     frame = frame.withColumn(nope, F.lit(None).cast("long")).withColumn(_term_column(nope), F.lit(None).cast("string"))
     tests = []
-    for n, condition in enumerate(FILTERS):
+    for n, condition in enumerate(SPARK_FILTERS):
         query = compile_query(PREFIX + f"SELECT ?s ?o WHERE {{ ?s :p ?o FILTER ({condition}) }}")
         expr = query.pattern.condition
         tests.append(F.coalesce(_ebv(_Filter(expr, ()).compile(expr, frame.columns)), F.lit(False)).alias(f"c{n}"))
-    got = {n: set() for n in range(len(FILTERS))}
+    got = {n: set() for n in range(len(SPARK_FILTERS))}
     for first in range(0, len(tests), 8):   # a few conditions per select keeps each plan small
         batch = range(first, min(first + 8, len(tests)))
         for r in frame.select(_term_column(s_col), _term_column(o_col), *[tests[n] for n in batch]).collect():
             for n in batch:
                 if r[f"c{n}"]:
                     got[n].add((r[0], r[1]))
-    for n, condition in enumerate(FILTERS):
+    for n, condition in enumerate(SPARK_FILTERS):
         text = PREFIX + f"SELECT ?s ?o WHERE {{ ?s :p ?o FILTER ({condition}) }}"
         assert got[n] == _ox_answers(text), condition
 

@@ -523,14 +523,14 @@ def test_query_job_continuous_chains_a_registered_stream(spark, tmp_path, capsys
     assert code == 0
     rows = [json.loads(line) for f in sorted((tmp_path / "entering").glob("part-*.jsonl"))
             for line in f.read_text(encoding="utf-8").splitlines()]
-    got = sorted(f'{r["s"]} {r["p"]} {r["o"]} "{r["t"]}" .' for r in rows)
     assert set(rows[0]) == {"s", "p", "o", "t"}
-    capsys.readouterr()
-    assert job.main([str(onto / "csparql_entering_query.rq"), "--static", str(onto / "csparql_city.ttl"),
-                     "--stream", f"{TOLLGATES}={onto / 'csparql_tollgates_stream.nt'}", "--time-unit", "m",
-                     "--at", "5,10,15,20,25,30"]) == 0     # the closes from the first event (2) to the last (33)
-    expected = capsys.readouterr().out.splitlines()
-    assert got == sorted(expected) and len(got) == 17
+    # the closes 5, 10, ..., 30 from the first event (2) to the last (33); the window (c - 30, c]:
+    # at 5 the cars at 2, 3, 4 (Distr1 twice, Distr2), from 10 on also the car at 7 (Distr3)
+    has = f"<{T}hasEnteringCars>"
+    expected = [(c("Distr1"), integer(2), 5), (c("Distr2"), integer(1), 5)] + [
+        (district, integer(n), at) for at in (10, 15, 20, 25, 30)
+        for district, n in ((c("Distr1"), 2), (c("Distr2"), 1), (c("Distr3"), 1))]
+    assert sorted((r["s"], r["o"], r["t"]) for r in rows if r["p"] == has) == sorted(expected) and len(rows) == 17
     code = job.main([str(onto / "csparql_busy_query.rq"), "--stream",
                      f"<http://example.org/streams/entering>={tmp_path / 'entering'}", "--time-unit", "m",
                      "--continuous", "--checkpoint", str(tmp_path / "c2"), "--out", str(tmp_path / "busy")])
