@@ -188,6 +188,16 @@ class BGP:
         return "{" + " . ".join(str(item) for item in self.patterns) + "}"
 
 
+def _check_window_use(node) -> None:
+    """The window IRI ``name``, the ``stream`` IRI and the ``window`` of a node that reads a window
+    (``StreamPattern``, ``EventPattern``, ``WindowGraph``)."""
+    kind = type(node).__name__
+    _check_iri(node.name, f"{kind}.name")
+    _check_iri(node.stream, f"{kind}.stream")
+    if not isinstance(node.window, WINDOW_TYPES):
+        raise TypeError(f"{kind}.window must be Range/Triples/Now/All, got {node.window!r}")
+
+
 def _check_pattern(value: object, what: str) -> None:
     if not isinstance(value, PATTERN_TYPES):
         raise TypeError(f"{what} must be a pattern node, got {value!r}")
@@ -334,11 +344,7 @@ class StreamPattern:
     pattern: "Pattern"
 
     def __post_init__(self) -> None:
-        _check_iri(self.name, "StreamPattern.name")
-        _check_iri(self.stream, "StreamPattern.stream")
-        if not isinstance(self.window, WINDOW_TYPES):
-            raise TypeError(f"StreamPattern.window must be Range/Triples/Now/All, "
-                            f"got {self.window!r}")
+        _check_window_use(self)
         _check_pattern(self.pattern, "StreamPattern.pattern")
 
     def __str__(self) -> str:
@@ -535,10 +541,7 @@ class EventPattern:
     pattern: BGP
 
     def __post_init__(self) -> None:
-        _check_iri(self.name, "EventPattern.name")
-        _check_iri(self.stream, "EventPattern.stream")
-        if not isinstance(self.window, WINDOW_TYPES):
-            raise TypeError(f"EventPattern.window must be a window, got {self.window!r}")
+        _check_window_use(self)
         if not isinstance(self.pattern, BGP):
             raise TypeError(f"EventPattern.pattern must be a BGP, got {self.pattern!r}")
 
@@ -635,10 +638,7 @@ class WindowGraph:
     pattern: "Pattern"
 
     def __post_init__(self) -> None:
-        _check_iri(self.name, "WindowGraph.name")
-        _check_iri(self.stream, "WindowGraph.stream")
-        if not isinstance(self.window, WINDOW_TYPES):
-            raise TypeError(f"WindowGraph.window must be a window, got {self.window!r}")
+        _check_window_use(self)
         _check_pattern(self.pattern, "WindowGraph.pattern")
 
     def __str__(self) -> str:
