@@ -36,6 +36,7 @@ def spark():
         "spark.sql.adaptive.enabled": "false",
         # tiny inputs: compiling whole-stage Java for every new plan costs more than it saves
         "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     })
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -78,7 +78,7 @@ def run_and_kill(cmd: list[str], ckpt: Path, after_batches: int, rng: random.Ran
 # (engine, files, kills, the longest pause after a batch before a kill): a Spark batch takes
 # seconds in a fresh JVM, a driver-side one a fraction of a second, so the driver-side run gets
 # more, quicker batches and two kills (a restart that is itself killed); the Spark run one kill
-ENGINES = [("spark", 3, 1, 3.0), ("local", 30, 2, 0.5)]
+ENGINES = [("spark", 2, 1, 3.0), ("local", 12, 2, 0.5)]
 
 
 @pytest.mark.parametrize("engine, files, kills, pause", ENGINES, ids=[e[0] for e in ENGINES])

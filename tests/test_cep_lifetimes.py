@@ -52,7 +52,7 @@ def alive(rows, t):
     return {(mu, t1, t if t2 == OPEN_END else t2) for (mu, t1, t2, a, b) in rows if a <= t <= b}
 
 
-@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                              HealthCheck.too_slow])
 @given(drawn=streams_and_cases())
 @example(drawn=SPLIT_GRAPH)
