@@ -355,7 +355,8 @@ class _Service:
         futures = []
         count = 0
         scope = bnode_scope(file)
-        for first, chunk in tsnt.read_lines(file):
+        read = tsnt.read_terminated if kind == TSNT else tsnt.read_lines
+        for first, chunk in read(file):
             count += len(chunk)
             if kind == TSNT:      # split, checked, matched and written as JSON in the pool's threads
                 futures.append(self.pool.submit(_classify, chunk, first, file, scope, classes, processed_at))
@@ -457,7 +458,8 @@ def _classify(chunk: pa.Array, first, file: str, scope: str, classes: ClassSet, 
     # subjects of plain lines hold no quote or backslash, and the class set was checked for them
     part = _Answers.build(subject, hits.klass, hits.ticks, file, numbers, processed_at, classes.version,
                           plain=classes.plain)
-    slow = [(file, number, raw, TSNT) for number, raw in zip(slow_numbers, pc.take(chunk, hits.slow).to_pylist())]
+    slow = [(file, number, raw[:-1] if raw.endswith("\n") else raw, TSNT)     # read_terminated's LF off
+            for number, raw in zip(slow_numbers, pc.take(chunk, hits.slow).to_pylist())]
     return part, slow
 
 

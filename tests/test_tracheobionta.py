@@ -110,6 +110,46 @@ def test_files_the_csv_reader_refuses_are_read_line_by_line(tmp_path):
     assert lines == [good, "<a> \x01 <b>", good, "\ufffd\ufffd bad", good]
 
 
+def test_the_byte_reader_gives_the_csv_readers_lines_and_hits(tmp_path):
+    """``read_terminated`` (the file's bytes cut at its line feeds, each line with its LF) against
+    ``read_lines`` (the CSV reader), and ``type_hits`` on its lines against the same lines without
+    their LF: random files, blocks smaller than a line, with and without a last LF, a CR or invalid
+    UTF-8 at a random place (handed to the CSV reader from there)."""
+    rng = random.Random(5)
+    predicates = pa.array([RDF_TYPE, "<http://x/type>"])
+    classes = pa.array(["<http://k/C>", "<http://k/D>"])
+    path = tmp_path / "s.nt"
+    oddities = 0
+    for trial in range(60):
+        lines = [random_line(rng) for _ in range(rng.randint(0, 300))]
+        data = ("\n".join(lines) + rng.choice(["", "\n"])).encode("utf-8")
+        if lines and rng.random() < 0.3:
+            at = rng.randrange(len(data) + 1)
+            data = data[:at] + rng.choice([b"\r\n", b"\r", b"\xff", b"\xc3"]) + data[at:]
+            oddities += 1
+        path.write_bytes(data)
+        block = rng.choice([16, 200, 1 << 14])
+        want = [(first, chunk.to_pylist()) for first, chunk in tsnt.read_lines(path, block)]
+        got = list(tsnt.read_terminated(path, block))
+        assert [x for _, c in want for x in c] == [x.removesuffix("\n") for _, c in got for x in c.to_pylist()]
+        assert [first for first, _ in got] == sorted({first for first, _ in got})
+        for first, chunk in got:
+            assert first == 1 + sum(len(c) for f, c in got if f < first)
+            plain = pa.array([x.removesuffix("\n") for x in chunk.to_pylist()], pa.string())
+            a, b = tsnt.type_hits(chunk, predicates, classes), tsnt.type_hits(plain, predicates, classes)
+            for name in ("index", "subject", "klass", "ticks", "slow"):
+                assert getattr(a, name).to_pylist() == getattr(b, name).to_pylist(), (trial, name)
+    assert oddities > 5
+    # a sliced chunk and Spark's large strings (Kafka batches) split alike
+    lines = pa.array([random_line(rng) for _ in range(500)], pa.string())
+    for chunk in (lines.slice(37, 400), pa.array(lines.to_pylist(), pa.large_string())):
+        a = tsnt.type_hits(chunk, predicates, classes)
+        b = tsnt.type_hits(pa.array(chunk.to_pylist(), pa.string()), predicates, classes)
+        assert len(a.index) > 10
+        for name in ("index", "subject", "klass", "ticks", "slow"):
+            assert getattr(a, name).to_pylist() == getattr(b, name).to_pylist(), name
+
+
 # --- the service -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
