@@ -84,7 +84,7 @@ from typing import Iterator
 from cep.expressions import (ARITH_OPS, BUILTINS, COMPARE_OPS, EXPR_TYPES, And, Arith, Bound, Builtin,
                              Compare, Const,
                              Datatype, Exists, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or,
-                             PatternTimestamp, Regex, Str, TERM_BUILTINS, Timestamp, Var, check_expr, check_term,
+                             PatternTimestamp, Regex, SOLUTION_BUILTINS, Str, TERM_BUILTINS, Timestamp, Var, check_expr, check_term,
                              expr_variables, subexpressions, uses_interval, uses_timestamp)
 from cep.timeline import close_instant
 from cep.windows import TIME_UNITS, WINDOW_TYPES, All, Duration, Now, Range, Triples, Window
@@ -101,7 +101,7 @@ __all__ = [
     "Minus", "Values", "SubSelect", "Exists", "NamedGraph", "Extend",
     "Snapshot", "GraphPattern", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
-    "Builtin", "BUILTINS", "TERM_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
+    "Builtin", "BUILTINS", "TERM_BUILTINS", "SOLUTION_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
     "Duration", "Range", "Triples", "Now", "All", "Window",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
     "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",

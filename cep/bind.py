@@ -12,7 +12,7 @@ op:numeric-add etc., SPARQL 1.1 §17.3):
   C-SPARQL aggregates' ``cep.reference._number``): a result beyond 10^20 or a division by zero is
   an error; decimals have 18 fraction digits, rounded half up (XPath asks for at least 18);
 * ABS, CEIL, FLOOR, ROUND keep the type (ROUND halves toward positive infinity, fn:round);
-  STRLEN, YEAR, MONTH, DAY, HOURS, MINUTES are xsd:integers, SECONDS an xsd:decimal; doubles follow IEEE 754 (a division by zero is ±INF, 0/0 NaN);
+  STRLEN, YEAR, MONTH, DAY, HOURS, MINUTES are xsd:integers, SECONDS an xsd:decimal, RAND an xsd:double; doubles follow IEEE 754 (a division by zero is ±INF, 0/0 NaN);
 * the other expressions are those of FILTER: a term, or a boolean (xsd:boolean); IF and
   COALESCE choose their branch first, so a numeric branch is typed too. getDURATION() and the
   other time values, which no term form is given for, are errors.
@@ -33,7 +33,8 @@ from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, DATETIME_PATTERN, XS
 
 __all__ = ["term_value", "numeric"]
 
-_NUMERIC_BUILTINS = ("ABS", "CEIL", "FLOOR", "ROUND", "STRLEN", "YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS")
+_NUMERIC_BUILTINS = ("ABS", "CEIL", "FLOOR", "ROUND", "STRLEN", "YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS",
+                     "RAND")
 _QUANTUM = Decimal(1).scaleb(-AGGREGATE_SCALE)
 
 
@@ -120,6 +121,9 @@ def _number(e, mu, interval, unit, exists):
                 return "decimal", Decimal(f"{fields[5]}.{m.group(2) or '0'}").quantize(_QUANTUM)
             index = ("YEAR", "MONTH", "DAY", "HOURS", "MINUTES").index(name)
             return "integer", Decimal(int(fields[index]))
+        case A.Builtin(name="RAND"):                 # xsd:double (§17.4.4.5)
+            value = eval_expr(e, mu, interval, unit, None, exists)
+            return ("double", value) if isinstance(value, float) else None
         case A.Builtin(name="STRLEN", args=(arg,)):
             text = _string_literal(eval_expr(arg, mu, interval, unit, None, exists))
             return None if text is None else ("integer", Decimal(len(text[0])))

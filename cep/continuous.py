@@ -219,6 +219,10 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
         raise ContinuousError("a CONSTRUCT template's blank nodes are fresh per solution, which the continuous "
                               "CQELS-CEP runtime does not name yet; use an IRI or a variable, or evaluate at one "
                               "instant with --at T")
+    if _calls(query, "NOW"):
+        raise ContinuousError("NOW() is the evaluation instant, and the continuous CQELS-CEP runtime computes each "
+                              "answer's lifetime, not one evaluation per instant; evaluate at given instants with "
+                              "--at T1,T2,... (C-SPARQL, RSEP-QL and EP-SPARQL queries run continuously with NOW())")
     patterns = A.stream_patterns(query.pattern)
     if not patterns:
         raise ContinuousError("the query has no WINDOW over a stream, so there is nothing to follow continuously; "
@@ -226,6 +230,17 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     windows = tuple(dict.fromkeys(_rule(p.stream, p.window, f"window {p.name} on {p.stream}", time_unit)
                                   for p in patterns))
     return ContinuousPlan(query, time_unit, lateness, windows, emit)
+
+
+def _calls(node, name: str) -> bool:
+    """Whether the built-in ``name`` is called anywhere in ``node`` (patterns, expressions, modifiers)."""
+    if isinstance(node, A.Builtin) and node.name == name:
+        return True
+    if isinstance(node, (tuple, list, frozenset)):
+        return any(_calls(x, name) for x in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return any(_calls(getattr(node, f), name) for f in node.__dataclass_fields__)
+    return False
 
 
 def _instants_plan(query: A.Query, time_unit: str, lateness: int, emit: str) -> ContinuousPlan:

@@ -17,7 +17,7 @@ from paths.algebra import Term, is_term
 
 __all__ = [
     "Var", "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
-    "Datatype", "Exists", "Builtin", "BUILTINS", "TERM_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Timestamp", "PatternTimestamp",
+    "Datatype", "Exists", "Builtin", "BUILTINS", "TERM_BUILTINS", "SOLUTION_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
     "expr_variables", "check_term", "check_expr", "uses_interval",
 ]
@@ -251,11 +251,16 @@ BUILTINS = {
     "LANGMATCHES": (2, 2), "STRDT": (2, 2), "STRLANG": (2, 2), "IRI": (1, 1), "URI": (1, 1), "ENCODE_FOR_URI": (1, 1),
     "MD5": (1, 1), "SHA1": (1, 1), "SHA256": (1, 1), "SHA384": (1, 1), "SHA512": (1, 1),
     "TIMEZONE": (1, 1), "TZ": (1, 1),
+    "NOW": (0, 0), "RAND": (0, 0), "UUID": (0, 0), "STRUUID": (0, 0), "BNODE": (0, 1),
 }
 #: the built-ins that build a term from strings or read a dateTime's time zone (one function each in
 #: ``cep.reference`` and ``cep.filters``)
 TERM_BUILTINS = ("LANGMATCHES", "STRDT", "STRLANG", "IRI", "URI", "ENCODE_FOR_URI", "MD5", "SHA1", "SHA256", "SHA384",
                  "SHA512", "TIMEZONE", "TZ")
+#: the built-ins whose value is not a function of their arguments alone (§17.4.2.8, §17.4.3.x, §17.4.5.1,
+#: §17.4.6): RAND, UUID, STRUUID and BNODE read the solution they are evaluated on, NOW the
+#: evaluation instant (one function each in ``cep.reference`` and ``cep.filters``)
+SOLUTION_BUILTINS = ("NOW", "RAND", "UUID", "STRUUID", "BNODE")
 
 
 @dataclass(frozen=True)
@@ -267,7 +272,12 @@ class Builtin:
     COALESCE, CONCAT, SUBSTR, STRBEFORE, STRAFTER, REPLACE (pattern and flags constant strings) and
     the xsd:dateTime accessors YEAR, MONTH, DAY, HOURS, MINUTES, SECONDS, TIMEZONE and TZ,
     LANGMATCHES, STRDT, STRLANG, IRI / URI (absolute IRIs), ENCODE_FOR_URI and the hash functions
-    MD5, SHA1, SHA256, SHA384, SHA512. (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
+    MD5, SHA1, SHA256, SHA384, SHA512, and those of ``SOLUTION_BUILTINS``: NOW() (the
+    xsd:dateTime of the evaluation instant: one value per evaluation, as §17.4.5.1 asks of a query
+    execution, and the same on a replay), RAND(), UUID(), STRUUID() and BNODE() / BNODE(str)
+    (pseudo-random: drawn from a hash of the solution — its variables' term ids and its interval —
+    so that each solution gets its own value, and a replayed or re-evaluated answer the same one,
+    as exactly-once output needs; ``cep.reference.solution_hash``). (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
     them as, built when lowering.)"""
 
     name: str

@@ -40,7 +40,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
-from cep.expressions import TERM_BUILTINS
+from cep.expressions import SOLUTION_BUILTINS, TERM_BUILTINS
 from cep.columns import T_END, T_START, scratch, var_column
 from cep.errors import DictionaryRequiredError, UnsupportedQueryError
 from cep.literals import (DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES, ESCAPES,
@@ -63,16 +63,33 @@ _SECONDS = "decimal(38,9)"
 
 
 def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame], *,
-                    time_unit: str = "ms", stamps: dict | None = None, exists: dict | None = None) -> DataFrame:
+                    time_unit: str = "ms", stamps: dict | None = None, exists: dict | None = None,
+                    instant: int | None = None) -> DataFrame:
     """The rows of ``omega`` (extra columns kept) whose ``condition`` (a ``cep.algebra``
     expression) is true. ``dictionaries``: DataFrames (id, term) decoding the ids the condition
     inspects; DictionaryRequiredError when it inspects some and none is given. ``time_unit``: the
     unit of the interval columns (for getDURATION() ...). ``stamps``: {timestamp() call: the
     column of ``omega`` holding its time in ticks} (C-SPARQL; a call not in it is an error).
     ``exists``: {``Exists`` node: the boolean column of ``omega`` holding its value per row
-    (computed by ``cep.spark``, ``cep.sparql``)}."""
+    (computed by ``cep.spark``, ``cep.sparql``)}. ``instant``: the evaluation instant NOW() reads
+    (None: NOW() is an error)."""
     return _Filter(condition, tuple(dictionaries), time_unit, tuple((stamps or {}).items()),
-                   tuple((exists or {}).items())).apply(omega)
+                   tuple((exists or {}).items()), instant).apply(omega)
+
+
+def solution_seed(columns) -> Column:
+    """``cep.reference.solution_hash`` of each row: Spark's ``xxhash64`` chained over the variable
+    columns by variable name (a null, an unbound variable, skipped) and the interval's ends."""
+    from cep.columns import column_var, is_var_column
+
+    names = sorted(column_var(c) for c in columns if is_var_column(c))
+    interval = [F.col(c) for c in (T_START, T_END) if c in columns]
+    return F.xxhash64(*[F.col(var_column(n)) for n in names], *interval)
+
+
+def _hex16(h: Column) -> Column:
+    """A long's 64 bits as 16 lower-case hex digits (as ``f"{h & 0xFFFFFFFFFFFFFFFF:016x}"``)."""
+    return F.lpad(F.lower(F.hex(h)), 16, "0")
 
 
 def order_answers(omega: DataFrame, modifiers, variables, dictionaries: Sequence[DataFrame], *,
@@ -490,6 +507,7 @@ class _Filter:
     time_unit: str = "ms"
     stamps: tuple = ()
     exists: tuple = ()
+    instant: int | None = None
 
     def apply(self, omega: DataFrame) -> DataFrame:
         df = self.decoded(omega, sorted(_needs_terms(self.condition)))
@@ -558,6 +576,8 @@ class _Filter:
             same = ids == F.lit(term_id(c.term))
             return _Val(_BOOL, same if e.op == "=" else ~same)
         match e:
+            case A.Builtin(name=name, args=args) if name in SOLUTION_BUILTINS:
+                return self._solution(name, args, columns)
             case A.Builtin(name=name, args=args):
                 return self._builtin(name, args, columns)
             case A.IntervalFn(kind=kind):
@@ -719,6 +739,40 @@ class _Filter:
         if name == "FLOOR":
             return _Val(_NUM, F.when(finite, F.floor(n).cast("double")).otherwise(n))
         return _Val(_NUM, F.when(finite, F.floor(n + F.lit(0.5)).cast("double")).otherwise(n))
+
+    def _solution(self, name: str, args, columns) -> _Val:
+        """NOW, RAND, UUID, STRUUID, BNODE: ``cep.reference.solution_value``, from the row's
+        ``solution_seed`` (the instant a constant of the plan)."""
+        from decimal import Decimal
+
+        from cep.literals import datetime_term
+        from cep.reference import SALTS
+
+        if name == "NOW":
+            term = None if self.instant is None else datetime_term(
+                Decimal(self.instant) * Decimal(TIME_UNITS[self.time_unit]) / 1000)
+            return _Val(_TERM, F.lit(term).cast("string"))
+        seed = solution_seed(columns)
+
+        def salted(salt: int, *more: Column) -> Column:
+            return F.xxhash64(seed, F.lit(salt).cast("long"), *more)
+
+        if name == "RAND":
+            return _Val(_NUM, F.shiftrightunsigned(salted(SALTS["RAND"]), 11).cast("double") * F.lit(2.0 ** -53))
+        if name in ("UUID", "STRUUID"):
+            digits = F.concat(*[_hex16(salted(salt)) for salt in SALTS["UUID"]])
+            variant = F.element_at(F.array(*[F.lit(c) for c in "89ab"]),
+                                   (F.conv(F.substring(digits, 17, 1), 16, 10).cast("int") % 4) + 1)
+            text = F.concat(F.substring(digits, 1, 8), F.lit("-"), F.substring(digits, 9, 4), F.lit("-4"),
+                            F.substring(digits, 14, 3), F.lit("-"), variant, F.substring(digits, 18, 3), F.lit("-"),
+                            F.substring(digits, 21, 12))
+            return _Val(_TERM, F.concat(F.lit("<urn:uuid:"), text, F.lit(">")) if name == "UUID"
+                        else F.concat(F.lit('"'), text, F.lit('"')))
+        if not args:
+            return _Val(_TERM, F.concat(F.lit("_:b"), _hex16(salted(SALTS["BNODE"]))))
+        lex, lang = _string_parts(self.compile(args[0], columns))
+        h = salted(SALTS["BNODE_ARG"], lex)
+        return _Val(_TERM, F.when(lex.isNotNull() & (lang == ""), F.concat(F.lit("_:b"), _hex16(h))))
 
     @staticmethod
     def _integer_argument(arg, v: _Val) -> Column:

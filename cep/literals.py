@@ -25,7 +25,7 @@ __all__ = [
     "LITERAL_PATTERN", "LITERAL_RE", "LITERAL_JAVA_RE", "ESCAPES", "unescape", "parse_literal", "numeric_value",
     "XSD_INTEGER", "XSD_DECIMAL", "XSD_DOUBLE", "number_kind", "NUMBER_LEXICAL", "AGGREGATE_SCALE", "AGGREGATE_LIMIT",
     "canonical_decimal", "canonical_double", "DOUBLE_CANONICAL_PATTERN",
-    "XSD_DATETIME", "DURATION_DATATYPES", "DAY_TIME_DURATION_PATTERN", "DATETIME_PATTERN", "temporal_value",
+    "XSD_DATETIME", "datetime_term", "DURATION_DATATYPES", "DAY_TIME_DURATION_PATTERN", "DATETIME_PATTERN", "temporal_value",
 ]
 
 # datatype IRIs as they appear between ``^^<`` and ``>`` (bare; ``reasoner.vocab`` has N-Triples forms)
@@ -189,3 +189,22 @@ def temporal_value(term):
         micros += int((fraction or "0")[:6].ljust(6, "0"))
         return ("dateTime", Decimal(micros) / 1_000_000)
     return None
+
+
+def datetime_term(seconds) -> str | None:
+    """The xsd:dateTime term of an instant given as seconds since 1970-01-01T00:00:00Z (a Decimal
+    or an int), in UTC ("Z"), the fraction without trailing zeros; None outside years 1-9999."""
+    from datetime import datetime, timedelta, timezone
+    from decimal import Decimal
+
+    seconds = Decimal(seconds)
+    whole = int(seconds.to_integral_value(rounding="ROUND_FLOOR"))
+    fraction = seconds - whole
+    try:
+        stamp = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=whole)
+    except OverflowError:
+        return None
+    text = stamp.strftime("%Y-%m-%dT%H:%M:%S")
+    if fraction:
+        text += format(fraction.normalize(), "f")[1:]
+    return f'"{stamp.year:04d}{text[text.index("-"):]}Z"^^<{XSD_DATETIME}>'

@@ -266,7 +266,8 @@ class _Lowering:
             case S.Call(name=name) if name in A.BUILTINS:
                 least, most = A.BUILTINS[name]
                 if len(node.args) < least or (most is not None and len(node.args) > most):
-                    wanted = f"{least}" if least == most else f"at least {least}"
+                    wanted = (f"{least}" if least == most else f"at least {least}" if most is None
+                              else f"{least} to {most}")
                     raise self.fail(node, f"{name} takes {wanted} argument(s), not {len(node.args)} "
                                     "(SPARQL 1.1 §17.4)", (f"{wanted} argument(s)",))
                 return A.Builtin(name, tuple(self.expr(arg) for arg in node.args))

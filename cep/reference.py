@@ -77,18 +77,19 @@ import math
 import re
 from collections.abc import Iterable, Mapping as TMapping
 from dataclasses import dataclass
+from contextvars import ContextVar
 from typing import Any
 
 from cep import algebra as A
-from cep.expressions import TERM_BUILTINS
+from cep.expressions import SOLUTION_BUILTINS, TERM_BUILTINS
 from cep.errors import MissingInputError
 from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, LITERAL_RE, NUMBER_LEXICAL, NUMERIC_DATATYPES,
                           XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, canonical_decimal,
-                          canonical_double, number_kind, numeric_value, parse_literal, temporal_value,
+                          canonical_double, datetime_term, number_kind, numeric_value, parse_literal, temporal_value,
                           DATETIME_PATTERN, XSD_DATETIME, XSD_DAYTIMEDURATION)
 from cep.windows import TIME_UNITS
 from cep.timeline import MIN_TIME, close_instant
-from reasoner.hashing import hash_longs, term_id
+from reasoner.hashing import fast_xxh64, hash_longs, term_id
 
 __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
@@ -97,7 +98,7 @@ __all__ = [
     "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence", "evaluate_instants",
     "csparql_window", "aggregate", "aggregate_value", "order_key", "ordered",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
-    "match_bgp_in_items", "evaluate",
+    "match_bgp_in_items", "evaluate", "solution_hash", "solution_value", "EVALUATION_INSTANT", "SOLUTION_SEED",
 ]
 
 Mapping = frozenset  # of (variable, term) pairs
@@ -672,6 +673,13 @@ class _Evaluator:
         self.outer: dict = {}        # inside EXISTS: the mapping substituted into its pattern
 
     def query(self, query, scope=None):
+        token = EVALUATION_INSTANT.set(self.at)      # NOW()
+        try:
+            return self._query(query, scope)
+        finally:
+            EVALUATION_INSTANT.reset(token)
+
+    def _query(self, query, scope=None):
         form = query.form if isinstance(query, (A.Query, A.SubSelect)) else query
         match form:
             case A.Project(variables=variables, inner=inner):
@@ -1102,6 +1110,8 @@ def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stam
     match e:
         case A.Exists(pattern=pattern):
             return _ERROR if exists is None else exists(pattern, mu)
+        case A.Builtin(name=name, args=args) if name in SOLUTION_BUILTINS:
+            return solution_value(name, [sub(a) for a in args], mu, interval, unit)
         case A.Builtin(name=name, args=args):
             return _builtin(name, args, sub)
         case A.IntervalFn(kind=kind):
@@ -1192,6 +1202,64 @@ def _string_literal(value):
 
 def _escape(lex: str) -> str:
     return lex.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+
+
+#: the evaluation instant NOW() reads (set by each evaluation; a Spark task evaluating BIND sets it)
+EVALUATION_INSTANT: ContextVar = ContextVar("evaluation_instant", default=None)
+#: the solution's hash, where the mapping at hand holds only some of the solution's variables (Spark's
+#: BIND sees the terms its expression reads); None: ``solution_hash`` of the mapping and interval
+SOLUTION_SEED: ContextVar = ContextVar("solution_seed", default=None)
+#: the salts that make each solution-dependent built-in draw its own bits from the solution's hash
+SALTS = {"RAND": 1, "UUID": (2, 3), "STRUUID": (2, 3), "BNODE": 4, "BNODE_ARG": 5}
+
+
+def solution_hash(mu: TMapping, interval: tuple | None) -> int:
+    """The hash RAND(), UUID(), STRUUID() and BNODE() draw from: Spark's ``xxhash64`` chained (seed
+    42, nulls skipped) over the term ids of the solution's variables by name, then its interval's
+    ends — as ``fresh_blank`` names a template's blank nodes, and as ``cep.filters`` computes it
+    from a solution's columns. Same solution, same values: a replayed answer is the same answer."""
+    seed = SOLUTION_SEED.get()
+    if seed is not None:
+        return seed
+    t1, t2 = interval if interval is not None else (None, None)
+    return hash_longs(*(None if mu[name] is None else term_id(mu[name]) for name in sorted(mu)), t1, t2)
+
+
+def uuid_text(h1: int, h2: int) -> str:
+    """A version-4 UUID's text (RFC 4122) from two hashes' 128 bits: the version digit set to 4 and
+    the variant's two bits to 10 (``cep.filters`` builds the same from columns)."""
+    digits = f"{h1 & 0xFFFFFFFFFFFFFFFF:016x}{h2 & 0xFFFFFFFFFFFFFFFF:016x}"
+    variant = "89ab"[int(digits[16], 16) & 3]
+    return f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{variant}{digits[17:20]}-{digits[20:]}"
+
+
+def solution_value(name: str, values: list, mu: TMapping, interval: tuple | None, unit: str):
+    """NOW, RAND, UUID, STRUUID and BNODE (``cep.expressions.SOLUTION_BUILTINS``), given their
+    arguments' values, under solution ``mu`` with ``interval``."""
+    if name == "NOW":                                            # §17.4.5.1
+        at = EVALUATION_INSTANT.get()
+        if at is None:
+            return _ERROR
+        from decimal import Decimal
+        term = datetime_term(Decimal(at) * Decimal(TIME_UNITS[unit]) / 1000)
+        return _ERROR if term is None else term
+    seed = solution_hash(mu, interval)
+    if name == "RAND":                                           # §17.4.4.5: a double in [0, 1)
+        h = hash_longs(seed, SALTS["RAND"])
+        return ((h & 0xFFFFFFFFFFFFFFFF) >> 11) * 2.0 ** -53
+    if name in ("UUID", "STRUUID"):                              # §17.4.3.x, §17.4.2.12
+        text = uuid_text(*(hash_longs(seed, salt) for salt in SALTS["UUID"]))
+        return f"<urn:uuid:{text}>" if name == "UUID" else f'"{text}"'
+    if not values:                                               # BNODE(), §17.4.2.9
+        h = hash_longs(seed, SALTS["BNODE"])
+    else:                                                        # BNODE(simple literal or xsd:string)
+        if any(v is _ERROR for v in values):
+            return _ERROR
+        text = _string_literal(values[0])
+        if text is None or text[1] is not None:
+            return _ERROR
+        h = fast_xxh64(text[0].encode("utf-8"), hash_longs(seed, SALTS["BNODE_ARG"]) & 0xFFFFFFFFFFFFFFFF)
+    return f"_:b{h & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
 def _builtin(name, args, sub):

@@ -452,7 +452,8 @@ class _Runtime:
     def filter(self, condition, omega: DataFrame, stamps: dict | None = None, scope: "_Scope" = None) -> DataFrame:
         found = list(dict.fromkeys(e for e in A.subexpressions(condition) if isinstance(e, A.Exists)))
         if not found:
-            return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps)
+            return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps,
+                                   instant=self.at)
         from cep.columns import scratch
         flags = {}
         flagged = omega
@@ -460,7 +461,7 @@ class _Runtime:
             flags[e] = scratch("exists", str(self.depth), str(i))
             flagged = self.exists(e.pattern, flagged, scope, flags[e])
         kept = filter_mappings(condition, flagged, self.dictionaries, time_unit=self.unit, stamps=stamps,
-                               exists=flags)
+                               exists=flags, instant=self.at)
         return kept.select(*omega.columns)
 
     def exists(self, pattern, omega: DataFrame, scope: "_Scope", flag: str) -> DataFrame:
@@ -520,7 +521,7 @@ class _Runtime:
         from pyspark.sql.types import StringType, StructField, StructType
 
         from cep.bind import term_value
-        from cep.columns import column_var, scratch
+        from cep.columns import column_var, is_var_column, scratch
 
         needed = sorted(c for c in {var_column(v.name) for v in A.expr_variables(expr)} if c in omega.columns)
         df = omega
@@ -536,19 +537,36 @@ class _Runtime:
                 lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(scratch("term", c)))
                 df = df.join(lookup, F.col(c) == F.col(scratch("id", c)), "left").drop(scratch("id", c))
         names = {scratch("term", c): column_var(c) for c in needed}
-        value, unit = scratch("bound"), self.unit
+        value, unit, at = scratch("bound"), self.unit, self.at
         schema = StructType(df.schema.fields + [StructField(value, StringType(), True)])
+        # RAND(), BNODE() ... draw from the whole solution (cep.reference.solution_hash), of which
+        # the terms decoded here are a part: its hash from the variables' ids, per row
+        drawn = any(isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS for x in A.subexpressions(expr))
+        solution = sorted((c for c in omega.columns if is_var_column(c)), key=column_var) if drawn else []
 
         def compute(batches):
-            for batch in batches:
-                terms = {n: batch.column(n).to_pylist() for n in names}
-                starts, ends = batch.column(T_START).to_pylist(), batch.column(T_END).to_pylist()
-                out = []
-                for i in range(batch.num_rows):
-                    mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
-                    out.append(term_value(expr, mu, (starts[i], ends[i]), unit))
-                yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(out, pa.string())],
-                                                 names=batch.schema.names + [value])
+            from cep.reference import EVALUATION_INSTANT, SOLUTION_SEED
+            from reasoner.hashing import hash_longs
+
+            instant = EVALUATION_INSTANT.set(at)
+            try:
+                for batch in batches:
+                    terms = {n: batch.column(n).to_pylist() for n in names}
+                    starts, ends = batch.column(T_START).to_pylist(), batch.column(T_END).to_pylist()
+                    ids = [batch.column(c).to_pylist() for c in solution]
+                    out = []
+                    for i in range(batch.num_rows):
+                        mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
+                        seed = SOLUTION_SEED.set(hash_longs(*(column[i] for column in ids), starts[i], ends[i])
+                                                 if drawn else None)
+                        try:
+                            out.append(term_value(expr, mu, (starts[i], ends[i]), unit))
+                        finally:
+                            SOLUTION_SEED.reset(seed)
+                    yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(out, pa.string())],
+                                                     names=batch.schema.names + [value])
+            finally:
+                EVALUATION_INSTANT.reset(instant)
 
         extended = df.mapInArrow(compute, schema)
         if self.keep_terms:   # the terms and the rows read it: computed once (the terms are cached too)
@@ -722,14 +740,12 @@ def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
 
 def _fresh_blank(label: str, columns) -> Column:
     """The blank node a CONSTRUCT template's ``_:label`` stands for in one solution (SPARQL 1.1
-    §16.2: a fresh one per solution): ``cep.reference.fresh_blank``'s term — Spark's ``xxhash64``
-    chains over the solution's variables by name (nulls skipped) and its interval, as that
-    function does — so both runtimes name it alike."""
-    from cep.columns import column_var, is_var_column
+    §16.2: a fresh one per solution): ``cep.reference.fresh_blank``'s term — the solution's hash
+    (``cep.filters.solution_seed``: its variables by name, nulls skipped, and its interval), as
+    that function computes it — so both runtimes name it alike."""
+    from cep.filters import solution_seed
 
-    names = sorted(column_var(c) for c in columns if is_var_column(c))
-    h = F.xxhash64(*[F.col(var_column(n)) for n in names], F.col(T_START), F.col(T_END))
-    return F.concat(F.lit(f"_:{label}_"), F.lpad(F.lower(F.hex(h)), 16, "0"))
+    return F.concat(F.lit(f"_:{label}_"), F.lpad(F.lower(F.hex(solution_seed(columns))), 16, "0"))
 
 
 def _template_terms(template, omega: DataFrame) -> list[DataFrame]:

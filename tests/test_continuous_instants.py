@@ -88,6 +88,9 @@ WHERE {{ ?s ?p ?v }} GROUP BY ?s ORDER BY DESC(?n) ?s LIMIT 2"""),
     ("REGISTER STREAM CONSTRUCT, COMPUTED EVERY", "rstream", f"""REGISTER STREAM out COMPUTED EVERY 3 AS
 PREFIX : <{EX}> CONSTRUCT {{ ?s :seen [ :value ?o ] }} FROM STREAM :S [RANGE 4] FROM STREAM :S2 [RANGE 6 STEP 2]
 WHERE {{ {{ ?s :p ?o }} UNION {{ ?s :q ?o }} }}"""),
+    ("NOW(), RAND(), BNODE() at each evaluation", "rstream", f"""PREFIX : <{EX}>
+SELECT ?s ?o ?now ?b FROM STREAM :S [RANGE 4 STEP 2] WHERE {{ ?s :p ?o FILTER (RAND() < 0.7)
+BIND (NOW() AS ?now) BIND (BNODE() AS ?b) }}"""),
 ]
 
 RSEPQL = [
