@@ -659,12 +659,15 @@ class Snapshot:
     else c); ``TRIPLES n`` the last n triples with τ ≤ c; ``ALL`` every triple with τ ≤ c. Every
     mapping carries [c, c]. ``every``: COMPUTED EVERY (§2.4), which fixes the instants; see
     ``evaluation_instant``. Inside, the pattern is built of BGP, Join, Union, LeftJoin and Filter;
-    FILTERs may call timestamp()."""
+    FILTERs may call timestamp(). ``named``: the streams of ``windows`` declared ``FROM NAMED
+    STREAM`` (§2.3): their windows are named graphs, read with GRAPH, not merged into the one
+    graph."""
 
     graph: Term | None
     windows: tuple
     pattern: "Pattern"
     every: Duration | None = None
+    named: tuple = ()
 
     def __post_init__(self) -> None:
         if self.graph is not None:
@@ -679,6 +682,8 @@ class Snapshot:
                 raise TypeError(f"Snapshot window must be Range/Triples/Now/All, got {pair[1]!r}")
         if self.every is not None and not isinstance(self.every, Duration):
             raise TypeError(f"Snapshot.every must be a Duration, got {self.every!r}")
+        if not isinstance(self.named, tuple) or not set(self.named) <= {s for s, _w in self.windows}:
+            raise ValueError(f"Snapshot.named must be a tuple of the windows' streams, got {self.named!r}")
         _check_pattern(self.pattern, "Snapshot.pattern")
 
     def instant(self, t: int, time_unit: str = "ms") -> int:
@@ -693,7 +698,7 @@ class Snapshot:
         return max(window_close(w, t, time_unit) for _s, w in self.windows)
 
     def __str__(self) -> str:
-        wins = ", ".join(f"{s} {w}" for s, w in self.windows)
+        wins = ", ".join(f"{'NAMED ' if s in self.named else ''}{s} {w}" for s, w in self.windows)
         every = f" EVERY {self.every}" if self.every is not None else ""
         return f"SNAPSHOT({self.graph or 'default'} + [{wins}]{every}, {self.pattern})"
 
@@ -709,13 +714,21 @@ def window_close(window: Window, t: int, time_unit: str = "ms") -> int:
 @dataclass(frozen=True)
 class GraphPattern:
     """``GRAPH <s> { P }`` in a C-SPARQL WHERE (§2.3): ⟦P⟧ over the triples of stream ``graph``'s
-    window alone (their timestamps those in that window)."""
+    window alone (their timestamps those in that window). ``GRAPH ?g { P }``: the union over the
+    named streams ``streams`` (the query's FROM NAMED STREAMs) of ⟦P⟧ over each one's window with
+    ?g bound to its IRI (SPARQL 1.1 §18.6 Graph, over the stream windows as named graphs)."""
 
-    graph: Term
+    graph: "Term | Var"
     pattern: "Pattern"
+    streams: tuple = ()
 
     def __post_init__(self) -> None:
-        _check_iri(self.graph, "GraphPattern.graph")
+        if not isinstance(self.graph, Var):
+            _check_iri(self.graph, "GraphPattern.graph")
+        if not isinstance(self.streams, tuple):
+            raise TypeError(f"GraphPattern.streams must be a tuple of stream IRIs, got {self.streams!r}")
+        for stream in self.streams:
+            _check_iri(stream, "GraphPattern stream")
         _check_pattern(self.pattern, "GraphPattern.pattern")
 
     def __str__(self) -> str:
@@ -1074,11 +1087,12 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return frozenset(node.form.variables)
         case Filter() | Construct():
             return variables(node.inner)
-        case (StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot() | GraphPattern()
-              | WindowGraph()):
+        case (StreamPattern() | Background() | Occurrences() | EventPattern() | Snapshot() | WindowGraph()):
             return variables(node.pattern)
         case NamedGraph():
             return variables(node.pattern) | ({node.name} if isinstance(node.name, Var) else frozenset())
+        case GraphPattern():
+            return variables(node.pattern) | ({node.graph} if isinstance(node.graph, Var) else frozenset())
         case Aggregate():
             return variables(node.inner) | frozenset(a.var for a in node.specs)
         case Extend():

@@ -32,10 +32,12 @@ from cep.literals import (AGGREGATE_SCALE, DOUBLE_CANONICAL_PATTERN, LITERAL_JAV
 from reasoner.hashing import term_id
 from reasoner.schema import ID, O, P, S, TERM, require_columns
 
-__all__ = ["TAU", "csparql_window", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate"]
+__all__ = ["TAU", "IN_DEFAULT", "csparql_window", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate"]
 
 #: the latest time of a snapshot triple in any window (null: background only)
 TAU = scratch("tau")
+#: 1 when a triple of the snapshot is in its default graph (only with FROM NAMED STREAMs)
+IN_DEFAULT = scratch("in_default")
 _DEC = f"decimal(38,{AGGREGATE_SCALE})"
 
 
@@ -61,7 +63,7 @@ def timed_streams(node: A.Snapshot) -> list:
         if isinstance(n, A.Filter):
             out += [e.stream for e in A.subexpressions(n.condition) if isinstance(e, A.Timestamp) and e.stream is not None]
         elif isinstance(n, A.GraphPattern):
-            out.append(n.graph)
+            out += list(n.streams) if isinstance(n.graph, A.Var) else [n.graph]
     return list(dict.fromkeys(out))
 
 
@@ -97,8 +99,13 @@ def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, 
     merged = parts[0]
     for part in parts[1:]:
         merged = merged.unionByName(part)
-    times = [F.max(TAU).alias(TAU)] + [F.max(F.when(F.col(stream_col) == F.lit(s), F.col(TAU))).alias(_tau(s))
-                                       for s in timed_streams(node)]
+    # a FROM NAMED STREAM's triples are in its named graph only: not in the default graph (no
+    # IN_DEFAULT) nor in its times (TAU), unless the background or another window holds them too
+    default = (F.col(stream_col).isNull() | ~F.col(stream_col).isin(*node.named)) if node.named else F.lit(True)
+    times = [F.max(F.when(default, F.col(TAU))).alias(TAU)] + [
+        F.max(F.when(F.col(stream_col) == F.lit(s), F.col(TAU))).alias(_tau(s)) for s in timed_streams(node)]
+    if node.named:
+        times.append(F.max(default.cast("int")).alias(IN_DEFAULT))
     return merged.groupBy(S, P, O).agg(*times)
 
 

@@ -78,11 +78,11 @@ with the ``FROM STREAM`` windows: ``Snapshot(D, windows, P, every)`` (§3.2; ``e
 EVERY). AGGREGATE clauses become ``Aggregate(Snapshot(...), specs)`` (§3.1, each clause independent),
 their FILTERs one ``Filter`` above it; ``timestamp(?v [, <s>])`` is ``A.Timestamp`` and
 ``timestamp(s p o)`` ``A.PatternTimestamp``; ``GRAPH <s> { P }`` is ``A.GraphPattern`` (P over stream
-s's window alone; s must be a FROM STREAM, GRAPH ?g and GRAPH elsewhere are errors). ``Query.registration`` keeps ("QUERY"|"STREAM", name).
+s's window alone; s must be a FROM [NAMED] STREAM); ``FROM NAMED STREAM`` windows are named graphs only
+(``Snapshot.named``), which ``GRAPH ?g { P }`` ranges over (``A.GraphPattern(?g, P, streams)``). ``Query.registration`` keeps ("QUERY"|"STREAM", name).
 Errors: REGISTER STREAM of a SELECT (§2.5: only CONSTRUCT forms a stream); an AGGREGATE variable
 bound by WHERE or by another clause; an argument or group variable WHERE does not bind; SUM / AVG /
-MIN / MAX without an argument; ``FROM NAMED STREAM`` (its window is a named graph, read with GRAPH,
-which is not built); more than one FROM graph; CQELS-CEP windows, RSEP-QL MATCH or EP-SPARQL
+MIN / MAX without an argument; a stream both FROM STREAM and FROM NAMED STREAM; more than one FROM graph; CQELS-CEP windows, RSEP-QL MATCH or EP-SPARQL
 operators in a C-SPARQL query; ``timestamp(?v)`` whose FILTER's group is not triples only or does
 not bind ?v (ts(v, P) reads P's triple patterns, §3.3); timestamp() in an AGGREGATE's FILTER or in
 another language; C-SPARQL constructs under another ``lang``.
@@ -165,7 +165,8 @@ class _Lowering:
             raise ValueError(f"unknown selection policy {policy!r}; expected one of {', '.join(A.POLICIES)}")
         self.policy = policy
         self.lang = "cqels"
-        self.streams: set = set()   # C-SPARQL: the FROM STREAM IRIs (GRAPH may name them)
+        self.streams: dict = {}     # C-SPARQL: FROM [NAMED] STREAM IRI -> its first clause (GRAPH names them)
+        self.named_streams: tuple = ()   # ... the FROM NAMED STREAM ones (GRAPH ?g ranges over them)
         self.named_graphs: tuple | None = None   # FROM NAMED (None: no dataset clause)
         # EXISTS { P }: where P is matched. "here": in the scope of the FILTER (a background group,
         # C-SPARQL's WHERE); ("background", g): over background g (a top-level FILTER, which stands
@@ -592,7 +593,8 @@ class _Lowering:
                 raise self.fail(element, f"{what[type(element)]} in a C-SPARQL query (it has REGISTER, FROM "
                                 "STREAM or AGGREGATE): C-SPARQL matches WHERE against the windows' "
                                 "triples merged with the background graph", ("triples, OPTIONAL, UNION, FILTER",))
-        graphs, windows = [], []
+        graphs, windows, named = [], [], []
+        self.streams = {}
         for dataset in tree.datasets:
             match dataset:
                 case S.FromGraph(named=True):
@@ -603,13 +605,17 @@ class _Lowering:
                 case S.FromWindow():
                     raise self.fail(dataset, "FROM NAMED WINDOW is CQELS-CEP's; C-SPARQL names its streams with "
                                     "FROM STREAM <s> [RANGE ...]", ("FROM STREAM <s> [RANGE d STEP d]",))
-                case S.FromStream(named=True):
-                    raise self.fail(dataset, "FROM NAMED STREAM puts the window in a named graph, read with "
-                                    "GRAPH, which is not supported yet; use FROM STREAM (the default graph)",
-                                    ("FROM STREAM <s> [window]",))
                 case S.FromStream():
-                    windows.append((self.term(dataset.stream), self.window(dataset.window)))
-        self.streams = {s for s, _w in windows}
+                    stream = self.term(dataset.stream)
+                    first = self.streams.setdefault(stream, dataset)
+                    if first.named != dataset.named:
+                        raise self.fail(dataset, f"stream {stream} is FROM {'NAMED ' if first.named else ''}STREAM "
+                                        f"at {_where(first)}: its windows are either named graphs or part of "
+                                        "the default graph, not both")
+                    windows.append((stream, self.window(dataset.window)))
+                    if dataset.named and stream not in named:
+                        named.append(stream)
+        self.named_streams = tuple(named)
         if len(graphs) > 1:
             raise self.fail(graphs[1], "at most one FROM graph: the background is one graph; the first FROM "
                             f"is at {_where(graphs[0])}")
@@ -626,7 +632,7 @@ class _Lowering:
                 every = self.duration(registration.every)
         where = self.group(tree.where)
         self.check_timestamps(where)
-        pattern: A.Pattern = A.Snapshot(graph, tuple(windows), where, every)
+        pattern: A.Pattern = A.Snapshot(graph, tuple(windows), where, every, tuple(named))
         if tree.aggregates:
             pattern = self.aggregates(pattern, tree.aggregates)
         query = self.finish(pattern)
@@ -641,14 +647,13 @@ class _Lowering:
         if self.lang != "csparql":
             name = A.Var(element.name.name) if isinstance(element.name, S.Variable) else self.term(element.name)
             return A.NamedGraph(name, self.group(element.group), self.named_graphs)
-        if isinstance(element.name, S.Variable):
-            raise self.fail(element.name, "GRAPH ?g is not supported: name the stream, GRAPH <stream> { ... }",
-                            ("the IRI of a FROM STREAM",))
+        if isinstance(element.name, S.Variable):       # over the FROM NAMED STREAMs (none: no solution)
+            return A.GraphPattern(A.Var(element.name.name), self.group(element.group), self.named_streams)
         name = self.term(element.name)
         if name not in self.streams:
-            raise self.fail(element.name, f"GRAPH {element.name} names no FROM STREAM of the query (named "
-                            "background graphs are not supported yet)",
-                            tuple(sorted(self.streams)) or ("FROM STREAM <s> [window]",))
+            raise self.fail(element.name, f"GRAPH {element.name} names no FROM [NAMED] STREAM of the query (named "
+                            "background graphs are not supported in C-SPARQL queries)",
+                            tuple(sorted(self.streams)) or ("FROM NAMED STREAM <s> [window]",))
         return A.GraphPattern(name, self.group(element.group))
 
     def check_timestamps(self, pattern: A.Pattern) -> None:
@@ -1087,9 +1092,10 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
             case A.Values():
                 for v in node.variables:
                     seen.setdefault(v, None)
-            case A.NamedGraph():
-                if isinstance(node.name, A.Var):
-                    seen.setdefault(node.name, None)
+            case A.NamedGraph() | A.GraphPattern():
+                name = node.name if isinstance(node, A.NamedGraph) else node.graph
+                if isinstance(name, A.Var):
+                    seen.setdefault(name, None)
                 visit(node.pattern)
             case A.Extend():
                 visit(node.inner)

@@ -191,6 +191,8 @@ def substitute(node, mu: dict):
             return node
         case A.NamedGraph(name=A.Var() as var) if var.name in mu:
             return replace(node, name=mu[var.name], pattern=substitute(node.pattern, mu))
+        case A.GraphPattern(graph=A.Var() as var) if var.name in mu:
+            return A.GraphPattern(mu[var.name], substitute(node.pattern, mu))
     changes = {f.name: substitute(getattr(node, f.name), mu) for f in fields(node)
                if isinstance(getattr(node, f.name), A.PATTERN_TYPES)}
     return replace(node, **changes)
@@ -720,6 +722,17 @@ class _Evaluator:
                 return self.timed_filter(condition, inner, scope)
             case A.Filter(condition=condition, inner=inner):
                 return {e for e in self.eval(inner, scope) if self.holds(condition, e, scope=scope)}
+            case A.GraphPattern(graph=A.Var(name=g), pattern=pattern, streams=streams) if (
+                    isinstance(scope, _Graph) and scope.times is not None):             # GRAPH ?g, §18.6
+                out = set()
+                for stream in streams:
+                    for (mu, t1, t2) in self.eval(A.GraphPattern(stream, pattern), scope):
+                        bound = dict(mu).get(g)
+                        if bound is None:
+                            out.add((mu | {(g, stream)}, t1, t2))
+                        elif bound == stream:
+                            out.add((mu, t1, t2))
+                return out
             case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
                 times = {tr: {None: slot[name], name: slot[name]} for tr, slot in scope.times.items() if name in slot}
                 return self.eval(pattern, _Graph(set(times), scope.interval, times))
@@ -886,12 +899,13 @@ class _Evaluator:
         for stream, spec in node.windows:
             if stream not in self.streams:
                 raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
+            keys = (stream,) if stream in node.named else (None, stream)   # a named one: GRAPH only
             for (_item, g, t1, _t2) in csparql_window(self.streams[stream], spec, c, self.unit):
                 for tr in g:
                     slot = times.setdefault(tr, {})
-                    for key in (None, stream):
+                    for key in keys:
                         slot[key] = max(slot.get(key, t1), t1)
-        return _Graph(set(static) | set(times), (c, c), times)
+        return _Graph(set(static) | {tr for tr, slot in times.items() if None in slot}, (c, c), times)
 
     def timed_filter(self, condition, inner, scope: _Graph) -> set:
         """A FILTER calling timestamp() (§3.3): per solution of its BGP, the timestamps of the

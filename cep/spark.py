@@ -236,6 +236,8 @@ class _Graph:
     interval: tuple[int, int]
     #: C-SPARQL's snapshot: the triples with their latest window times (``cep.csparql.TAU`` ...)
     times: DataFrame | None = None
+    #: ... and with the triples only FROM NAMED STREAM windows hold (what GRAPH reads; None: ``times``)
+    named: DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -334,9 +336,19 @@ class _Runtime:
                 return timed_filter(self, condition, inner, scope)                 # C-SPARQL §3.3
             case A.Filter(condition=condition, inner=inner):
                 return self.filter(condition, self.eval(inner, scope), scope=scope)
+            case A.GraphPattern(graph=A.Var(name=g), pattern=pattern, streams=streams) if (
+                    isinstance(scope, _Graph) and scope.times is not None):        # GRAPH ?g, SPARQL 1.1 §18.6
+                c, out = var_column(g), None
+                for stream in streams:
+                    part, gid = self.eval(A.GraphPattern(stream, pattern), scope), F.lit(term_id(stream)).cast("long")
+                    if c in part.columns:
+                        part = part.filter(F.col(c).isNull() | (F.col(c) == gid))
+                    part = part.withColumn(c, gid)
+                    out = part if out is None else self.ops.union(out, part)
+                return out if out is not None else self.nothing(A.variables(node), scope)
             case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
                 from cep.csparql import stream_graph
-                times = stream_graph(scope.times, name)                            # C-SPARQL §2.3
+                times = stream_graph(scope.named if scope.named is not None else scope.times, name)   # C-SPARQL §2.3
                 return self.eval(pattern, _Graph(name, times.select(S, P, O), scope.interval, times))
             case A.Minus(left=left, right=right):                                  # SPARQL 1.1 §18.5
                 from cep.sparql import minus
@@ -627,7 +639,12 @@ class _Runtime:
         c = node.instant(self.at, self.unit)
         static = self.graph(node.graph) if (node.graph is not None or None in self.background) else None
         times = snapshot_graph(node, static, self.streams, c, self.unit, self.spark)
-        return _Graph(node.graph, times.select(S, P, O), (c, c), times)
+        if not node.named:
+            return _Graph(node.graph, times.select(S, P, O), (c, c), times)
+        from cep.csparql import IN_DEFAULT
+        everything = times.drop(IN_DEFAULT)                 # what GRAPH <s> / GRAPH ?g read
+        default = times.filter(F.col(IN_DEFAULT) == 1).drop(IN_DEFAULT)
+        return _Graph(node.graph, default.select(S, P, O), (c, c), default, everything)
 
     def window_content(self, node: A.StreamPattern) -> DataFrame:
         if node.stream not in self.streams:
