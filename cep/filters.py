@@ -87,6 +87,31 @@ def solution_seed(columns) -> Column:
     return F.xxhash64(*[F.col(var_column(n)) for n in names], *interval)
 
 
+def _drawn_calls(condition) -> list:
+    """The RAND / UUID / STRUUID / BNODE calls of ``condition``, each once, in order."""
+    if condition is None:
+        return []
+    return list(dict.fromkeys(e for e in A.subexpressions(condition)
+                              if isinstance(e, A.Builtin) and e.name in SOLUTION_BUILTINS and e.name != "NOW"))
+
+
+def _drawn_column(e, calls: list) -> str:
+    return scratch("drawn", str(calls.index(e))) if e in calls else ""
+
+
+def _drawn_value(name: str, col: Column) -> "_Val":
+    """A drawn value read from its column, its parts known (no term is parsed again)."""
+    if name == "RAND":
+        return _Val(_NUM, col)
+    if name == "STRUUID":
+        return _string_value(col.isNotNull(), F.substring(col, 2, 36), F.lit(""))
+    term = F.when(col.isNotNull(), col)
+    none = F.lit(None).cast("string")
+    vars(term)[_PARTS] = {"literal": F.when(col.isNotNull(), F.lit(False)), "lexical": none, "lang": none,
+                          "datatype": none}
+    return _Val(_TERM, term)
+
+
 def _hex16(h: Column) -> Column:
     """A long's 64 bits as 16 lower-case hex digits (as ``f"{h & 0xFFFFFFFFFFFFFFFF:016x}"``)."""
     return F.lpad(F.lower(F.hex(h)), 16, "0")
@@ -510,9 +535,9 @@ class _Filter:
     instant: int | None = None
 
     def apply(self, omega: DataFrame) -> DataFrame:
-        df = self.decoded(omega, sorted(_needs_terms(self.condition)))
+        df = self.drawn(self.decoded(omega, sorted(_needs_terms(self.condition))))
         keep = _ebv(self.compile(self.condition, df.columns))
-        for barrier in (scratch("parsed"), scratch("parsed2")):
+        for barrier in (scratch("parsed"), scratch("parsed2"), scratch("drawn")):
             if barrier in df.columns:   # always true; referenced so that the parts stay columns
                 keep = keep & (F.col(barrier) >= 0)
         return df.filter(keep).select(*omega.columns)
@@ -548,6 +573,17 @@ class _Filter:
             df = df.select(*df.columns, *columns, F.monotonically_increasing_id().alias(scratch("parsed2")))
         return df
 
+    def drawn(self, df: DataFrame) -> DataFrame:
+        """``df`` with the value of each RAND / UUID / STRUUID / BNODE call of the condition in a
+        column of its own (``_drawn_column``): a UUID is a concat of hashes, and as an expression it
+        was copied into every place that reads it (a comparison reads a term many times), past
+        what the JVM compiles."""
+        calls = _drawn_calls(self.condition)
+        if not calls:
+            return df
+        values = [self._solution(e.name, e.args, df.columns).col.alias(_drawn_column(e, calls)) for e in calls]
+        return df.select(*df.columns, *values, F.monotonically_increasing_id().alias(scratch("drawn")))
+
     @staticmethod
     def _term(c: str, columns) -> Column:
         """Variable column ``c``'s decoded term, with its parts when they are columns (``_PARTS``)."""
@@ -577,6 +613,9 @@ class _Filter:
             return _Val(_BOOL, same if e.op == "=" else ~same)
         match e:
             case A.Builtin(name=name, args=args) if name in SOLUTION_BUILTINS:
+                column = _drawn_column(e, _drawn_calls(self.condition))
+                if column in columns:
+                    return _drawn_value(name, F.col(column))
                 return self._solution(name, args, columns)
             case A.Builtin(name=name, args=args):
                 return self._builtin(name, args, columns)
