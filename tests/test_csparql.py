@@ -378,6 +378,10 @@ def test_named_streams_are_named_graphs_only():
     assert solve("{ ?x :p ?y . GRAPH ?g { ?y :q ?z } }") == {frozenset({("x", d), ("y", a), ("g", s3), ("z", d)})}
     assert solve("{ GRAPH ?g { ?x :q ?y } FILTER (?g = :S) }") == {frozenset({("g", s), ("x", b), ("y", a)})}
     assert solve("{ BIND (:S3 AS ?g) GRAPH ?g { ?x ?r ?y } }") == {frozenset({("g", s3), ("x", a), ("r", q), ("y", d)})}
+    # inside EXISTS ?g is substituted: a stream IRI reads that window, anything else names none
+    for value, holds in ((":S", True), (":S2", True), ('"S"', False), (":nope", False)):
+        exists = solve(f"{{ BIND ({value} AS ?g) FILTER EXISTS {{ GRAPH ?g {{ ?x ?r ?y }} }} }}")
+        assert bool(exists) == holds, value
     # no FROM NAMED STREAM: GRAPH ?g has nothing to range over
     plain = f"PREFIX : <{EX}> SELECT * FROM STREAM :S [RANGE 10] WHERE {{ GRAPH ?g {{ ?x ?r ?y }} }}"
     assert R.evaluate(compile_query(plain), {None: set()}, streams, 5) == set()
