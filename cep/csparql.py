@@ -59,11 +59,22 @@ def _tau(stream) -> str:
 def timed_streams(node: A.Snapshot) -> list:
     """The streams ``timestamp(?v, <s>)`` calls and ``GRAPH <s>`` patterns in ``node`` name."""
     out = []
-    for n in A.walk(node.pattern):
-        if isinstance(n, A.Filter):
-            out += [e.stream for e in A.subexpressions(n.condition) if isinstance(e, A.Timestamp) and e.stream is not None]
-        elif isinstance(n, A.GraphPattern):
-            out += list(n.streams) if isinstance(n.graph, A.Var) else [n.graph]
+
+    def visit(pattern) -> None:
+        for n in A.walk(pattern):
+            if isinstance(n, A.GraphPattern):
+                out.extend(n.streams if isinstance(n.graph, A.Var) else [n.graph])
+            for field in ("condition", "expr"):       # FILTER, OPTIONAL's condition, BIND
+                expr = getattr(n, field, None)
+                if expr is None or isinstance(n, A.Exists):
+                    continue
+                for e in A.subexpressions(expr):
+                    if isinstance(e, A.Timestamp) and e.stream is not None:
+                        out.append(e.stream)
+                    elif isinstance(e, A.Exists):     # GRAPH inside [NOT] EXISTS reads its stream too
+                        visit(e.pattern)
+
+    visit(node.pattern)
     return list(dict.fromkeys(out))
 
 

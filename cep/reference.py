@@ -192,7 +192,7 @@ def substitute(node, mu: dict):
         case A.NamedGraph(name=A.Var() as var) if var.name in mu:
             return replace(node, name=mu[var.name], pattern=substitute(node.pattern, mu))
         case A.GraphPattern(graph=A.Var() as var) if var.name in mu:
-            if not str(mu[var.name]).startswith("<"):   # a literal or blank node names no stream: no solution
+            if mu[var.name] not in node.streams:     # ?g ranges over the named streams only: no solution
                 return A.GraphPattern(var, substitute(node.pattern, mu), ())
             return A.GraphPattern(mu[var.name], substitute(node.pattern, mu))
     changes = {f.name: substitute(getattr(node, f.name), mu) for f in fields(node)

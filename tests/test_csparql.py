@@ -378,13 +378,34 @@ def test_named_streams_are_named_graphs_only():
     assert solve("{ ?x :p ?y . GRAPH ?g { ?y :q ?z } }") == {frozenset({("x", d), ("y", a), ("g", s3), ("z", d)})}
     assert solve("{ GRAPH ?g { ?x :q ?y } FILTER (?g = :S) }") == {frozenset({("g", s), ("x", b), ("y", a)})}
     assert solve("{ BIND (:S3 AS ?g) GRAPH ?g { ?x ?r ?y } }") == {frozenset({("g", s3), ("x", a), ("r", q), ("y", d)})}
-    # inside EXISTS ?g is substituted: a stream IRI reads that window, anything else names none
-    for value, holds in ((":S", True), (":S2", True), ('"S"', False), (":nope", False)):
+    # inside EXISTS ?g is substituted: a named stream's IRI reads its window; anything else (a
+    # FROM STREAM, which is part of the default graph, a literal) is no named graph, as on Spark
+    for value, holds in ((":S", True), (":S3", True), (":S2", False), ('"S"', False), (":nope", False)):
         exists = solve(f"{{ BIND ({value} AS ?g) FILTER EXISTS {{ GRAPH ?g {{ ?x ?r ?y }} }} }}")
         assert bool(exists) == holds, value
     # no FROM NAMED STREAM: GRAPH ?g has nothing to range over
     plain = f"PREFIX : <{EX}> SELECT * FROM STREAM :S [RANGE 10] WHERE {{ GRAPH ?g {{ ?x ?r ?y }} }}"
     assert R.evaluate(compile_query(plain), {None: set()}, streams, 5) == set()
+
+
+@pytest.mark.spark
+def test_named_streams_on_spark_are_the_references(spark):
+    """GRAPH ?g over the named streams on Spark, alone, joined with the default graph and inside
+    EXISTS (whose GRAPH reads a stream's own times too), equal to the reference."""
+    s, s2, s3 = f"<{EX}S>", f"<{EX}S2>", f"<{EX}S3>"
+    p, q = f"<{EX}p>", f"<{EX}q>"
+    a, b, d = (f"<{EX}{n}>" for n in "abd")
+    streams = {s: items([(a, p, b, 1), (b, q, a, 2)]), s2: items([(d, p, a, 3)]), s3: items([(a, q, d, 4)])}
+    head = (f"PREFIX : <{EX}> SELECT * FROM NAMED STREAM :S [RANGE 10] FROM STREAM :S2 [RANGE 10] "
+            "FROM NAMED STREAM :S3 [RANGE 10] WHERE ")
+    wheres = ["{ ?x :p ?y FILTER EXISTS { GRAPH ?g { ?y ?r ?x } } }", "{ ?x :p ?y . GRAPH ?g { ?y :q ?z } }",
+              '{ VALUES ?g { :S :S2 "x" } FILTER EXISTS { GRAPH ?g { ?x ?r ?y } } }', "{ GRAPH ?g { ?x ?r ?y } }"]
+    cases = {i: (head + w, {None: set()}, streams, 5, None) for i, w in enumerate(wheres)}
+    frames, decode = _spark_frames(spark, cases)
+    got = tagged_results(frames, decode)
+    for i, where in enumerate(wheres):
+        expected = R.evaluate(compile_query(head + where), {None: set()}, streams, 5)
+        assert expected and set(got[i]) == expected, where
 
 
 def test_other_languages_refuse_csparql():
