@@ -354,16 +354,25 @@ def test_lowering_errors(text, message):
     assert message in str(err.value) and err.value.line >= 1
 
 
+def _named_case():
+    """The named-stream tests' streams (:S and :S3 named, :S2 part of the default graph) and the
+    head of their queries."""
+    t = {n: f"<{EX}{n}>" for n in ("S", "S2", "S3", "p", "q", "a", "b", "d")}
+    streams = {t["S"]: items([(t["a"], t["p"], t["b"], 1), (t["b"], t["q"], t["a"], 2)]),
+               t["S2"]: items([(t["d"], t["p"], t["a"], 3)]), t["S3"]: items([(t["a"], t["q"], t["d"], 4)])}
+    head = (f"PREFIX : <{EX}> SELECT * FROM NAMED STREAM :S [RANGE 10] FROM STREAM :S2 [RANGE 10] "
+            "FROM NAMED STREAM :S3 [RANGE 10] WHERE ")
+    return streams, head
+
+
 def test_named_streams_are_named_graphs_only():
     """FROM NAMED STREAM (§2.3's FromStrClause): the window is a named graph, read with GRAPH <s>
     or GRAPH ?g, and not part of the graph WHERE matches; FROM STREAM windows are (and GRAPH <s>
     reads them alone too). Hand-derived answers at instant 5."""
-    s, s2, s3 = f"<{EX}S>", f"<{EX}S2>", f"<{EX}S3>"
+    s, s3 = f"<{EX}S>", f"<{EX}S3>"
     p, q = f"<{EX}p>", f"<{EX}q>"
     a, b, d = (f"<{EX}{n}>" for n in "abd")
-    streams = {s: items([(a, p, b, 1), (b, q, a, 2)]), s2: items([(d, p, a, 3)]), s3: items([(a, q, d, 4)])}
-    head = (f"PREFIX : <{EX}> SELECT * FROM NAMED STREAM :S [RANGE 10] FROM STREAM :S2 [RANGE 10] "
-            "FROM NAMED STREAM :S3 [RANGE 10] WHERE ")
+    streams, head = _named_case()
 
     def solve(where):
         return {frozenset(mu) for (mu, _t1, _t2) in R.evaluate(compile_query(head + where), {None: set()}, streams, 5)}
@@ -392,12 +401,7 @@ def test_named_streams_are_named_graphs_only():
 def test_named_streams_on_spark_are_the_references(spark):
     """GRAPH ?g over the named streams on Spark, alone, joined with the default graph and inside
     EXISTS (whose GRAPH reads a stream's own times too), equal to the reference."""
-    s, s2, s3 = f"<{EX}S>", f"<{EX}S2>", f"<{EX}S3>"
-    p, q = f"<{EX}p>", f"<{EX}q>"
-    a, b, d = (f"<{EX}{n}>" for n in "abd")
-    streams = {s: items([(a, p, b, 1), (b, q, a, 2)]), s2: items([(d, p, a, 3)]), s3: items([(a, q, d, 4)])}
-    head = (f"PREFIX : <{EX}> SELECT * FROM NAMED STREAM :S [RANGE 10] FROM STREAM :S2 [RANGE 10] "
-            "FROM NAMED STREAM :S3 [RANGE 10] WHERE ")
+    streams, head = _named_case()
     wheres = ["{ ?x :p ?y FILTER EXISTS { GRAPH ?g { ?y ?r ?x } } }", "{ ?x :p ?y . GRAPH ?g { ?y :q ?z } }",
               '{ VALUES ?g { :S :S2 "x" } FILTER EXISTS { GRAPH ?g { ?x ?r ?y } } }', "{ GRAPH ?g { ?x ?r ?y } }"]
     cases = {i: (head + w, {None: set()}, streams, 5, None) for i, w in enumerate(wheres)}
