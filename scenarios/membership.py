@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -61,7 +62,7 @@ from reasoner import fs
 from reasoner.locations import location
 from reasoner.schema import DICTIONARY, FILE, ID, LINE, O, P, RAW, REASON, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TERM
 from reasoner.vocab import RDF_TYPE
-from scenarios import tsnt
+from scenarios import tsnt, tsntscan
 from scenarios.batches import batch_files, numbered_lines, parse_slow, run_batches
 
 __all__ = ["MembershipError", "ClassSet", "load_class_set", "resolve_class", "batch_files", "run", "RunSummary",
@@ -99,9 +100,9 @@ class ClassSet:
     predicates: pa.Array   # rdf:type and every property rdfs:subPropertyOf* rdf:type
 
     @functools.cached_property
-    def plain(self) -> bool:
-        """No class term holds a backslash (an escape) or a quote: JSON as it is."""
-        return not pc.any(pc.match_substring_regex(self.classes, r'[\\"]')).as_py()
+    def scan_sets(self) -> tuple[tsnt.TermSet, tsnt.TermSet]:
+        """The predicates and the classes as the bulk scanner's hash tables (built once)."""
+        return tsnt.TermSet(self.predicates), tsnt.TermSet(self.classes)
 
     def __len__(self) -> int:
         return len(self.classes)
@@ -179,16 +180,13 @@ class _Answers:
 
     @staticmethod
     def build(subject: pa.Array, klass: pa.Array, ticks: pa.Array, file: str, lines: pa.Array, processed_at: int,
-              version: str, plain: bool = False) -> pa.Array:
-        """The JSON lines of a chunk's answers, column-wise (thread-safe: no state). ``plain``:
-        the terms hold no backslash or quote (the bulk splitter's lines), no escaping needed."""
-        tail = f',"version":{json.dumps(version)},"processed_at":{processed_at}}}\n'
-        if not plain:
-            subject, klass = _json_text(subject), _json_text(klass)
+              version: str) -> pa.Array:
+        """The JSON lines of a chunk's answers, column-wise (the compiled scanner writes the same
+        format for the bulk lines: ``_json_pieces``)."""
+        head, middle, tail = _json_pieces(file, version, processed_at)
         ticks = ticks if pa.types.is_string(ticks.type) else pc.cast(ticks, pa.string())
-        return pc.binary_join_element_wise(
-            '{"subject":"', subject, '","class":"', klass, '","t":', ticks,
-            f',"file":{json.dumps(file, ensure_ascii=False)},"line":', pc.cast(lines, pa.string()), tail, "")
+        return pc.binary_join_element_wise(head, _json_text(subject), '","class":"', _json_text(klass), '","t":', ticks,
+                                           middle, pc.cast(lines, pa.string()), tail, "")
 
     def add(self, part: pa.Array) -> None:
         if len(part):
@@ -442,25 +440,22 @@ class _Service:
 
 def _classify(chunk: pa.Array, first, file: str, scope: str, classes: ClassSet, processed_at: int):
     """One chunk of timestamped N-Triples lines: ``(answers as JSON lines, slow lines)``.
-    ``first``: the number of the chunk's first line, or every line's number (Kafka offsets)."""
-    hits = tsnt.type_hits(chunk, classes.predicates, classes.classes)
-    subject = hits.subject
-    if len(subject) and pc.any(pc.starts_with(subject, "_:")).as_py():
-        subject = pc.if_else(pc.starts_with(subject, "_:"),
-                             pc.binary_join_element_wise(f"_:f{scope}.", pc.utf8_slice_codeunits(subject, 2), ""),
-                             subject)
-    if isinstance(first, int):
-        numbers = pc.add(pc.cast(hits.index, pa.int64()), first)
-        slow_numbers = [first + i for i in hits.slow.to_pylist()]
-    else:
-        numbers = pc.take(first, hits.index)
-        slow_numbers = pc.take(first, hits.slow).to_pylist()
-    # subjects of plain lines hold no quote or backslash, and the class set was checked for them
-    part = _Answers.build(subject, hits.klass, hits.ticks, file, numbers, processed_at, classes.version,
-                          plain=classes.plain)
-    slow = [(file, number, raw[:-1] if raw.endswith("\n") else raw, TSNT)     # read_terminated's LF off
-            for number, raw in zip(slow_numbers, pc.take(chunk, hits.slow).to_pylist())]
+    ``first``: the number of the chunk's first line, or every line's number (Kafka offsets).
+    The answers are written by the compiled scanner, in :meth:`_Answers.build`'s format."""
+    numbers = first if isinstance(first, int) else first.to_numpy(zero_copy_only=False)
+    kind, part = tsntscan.json_answers(chunk, numbers, *classes.scan_sets, *_json_pieces(file, classes.version,
+                                                                                          processed_at), f"_:f{scope}.")
+    slow = np.flatnonzero(kind == tsntscan.SLOW)
+    slow_numbers = (slow + first).tolist() if isinstance(first, int) else numbers[slow].tolist()
+    slow = [(file, int(number), raw[:-1] if raw.endswith("\n") else raw, TSNT)     # read_terminated's LF off
+            for number, raw in zip(slow_numbers, chunk.take(pa.array(slow)).to_pylist())]
     return part, slow
+
+
+def _json_pieces(file: str, version: str, processed_at: int) -> tuple[str, str, str]:
+    """The fixed parts of an answer line around its subject, class, time and line number."""
+    return ('{"subject":"', f',"file":{json.dumps(file, ensure_ascii=False)},"line":',
+            f',"version":{json.dumps(version)},"processed_at":{processed_at}}}\n')
 
 
 def _json_text(terms: pa.Array) -> pa.Array:

@@ -1,16 +1,16 @@
-"""Timestamped N-Triples in bulk on the driver: the plain lines split by pyarrow kernels, the rest to Spark.
+"""Timestamped N-Triples in bulk on the driver: the plain lines read by a compiled scanner, the rest to Spark.
 
 A streaming service that classifies a million triples a second cannot afford a regular expression
 per line in Python, nor Spark's per-batch planning for what is a column scan. Most stream lines are
 plain: ``<s> <p> <o> "1000" .`` with single spaces, IRIs and blank nodes without escapes, simple
-literals, an integer timestamp. :data:`STRICT` matches exactly those (RE2, vectorised over a whole
-chunk); for them :func:`type_hits` takes subject, predicate, object and timestamp apart by
-offsets into the lines' own bytes (numpy finds the spaces; nothing is copied but the terms it
-compares and returns). Every other non-blank line — escapes, tabs, comments, ISO timestamps, anything malformed —
-is returned as *slow*: the caller hands it to ``cep.streams.parse_lines``, the one definition of the
-format, which accepts it or rejects it with its reason. So this module never rejects a line, and
-for every line it accepts it gives what ``parse_lines`` gives (``tests/test_tracheobionta.py``
-compares the two on random and tricky lines).
+literals, an integer timestamp. :data:`STRICT` defines exactly those (an RE2 expression); the
+compiled scanner of :mod:`scenarios.tsntscan` recognises the same language byte by byte, in one
+pass that also looks up predicate and object and cuts subject and timestamp out of the lines' own
+bytes (``tests/test_tracheobionta.py`` runs it against the expression). Every other non-blank line
+— escapes, tabs, comments, ISO timestamps, anything malformed — is returned as *slow*: the caller
+hands it to ``cep.streams.parse_lines``, the one definition of the format, which accepts it or
+rejects it with its reason. So this module never rejects a line, and for every line it accepts it
+gives what ``parse_lines`` gives (the tests compare the two on random and tricky lines).
 
 Timestamped N-Triples files are mapped into memory and cut at their line feeds
 (:func:`read_terminated`: no copy, no parse). Other files, and files holding a CR, are read with
@@ -30,9 +30,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-__all__ = ["STRICT", "BLOCK_BYTES", "read_lines", "read_terminated", "Hits", "type_hits"]
+from scenarios.tsntscan import SLOW, TermSet, scan
+
+__all__ = ["STRICT", "BLOCK_BYTES", "read_lines", "read_terminated", "Hits", "TermSet", "type_hits"]
 
 _IRI = r'<[^<>"{}|^`\\\x00-\x20\x{FFFD}]*>'
 _BNODE = r"_:[A-Za-z0-9_\-](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?"
@@ -42,7 +43,6 @@ _STAMP = r'"(?:0|[1-9][0-9]{0,17})"(?:\^\^' + _IRI + ")?"
 #: the plain lines: single spaces between the parts, an optional dot before or after the timestamp
 STRICT = rf"^(?:{_IRI}|{_BNODE}) {_IRI} (?:{_IRI}|{_BNODE}|{_LITERAL}) (?:\. )?{_STAMP}(?: ?\.)?\n?$"
 _BLANK_OR_COMMENT = r"^[ \t]*(?:#[^\n]*)?\n?$"
-_TICKS = r'^(?:\. )?"(?P<t>[0-9]+)"'
 #: bytes of a file per chunk (pyarrow's CSV block)
 BLOCK_BYTES = 1 << 22
 
@@ -151,58 +151,15 @@ class Hits:
     slow: pa.Array
 
 
-def type_hits(lines: pa.Array, predicates: pa.Array, classes: pa.Array) -> Hits:
+def type_hits(lines: pa.Array, predicates: pa.Array | TermSet, classes: pa.Array | TermSet) -> Hits:
     """The plain lines of ``lines`` whose predicate is one of ``predicates`` and whose object one
-    of ``classes`` (N-Triples terms), and the positions of the lines only the full parser can
-    read. Blank nodes are returned as written (the caller scopes them to their file). A line may
-    end with its LF (:func:`read_terminated`)."""
+    of ``classes`` (N-Triples terms; pass :class:`~scenarios.tsntscan.TermSet` s to build their
+    hash tables once), and the positions of the lines only the full parser can read. Blank nodes
+    are returned as written (the caller scopes them to their file). A line may end with its LF
+    (:func:`read_terminated`). One compiled pass over the lines' bytes (:mod:`scenarios.tsntscan`)."""
     lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
-    strict = pc.match_substring_regex(lines, STRICT)
-    at = np.flatnonzero(strict.to_numpy(zero_copy_only=False))
-    # every plain line splits at its first three spaces into subject, predicate, object and the
-    # timestamp's part: no term holds a space except a literal object, which is never a class. The
-    # parts are cut by offsets into the lines' own bytes (``_fields``), not copied out of them
-    fields = _fields(lines, at)
-    step = np.arange(len(at), dtype=np.int64) * _PARTS
-    predicate = fields.take(pa.array(step + 2))
-    typed = pc.equal(predicate, predicates[0]) if len(predicates) == 1 else pc.is_in(predicate, value_set=predicates)
-    candidates = np.flatnonzero(typed.to_numpy(zero_copy_only=False))
-    objects = fields.take(pa.array(step[candidates] + 4))
-    keep = candidates[np.flatnonzero(pc.is_in(objects, value_set=classes).to_numpy(zero_copy_only=False))]
-    rows = step[keep]
-    stamps = pc.extract_regex(fields.take(pa.array(rows + 6)), _TICKS).field("t")
-    slow = np.empty(0, np.int64)
-    if len(at) < len(lines):
-        loose = pc.invert(strict)
-        loose = pc.and_(loose, pc.invert(pc.match_substring_regex(lines, _BLANK_OR_COMMENT)))
-        slow = np.flatnonzero(loose.to_numpy(zero_copy_only=False))
-    return Hits(index=pa.array(at[keep]), subject=fields.take(pa.array(rows)), klass=fields.take(pa.array(rows + 4)),
-                ticks=stamps, slow=pa.array(slow))
-
-
-#: the values ``_fields`` cuts a plain line into: subject, space, predicate, space, object, space,
-#: and the rest (the timestamp's part, and what follows up to the next plain line)
-_PARTS = 7
-
-
-def _fields(lines: pa.Array, at: np.ndarray) -> pa.Array:
-    """The plain lines ``at`` of ``lines`` cut at their first three spaces: ``_PARTS`` values a
-    line, over the lines' own data buffer (new offsets, no bytes copied)."""
-    large = pa.types.is_large_string(lines.type)       # Spark's Arrow batches (Kafka)
-    kind, width = (np.int64, 8) if large else (np.int32, 4)
-    offsets = np.frombuffer(lines.buffers()[1], kind, len(lines) + 1, lines.offset * width)
-    data = lines.buffers()[2]
-    if not len(at):
-        return pa.array([], lines.type)
-    starts = offsets[at]
-    low, high = int(starts[0]), int(offsets[at[-1] + 1])
-    spaces = np.flatnonzero(np.frombuffer(data, np.uint8, high - low, low) == 32).astype(kind) + low
-    k = np.searchsorted(spaces, starts)
-    cuts = np.empty(_PARTS * len(at) + 1, kind)
-    cuts[0:-1:_PARTS] = starts
-    for i in range(3):
-        cuts[1 + 2 * i::_PARTS] = spaces[k + i]
-        cuts[2 + 2 * i::_PARTS] = spaces[k + i] + 1
-    cuts[-1] = high
-    build = pa.LargeStringArray if large else pa.StringArray
-    return build.from_buffers(_PARTS * len(at), pa.py_buffer(cuts), data)
+    predicates = predicates if isinstance(predicates, TermSet) else TermSet(predicates)
+    classes = classes if isinstance(classes, TermSet) else TermSet(classes)
+    kind, (at, subject, klass, ticks) = scan(lines, predicates, classes)
+    return Hits(index=pa.array(at), subject=subject, klass=klass, ticks=ticks,
+                slow=pa.array(np.flatnonzero(kind == SLOW)))

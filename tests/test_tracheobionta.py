@@ -102,6 +102,127 @@ def test_plain_lines_split_as_spark_parses_them(spark, tmp_path):
     assert len(rejected) > 100
 
 
+TRICKY = ['<http://x/s> <http://x/p> <http://x/o> "1" .', '<http://x/\ufffd> <http://x/p> <http://x/o> "1" .',
+          '<http://x/s> <http://x/p> "a\ufffdb" "1" .', '<http://x/é> <http://x/p> "é" "1" .', '_:a. <http://x/p> <o> "1" .',
+          '_:.a <http://x/p> <o> "1" .', '_:a.b <http://x/p> _:c-d "1".', '_:-_ <p> <o> "1"', '_: <p> <o> "1" .',
+          '<s> <p> "x"@en- "1" .', '<s> <p> "x"@en-GB-1 "1" .', '<s> <p> "x"@1 "1" .', '<s> <p> "x"^^<t "1" .',
+          '<s> <p> "x"^^<t> "1" .', '<s> <p> "x"^ "1" .', '<s> <p> "x"^^t "1" .', '<s> <p> <o> "0" .', '<s> <p> <o> "00" .',
+          '<s> <p> <o> "123456789012345678" .', '<s> <p> <o> "1234567890123456789" .', '<s> <p> <o> . "1" .',
+          '<s> <p> <o> . "1"', '<s> <p> <o> .. "1"', '<s> <p> <o> "1" ..', '<s> <p> <o> "1"  .', '<s> <p> <o> "1" . ',
+          '<s> <p> <o> "1"^^<http://t> .', '<s> <p> <o> "1"^^<http://t>', '<s> <p> <o> "1"^<t> .', '<s> <p> <o> "1" .\n',
+          '<s> <p> <o> "1" .\n\n', '<s> <p> <o>\t"1" .', '<s> <p> "a\tb c" "1" .', '<s> <p> "a\\"b" "1" .', '',
+          '\n', ' \t ', '# c', ' # c\n', '#', '# a\nb', '<s> <p> <o> "1" . # c', '<s> <p> <{o}> "1" .', '<s> <p> <o`> "1" .',
+          '<s>  <p> <o> "1" .', '<s> <p> <o> "" .', '<s> <p> <o> "1', '<s> <p> <o> "1" .\x00', '<\x7f> <p> <o> "1" .']
+MUTATIONS = ['<', '>', '_', ':', '"', ' ', '.', '\\', '^', '@', '-', 'a', 'Z', '0', '1', '9', '\t', '#', '\n', '\ufffd',
+             'é', '{', '`', '\x00', '\x7f', '\U0001F600']
+
+
+def test_the_compiled_scanner_reads_exactly_the_lines_of_the_strict_expression():
+    """``tsntscan`` (a byte-by-byte recogniser) against :data:`tsnt.STRICT` and the blank/comment
+    expression (RE2, the definition): the kind of every line, on tricky lines and on random lines
+    with random edits; and the hits against the expression's lines split by hand."""
+    import re
+
+    import pyarrow.compute as pc
+
+    from scenarios import tsntscan
+
+    rng = random.Random(23)
+
+    def mutate(line):
+        chars = list(line)
+        for _ in range(rng.randint(1, 3)):
+            op = rng.random()
+            if op < 0.4 and chars:
+                chars[rng.randrange(len(chars))] = rng.choice(MUTATIONS)
+            elif op < 0.7:
+                chars.insert(rng.randint(0, len(chars)), rng.choice(MUTATIONS))
+            elif chars:
+                del chars[rng.randrange(len(chars))]
+        return "".join(chars)
+
+    lines = list(TRICKY)
+    for _ in range(40_000):
+        line = random_line(rng)
+        lines.append((mutate(line) if rng.random() < 0.6 else line) + ("\n" if rng.random() < 0.3 else ""))
+    array = pa.array(lines, pa.string())
+    predicates = tsntscan.TermSet(pa.array([RDF_TYPE, "<http://x/type>", "<p>"]))
+    classes = tsntscan.TermSet(pa.array(["<http://k/C>", "<http://k/D>", "<o>", "_:c-d"]))
+    kind, (at, subjects, klasses, ticks) = tsntscan.scan(array, predicates, classes)
+    strict = pc.match_substring_regex(array, tsnt.STRICT).to_pylist()
+    blank = pc.match_substring_regex(array, tsnt._BLANK_OR_COMMENT).to_pylist()
+    want = [tsntscan.PLAIN if a else tsntscan.BLANK if b else tsntscan.SLOW for a, b in zip(strict, blank)]
+    wrong = [(w, int(k), line) for w, k, line in zip(want, kind, lines) if w != k]
+    assert not wrong, wrong[:10]
+    counts = {k: want.count(k) for k in (tsntscan.PLAIN, tsntscan.SLOW, tsntscan.BLANK)}
+    assert min(counts.values()) > 500, counts
+    expected = []
+    for i, line in enumerate(lines):          # a plain line's terms: it splits at its first three spaces
+        if want[i] == tsntscan.PLAIN:
+            s, p, o, rest = line.split(" ", 3)
+            if p in (RDF_TYPE, "<http://x/type>", "<p>") and o in ("<http://k/C>", "<http://k/D>", "<o>", "_:c-d"):
+                expected.append((i, s, o, re.match(r'(?:\. )?"([0-9]+)"', rest).group(1)))
+    got = list(zip(at.tolist(), subjects.to_pylist(), klasses.to_pylist(),
+                   ticks.to_pylist()))
+    assert got == expected and len(got) > 500
+
+
+def test_the_scanners_term_sets_find_exactly_their_terms():
+    """``TermSet`` against a Python set: many random terms (most of one length, sharing a long
+    prefix: hash collisions and full probes), terms of 1-7 bytes, a term over 65,535 bytes (its
+    length stored beside it), non-ASCII terms; looked up as the objects of plain lines."""
+    from scenarios import tsntscan
+
+    rng = random.Random(31)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789é"
+    def iri(length):
+        return "<http://example.org/plants#" + "".join(rng.choice(alphabet) for _ in range(length)) + ">"
+    members = {iri(rng.choice([4, 4, 4, 5, 12])) for _ in range(5000)} | {"<a>", "<ab>", "_:x", "<" + "l" * 70000 + ">"}
+    others = {iri(rng.choice([4, 5, 12])) for _ in range(5000)} - members
+    others |= {"<b>", "_:y", "<" + "l" * 69999 + "m>", "<" + "l" * 70001 + ">", "<" + "l" * 69999 + ">"}
+    terms = sorted(members)
+    classes = tsntscan.TermSet(pa.array(terms, pa.string()))
+    predicates = tsntscan.TermSet(pa.array([RDF_TYPE]))
+    probe = sorted(members | others)
+    rng.shuffle(probe)
+    lines = pa.array([f'<http://x/s{i}> {RDF_TYPE} {o} "{i}" .' for i, o in enumerate(probe)], pa.string())
+    kind, (at, subjects, klasses, ticks) = tsntscan.scan(lines, predicates, classes)
+    assert (kind == tsntscan.PLAIN).all()
+    assert klasses.to_pylist() == [o for o in probe if o in members]
+    assert at.tolist() == [i for i, o in enumerate(probe) if o in members]
+    assert ticks.to_pylist() == [str(i) for i in at.tolist()]
+
+
+def test_the_scanners_answer_lines_are_those_built_column_wise():
+    """``tsntscan.json_answers`` (the service's answers written by the compiled scanner) against
+    ``_Answers.build`` (pyarrow, column-wise) over ``type_hits``: blank-node subjects scoped, line
+    numbers from a first number or per line (Kafka offsets), a file name that JSON escapes."""
+    import json
+
+    import numpy as np
+
+    from scenarios import tsntscan
+    from scenarios.membership import _Answers, _json_pieces
+
+    rng = random.Random(8)
+    predicates = tsntscan.TermSet(pa.array([RDF_TYPE, "<http://x/type>"]))
+    classes = tsntscan.TermSet(pa.array(["<http://k/C>", "<http://k/D>", "_:o"]))
+    file, version, at = 'd/"odd" é.nt', "v7", 1_700_000_000_123
+    for first in (1, 987_654_321, None):
+        lines = pa.array([random_line(rng) for _ in range(2000)], pa.string())
+        numbers = np.array(sorted(rng.sample(range(10**12), len(lines))), np.int64) if first is None else first
+        kind, part = tsntscan.json_answers(lines, numbers, predicates, classes, *_json_pieces(file, version, at),
+                                           "_:fscope.")
+        hits = tsnt.type_hits(lines, predicates, classes)
+        subject = [("_:fscope." + x[2:]) if x.startswith("_:") else x for x in hits.subject.to_pylist()]
+        line = pa.array(hits.index.to_numpy() + first if first else numbers[hits.index.to_numpy()])
+        want = _Answers.build(pa.array(subject, pa.string()), hits.klass, hits.ticks, file, line, at, version)
+        assert part.to_pylist() == want.to_pylist() and len(part) > 100
+        assert np.flatnonzero(kind == tsntscan.SLOW).tolist() == hits.slow.to_pylist()
+        row = json.loads(part[0].as_py())
+        assert row["file"] == file and row["version"] == version and row["processed_at"] == at
+
+
 def test_files_the_csv_reader_refuses_are_read_line_by_line(tmp_path):
     path = tmp_path / "odd.nt"
     good = '<http://x/s> <http://x/p> <http://x/o> "1" .'
