@@ -8,7 +8,7 @@ through ``importlib.resources`` and so work from the zip — and ``DIR/rsp_sidec
 launcher taking the same arguments as ``rsp-sidecar`` (spark-submit needs a main file). With
 ``--with-dependencies`` the zip also carries the pure-Python distributions the driver imports
 (lark, rdflib, owlrl, pyparsing), for a driver host whose Python has only the binary ones
-(pyspark's own numpy/pyarrow, xxhash — optional: a pure-Python fallback is used without it).
+(numpy, pyarrow, numba; xxhash is optional: a pure-Python fallback is used without it).
 
 Executors run no project code (no Python UDFs); they start the Python that ships with PySpark only
 to read rows the driver hands to Spark. The artifact is checked after it is written: it is
