@@ -206,24 +206,23 @@ def _bnode(d, p, e):              # d[p] == '_'
 
 
 @_jit
+def _run(d, p, e, chars):
+    """The position after the run of ``chars`` starting at ``p``, or -1 when the run is empty."""
+    q = p
+    while q < e and chars[d[q]]:
+        q += 1
+    return q if q > p else -1
+
+
+@_jit
 def _literal(d, p, e):            # d[p] == '"'
     q = _until(d, p + 1, e, _LITERAL)
     if q < 0 or q >= e:
         return q
     if d[q] == 64:                                   # @lang(-sub)*
-        q += 1
-        s = q
-        while q < e and _ALPHA[d[q]]:
-            q += 1
-        if q == s:
-            return -1
-        while q < e and d[q] == 45:
-            q += 1
-            s = q
-            while q < e and _ALNUM[d[q]]:
-                q += 1
-            if q == s:
-                return -1
+        q = _run(d, q + 1, e, _ALPHA)
+        while 0 <= q < e and d[q] == 45:
+            q = _run(d, q + 1, e, _ALNUM)
     elif d[q] == 94 and q + 1 < e and d[q + 1] == 94:
         return _iri(d, q + 2, e) if q + 2 < e and d[q + 2] == 60 else -1
     return q
