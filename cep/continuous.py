@@ -215,10 +215,12 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
         raise ContinuousError("a sub-query's ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at "
                               "T1,T2,...); continuous evaluation does not apply them yet")
     if isinstance(query.form, A.Construct) and any(x.startswith("_:") for tp in query.form.template
-                                                   for x in (tp.s, tp.p, tp.o) if isinstance(x, str)):
-        raise ContinuousError("a CONSTRUCT template's blank nodes are fresh per solution, which the continuous "
-                              "CQELS-CEP runtime does not name yet; use an IRI or a variable, or evaluate at one "
-                              "instant with --at T")
+                                                   for x in (tp.s, tp.p, tp.o) if isinstance(x, str)) \
+            and _background_only(query.pattern):
+        raise ContinuousError("a CONSTRUCT template's blank nodes are named from their solution and its interval, "
+                              "and an answer from the background alone has the interval [MIN_TIME, t], which "
+                              "changes at every instant t; give that part of the pattern a stream, use an IRI or a "
+                              "variable in the template, or evaluate at given instants with --at T")
     if _calls(query, "NOW"):
         raise ContinuousError("NOW() is the evaluation instant, and the continuous CQELS-CEP runtime computes each "
                               "answer's lifetime, not one evaluation per instant; evaluate at given instants with "
@@ -230,6 +232,24 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     windows = tuple(dict.fromkeys(_rule(p.stream, p.window, f"window {p.name} on {p.stream}", time_unit)
                                   for p in patterns))
     return ContinuousPlan(query, time_unit, lateness, windows, emit)
+
+
+def _background_only(node) -> bool:
+    """Whether ``node`` can give a mapping from the background alone (interval [MIN_TIME, t]: no
+    stream pattern took part in it): a pattern without streams, a UNION with such a side, an
+    OPTIONAL / MINUS whose left side is such; an event operator always binds its stream's times."""
+    if not A.stream_patterns(node):
+        return True
+    match node:
+        case A.Join(left=left, right=right):
+            return _background_only(left) and _background_only(right)
+        case A.Union(left=left, right=right):
+            return _background_only(left) or _background_only(right)
+        case A.LeftJoin(left=inner) | A.Minus(left=inner) | A.Filter(inner=inner) | A.Extend(inner=inner):
+            return _background_only(inner)
+        case A.Sequence() | A.SeqWithout() | A.NoHead() | A.NoTail() | A.StreamPattern():
+            return False
+    return any(_background_only(child) for child in A.children(node))     # to be safe: any part
 
 
 def _calls(node, name: str) -> bool:

@@ -363,10 +363,13 @@ def _bgp_in_window(node: A.BGP, content: list[tuple]) -> Rel:
     return Rel.of(columns, rows)
 
 
-def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapping, time_unit: str) -> Rel:
+def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapping, time_unit: str,
+             fresh: dict | None = None) -> Rel:
     """⟦Q, t⟧ at every instant: the query's result rows (projected variable columns in the
     query's order — not sorted — then t1, t2, a, b). ``streams``: {stream IRI: items as
-    ``(item, s, p, o, t1, t2)`` ids}; ``background``: {``A.Background`` node: its ``Rel``}."""
+    ``(item, s, p, o, t1, t2)`` ids}; ``background``: {``A.Background`` node: its ``Rel``}.
+    ``fresh``: receives {id: term} of the blank nodes a CONSTRUCT template names per solution
+    (``cep.reference.fresh_blank``: the solution's term ids and interval, as the other runtimes)."""
     def ev(node, content) -> Rel:
         """⟦node⟧ where ``content`` is the window's lifetimes rows (None: outside every window)."""
         match node:
@@ -401,6 +404,10 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
             rows = {tuple(r[i] if i is not None else None for i in cols) + r[-4:] for r in omega.rows}
             return Rel(tuple(var_column(v.name) for v in variables), frozenset(rows))
         case A.Construct(template=template):
+            from cep.columns import column_var
+            from cep.reference import fresh_blank_of_ids
+
+            names = {column_var(c): i for i, c in enumerate(omega.vars)}
             rows = set()
             for tp in template:
                 picks = []
@@ -408,13 +415,22 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
                     if isinstance(part, A.Var):
                         picks.append(("v", idx.get(var_column(part.name))))
                     elif isinstance(part, str) and part.startswith("_:"):
-                        from cep.errors import UnsupportedQueryError
-                        raise UnsupportedQueryError(f"CONSTRUCT template blank node {part}")
+                        picks.append(("b", part[2:]))
                     else:
                         picks.append(("c", term_id(part)))
                 for r in omega.rows:
-                    spo = tuple((r[x] if x is not None else None) if k == "v" else x for k, x in picks)
+                    spo = []
+                    for k, x in picks:
+                        if k == "v":
+                            spo.append(r[x] if x is not None else None)
+                        elif k == "c":
+                            spo.append(x)
+                        else:      # a fresh blank node of this solution ⟨μ, [t1, t2]⟩
+                            node = fresh_blank_of_ids(x, {n: r[i] for n, i in names.items()}, r[-4], r[-3])
+                            spo.append(term_id(node))
+                            if fresh is not None:
+                                fresh[spo[-1]] = node
                     if None not in spo:
-                        rows.add(spo + r[-4:])
+                        rows.add(tuple(spo) + r[-4:])
             return Rel(("s", "p", "o"), frozenset(rows))
     raise TypeError(f"not a query form: {form!r}")

@@ -407,7 +407,13 @@ def fresh_blank(label: str, mu: TMapping, t1: int, t2: int) -> str:
     Spark's ``xxhash64(cols...)`` chains (seed 42; a null skipped), over the ids of μ's terms by
     variable name and then t1 and t2. The same solution always gives the same node, so a replayed
     or re-evaluated answer is the same triple, and ``cep.spark`` names it alike."""
-    h = hash_longs(*(None if mu[name] is None else term_id(mu[name]) for name in sorted(mu)), t1, t2)
+    return fresh_blank_of_ids(label, {name: None if term is None else term_id(term) for name, term in mu.items()},
+                              t1, t2)
+
+
+def fresh_blank_of_ids(label: str, ids: TMapping, t1: int, t2: int) -> str:
+    """:func:`fresh_blank` from the ids of the solution's terms ({variable name: id or None})."""
+    h = hash_longs(*(ids[name] for name in sorted(ids)), t1, t2)
     return f"_:{label}_{h & 0xFFFFFFFFFFFFFFFF:016x}"
 
 

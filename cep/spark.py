@@ -207,16 +207,21 @@ class Prepared:
         return {node: runtime.background_pattern(node) for node in nodes}
 
 
-def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: DataFrame | None = None) -> DataFrame:
+def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: DataFrame | None = None,
+                       computed: list | None = None) -> DataFrame:
     """⟦Q, t⟧ at every instant t at once (``cep.lifetimes``): the rows of :func:`evaluate`'s
     result, each with the instants ``LIFE_FROM`` ≤ t ≤ ``LIFE_TO`` at which it is an answer; an
     interval end ``cep.lifetimes.OPEN_END`` reads "t" (a background-only answer, eq. 17).
-    ``dictionary`` adds terms for FILTERs (e.g. the streams' terms) to the prepared one."""
+    ``dictionary`` adds terms for FILTERs (e.g. the streams' terms) to the prepared one;
+    ``computed`` receives (id, term) frames of the terms the evaluation made (a CONSTRUCT
+    template's blank nodes), to decode the result with."""
     dictionaries = [d for d in (prepared.dictionary, dictionary) if d is not None]
     merged = None
     for d in dictionaries:
         merged = d if merged is None else merged.unionByName(d)
-    return prepared.runtime(streams, merged).query(prepared.query)
+    runtime = prepared.runtime(streams, merged)
+    runtime.template_terms = computed if computed is not None else []
+    return runtime.query(prepared.query)
 
 
 @dataclass(frozen=True)
@@ -276,6 +281,9 @@ class _Runtime:
         self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
         self.terms: list[DataFrame] = []         # (id, term) of the terms C-SPARQL's aggregates computed
         self.keep_terms = False                  # cache them (the caller asked for them)
+        #: where a CONSTRUCT template's fresh blank nodes go (None: ``terms``); the lifetimes runtime
+        #: keeps them apart from the prepared background's terms, which outlive one evaluation
+        self.template_terms: list | None = None
         self.correlation = None                  # inside EXISTS: its seed (cep.sparql)
         self.depth = 0                           # ... and how deeply EXISTS are nested
         frames = list(self.background.values()) + list(self.streams.values()) + dictionaries
@@ -308,7 +316,10 @@ class _Runtime:
                 return order_answers(answers, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
             case A.Construct(template=template):
                 for terms in _template_terms(template, omega):   # fresh blank nodes: decoded with these
-                    self.terms.append(terms.persist() if self.keep_terms else terms)
+                    if self.template_terms is not None:
+                        self.template_terms.append(terms)
+                    else:
+                        self.terms.append(terms.persist() if self.keep_terms else terms)
                 parts = [omega.select(*_template_columns(tp, omega.columns), T_START, T_END, *extra)
                          .dropna(subset=[S, P, O]) for tp in template]
                 out = parts[0]

@@ -921,7 +921,9 @@ class _Runner:
         n = 0
         if rows and upto is not None and meta.first is not None and (meta.done is None or upto > meta.done):
             version = self._static()[0]
-            result = LOC.evaluate(self.plan.query, by_stream, self.background_local[1], self.plan.time_unit)
+            fresh: dict = {}      # a CONSTRUCT template's blank nodes, named per solution
+            result = LOC.evaluate(self.plan.query, by_stream, self.background_local[1], self.plan.time_unit, fresh)
+            terms.update(fresh)
             lo = meta.first if meta.done is None else max(meta.done + 1, meta.first)
             for row in result.rows:
                 a, b = row[-2], row[-1]
@@ -1030,7 +1032,8 @@ class _Runner:
         version, prepared, side = self._static()
         streams = {s: items.filter(F.col(STREAM) == s).select(ITEM, S, P, O, T_START, T_END)
                    for s in self.plan.streams}
-        result = evaluate_lifetimes(prepared, streams, dictionary=self._dictionary(items, side))
+        computed: list = []      # terms the evaluation made: a CONSTRUCT template's blank nodes
+        result = evaluate_lifetimes(prepared, streams, dictionary=self._dictionary(items, side), computed=computed)
         # the instants of this batch: (done, upto]. The state no longer holds the items whose
         # lifetimes ended by done, so what the rows say about instants ≤ done is not to be trusted
         # (a pruned blocker would make an old answer look new): only [lo, upto] is looked at, and
@@ -1053,7 +1056,7 @@ class _Runner:
             new = _changes(rows, before, key, lo, upto, self.plan.emit)
             last = rows.filter(F.col(LIFE_TO) == F.lit(upto)).select(*key).distinct()
         new = new.withColumn("_version", F.lit(version)).persist()
-        decoded = self._decode(new, items, side)
+        decoded = self._decode(new, items, side, computed)
         out = list(_rows(decoded, self.names, self.columns))
         n = self.sink.write(label, out)
         if self.on_answers is not None:
@@ -1071,10 +1074,13 @@ class _Runner:
         parts += [t.select(ID, TERM) for t in self._static()[1].terms]   # the background's computed terms
         return _union(parts).dropDuplicates([ID])
 
-    def _decode(self, new: DataFrame, items: DataFrame, side: StaticSide) -> DataFrame:
+    def _decode(self, new: DataFrame, items: DataFrame, side: StaticSide, computed: list = ()) -> DataFrame:
         from reasoner.dictionary import decode
 
-        return decode(new, self._dictionary(items, side), tuple(self.columns)).orderBy(
+        dictionary = self._dictionary(items, side)
+        if computed:
+            dictionary = _union([dictionary, *[t.select(ID, TERM) for t in computed]]).dropDuplicates([ID])
+        return decode(new, dictionary, tuple(self.columns)).orderBy(
             _AT, *[F.col(c).asc_nulls_first() for c in self.columns], T_START, T_END)
 
     def _keep(self, items: DataFrame, upto: int | None) -> DataFrame:

@@ -204,6 +204,33 @@ def test_continuous_equals_union_of_instants(spark, tmp_path, monkeypatch, label
     assert summary.batches >= 3
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_construct_template_blank_nodes_are_those_of_each_instant(spark, tmp_path, engine):
+    """A CONSTRUCT template's blank node, named from its solution and interval: the continuous
+    triples (both engines, 3 micro-batches) equal ⋃_t of the reference's at every instant, blank
+    node labels included (``cep.reference.fresh_blank``), each triple once; one node per solution,
+    shared by the template's triples. A UNION side without a stream (an answer's interval
+    [MIN_TIME, t] changes with t; only ``cep.algebra`` can build one: the syntax keeps WINDOW
+    blocks at the top of WHERE) is refused with the reason."""
+    event = A.BGP((A.TriplePattern("_:e", "<urn:x:about>", v), A.TriplePattern("_:e", "<urn:x:seen>", s)))
+    query = A.Query(A.construct(event.patterns, A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(8)),
+                                                                 A.sequence(ELEMENT_A, ELEMENT_B))))
+    items = random_items(random.Random(49), 24, 14)
+    got, summary, ids = run_continuous(spark, tmp_path, query, chunked(items, 3), engine=engine)
+    used = {json.loads(line)["engine"] for line in (tmp_path / "run" / "ckpt" / "metrics.jsonl").read_text().splitlines()}
+    assert used == {engine}
+    expected = reference_union(query, relabeled(items, ids))
+    answers = [((r["s"], r["p"], r["o"]), r["_start"], r["_end"]) for r in got]
+    assert len(answers) == len(set(answers)), "a triple was emitted twice"
+    assert set(answers) == expected and len(expected) > 10
+    nodes = {a[0][0] for a in answers}
+    assert all(n.startswith("_:e_") for n in nodes) and len(nodes) == len(answers) // 2
+    with pytest.raises(ContinuousError, match=r"\[MIN_TIME, t\]"):
+        plan(A.Query(A.construct(event.patterns, A.Union(
+            A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(5)), ELEMENT_A),
+            A.Background(None, b((v, p0, s)))))))
+
+
 @pytest.mark.parametrize("emit", ["rstream", "dstream"])
 def test_rstream_and_dstream_equal_the_changes_between_instants(spark, tmp_path, emit):
     """Rstream: at each instant t where ⟦Q, t⟧ differs from ⟦Q, t − 1⟧, all of ⟦Q, t⟧; Dstream:
