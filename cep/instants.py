@@ -105,11 +105,14 @@ class InstantsRunner(_Runner):
         self.background_ref = (version, out)
         return out
 
-    def _advance_local(self, rows: list, previous: str | None, meta: _Meta, upto: int | None, label: str,
+    def _advance_local(self, state, previous: str | None, meta: _Meta, upto: int | None, label: str,
                        max_time, closed: bool):
+        """The instants up to ``upto`` by the reference evaluator over the ``state`` items (a
+        pyarrow table, as ``cep.stream`` hands it)."""
         from cep.reference import evaluate, evaluate_instants
 
         self.used = "local"
+        rows = _table_rows(state, _ITEM_COLUMNS)
         at = {c: i for i, c in enumerate(_ITEM_COLUMNS)}
         terms: dict = {}
         items: dict = {}

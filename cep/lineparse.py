@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from reasoner.hashing import xxh64
+from reasoner.hashing import fast_xxh64
 from reasoner.vocab import RDF_TYPE, XSD_STRING
 
 __all__ = ["parse_jsonl", "item_id", "bnode_scope"]
@@ -32,16 +32,23 @@ _BNODE = re.compile(r"_:[A-Za-z0-9_\-]*[A-Za-z0-9_\-]")
 _PNAME = re.compile(r"([A-Za-z](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)?:([A-Za-z0-9_.\-/#%~:]*)")
 _LITERAL = re.compile(r"(\"[^\"\\\n\r]*\")(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\^\^(<[^<>\"{}|^`\\\x00-\x20]*>)"
                       r"|\^\^([A-Za-z](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)?:([A-Za-z0-9_.\-/#%~:]*))?")
-_JSON_SPACE = re.compile(r"[ \t\n\x0b\f\r]*")
+_JSON_SPACE = " \t\n\x0b\f\r"
 _LONG = (-(1 << 63), (1 << 63) - 1)
 _TRIPLE_KEYS = frozenset(("s", "p", "o", "t", "t_end"))
 _GRAPH_KEYS = frozenset(("t", "t_end", "triples"))
+_KEYS = _TRIPLE_KEYS | _GRAPH_KEYS
+_QUOTED = {k: f'"{k}"' for k in _KEYS}
 _XSD_STRING_SUFFIX = "^^" + XSD_STRING
 
 
 def item_id(file: str, line: int) -> int:
     """Spark's ``xxhash64(file, line)``: the long hashed with the string's hash as seed."""
-    return xxh64(int(line).to_bytes(8, "little", signed=True), xxh64(file.encode("utf-8")))
+    return fast_xxh64(int(line).to_bytes(8, "little", signed=True), _file_seed(file) & ((1 << 64) - 1))
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_seed(file: str) -> int:
+    return fast_xxh64(file.encode("utf-8"))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -86,6 +93,17 @@ def _term(text, position: str, prefixes: Mapping[str, str], scope: str) -> str |
     return _expand(m.group(1), m.group(2), prefixes) if m else None
 
 
+def _cached(text, position: str, prefixes: Mapping[str, str], scope: str, terms: dict) -> str | None:
+    if not isinstance(text, str):
+        return None
+    key = (text, position, scope)
+    try:
+        return terms[key]
+    except KeyError:
+        found = terms[key] = _term(text, position, prefixes, scope)
+        return found
+
+
 def _time(value) -> int | None:
     if type(value) is int and _LONG[0] <= value <= _LONG[1]:
         return value
@@ -99,45 +117,65 @@ def _no_duplicates(pairs):
     return dict(pairs)
 
 
-def parse_jsonl(raw: str, file: str, line: int, prefixes: Mapping[str, str]):
+# one decoder each (json.loads with an option builds a decoder per call)
+_decode = json.JSONDecoder().decode
+_decode_checked = json.JSONDecoder(object_pairs_hook=_no_duplicates).decode
+
+
+def parse_jsonl(raw: str, file: str, line: int, prefixes: Mapping[str, str], terms: dict | None = None):
     """One JSON Lines line → ``[]`` (a blank line), a list of ``(item, s, p, o, t1, t2)`` with
-    N-Triples terms (one per triple of the item), or None (not a plain line: Spark parses it)."""
-    if _JSON_SPACE.fullmatch(raw):
+    N-Triples terms (one per triple of the item), or None (not a plain line: Spark parses it).
+    ``terms``: a cache of the terms read so far with these ``prefixes`` (a stream repeats its
+    subjects, predicates and objects), filled here.
+
+    A repeated key is not plain (JSON keeps its last value; Spark's parser rejects the line): a
+    line without escapes has one only if a key's quoted name occurs twice (then Spark decides);
+    a line with escapes is decoded with a check of every object's keys."""
+    if not raw.strip(_JSON_SPACE):
         return []
     if "\ufffd" in raw:
         return None
+    escaped = "\\" in raw
     try:
-        obj = json.loads(raw, object_pairs_hook=_no_duplicates)
+        obj = _decode_checked(raw) if escaped else _decode(raw)
     except ValueError:
         return None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict or not obj.keys() <= _KEYS:
         return None
-    present = {k for k, v in obj.items() if v is not None}
-    if not set(obj) <= _TRIPLE_KEYS | _GRAPH_KEYS:
-        return None
+    if not escaped:
+        for k in obj:
+            if raw.count(_QUOTED[k]) != 1:
+                return None
     t1 = _time(obj.get("t"))
     if t1 is None:
         return None
-    t2 = t1 if obj.get("t_end") is None else _time(obj["t_end"])
+    end = obj.get("t_end")
+    t2 = t1 if end is None else _time(end)
     if t2 is None or t2 < t1:
         return None
-    scope = bnode_scope(file)
-    if "triples" in present:
-        if present & {"s", "p", "o"}:
+    listed = obj.get("triples")
+    if listed is not None:
+        if obj.get("s") is not None or obj.get("p") is not None or obj.get("o") is not None:
             return None
-        listed = obj["triples"]
-        if not isinstance(listed, list) or not listed:
+        if type(listed) is not list or not listed:
             return None
-        if not all(isinstance(tr, list) and len(tr) == 3 for tr in listed):
+        if not all(type(tr) is list and len(tr) == 3 for tr in listed):
             return None
-    elif {"s", "p", "o"} <= present:
-        listed = [[obj["s"], obj["p"], obj["o"]]]
     else:
-        return None
+        listed = ((obj.get("s"), obj.get("p"), obj.get("o")),)
+        if None in listed[0]:
+            return None
+    scope = bnode_scope(file)
     item = item_id(file, line)
     out = []
+    if terms is None:
+        terms = {}
     for s, p, o in listed:
-        st, pt, ot = _term(s, "s", prefixes, scope), _term(p, "p", prefixes, scope), _term(o, "o", prefixes, scope)
+        try:
+            st, pt, ot = terms[s, "s", scope], terms[p, "p", scope], terms[o, "o", scope]
+        except (KeyError, TypeError):     # not read yet, or not even a string
+            st, pt, ot = (_cached(s, "s", prefixes, scope, terms), _cached(p, "p", prefixes, scope, terms),
+                          _cached(o, "o", prefixes, scope, terms))
         if st is None or pt is None or ot is None:
             return None
         out.append((item, st, pt, ot, t1, t2))

@@ -1,5 +1,6 @@
-"""The lifetimes operators (``cep.lifetimes``) on the driver, over Python rows: the continuous
-runtime's fast path for a small state.
+"""The lifetimes operators (``cep.lifetimes``) on the driver, over Python rows: the definition of
+the continuous runtime's driver engine, which runs them over numpy columns (``cep.columnar``,
+tested against this module and the reference).
 
 A micro-batch of ``cep.stream`` evaluates the query over the items some window can still hold —
 usually a few hundred or thousand rows. On Spark that costs a fixed handful of jobs (seconds on
@@ -36,7 +37,7 @@ from cep.columns import var_column
 from cep.lifetimes import OPEN_END
 from reasoner.hashing import term_id
 
-__all__ = ["Rel", "Item", "unsupported", "evaluate", "window", "join", "union", "seq", "seq_wo", "no_head",
+__all__ = ["Rel", "Item", "unsupported", "evaluate", "answer_form", "window", "join", "union", "seq", "seq_wo", "no_head",
            "no_tail", "left_join"]
 
 #: a stream triple: (item, s, p, o, t1, t2), ids
@@ -189,7 +190,7 @@ def _subtract(rows: Iterable[tuple], blocks_of) -> set:
     out = set()
     for row in rows:
         a, b = row[-2], row[-1]
-        blocks = [(max(x, a), min(y, b)) for x, y in blocks_of(row) if x <= b and y >= a]
+        blocks = [(max(x, a), min(y, b)) for x, y in blocks_of(row) if x <= b and y >= a and x <= y]
         for lo, hi in _free_runs(a, b, blocks):
             out.add(row[:-2] + (lo, hi))
     return out
@@ -395,8 +396,12 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
                 return no_tail(ev(left, content), ev(negated, content))
         raise TypeError(f"cannot evaluate {type(node).__name__} here")
 
-    form = query.form
-    omega = ev(form.inner, None)
+    return answer_form(query.form, ev(query.form.inner, None), fresh)
+
+
+def answer_form(form, omega: Rel, fresh: dict | None = None) -> Rel:
+    """The query form over its pattern's rows ``omega``: SELECT's projected columns in the query's
+    order, or CONSTRUCT's triples (``fresh``: as in ``evaluate``)."""
     idx = {v: i for i, v in enumerate(omega.vars)}
     match form:
         case A.Project(variables=variables):

@@ -38,10 +38,11 @@ a batch runs on the driver instead while it is small (state and batch ≤ ``LOCA
 the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows, collected once per closure
 version) and the query allows it (``cep.local.unsupported``: no FILTER, no OPTIONAL condition;
 Istream): one cheap job collects the raw lines, plain JSON Lines are parsed in Python
-(``cep.lineparse``; any other line by Spark's parser), the lifetimes come from ``cep.local``, and
-the state is read and written with pyarrow as the same Parquet tables — so consecutive batches may
-switch engines as the state grows or shrinks. Both engines are tested against the reference
-evaluator, also switching mid-run (``tests/test_cep_continuous.py``).
+(``cep.lineparse``; any other line by Spark's parser), the lifetimes come from ``cep.columnar``
+(``cep.local``'s operators over numpy columns, a JOIN with the static side filtering the stream
+matches first), and the state is read and written with pyarrow as the same Parquet tables — so
+consecutive batches may switch engines as the state grows or shrinks. Both engines are tested
+against the reference evaluator, also switching mid-run (``tests/test_cep_continuous.py``).
 
 Exactly once: Spark replays an unfinished batch with the same id and the same files after a
 restart. A batch reads the state of the latest earlier batch (kept until the next one is written),
@@ -60,6 +61,7 @@ says so and how to get it.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -637,7 +639,8 @@ class _Runner:
 
         self.engine = engine
         self.local_ok = engine != "spark" and unsupported(query) is None and cplan.emit == ISTREAM
-        self.background_local = None   # (version, {Background node: Rel} or None when too large, {id: term})
+        #: (version, {Background node: cep.columnar.Table (or Rel)} or None when too large, {id: term})
+        self.background_local = None
         self.used = "spark"            # the engine of the last batch (metrics)
 
     # -- one micro-batch -------------------------------------------------------------------------
@@ -780,24 +783,26 @@ class _Runner:
             line = F.col(LINE) if LINE in lines.columns else none
             raw = lines.select(RAW, FILE, line.alias(LINE), "_block",
                                F.monotonically_increasing_id().alias("_row"), _SOURCE)
-        if self.engine == "auto":
-            collected = raw.limit(LOCAL_MAX_ROWS + 1).collect()
-            if len(collected) > LOCAL_MAX_ROWS:
-                return None
-        else:
-            collected = raw.collect()
+        # through Arrow: a Row object per line cost more than parsing the line
+        collected = (raw.limit(LOCAL_MAX_ROWS + 1) if self.engine == "auto" else raw).toArrow()
+        if self.engine == "auto" and collected.num_rows > LOCAL_MAX_ROWS:
+            return None
+        texts, files, lines_, blocks, rows_, sources = (collected.column(c).to_pylist()
+                                                        for c in (RAW, FILE, LINE, "_block", "_row", _SOURCE))
         # file lines numbered as reasoner.loading.with_line_numbers does: by block, then row
         numbered, per_file = [], {}
-        for r in collected:
-            if r[LINE] is not None:
-                numbered.append((r[FILE], r[LINE], r[RAW], r[_SOURCE]))
+        for i, line in enumerate(lines_):
+            if line is not None:
+                numbered.append((files[i], line, texts[i], sources[i]))
             else:
-                per_file.setdefault(r[FILE], []).append(r)
-        for file, rows in per_file.items():
-            rows.sort(key=lambda r: (r["_block"], r["_row"]))
-            numbered.extend((file, i, r[RAW], r[_SOURCE]) for i, r in enumerate(rows, start=1))
+                per_file.setdefault(files[i], []).append(i)
+        for file, at in per_file.items():
+            at.sort(key=lambda i: (blocks[i], rows_[i]))
+            numbered.extend((file, n, texts[i], sources[i]) for n, i in enumerate(at, start=1))
         items, rejects, slow = [], [], []
         formats: dict = {}
+        cache: dict = {}                # term text → N-Triples term, for this batch's lines
+        ids: dict = {}                  # N-Triples term → id
         for file, line, text, source in numbered:
             src = self.sources[source]
             key = (source, file)
@@ -806,13 +811,15 @@ class _Runner:
                     formats[key] = src.fmt or detect_stream_format(Path(file))
                 except SidecarError:
                     formats[key] = None       # Spark's parser rejects it with the reason
-            parsed = parse_jsonl(text, file, line, self.prefixes) if formats[key] == JSONL else None
+            parsed = parse_jsonl(text, file, line, self.prefixes, cache) if formats[key] == JSONL else None
             if parsed is None:
                 slow.append((file, line, text, source))
                 continue
             for (item, s_, p_, o_, t1, t2) in parsed:
-                items.append((src.stream, item, term_id(s_), term_id(p_), term_id(o_), t1, t2, s_, p_, o_,
-                              file, line))
+                for t in (s_, p_, o_):
+                    if t not in ids:
+                        ids[t] = term_id(t)
+                items.append((src.stream, item, ids[s_], ids[p_], ids[o_], t1, t2, s_, p_, o_, file, line))
         if slow:
             frame = self.spark.createDataFrame(slow, f"{FILE} string, {LINE} long, {RAW} string, {_SOURCE} int")
             terms, bad = self._parsed(frame)
@@ -853,22 +860,21 @@ class _Runner:
         upto = meta.done
         if watermark is not None and (upto is None or watermark - 1 > upto):
             upto = watermark - 1
-        old = self.state.table(name, _ITEMS)
-        state_rows = _table_rows(old, _ITEM_COLUMNS)
-        answers = self._advance_local(state_rows + new, name, meta, upto, label, max_time, closed=False)
+        items = _state_items(self.state.table(name, _ITEMS), _rows_table(new, _item_schema()))
+        answers = self._advance_local(items, name, meta, upto, label, max_time, closed=False)
         self.state.prune(batch_id - 1)
         self._report(batch_id, started, len({r[at[ITEM]] for r in new}), reject_counts, answers, max_time, watermark)
 
     def _local_state(self, previous: str | None, meta: _Meta):
-        """The state items as Python rows when the end-of-input close runs on the driver, else None."""
+        """The state items (a pyarrow table) when the end-of-input close runs on the driver, else None."""
         if not self._local_first(meta):
             return None
-        old = self.state.table(previous, _ITEMS)
-        return _table_rows(old, _ITEM_COLUMNS)
+        return _state_items(self.state.table(previous, _ITEMS))
 
     def _background_local(self):
-        """The static side's background patterns as ``cep.local`` relations with their terms,
+        """The static side's background patterns as ``cep.columnar`` tables with their terms,
         collected once per closure version; None when they are larger than LOCAL_MAX_BACKGROUND."""
+        from cep import columnar as COL
         from cep import local as LOC
         from cep.columns import is_var_column
 
@@ -882,8 +888,10 @@ class _Runner:
                 self.background_local = (version, None, {})
                 return None
             columns = [c for c in frame.columns if is_var_column(c)]
-            rels[node] = LOC.Rel.of(columns, {tuple(r[c] for c in columns) + (r[T_START], r[T_END], r[LIFE_FROM],
-                                                                              r[LIFE_TO]) for r in rows})
+            rel = LOC.Rel.of(columns, {tuple(r[c] for c in columns) + (r[T_START], r[T_END], r[LIFE_FROM], r[LIFE_TO])
+                                       for r in rows})
+            # as a Rel, a term whose id is the columnar engine's unbound mark stays a term
+            rels[node] = rel if any(v == COL.NULL for r in rel.rows for v in r[:-4]) else COL.Table.from_rel(rel)
             ids.update(r[c] for r in rows for c in columns if r[c] is not None)
         terms = {}
         if ids and side.dictionary is not None:
@@ -894,24 +902,23 @@ class _Runner:
         self.background_local = (version, rels, terms)
         return rels
 
-    def _advance_local(self, rows: list, previous: str | None, meta: _Meta, upto: int | None, label: str,
+    def _advance_local(self, items, previous: str | None, meta: _Meta, upto: int | None, label: str,
                        max_time, closed: bool):
-        """``_evaluate`` + ``_keep`` + ``_write_state`` on the driver (``cep.local``)."""
+        """``_evaluate`` + ``_keep`` + ``_write_state`` on the driver (``cep.columnar``), over the
+        state items as a pyarrow table (``_item_schema``): no Python object per item."""
+        import numpy as np
         import pyarrow as pa
 
-        from cep import local as LOC
+        from cep import columnar as COL
 
         self.used = "local"
-        at = {c: i for i, c in enumerate(_ITEM_COLUMNS)}
-        terms = dict(self.background_local[2])
-        terms.update((term_id(t), t) for t in self.constants)
-        for r in rows:
-            for c in (S, P, O):
-                terms[r[at[c]]] = r[at[_TERMS[c]]]
+        ids = {c: items.column(c).to_numpy() for c in (ITEM, S, P, O, T_START, T_END)}
         by_stream: dict = {}
-        for r in rows:
-            by_stream.setdefault(r[at[STREAM]], []).append(
-                (r[at[ITEM]], r[at[S]], r[at[P]], r[at[O]], r[at[T_START]], r[at[T_END]]))
+        if items.num_rows:
+            stream_of = items.column(STREAM).to_numpy(zero_copy_only=False)
+            for name in np.unique(stream_of).tolist():
+                mine = stream_of == name
+                by_stream[name] = np.column_stack([ids[c][mine] for c in (ITEM, S, P, O, T_START, T_END)])
         emitted_table = self.state.table(previous, _EMITTED)
         key_columns = [*self.columns, T_START, T_END]
         emitted = set()
@@ -919,12 +926,14 @@ class _Runner:
             emitted = set(_table_rows(emitted_table, key_columns))
         new_keys: dict = {}
         n = 0
-        if rows and upto is not None and meta.first is not None and (meta.done is None or upto > meta.done):
+        if items.num_rows and upto is not None and meta.first is not None and (meta.done is None or upto > meta.done):
             version = self._static()[0]
             fresh: dict = {}      # a CONSTRUCT template's blank nodes, named per solution
-            result = LOC.evaluate(self.plan.query, by_stream, self.background_local[1], self.plan.time_unit, fresh)
-            terms.update(fresh)
+            result = COL.evaluate(self.plan.query, by_stream, self.background_local[1], self.plan.time_unit, fresh)
             lo = meta.first if meta.done is None else max(meta.done + 1, meta.first)
+            if isinstance(result, COL.Table):   # only the rows alive in (done, upto] become tuples
+                data = result.data
+                result = COL.Table(result.vars, data[(data[:, -1] >= lo) & (data[:, -2] <= upto)])
             for row in result.rows:
                 a, b = row[-2], row[-1]
                 if b < lo or a > upto:
@@ -935,6 +944,7 @@ class _Runner:
                 first = max(a, lo)
                 if key not in new_keys or first < new_keys[key]:
                     new_keys[key] = first
+            terms = self._terms_of({v for key in new_keys for v in key[:-2] if v is not None}, items, ids, fresh)
             ordered = []
             for key, first in new_keys.items():
                 values = [terms[value] if value is not None else None for value in key[:-2]]
@@ -950,27 +960,44 @@ class _Runner:
                 self.on_answers(label, out)
             self.summary.answers += n
         # the state: items some window can still hold after upto; the emitted keys they can give
-        keep = set(r[at[ITEM]] for r in rows) if upto is None else set()
-        if upto is not None:
+        if upto is None:
+            kept = items
+        else:
+            keep = [np.empty(0, np.int64)]
             for pattern in A.stream_patterns(self.plan.query.pattern):
-                for life in LOC.window(by_stream.get(pattern.stream, ()), pattern.window, self.plan.time_unit):
-                    if life[-1] > upto:
-                        keep.add(life[0])
-        kept = [r for r in rows if r[at[ITEM]] in keep]
-        oldest = min((r[at[T_START]] for r in kept), default=None)
+                if pattern.stream in by_stream:
+                    lives = COL.window(by_stream[pattern.stream], pattern.window, self.plan.time_unit)
+                    keep.append(lives[lives[:, -1] > upto, 0])
+            kept = items.filter(pa.array(np.isin(ids[ITEM], np.concatenate(keep))))
+        starts = kept.column(T_START).to_numpy()
+        oldest = int(starts.min()) if len(starts) else None
         keys = emitted | set(new_keys)
         keys = {k for k in keys if k[-1] == OPEN_END or (oldest is not None and k[-2] >= oldest)}
-        self.state_rows = len(kept)
-        item_schema = pa.schema([(c, pa.string() if c in (STREAM, *_TERMS.values()) else pa.int64())
-                                 for c in _ITEM_COLUMNS])
-        items_table = _rows_table(kept, item_schema)
+        self.state_rows = kept.num_rows
         key_schema = pa.schema([(c, pa.int64()) for c in key_columns])
         emitted_out = _rows_table(sorted(keys, key=repr), key_schema)
         version = self.prepared[0] if self.prepared is not None else meta.version
-        self.state.write(label, {_ITEMS: items_table, _EMITTED: emitted_out},
+        self.state.write(label, {_ITEMS: kept, _EMITTED: emitted_out},
                          _Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed,
-                               state_rows=len(kept)))
+                               state_rows=kept.num_rows))
         return None, n, None, None
+
+    def _terms_of(self, wanted: set, items, ids: dict, fresh: dict) -> dict:
+        """{id: term} of the ids ``wanted`` (an answer's values): from the background, the query's
+        constants, the fresh blank nodes, else from the state items' term columns."""
+        import numpy as np
+
+        known = {**self.background_local[2], **{term_id(t): t for t in self.constants}, **fresh}
+        terms = {i: known[i] for i in wanted if i in known}
+        missing = np.array(sorted(wanted - set(terms)), dtype=np.int64)
+        for c in (S, P, O):
+            if not len(missing):
+                break
+            at = np.nonzero(np.isin(ids[c], missing))[0]
+            column = items.column(_TERMS[c]).take(at).to_pylist()
+            terms.update(zip(ids[c][at].tolist(), column))
+            missing = missing[~np.isin(missing, ids[c][at])]
+        return terms
 
     # -- pieces ----------------------------------------------------------------------------------
     def _late_rejects(self, numbered: DataFrame, late: DataFrame | None, meta: _Meta) -> DataFrame | None:
@@ -1188,6 +1215,23 @@ def _encode(terms: DataFrame) -> DataFrame:
     """Parsed items → state items (``_ITEM_COLUMNS``) plus where each came from (FILE, LINE)."""
     return terms.select(F.col(STREAM), ITEM, *[F.xxhash64(F.col(c)).alias(c) for c in (S, P, O)], T_START, T_END,
                         *[F.col(c).alias(_TERMS[c]) for c in (S, P, O)], FILE, LINE)
+
+
+@functools.cache
+def _item_schema():
+    """The state items as the driver-side path holds them: ``_ITEM_COLUMNS`` as a pyarrow schema."""
+    import pyarrow as pa
+
+    return pa.schema([(c, pa.string() if c in (STREAM, *_TERMS.values()) else pa.int64()) for c in _ITEM_COLUMNS])
+
+
+def _state_items(old, new=None):
+    """The state items read back (a pyarrow table, or None) and the batch's new ones, as one table
+    of ``_item_schema``."""
+    import pyarrow as pa
+
+    parts = [t.select(list(_ITEM_COLUMNS)).cast(_item_schema()) for t in (old, new) if t is not None]
+    return pa.concat_tables(parts) if parts else _item_schema().empty_table()
 
 
 def _table_rows(table, columns) -> list[tuple]:

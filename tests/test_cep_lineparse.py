@@ -28,7 +28,10 @@ def random_line(rng: random.Random) -> str:
     kind = rng.random()
     if kind < 0.08:
         return rng.choice(["", "   ", "not json", "[1, 2]", "{'s': ':a'}", '{"s": ":a", "s": ":b", "p": "a", "o": ":m", "t": 1}',
-                           '{"s": ":a1", "p": ":delayAt", "o": ":m", "t": 1, "extra": 2}', "{}", "null"])
+                           '{"s": ":a1", "p": ":delayAt", "o": ":m", "t": 1, "extra": 2}', "{}", "null",
+                           # a repeated key spelled with an escape; a key's name as a value
+                           '{"s": ":a", "\\u0073": ":b", "p": "a", "o": ":m", "t": 1}',
+                           '{"s": ":a1", "p": "a", "o": "\\"s\\"", "t": 2}', '{"s": ":a1", "p": "a", "o": "\\"t\\"", "t": 3}'])
     t = rng.choice(TIMES[:4]) if rng.random() < 0.8 else rng.choice(TIMES)
     obj: dict = {"t": t}
     if rng.random() < 0.2:
