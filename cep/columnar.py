@@ -40,7 +40,7 @@ from cep.columns import var_column
 from cep.lifetimes import OPEN_END
 from reasoner.hashing import term_id
 
-__all__ = ["NULL", "Table", "pairs", "join", "seq", "union", "seq_wo", "no_head", "no_tail", "left_join",
+__all__ = ["NULL", "Table", "first_instants", "pairs", "join", "seq", "union", "seq_wo", "no_head", "no_tail", "left_join",
            "window", "evaluate"]
 
 #: an unbound variable (a term whose id is this one sends the evaluation to ``cep.local``)
@@ -97,6 +97,31 @@ def _distinct(data: np.ndarray) -> np.ndarray:
         _, first = np.unique(data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).ravel(),
                              return_index=True)
     return data[np.sort(first)]
+
+
+def first_instants(table: Table, lo: int, hi: int) -> dict:
+    """{answer key: the first instant in [lo, hi] at which it is alive} over the rows of
+    ``table`` alive somewhere in [lo, hi]; a key is the row without its lifetime (values, None for
+    unbound, then t1, t2), as ``cep.local``'s rows give it."""
+    data = table.data[(table.data[:, _B] >= lo) & (table.data[:, _A] <= hi)]
+    if not len(data):
+        return {}
+    first = np.maximum(data[:, _A], lo)
+    keys = data[:, :_A]
+    h = _mix(keys)
+    order = np.lexsort((first, h))
+    h = h[order]
+    starts = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1])))
+    heads = order[starts]
+    group = np.cumsum(np.concatenate(([True], h[1:] != h[:-1]))) - 1
+    if not (keys[heads[group]] == keys[order]).all():      # rows that only hash alike
+        out: dict = {}
+        for row, at in zip(map(tuple, keys.tolist()), first.tolist()):
+            out[row] = min(at, out.get(row, at))
+        return {tuple(None if v == NULL else v for v in k[:-2]) + k[-2:]: at for k, at in out.items()}
+    k = keys.shape[1] - 2
+    return {tuple(None if v == NULL else v for v in row[:k]) + tuple(row[k:]): at
+            for row, at in zip(keys[heads].tolist(), first[heads].tolist())}
 
 
 def _mix(keys: np.ndarray) -> np.ndarray:

@@ -61,7 +61,9 @@ says so and how to get it.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
 import os
 import re
@@ -646,7 +648,8 @@ class _Runner:
     # -- one micro-batch -------------------------------------------------------------------------
     def batch(self, lines: DataFrame, batch_id: int) -> None:
         try:
-            self._batch(lines, batch_id)
+            with _no_cyclic_gc():
+                self._batch(lines, batch_id)
         except BaseException as exc:  # noqa: BLE001 - kept to re-raise from run(); Spark wraps it
             self.error = exc
             raise
@@ -908,17 +911,16 @@ class _Runner:
         state items as a pyarrow table (``_item_schema``): no Python object per item."""
         import numpy as np
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         from cep import columnar as COL
 
         self.used = "local"
         ids = {c: items.column(c).to_numpy() for c in (ITEM, S, P, O, T_START, T_END)}
         by_stream: dict = {}
-        if items.num_rows:
-            stream_of = items.column(STREAM).to_numpy(zero_copy_only=False)
-            for name in np.unique(stream_of).tolist():
-                mine = stream_of == name
-                by_stream[name] = np.column_stack([ids[c][mine] for c in (ITEM, S, P, O, T_START, T_END)])
+        for name in pc.unique(items.column(STREAM)).to_pylist():
+            mine = pc.equal(items.column(STREAM), name).to_numpy(zero_copy_only=False)
+            by_stream[name] = np.column_stack([ids[c][mine] for c in (ITEM, S, P, O, T_START, T_END)])
         emitted_table = self.state.table(previous, _EMITTED)
         key_columns = [*self.columns, T_START, T_END]
         emitted = set()
@@ -931,19 +933,15 @@ class _Runner:
             fresh: dict = {}      # a CONSTRUCT template's blank nodes, named per solution
             result = COL.evaluate(self.plan.query, by_stream, self.background_local[1], self.plan.time_unit, fresh)
             lo = meta.first if meta.done is None else max(meta.done + 1, meta.first)
-            if isinstance(result, COL.Table):   # only the rows alive in (done, upto] become tuples
-                data = result.data
-                result = COL.Table(result.vars, data[(data[:, -1] >= lo) & (data[:, -2] <= upto)])
-            for row in result.rows:
-                a, b = row[-2], row[-1]
-                if b < lo or a > upto:
-                    continue
-                key = row[:-2]
-                if key in emitted:
-                    continue
-                first = max(a, lo)
-                if key not in new_keys or first < new_keys[key]:
-                    new_keys[key] = first
+            if isinstance(result, COL.Table):
+                firsts = COL.first_instants(result, lo, upto)
+            else:
+                firsts = {}
+                for row in result.rows:
+                    a, b = row[-2], row[-1]
+                    if b >= lo and a <= upto:
+                        firsts[row[:-2]] = min(max(a, lo), firsts.get(row[:-2], max(a, lo)))
+            new_keys = {key: first for key, first in firsts.items() if key not in emitted}
             terms = self._terms_of({v for key in new_keys for v in key[:-2] if v is not None}, items, ids, fresh)
             ordered = []
             for key, first in new_keys.items():
@@ -968,7 +966,7 @@ class _Runner:
                 if pattern.stream in by_stream:
                     lives = COL.window(by_stream[pattern.stream], pattern.window, self.plan.time_unit)
                     keep.append(lives[lives[:, -1] > upto, 0])
-            kept = items.filter(pa.array(np.isin(ids[ITEM], np.concatenate(keep))))
+            kept = items.filter(pc.is_in(items.column(ITEM), value_set=pa.array(np.concatenate(keep))))
         starts = kept.column(T_START).to_numpy()
         oldest = int(starts.min()) if len(starts) else None
         keys = emitted | set(new_keys)
@@ -1215,6 +1213,21 @@ def _encode(terms: DataFrame) -> DataFrame:
     """Parsed items → state items (``_ITEM_COLUMNS``) plus where each came from (FILE, LINE)."""
     return terms.select(F.col(STREAM), ITEM, *[F.xxhash64(F.col(c)).alias(c) for c in (S, P, O)], T_START, T_END,
                         *[F.col(c).alias(_TERMS[c]) for c in (S, P, O)], FILE, LINE)
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """Python's cycle collector paused for a micro-batch: the driver-side path allocates millions
+    of tuples and strings (lines, terms, answers) that reference counting frees, and the collector
+    kept re-scanning them (a third of a 100,000-line batch's time went to it)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 @functools.cache

@@ -74,6 +74,22 @@ def test_distinct_rows_survive_hash_collisions(monkeypatch):
         (i, j) for i in range(len(data)) for j in range(len(data)) if data[i, 0] == data[j, 1] and data[i, 1] == data[j, 2]}
 
 
+@pytest.mark.parametrize("collide", (False, True), ids=("hashed", "colliding"))
+def test_first_instants_are_each_keys_earliest_instant_in_range(monkeypatch, collide):
+    if collide:
+        monkeypatch.setattr(C, "_mix", lambda keys: np.zeros(len(keys), np.int64))
+    for seed in range(30):
+        rng = random.Random(seed)
+        rel = random_rel(rng, ("?a", "?b"), 80, 0.2)
+        lo, hi = rng.randint(0, 10), rng.randint(10, 30)
+        expected: dict = {}
+        for row in rel.rows:
+            a, b = row[-2], row[-1]
+            if b >= lo and a <= hi:
+                expected[row[:-2]] = min(max(a, lo), expected.get(row[:-2], max(a, lo)))
+        assert C.first_instants(C.Table.from_rel(rel), lo, hi) == expected, seed
+
+
 def test_subtract_equals_the_free_runs():
     rng = random.Random(3)
     for _ in range(200):
