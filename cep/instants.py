@@ -62,6 +62,8 @@ class InstantsRunner(_Runner):
     """``cep.stream``'s runner with one evaluation per evaluation instant (module doc)."""
 
     too_large = f"the background has more than {LOCAL_MAX_SNAPSHOT} triples"
+    #: the reference evaluator runs per instant over Python sets: a smaller state than cep.columnar's
+    local_max_rows = 200_000
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -34,9 +34,9 @@ version and cached (``cep.spark.Prepared``): each batch only joins with it.
 
 Two engines, one state. Spark's fixed cost — building and planning a handful of plans, seconds per
 batch on 2 cores whatever its size — dominates a small batch. With ``engine="auto"`` (the default)
-a batch runs on the driver instead while it is small (state and batch ≤ ``LOCAL_MAX_ROWS`` rows,
-the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows, collected once per closure
-version) and the query allows it (``cep.local.unsupported``: no FILTER, no OPTIONAL condition;
+a batch runs on the driver instead while it is small (state ≤ ``LOCAL_MAX_ROWS`` triples, batch ≤
+``LOCAL_MAX_BATCH`` lines, the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows,
+collected once per closure version) and the query allows it (``cep.local.unsupported``: no FILTER, no OPTIONAL condition;
 Istream): one cheap job collects the raw lines, plain JSON Lines are parsed in Python
 (``cep.lineparse``; any other line by Spark's parser), the lifetimes come from ``cep.columnar``
 (``cep.local``'s operators over numpy columns, a JOIN with the static side filtering the stream
@@ -103,10 +103,12 @@ _ITEMS, _EMITTED, _LAST, _META = "items", "emitted", "last", "meta.json"
 #: staged inputs of a batch (dropped with its state directory)
 _LINES, _NEW = "_lines", "_new"
 _CLOSED = "-closed"
-#: ``engine="auto"`` evaluates a batch on the driver (``cep.local``) while the state and the batch
-#: hold at most this many triples, and the static side's background patterns at most
-#: LOCAL_MAX_BACKGROUND rows; larger ones go to Spark
-LOCAL_MAX_ROWS = 200_000
+#: ``engine="auto"`` evaluates a batch on the driver (``cep.columnar``) while the state holds at
+#: most LOCAL_MAX_ROWS triples (a pyarrow table and numpy columns: ~100 bytes a triple, plus the
+#: pairs a SEQ forms), the batch at most LOCAL_MAX_BATCH lines (parsed into Python objects) and the
+#: static side's background patterns at most LOCAL_MAX_BACKGROUND rows; larger ones go to Spark
+LOCAL_MAX_ROWS = 2_000_000
+LOCAL_MAX_BATCH = 500_000
 LOCAL_MAX_BACKGROUND = 500_000
 ENGINES = ("auto", "spark", "local")
 #: which source a line came from (its index in the run's sources)
@@ -618,6 +620,8 @@ def run_micro_batches(lines: DataFrame, on_batch: Callable, checkpoint: str | Pa
 class _Runner:
     #: why the static side cannot go to the driver-side engine (``_background_local`` gave None)
     too_large = f"the static side has more than {LOCAL_MAX_BACKGROUND} rows"
+    #: the largest state the driver-side engine takes (``engine="auto"``)
+    local_max_rows = LOCAL_MAX_ROWS
 
     def __init__(self, spark, cplan: ContinuousPlan, static, sink, checkpoint: Path, rejects, on_answers, metrics,
                  prefixes, engine: str = "auto"):
@@ -757,7 +761,7 @@ class _Runner:
         """Whether to try this batch on the driver: allowed, the state small enough."""
         if not self.local_ok:
             return False
-        if self.engine == "auto" and meta.state_rows is not None and meta.state_rows > LOCAL_MAX_ROWS:
+        if self.engine == "auto" and meta.state_rows is not None and meta.state_rows > self.local_max_rows:
             return False
         if self._background_local() is None:
             if self.engine == "local":
@@ -769,7 +773,7 @@ class _Runner:
     def _collect_batch(self, lines: DataFrame):
         """The batch's items and rejected lines on the driver: ``(items, rejects)``, items as
         ``_ITEM_COLUMNS`` + (FILE, LINE) tuples, rejects as (file, line, reason, raw); None when
-        ``engine="auto"`` and the batch has more than LOCAL_MAX_ROWS lines (it then takes the Spark
+        ``engine="auto"`` and the batch has more than LOCAL_MAX_BATCH lines (it then takes the Spark
         path, which reads the micro-batch again).
 
         One cheap Spark job collects the raw lines; plain JSON Lines are parsed here
@@ -787,8 +791,8 @@ class _Runner:
             raw = lines.select(RAW, FILE, line.alias(LINE), "_block",
                                F.monotonically_increasing_id().alias("_row"), _SOURCE)
         # through Arrow: a Row object per line cost more than parsing the line
-        collected = (raw.limit(LOCAL_MAX_ROWS + 1) if self.engine == "auto" else raw).toArrow()
-        if self.engine == "auto" and collected.num_rows > LOCAL_MAX_ROWS:
+        collected = (raw.limit(LOCAL_MAX_BATCH + 1) if self.engine == "auto" else raw).toArrow()
+        if self.engine == "auto" and collected.num_rows > LOCAL_MAX_BATCH:
             return None
         texts, files, lines_, blocks, rows_, sources = (collected.column(c).to_pylist()
                                                         for c in (RAW, FILE, LINE, "_block", "_row", _SOURCE))
