@@ -37,8 +37,9 @@ batch on 2 cores whatever its size — dominates a small batch. With ``engine="a
 a batch runs on the driver instead while it is small (state ≤ ``LOCAL_MAX_ROWS`` triples, batch ≤
 ``LOCAL_MAX_BATCH`` lines, the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows,
 collected once per closure version) and the query allows it (``cep.local.unsupported``: no FILTER, no OPTIONAL condition;
-Istream): one cheap job collects the raw lines, plain JSON Lines are parsed in Python
-(``cep.lineparse``; any other line by Spark's parser), the lifetimes come from ``cep.columnar``
+Istream): one cheap job collects the raw lines, plain JSON Lines are read by one compiled pass
+over the batch (``cep.jsonlscan``; the lines it leaves by ``cep.lineparse`` in Python, any other
+line by Spark's parser), the lifetimes come from ``cep.columnar``
 (``cep.local``'s operators over numpy columns, a JOIN with the static side filtering the stream
 matches first), and the state is read and written with pyarrow as the same Parquet tables — so
 consecutive batches may switch engines as the state grows or shrinks. Both engines are tested
@@ -771,14 +772,19 @@ class _Runner:
         return True
 
     def _collect_batch(self, lines: DataFrame):
-        """The batch's items and rejected lines on the driver: ``(items, rejects)``, items as
-        ``_ITEM_COLUMNS`` + (FILE, LINE) tuples, rejects as (file, line, reason, raw); None when
-        ``engine="auto"`` and the batch has more than LOCAL_MAX_BATCH lines (it then takes the Spark
-        path, which reads the micro-batch again).
+        """The batch's items and rejected lines on the driver: ``(items, rejects)``, items as a
+        pyarrow table of ``_ITEM_COLUMNS`` + (FILE, LINE), rejects as (file, line, reason, raw)
+        tuples; None when ``engine="auto"`` and the batch has more than LOCAL_MAX_BATCH lines (it
+        then takes the Spark path, which reads the micro-batch again).
 
-        One cheap Spark job collects the raw lines; plain JSON Lines are parsed here
-        (``cep.lineparse``), every other line by Spark's parser (``cep.streams``; a second job, only
-        when there are such lines), which also gives the reasons of the rejects."""
+        One cheap Spark job collects the raw lines (through Arrow). JSON Lines are read by the
+        compiled scanner (``cep.jsonlscan``); the lines it leaves by ``cep.lineparse``; every
+        other line by Spark's parser (``cep.streams``; a second job, only when there are such
+        lines), which also gives the reasons of the rejects."""
+        import numpy as np
+        import pyarrow as pa
+
+        from cep import jsonlscan
         from cep.lineparse import parse_jsonl
         from cep.streams import JSONL, detect_stream_format
         from reasoner.errors import SidecarError
@@ -794,39 +800,54 @@ class _Runner:
         collected = (raw.limit(LOCAL_MAX_BATCH + 1) if self.engine == "auto" else raw).toArrow()
         if self.engine == "auto" and collected.num_rows > LOCAL_MAX_BATCH:
             return None
-        texts, files, lines_, blocks, rows_, sources = (collected.column(c).to_pylist()
-                                                        for c in (RAW, FILE, LINE, "_block", "_row", _SOURCE))
-        # file lines numbered as reasoner.loading.with_line_numbers does: by block, then row
-        numbered, per_file = [], {}
-        for i, line in enumerate(lines_):
-            if line is not None:
-                numbered.append((files[i], line, texts[i], sources[i]))
-            else:
-                per_file.setdefault(files[i], []).append(i)
-        for file, at in per_file.items():
-            at.sort(key=lambda i: (blocks[i], rows_[i]))
-            numbered.extend((file, n, texts[i], sources[i]) for n, i in enumerate(at, start=1))
-        items, rejects, slow = [], [], []
-        formats: dict = {}
+        files = collected.column(FILE).combine_chunks()
+        sources = collected.column(_SOURCE).to_numpy().astype(np.int64)
+        numbers = _line_numbers(files, collected.column(LINE), collected.column("_block"), collected.column("_row"))
+        # each (source, file)'s format, and where JSON Lines are
+        encoded = files.dictionary_encode()
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        names = encoded.dictionary.to_pylist()
+        formats = {}
+        for key in set(zip(sources.tolist(), codes.tolist())):
+            src = self.sources[key[0]]
+            try:
+                formats[key] = src.fmt or detect_stream_format(Path(names[key[1]]))
+            except SidecarError:
+                formats[key] = None       # Spark's parser rejects it with the reason
+        jsonl = np.array([formats[k] == JSONL for k in zip(sources.tolist(), codes.tolist())], np.bool_)
+        texts = collected.column(RAW)
+        streams = pa.array([src.stream for src in self.sources], pa.string())
         cache: dict = {}                # term text → N-Triples term, for this batch's lines
+        parts = []
+        slow_rows = np.nonzero(~jsonl)[0]
+        if jsonl.any():
+            rows = np.nonzero(jsonl)[0]
+            taken = pa.array(rows, pa.int64())
+            kind, plain = jsonlscan.scan(texts.take(taken), files.take(taken), self.prefixes, cache)
+            at = rows[plain.at]
+            parts.append(pa.table({
+                STREAM: streams.take(pa.array(sources[at], pa.int64())),
+                ITEM: jsonlscan.item_ids(files.take(pa.array(at, pa.int64())), numbers[at]),
+                S: plain.ids["s"], P: plain.ids["p"], O: plain.ids["o"],
+                T_START: plain.t1, T_END: plain.t2,
+                _TERMS[S]: plain.terms["s"], _TERMS[P]: plain.terms["p"], _TERMS[O]: plain.terms["o"],
+                FILE: files.take(pa.array(at, pa.int64())), LINE: numbers[at]}))
+            slow_rows = np.sort(np.concatenate([slow_rows, rows[kind == jsonlscan.SLOW]]))
+        items, rejects, slow = [], [], []
         ids: dict = {}                  # N-Triples term → id
-        for file, line, text, source in numbered:
-            src = self.sources[source]
-            key = (source, file)
-            if key not in formats:
-                try:
-                    formats[key] = src.fmt or detect_stream_format(Path(file))
-                except SidecarError:
-                    formats[key] = None       # Spark's parser rejects it with the reason
-            parsed = parse_jsonl(text, file, line, self.prefixes, cache) if formats[key] == JSONL else None
+        slow_texts = texts.take(pa.array(slow_rows, pa.int64())).to_pylist()
+        for i, text in zip(slow_rows.tolist(), slow_texts):
+            file, line, source = names[codes[i]], int(numbers[i]), int(sources[i])
+            parsed = parse_jsonl(text, file, line, self.prefixes, cache) if jsonl[i] else None
             if parsed is None:
                 slow.append((file, line, text, source))
                 continue
+            stream = self.sources[source].stream
             for (item, s_, p_, o_, t1, t2) in parsed:
                 for t in (s_, p_, o_):
                     if t not in ids:
                         ids[t] = term_id(t)
-                items.append((src.stream, item, ids[s_], ids[p_], ids[o_], t1, t2, s_, p_, o_, file, line))
+                items.append((stream, item, ids[s_], ids[p_], ids[o_], t1, t2, s_, p_, o_, file, line))
         if slow:
             frame = self.spark.createDataFrame(slow, f"{FILE} string, {LINE} long, {RAW} string, {_SOURCE} int")
             terms, bad = self._parsed(frame)
@@ -839,38 +860,43 @@ class _Runner:
                     rejects.append((r[FILE], r[LINE], r[REASON], r[RAW]))
                 else:
                     items.append(tuple(r[c] for c in _ITEM_COLUMNS) + (r[FILE], r[LINE]))
-        return items, rejects
+        schema = _located_schema()
+        parts.append(_rows_table(items, schema))
+        table = pa.concat_tables([t.cast(schema) for t in parts])
+        return table, rejects
 
     def _batch_local(self, rows, lines: DataFrame, batch_id: int, label: str, name: str | None, meta: _Meta,
                      started: float) -> None:
         """A micro-batch on the driver: ``rows`` from ``_collect_batch``; ``lines`` is read again
         only for the text of late lines (rare)."""
-        n_item = len(_ITEM_COLUMNS)
-        at = {c: i for i, c in enumerate(_ITEM_COLUMNS)}
+        import numpy as np
+        import pyarrow.compute as pc
+
         parsed, bad = rows
-        new, late_items = [], set()
-        for r in parsed:
-            if meta.done is not None and r[at[T_START]] <= meta.done:
-                late_items.add((r[n_item], r[n_item + 1], r[at[T_START]]))
-            else:
-                new.append(r[:n_item])
-        if late_items:   # rare: their text comes from the source lines (cep.continuous "Watermark")
-            late = self.spark.createDataFrame(sorted(late_items), f"{FILE} string, {LINE} long, {T_START} long")
-            raw = self._late_rejects(self._numbered(lines), late, meta)
+        times = parsed.column(T_START).to_numpy()
+        if meta.done is not None and len(times) and times.min() <= meta.done:
+            late = times <= meta.done
+            late_items = set(zip(parsed.column(FILE).filter(late).to_pylist(),
+                                 parsed.column(LINE).filter(late).to_pylist(), times[late].tolist()))
+            # rare: their text comes from the source lines (cep.continuous "Watermark")
+            frame = self.spark.createDataFrame(sorted(late_items), f"{FILE} string, {LINE} long, {T_START} long")
+            raw = self._late_rejects(self._numbered(lines), frame, meta)
             bad.extend((r[FILE], r[LINE], r[REASON], r[RAW]) for r in raw.collect())
+            parsed = parsed.filter(pc.invert(pc.less_equal(parsed.column(T_START), meta.done)))
+            times = parsed.column(T_START).to_numpy()
         reject_counts = self._record_rejects(label, sorted(bad, key=lambda r: (r[0], r[1])))
-        times = [r[at[T_START]] for r in new]
-        if times:
-            meta.first = _min(meta.first, min(times))
-        max_time = _max(meta.max_time, max(times) if times else None)
+        if len(times):
+            meta.first = _min(meta.first, int(times.min()))
+        max_time = _max(meta.max_time, int(times.max()) if len(times) else None)
         watermark = None if max_time is None else max_time - self.plan.lateness
         upto = meta.done
         if watermark is not None and (upto is None or watermark - 1 > upto):
             upto = watermark - 1
-        items = _state_items(self.state.table(name, _ITEMS), _rows_table(new, _item_schema()))
+        items = _state_items(self.state.table(name, _ITEMS), parsed.select(list(_ITEM_COLUMNS)))
         answers = self._advance_local(items, name, meta, upto, label, max_time, closed=False)
         self.state.prune(batch_id - 1)
-        self._report(batch_id, started, len({r[at[ITEM]] for r in new}), reject_counts, answers, max_time, watermark)
+        self._report(batch_id, started, len(np.unique(parsed.column(ITEM).to_numpy())), reject_counts, answers,
+                     max_time, watermark)
 
     def _local_state(self, previous: str | None, meta: _Meta):
         """The state items (a pyarrow table) when the end-of-input close runs on the driver, else None."""
@@ -1240,6 +1266,35 @@ def _item_schema():
     import pyarrow as pa
 
     return pa.schema([(c, pa.string() if c in (STREAM, *_TERMS.values()) else pa.int64()) for c in _ITEM_COLUMNS])
+
+
+@functools.cache
+def _located_schema():
+    """``_item_schema`` plus where each item came from (FILE, LINE): the driver path's parsed lines."""
+    import pyarrow as pa
+
+    return pa.schema([*_item_schema(), (FILE, pa.string()), (LINE, pa.int64())])
+
+
+def _line_numbers(files, lines, blocks, rows):
+    """Each collected line's number (int64 numpy): Kafka's offset where ``lines`` has it, else the
+    line's rank in its file by (block, row), from 1, as ``reasoner.loading.with_line_numbers``
+    numbers a file's lines."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    out = pc.fill_null(lines, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if lines.null_count == 0:
+        return out
+    missing = np.nonzero(np.asarray(lines.is_null()))[0]
+    codes = files.take(missing).dictionary_encode().indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    block = blocks.take(missing).to_numpy(zero_copy_only=False).astype(np.int64)
+    row = rows.take(missing).to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.lexsort((row, block, codes))
+    sorted_codes = codes[order]
+    first = np.searchsorted(sorted_codes, sorted_codes, side="left")     # each group's first position
+    out[missing[order]] = np.arange(len(order)) - first + 1
+    return out
 
 
 def _state_items(old, new=None):

@@ -19,13 +19,14 @@ load numba.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pyarrow as pa
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from reasoner.bytekernels import hash_bytes, jit, same_bytes, word
 
 __all__ = ["BLANK", "PLAIN", "SLOW", "TermSet", "scan", "json_answers"]
 
@@ -61,21 +62,8 @@ _ALPHA = _set("", [("a", "z"), ("A", "Z")])
 _ALNUM = _ALPHA | _set("", [("0", "9")])
 _BN_FIRST = _ALNUM | _set("_-")
 _BN_REST = _BN_FIRST | _set(".")
-_PRIME = np.uint64(0x9E3779B97F4A7C15)
 _LONG = 0xFFFF
 _AHEAD = 16        # lookups between a slot's prefetch and its use
-_MIX1, _MIX2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
-_jit = numba.njit(nogil=True, cache=True)
-
-
-@intrinsic
-def _word(typingctx, array, at):
-    """The 8 bytes of a uint8 array from ``at`` as one little-endian uint64 (an unaligned load;
-    the caller keeps ``at + 8`` within the array)."""
-    def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        return builder.load(builder.bitcast(builder.gep(data, [args[1]]), ir.IntType(64).as_pointer()), align=1)
-    return types.uint64(array, at), codegen
 
 
 @intrinsic
@@ -174,7 +162,7 @@ def _strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array
                                        pa.py_buffer(_gather(data, starts, ends, int(offsets[-1]))))
 
 
-@_jit
+@jit
 def _until(d, p, e, classes):
     """From ``p`` (after a term's opening byte): the position after its closing byte, or -1."""
     while p < e:
@@ -190,12 +178,12 @@ def _until(d, p, e, classes):
     return -1
 
 
-@_jit
+@jit
 def _iri(d, p, e):                # d[p] == '<'
     return _until(d, p + 1, e, _IRI)
 
 
-@_jit
+@jit
 def _bnode(d, p, e):              # d[p] == '_'
     if p + 2 >= e or d[p + 1] != 58 or not _BN_FIRST[d[p + 2]]:
         return -1
@@ -205,7 +193,7 @@ def _bnode(d, p, e):              # d[p] == '_'
     return -1 if d[q - 1] == 46 else q
 
 
-@_jit
+@jit
 def _run(d, p, e, chars):
     """The position after the run of ``chars`` starting at ``p``, or -1 when the run is empty."""
     q = p
@@ -214,7 +202,7 @@ def _run(d, p, e, chars):
     return q if q > p else -1
 
 
-@_jit
+@jit
 def _literal(d, p, e):            # d[p] == '"'
     q = _until(d, p + 1, e, _LITERAL)
     if q < 0 or q >= e:
@@ -228,7 +216,7 @@ def _literal(d, p, e):            # d[p] == '"'
     return q
 
 
-@_jit
+@jit
 def _term(d, p, e, literals):
     if p >= e:
         return -1
@@ -242,50 +230,12 @@ def _term(d, p, e, literals):
     return -1
 
 
-@_jit
-def _hash(d, s, e):
-    """A hash of ``d[s:e]`` by 8-byte words (the last word overlapping the one before it),
-    finished with MurmurHash3's mixer so that the low bits (the slot) depend on every byte."""
-    n = e - s
-    h = np.uint64(n) * _PRIME
-    if n < 8:
-        for i in range(s, e):
-            h = (h ^ np.uint64(d[i])) * _PRIME
-    else:
-        p = s
-        while p + 8 < e:
-            h = (h ^ _word(d, p)) * _PRIME
-            p += 8
-        h = (h ^ _word(d, e - 8)) * _PRIME
-    h ^= h >> np.uint64(33)
-    h *= _MIX1
-    h ^= h >> np.uint64(33)
-    h *= _MIX2
-    return h ^ (h >> np.uint64(33))
-
-
-@_jit
-def _same(a, s, b, t, n):
-    """``a[s:s + n] == b[t:t + n]``, by 8-byte words where there are 8 bytes."""
-    if n < 8:
-        for i in range(n):
-            if a[s + i] != b[t + i]:
-                return False
-        return True
-    i = 0
-    while i + 8 < n:
-        if _word(a, s + i) != _word(b, t + i):
-            return False
-        i += 8
-    return _word(a, s + n - 8) == _word(b, t + n - 8)
-
-
-@_jit
+@jit
 def _mark(h):
     return np.int64(h >> np.uint64(48))
 
 
-@_jit
+@jit
 def _probe(d, s, e, h, tdata, slots, compare):
     """The slot of the term ``d[s:e]`` (hash ``h``) in the set, or -1 when it is not there.
     Without ``compare``: the first slot whose length and hash bits agree (what to prefetch)."""
@@ -301,18 +251,18 @@ def _probe(d, s, e, h, tdata, slots, compare):
             if not compare:
                 return np.int64(slot)
             at = entry & 0xFFFFFFFF
-            if (n < _LONG or np.int64(_word(tdata, at - 8)) == n) and _same(tdata, at, d, s, n):
+            if (n < _LONG or np.int64(word(tdata, at - 8)) == n) and same_bytes(tdata, at, d, s, n):
                 return np.int64(slot)
         slot = (slot + np.uint64(1)) & mask
 
 
-@_jit
+@jit
 def _build(tdata, starts, lengths, size):
     slots = np.zeros(size, np.int64)
     mask = np.uint64(size - 1)
     for k in range(len(starts)):
         s, n = starts[k], lengths[k]
-        h = _hash(tdata, s, s + n)
+        h = hash_bytes(tdata, s, s + n)
         slot = h & mask
         while slots[slot] != 0:
             slot = (slot + np.uint64(1)) & mask
@@ -335,7 +285,7 @@ def _prefetch(typingctx, array, at):
     return types.none(array, at), codegen
 
 
-@_jit
+@jit
 def _lines(d, offsets, pdata, pslots, cdata, cslots):
     """Each line's kind, and the plain lines typed by a predicate of the set (their positions,
     term spans and their object's hash); then the objects looked up in the class set, a few
@@ -398,7 +348,7 @@ def _lines(d, offsets, pdata, pslots, cdata, cslots):
         if not (rest == 0 or (rest == 1 and d[q] == 46) or (rest == 2 and d[q] == 32 and d[q + 1] == 46)):
             continue
         kind[i] = PLAIN
-        if _probe(d, p0, p1, _hash(d, p0, p1), pdata, pslots, True) < 0:
+        if _probe(d, p0, p1, hash_bytes(d, p0, p1), pdata, pslots, True) < 0:
             continue
         at[typed] = i
         spans[typed, 0] = s
@@ -407,7 +357,7 @@ def _lines(d, offsets, pdata, pslots, cdata, cslots):
         spans[typed, 3] = o1
         spans[typed, 4] = t0
         spans[typed, 5] = t1
-        hashes[typed] = _hash(d, o0, o1)
+        hashes[typed] = hash_bytes(d, o0, o1)
         typed += 1
     mask = np.uint64(len(cslots) - 1)
     hits = 0
@@ -426,7 +376,7 @@ def _lines(d, offsets, pdata, pslots, cdata, cslots):
     return kind, at[:hits].copy(), spans[:hits].copy()
 
 
-@_jit
+@jit
 def _gather(d, starts, ends, total):
     out = np.empty(max(total, 1), np.uint8)
     w = 0
@@ -437,13 +387,13 @@ def _gather(d, starts, ends, total):
     return out[:total]
 
 
-@_jit
+@jit
 def _put(out, w, piece, a, b):
     _copy(out, w, piece, a, b - a)
     return w + b - a
 
 
-@_jit
+@jit
 def _json(d, spans, numbers, head, klass, t, middle, tail, blank):
     n = len(numbers)
     fixed = len(head) + len(klass) + len(t) + len(middle) + len(tail)

@@ -1,0 +1,154 @@
+"""``cep.jsonlscan`` (the compiled JSON Lines reader) against ``cep.lineparse.parse_jsonl``, its
+definition: every line the scanner takes as plain or blank, ``parse_jsonl`` takes the same way
+with the same item; whatever it leaves (slow) goes to ``parse_jsonl`` itself. No Spark: the
+parser's agreement with Spark is ``tests/test_cep_lineparse.py``'s."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pyarrow as pa
+
+from cep import jsonlscan as J
+from cep.lineparse import item_id, parse_jsonl
+from reasoner.bytekernels import xxh64_long
+from reasoner.hashing import xxh64
+from tests.test_cep_lineparse import PREFIXES, random_line
+
+TRICKY = [
+    "", "  \t ", "\r", "\f", '{"s": ":a", "p": "a", "o": ":m", "t": 1}',
+    '  {"t":1,"o":":m","p":"a","s":":a"}  ', '\t{ "s" : ":a" , "p" : "a" , "o" : ":m" , "t" : 1 }\r',
+    '{"s": ":a", "p": "a", "o": ":m", "t": -0}', '{"s": ":a", "p": "a", "o": ":m", "t": -12}',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 007}', '{"s": ":a", "p": "a", "o": ":m", "t": 0}',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 1.0}', '{"s": ":a", "p": "a", "o": ":m", "t": 1e3}',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 1E3}', '{"s": ":a", "p": "a", "o": ":m", "t": 123456789012345678}',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 1234567890123456789}', '{"s": ":a", "p": "a", "o": ":m", "t": -}',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 5, "t_end": 4}', '{"s": ":a", "p": "a", "o": ":m", "t": 5, "t_end": 5}',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 5, "t_end": 9}', '{"s": ":a", "p": "a", "o": ":m", "t": 5, "t_end": null}',
+    '{"s": ":a", "p": "a", "o": ":m", "t_end": 9}', '{"s": ":a", "p": "a", "o": ":m", "t": 1}x',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 1},', '{"s": ":a", "p": "a", "o": ":m", "t": 1,}',
+    '{"s": ":a" "p": "a", "o": ":m", "t": 1}', '{"s": ":a", "p": "a", "o": ":m", "t": 1', '{"s": ":a", "p": "a"',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 1, "t": 2}', '{"s": ":a", "p": "a", "o": ":m", "o": ":n", "t": 1}',
+    '{"s": ":a", "p": "a", "o": ":m", "t": 1, "x": 2}', '{"s": ":a", "p": "a", "o": ":m", "t": "1"}',
+    '{"s": ":a", "p": "a", "o": ":m", "t": true}', '{"s": ":a", "p": "a", "o": ":m", "t": NaN}',
+    '{"s": ":\\u0061", "p": "a", "o": ":m", "t": 1}', '{"s": ":a\t", "p": "a", "o": ":m", "t": 1}',
+    '{"s": ":é", "p": "a", "o": ":m", "t": 1}', '{"s": ":a\x7f", "p": "a", "o": ":m", "t": 1}',
+    '{"s": "", "p": "a", "o": ":m", "t": 1}', '{"s": "_:", "p": "a", "o": ":m", "t": 1}',
+    '{"s": "_:b", "p": "a", "o": "_:b", "t": 1}', '{"s": ":a", "p": "_:p", "o": ":m", "t": 1}',
+    '{"s": "s", "p": "a", "o": ":m", "t": 1}', '{"s": ":a", "p": "p", "o": "t_end", "t": 1}',
+    '{"s": ":a", "p": "a", "o": "nope:m", "t": 1}', '{"s": "<http://x/a>", "p": "<http://x/p>", "o": "<a b>", "t": 1}',
+    '{"s": "<http://x/a>", "p": "<http://x/p>", "o": "<http://x/o>", "t": 1}', '{"s": ":a", "p": "a", "o": "ex:", "t": 1}',
+    '{"triples": [[":a", "a", ":m"]], "t": 1}', '["s", "p"]', '{}', '{ }', 'null', '{"s": ":a", "p": "a", "o": ":m", "t": 1}\n',
+    '\ufeff{"s": ":a", "p": "a", "o": ":m", "t": 1}', '{"s": ":a", "p": "a", "o": ":m", "t": 1}\x0b',
+    '{"s": ":a", "p": "a", "o": "\\"lit\\"", "t": 1}', '{"s": ":a", "p": "a", "o": ":m", "t":1,"t_end":-0}',
+]
+
+
+def _mutate(line: str, rng: random.Random) -> str:
+    """A random byte-level edit: a character dropped, doubled or replaced, whitespace added."""
+    if not line:
+        return line
+    i = rng.randrange(len(line))
+    edit = rng.random()
+    if edit < 0.25:
+        return line[:i] + line[i + 1:]
+    if edit < 0.5:
+        return line[:i] + line[i] + line[i:]
+    if edit < 0.75:
+        return line[:i] + rng.choice(' \t"{}:,-0123456789e.\\_x') + line[i + 1:]
+    return line[:i] + rng.choice([" ", "\t", "\r", "  "]) + line[i:]
+
+
+def _plain_line(rng: random.Random) -> str:
+    """A line of the scanner's shape, most of them with terms ``parse_jsonl`` takes."""
+    obj = {"s": rng.choice([":a1", "ex:b", "<http://x/c>", "_:b1", "_:b.x", "nope:x", ":", "ex:a/b#c"]),
+           "p": rng.choice([":delayAt", "a", "ex:p", "<http://x/p>", "_:p"]),
+           "o": rng.choice([":m", "_:o", "<http://x/o>", "ex:o.", ":", "_:b1", "<http://x/o>"]),
+           "t": rng.choice([0, 7, -3, 2 ** 59, rng.randrange(10 ** 6)])}
+    if rng.random() < 0.2:
+        obj["t_end"] = obj["t"] + rng.choice([0, 1, 100, -1])
+    return json.dumps(obj)
+
+
+def _lines(rng: random.Random, n: int) -> list[str]:
+    out = []
+    for _ in range(n):
+        line = random_line(rng) if rng.random() < 0.5 else _plain_line(rng)
+        if rng.random() < 0.3:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                obj = None
+            if isinstance(obj, dict):       # keys in another order, other spacing
+                items = list(obj.items())
+                rng.shuffle(items)
+                sep = rng.choice([(",", ":"), (", ", ": "), (" ,\t", " :  ")])
+                line = json.dumps(dict(items), separators=sep)
+        if rng.random() < 0.2:
+            line = _mutate(line, rng)
+        out.append(line)
+    return out
+
+
+def _check(lines: list[str], files: list[str]) -> dict:
+    cache: dict = {}
+    kind, plain = J.scan(pa.array(lines, pa.string()), pa.array(files, pa.string()), PREFIXES, cache)
+    counts = {J.BLANK: 0, J.PLAIN: 0, J.SLOW: 0}
+    row = {int(i): k for k, i in enumerate(plain.at)}
+    numbers = {}
+    for i, (line, file) in enumerate(zip(lines, files)):
+        numbers[file] = numbers.get(file, 0) + 1
+        counts[int(kind[i])] += 1
+        expected = parse_jsonl(line, file, numbers[file], PREFIXES)
+        if kind[i] == J.BLANK:
+            assert expected == [], repr(line)
+        elif kind[i] == J.PLAIN:
+            k = row[i]
+            got = [(item_id(file, numbers[file]), plain.terms["s"][k].as_py(), plain.terms["p"][k].as_py(),
+                    plain.terms["o"][k].as_py(), int(plain.t1[k]), int(plain.t2[k]))]
+            assert got == expected, repr(line)
+            from reasoner.hashing import term_id
+            assert [int(plain.ids[c][k]) for c in "spo"] == [term_id(t) for t in got[0][1:4]]
+    assert J.PLAIN not in kind[[i for i in range(len(lines)) if i not in row]]
+    return counts
+
+
+def test_the_tricky_lines_are_read_as_parse_jsonl_reads_them():
+    counts = _check(TRICKY, ["/data/a.jsonl"] * len(TRICKY))
+    assert counts[J.PLAIN] >= 12 and counts[J.BLANK] == 3 and counts[J.SLOW] >= 30
+
+
+def test_random_lines_from_several_files_are_read_as_parse_jsonl_reads_them():
+    rng = random.Random(11)
+    files = [rng.choice(["/data/a.jsonl", "/data/b.jsonl", "hdfs://nn/x/c.jsonl"]) for _ in range(6000)]
+    counts = _check(_lines(rng, len(files)), files)
+    assert counts[J.BLANK] > 20 and counts[J.PLAIN] > 1500 and counts[J.SLOW] > 1500, counts
+
+
+def test_a_blank_node_is_scoped_to_its_file():
+    lines = ['{"s": "_:b1", "p": "a", "o": "_:b1", "t": 1}'] * 2
+    _kind, plain = J.scan(pa.array(lines), pa.array(["/a.jsonl", "/b.jsonl"]), PREFIXES, {})
+    subjects = plain.terms["s"].to_pylist()
+    assert subjects[0] != subjects[1] and plain.ids["s"][0] != plain.ids["s"][1]
+    assert plain.terms["o"].to_pylist() == subjects
+
+
+def test_strings_that_only_hash_alike_are_caught():
+    data = np.frombuffer(b"abcdabcxabcd_:b1_:b1", np.uint8)
+    starts, ends = np.array([0, 4, 8, 12, 16]), np.array([4, 8, 12, 16, 20])
+    files = np.array([0, 0, 0, 0, 1])
+    # every span claims the first's hash; only the equal ones (and the blank node of the same file) pass
+    ok = J._verify(data, starts, ends, files, np.array([0, 3]), np.array([0, 0, 0, 1, 1]))
+    assert ok.tolist() == [True, False, True, True, False]
+
+
+def test_item_ids_are_sparks_xxhash64_of_file_and_line():
+    rng = random.Random(3)
+    files = [rng.choice(["/a.jsonl", "kafka://h:1/t/0", "/é/ü.jsonl"]) for _ in range(300)]
+    lines = [rng.choice([0, 1, -1, 2 ** 63 - 1, -2 ** 63, rng.randrange(-2 ** 63, 2 ** 63)]) for _ in files]
+    got = J.item_ids(pa.array(files), np.array(lines, np.int64))
+    assert got.tolist() == [item_id(f, n) for f, n in zip(files, lines)]
+    for _ in range(200):
+        value, seed = rng.randrange(-2 ** 63, 2 ** 63), rng.randrange(2 ** 64)
+        assert xxh64_long(np.int64(value), np.uint64(seed)) == xxh64(value.to_bytes(8, "little", signed=True), seed)
