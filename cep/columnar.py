@@ -86,6 +86,22 @@ class Table:
         return len(self.data)
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (``np.unique``'s result; numpy 2.4's ``np.unique`` without
+    ``return_index`` hashes, ~10x slower than this sort on a million longs)."""
+    values = np.sort(values, kind="stable")
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if len(values) else values
+
+
+def member(values: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """``np.isin(values, members)`` for sorted distinct ``members``: a binary search per value
+    (a few times faster than ``np.isin`` when ``members`` is the small side)."""
+    if not len(members):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(members, values), len(members) - 1)
+    return members[at] == values
+
+
 def _distinct(data: np.ndarray) -> np.ndarray:
     """The distinct rows (first occurrences, in order): grouped by a hash of the row, each row
     checked against its group's first; on a collision, by the rows' bytes."""
@@ -328,12 +344,47 @@ def seq_wo(left: Table, negated: Table, right: Table) -> Table:
     return Table(out, np.delete(free, [k, k + 1], axis=1))
 
 
-def left_join(left: Table, right: Table) -> Table:
-    """OPTIONAL (no condition): the JOIN pairs, and each left row where it has no pair alive."""
+def left_join(left: Table, right: Table, keep=None) -> Table:
+    """OPTIONAL: the JOIN pairs (those ``keep`` keeps, a row mask: the condition), and each left
+    row where no such pair is alive."""
     li, ri, start, end, lo, hi = _overlapping(left, right)
     out, columns = _merged(left, right, li, ri)
     joined = _stack(out, [*columns, start, end, lo, hi])
+    if keep is not None:
+        kept = keep(joined)
+        joined, li, lo, hi = Table(joined.vars, joined.data[kept]), li[kept], lo[kept], hi[kept]
     return union(joined, Table(left.vars, subtract(left.data, li, lo, hi)))
+
+
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a key matrix: (index of each one's first row, each row's group)."""
+    _, first, group = np.unique(_mix(keys), return_index=True, return_inverse=True)
+    group = group.ravel()
+    if not (keys[first[group]] == keys).all():      # rows that only hash alike: by their bytes
+        keys = np.ascontiguousarray(keys)
+        _, first, group = np.unique(keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel(),
+                                    return_index=True, return_inverse=True)
+        group = group.ravel()
+    return first, group
+
+
+def holds(table: Table, condition, terms, time_unit: str) -> np.ndarray:
+    """The rows of ``table`` for whose mapping and interval ``condition`` holds (a mask):
+    ``cep.local.condition_holds`` once per distinct combination of what it reads."""
+    at, interval = L.condition_keys(condition, table.vars)
+    data = table.data
+    if not len(data):
+        return np.zeros(0, dtype=bool)
+    n = len(table.vars)
+    keys = data[:, at + ([n, n + 1] if interval else [])]
+    if keys.shape[1] == 0:
+        first, group = np.zeros(1, np.int64), np.zeros(len(data), np.int64)
+    else:
+        first, group = _groups(keys)
+    reps = [tuple(None if v == NULL else v for v in row[:len(at)]) + (tuple(row[len(at):]) if interval else (0, 0))
+            for row in keys[first].tolist()]
+    ok = np.array(L.condition_holds(condition, [table.vars[i] for i in at], reps, terms, time_unit), dtype=bool)
+    return ok[group]
 
 
 # --- windows (§4.1): an item's lifetimes, as cep.local.window -------------------------------------
@@ -358,11 +409,16 @@ def window(stream: np.ndarray, spec, time_unit: str = "ms") -> np.ndarray:
             return _step(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
         case _:
             raise TypeError(f"window {spec!r} is not evaluated here")
-    point = stream[~spans]
-    parts = [np.column_stack([point, point[:, 5], point[:, 4] + size])]
-    if spans.any():   # an interval event's contents, tick by tick
-        parts.append(_rows(L._range(map(tuple, stream[spans].tolist()), size)))
-    return np.concatenate(parts)
+    any_spans = spans.any()
+    point = stream[~spans] if any_spans else stream
+    lives = np.empty((len(point), 8), np.int64)     # (one copy: column_stack made three)
+    lives[:, :6] = point
+    lives[:, 6] = point[:, 5]
+    np.add(point[:, 4], size, out=lives[:, 7])
+    if not any_spans:
+        return lives
+    # an interval event's contents, tick by tick
+    return np.concatenate([lives, _rows(L._range(map(tuple, stream[spans].tolist()), size))])
 
 
 def _step(stream: np.ndarray, size: int, step: int) -> np.ndarray:
@@ -418,7 +474,7 @@ def _bgp_in_window(node: A.BGP, content: np.ndarray, allowed: dict) -> Table:
         hit = content[mask]
         for name, i in names.items():
             if var_column(name) in allowed:
-                hit = hit[np.isin(hit[:, 1 + i], allowed[var_column(name)])]
+                hit = hit[member(hit[:, 1 + i], allowed[var_column(name)])]
         matches = np.column_stack([hit[:, [0, 4, 5]], hit[:, [1 + names[v] for v in vars_]], hit[:, 6:8]])
         if acc is None:
             acc, acc_vars = matches, vars_
@@ -463,6 +519,8 @@ def _bound(node) -> frozenset:
             return _bound(node.left) & _bound(node.right)
         case A.LeftJoin() | A.NoTail():
             return _bound(node.left)
+        case A.Filter():
+            return _bound(node.inner)
         case A.NoHead():
             return _bound(node.right)
         case A.SeqWithout():
@@ -479,7 +537,7 @@ def _narrow(allowed: dict, static: Table) -> dict:
         column = static.data[:, i]
         if (column == NULL).any():
             continue
-        values = np.unique(column)
+        values = sorted_unique(column)
         out[v] = np.intersect1d(out[v], values, assume_unique=True) if v in out else values
     return out
 
@@ -496,18 +554,22 @@ def _has_null(streams: Mapping[str, np.ndarray], background: Mapping) -> bool:
 
 
 def evaluate(query: A.Query, streams: Mapping[str, np.ndarray], background: Mapping, time_unit: str,
-             fresh: dict | None = None) -> Table | L.Rel:
+             fresh: dict | None = None, windows: dict | None = None, terms=None) -> Table | L.Rel:
     """``cep.local.evaluate`` over columns: ``streams`` {stream IRI: int64 rows ``(item, s, p, o,
     t1, t2)``}; ``background`` {``A.Background`` node: its ``Table`` (or ``cep.local.Rel``)}.
     A SELECT's rows come as a ``Table``; a CONSTRUCT's triples (a row at a time: each names its
     blank nodes), and every result of an input holding the id ``NULL``, as ``cep.local``'s
-    ``Rel``, where None and not ``NULL`` is unbound. Both have ``vars`` and ``rows``."""
+    ``Rel``, where None and not ``NULL`` is unbound. Both have ``vars`` and ``rows``.
+    ``windows``: a dict that keeps each (stream, window)'s lifetimes (``window``), computed once
+    and left there for the caller. ``terms``: {id: term} of a set of ids, for FILTER and
+    OPTIONAL conditions (``cep.local``'s module doc)."""
     if _has_null(streams, background):   # a term id equal to NULL: cep.local's exact code
         rows = {k: [tuple(r) for r in np.asarray(v).reshape(-1, 6).tolist()] for k, v in streams.items()}
         rels = {k: v.to_rel() if isinstance(v, Table) else v for k, v in background.items()}
-        return L.evaluate(query, rows, rels, time_unit, fresh)
+        return L.evaluate(query, rows, rels, time_unit, fresh, terms)
     tables = {k: v if isinstance(v, Table) else Table.from_rel(v) for k, v in background.items()}
     empty = np.empty((0, 6), np.int64)
+    windows = {} if windows is None else windows
 
     def ev(node, content, allowed: dict) -> Table:
         """⟦node⟧; ``allowed``: values a JOIN above lets through (``_narrow``), per variable."""
@@ -523,12 +585,19 @@ def evaluate(query: A.Query, streams: Mapping[str, np.ndarray], background: Mapp
                 return join(ev(left, content, allowed), ev(right, content, allowed))
             case A.Union(left=left, right=right):
                 return union(ev(left, content, allowed), ev(right, content, allowed))
-            case A.LeftJoin(left=left, right=right, condition=None):
-                return left_join(ev(left, content, allowed), ev(right, content, {}))
+            case A.LeftJoin(left=left, right=right, condition=condition):
+                keep = None if condition is None else (lambda t: holds(t, condition, terms, time_unit))
+                return left_join(ev(left, content, allowed), ev(right, content, {}), keep)
+            case A.Filter(condition=condition, inner=inner):
+                inner_rows = ev(inner, content, allowed)
+                return Table(inner_rows.vars, inner_rows.data[holds(inner_rows, condition, terms, time_unit)])
             case A.Background():
                 return tables[node]
             case A.StreamPattern():
-                return ev(node.pattern, window(streams.get(node.stream, empty), node.window, time_unit), allowed)
+                key = (node.stream, node.window)
+                if key not in windows:
+                    windows[key] = window(streams.get(node.stream, empty), node.window, time_unit)
+                return ev(node.pattern, windows[key], allowed)
             case A.Sequence(left=left, right=right):
                 return seq(ev(left, content, allowed), ev(right, content, allowed))
             case A.SeqWithout(left=left, negated=negated, right=right):

@@ -22,8 +22,13 @@ block a candidate. Only the data structures differ:
   free runs (sorted sweep) — the same runs ``cep.lifetimes._subtract`` builds with joins.
 
 The static side (background patterns, eq. 17) is evaluated by Spark once per closure version and
-handed in as relations (``background``); paths stay on Spark. FILTER and OPTIONAL with a
-condition need the terms' values (``cep.filters`` on Spark): queries with them are left to Spark.
+handed in as relations (``background``); paths stay on Spark. A FILTER and an OPTIONAL's
+condition keep a row (a pair) when the condition holds for its mapping and interval: that is
+the one-instant FILTER applied at every instant of its lifetime, since the mapping and interval
+do not change with the instant. Conditions are evaluated by the reference's expression code
+(``cep.reference.eval_expr``) over the terms (``terms``: ids → N-Triples terms), once per
+distinct combination of the values they read; a condition with EXISTS, timestamp() or NOW() is
+left to Spark (``unsupported``).
 """
 from __future__ import annotations
 
@@ -77,10 +82,11 @@ def unsupported(query: A.Query) -> str | None:
     for node in _outside_background(query.form):
         if isinstance(node, (A.Values, A.Minus, A.SubSelect, A.Extend)):
             return "VALUES, MINUS, BIND and sub-queries outside the background (on Spark)"
-        if isinstance(node, A.Filter):
-            return "FILTER needs the terms' values (cep.filters, on Spark)"
-        if isinstance(node, A.LeftJoin) and node.condition is not None:
-            return "OPTIONAL with a condition needs the terms' values (on Spark)"
+        condition = node.condition if isinstance(node, (A.Filter, A.LeftJoin)) else None
+        if condition is not None and any(
+                isinstance(e, (A.Exists, A.Timestamp, A.PatternTimestamp))
+                or (isinstance(e, A.Builtin) and e.name == "NOW") for e in A.subexpressions(condition)):
+            return "EXISTS, timestamp() and NOW() in a condition (on Spark)"
         if isinstance(node, A.StreamPattern) and isinstance(node.window, W.All):
             return "ALL windows"
     return None
@@ -242,18 +248,61 @@ def seq_wo(left: Rel, negated: Rel, right: Rel) -> Rel:
     return Rel(out, frozenset(rows))
 
 
-def left_join(left: Rel, right: Rel) -> Rel:
-    """OPTIONAL (no condition): the JOIN pairs, and each left row where it has no pair alive."""
+def left_join(left: Rel, right: Rel, keep=None) -> Rel:
+    """OPTIONAL: the JOIN pairs (those ``keep`` keeps: the condition), and each left row where no
+    such pair is alive."""
     pairs = join(left, right)
     out, li, ri, _ = _plan_merge(left, right)
+    if keep is not None:
+        pairs = keep(pairs)
     matched: dict = defaultdict(list)
     for l, r in _pairs(left, right):
         start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
         lo, hi = _alive_both(l, r)
-        if start <= end and lo <= hi:
+        if start <= end and lo <= hi and (keep is None or _merged(out, li, ri, l, r) + (start, end, lo, hi)
+                                          in pairs.rows):
             matched[l].append((lo, hi))
     unmatched = Rel(left.vars, frozenset(_subtract(left.rows, lambda r: matched.get(r, ()))))
     return union(pairs, unmatched)
+
+
+def condition_keys(condition, vars_: tuple[str, ...]) -> tuple[list[int], bool]:
+    """What a condition reads of a row of ``vars_``: the positions of its variables (all of them
+    for RAND/UUID/STRUUID/BNODE, which draw from the whole solution) and whether the interval."""
+    from cep.columns import column_var
+
+    whole = any(isinstance(e, A.Builtin) and e.name in A.SOLUTION_BUILTINS for e in A.subexpressions(condition))
+    names = {v.name for v in A.expr_variables(condition)}
+    at = [i for i, c in enumerate(vars_) if whole or column_var(c) in names]
+    return at, whole or A.uses_interval(condition)
+
+
+def condition_holds(condition, vars_: Iterable[str], keys: list[tuple], terms, time_unit: str) -> list[bool]:
+    """Whether ``condition`` holds for each key ``(*values, t1, t2)`` (values: ids of ``vars_``,
+    None unbound): the reference's expression code over the terms (``terms``: ids → {id: term})."""
+    from cep.columns import column_var
+    from cep.reference import ebv, eval_expr
+
+    if terms is None:
+        raise TypeError("a condition needs the terms of its values (terms=)")
+    names = [column_var(c) for c in vars_]
+    decoded = terms({v for k in keys for v in k[:-2] if v is not None}) if keys else {}
+    out = []
+    for k in keys:
+        mu = {n: decoded[v] for n, v in zip(names, k[:-2]) if v is not None}
+        out.append(ebv(eval_expr(condition, mu, (k[-2], k[-1]), time_unit)) is True)
+    return out
+
+
+def filter_rel(rel: Rel, condition, terms, time_unit: str) -> Rel:
+    """FILTER: the rows for whose mapping and interval ``condition`` holds (module doc)."""
+    at, interval = condition_keys(condition, rel.vars)
+    keys = {}
+    for r in rel.rows:
+        keys.setdefault(tuple(r[i] for i in at) + ((r[-4], r[-3]) if interval else (0, 0)), []).append(r)
+    ordered = list(keys)
+    holds = condition_holds(condition, [rel.vars[i] for i in at], ordered, terms, time_unit)
+    return Rel(rel.vars, frozenset(r for k, ok in zip(ordered, holds) if ok for r in keys[k]))
 
 
 # --- windows (§4.1): an item's lifetimes, as cep.lifetimes.window -------------------------------
@@ -365,12 +414,13 @@ def _bgp_in_window(node: A.BGP, content: list[tuple]) -> Rel:
 
 
 def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapping, time_unit: str,
-             fresh: dict | None = None) -> Rel:
+             fresh: dict | None = None, terms=None) -> Rel:
     """⟦Q, t⟧ at every instant: the query's result rows (projected variable columns in the
     query's order — not sorted — then t1, t2, a, b). ``streams``: {stream IRI: items as
     ``(item, s, p, o, t1, t2)`` ids}; ``background``: {``A.Background`` node: its ``Rel``}.
     ``fresh``: receives {id: term} of the blank nodes a CONSTRUCT template names per solution
-    (``cep.reference.fresh_blank``: the solution's term ids and interval, as the other runtimes)."""
+    (``cep.reference.fresh_blank``: the solution's term ids and interval, as the other runtimes).
+    ``terms``: {id: term} of a set of ids, for FILTER and OPTIONAL conditions (module doc)."""
     def ev(node, content) -> Rel:
         """⟦node⟧ where ``content`` is the window's lifetimes rows (None: outside every window)."""
         match node:
@@ -380,8 +430,11 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
                 return join(ev(left, content), ev(right, content))
             case A.Union(left=left, right=right):
                 return union(ev(left, content), ev(right, content))
-            case A.LeftJoin(left=left, right=right, condition=None):
-                return left_join(ev(left, content), ev(right, content))
+            case A.LeftJoin(left=left, right=right, condition=condition):
+                keep = None if condition is None else (lambda rel: filter_rel(rel, condition, terms, time_unit))
+                return left_join(ev(left, content), ev(right, content), keep)
+            case A.Filter(condition=condition, inner=inner):
+                return filter_rel(ev(inner, content), condition, terms, time_unit)
             case A.Background():
                 return background[node]
             case A.StreamPattern():

@@ -36,7 +36,7 @@ Two engines, one state. Spark's fixed cost — building and planning a handful o
 batch on 2 cores whatever its size — dominates a small batch. With ``engine="auto"`` (the default)
 a batch runs on the driver instead while it is small (state ≤ ``LOCAL_MAX_ROWS`` triples, batch ≤
 ``LOCAL_MAX_BATCH`` lines, the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows,
-collected once per closure version) and the query allows it (``cep.local.unsupported``: no FILTER, no OPTIONAL condition;
+collected once per closure version) and the query allows it (``cep.local.unsupported``: no EXISTS, NOW() or timestamp() in a condition;
 Istream): one cheap job collects the raw lines, plain JSON Lines are read by one compiled pass
 over the batch (``cep.jsonlscan``; the lines it leaves by ``cep.lineparse`` in Python, any other
 line by Spark's parser), the lifetimes come from ``cep.columnar``
@@ -869,8 +869,9 @@ class _Runner:
                      started: float) -> None:
         """A micro-batch on the driver: ``rows`` from ``_collect_batch``; ``lines`` is read again
         only for the text of late lines (rare)."""
-        import numpy as np
         import pyarrow.compute as pc
+
+        from cep import columnar as COL
 
         parsed, bad = rows
         times = parsed.column(T_START).to_numpy()
@@ -895,7 +896,7 @@ class _Runner:
         items = _state_items(self.state.table(name, _ITEMS), parsed.select(list(_ITEM_COLUMNS)))
         answers = self._advance_local(items, name, meta, upto, label, max_time, closed=False)
         self.state.prune(batch_id - 1)
-        self._report(batch_id, started, len(np.unique(parsed.column(ITEM).to_numpy())), reject_counts, answers,
+        self._report(batch_id, started, len(COL.sorted_unique(parsed.column(ITEM).to_numpy())), reject_counts, answers,
                      max_time, watermark)
 
     def _local_state(self, previous: str | None, meta: _Meta):
@@ -948,20 +949,26 @@ class _Runner:
         self.used = "local"
         ids = {c: items.column(c).to_numpy() for c in (ITEM, S, P, O, T_START, T_END)}
         by_stream: dict = {}
-        for name in pc.unique(items.column(STREAM)).to_pylist():
-            mine = pc.equal(items.column(STREAM), name).to_numpy(zero_copy_only=False)
-            by_stream[name] = np.column_stack([ids[c][mine] for c in (ITEM, S, P, O, T_START, T_END)])
+        names = pc.unique(items.column(STREAM)).to_pylist()
+        matrix = np.empty((items.num_rows, 6), np.int64)
+        for i, c in enumerate((ITEM, S, P, O, T_START, T_END)):
+            matrix[:, i] = ids[c]
+        for name in names:
+            by_stream[name] = (matrix if len(names) == 1
+                               else matrix[pc.equal(items.column(STREAM), name).to_numpy(zero_copy_only=False)])
         emitted_table = self.state.table(previous, _EMITTED)
         key_columns = [*self.columns, T_START, T_END]
         emitted = set()
         if emitted_table is not None:
             emitted = set(_table_rows(emitted_table, key_columns))
         new_keys: dict = {}
+        windows: dict = {}      # (stream, window) → its lifetimes, for the evaluation and the state
         n = 0
         if items.num_rows and upto is not None and meta.first is not None and (meta.done is None or upto > meta.done):
             version = self._static()[0]
             fresh: dict = {}      # a CONSTRUCT template's blank nodes, named per solution
-            result = COL.evaluate(self.plan.query, by_stream, self.background_local[1], self.plan.time_unit, fresh)
+            result = COL.evaluate(self.plan.query, by_stream, self.background_local[1], self.plan.time_unit, fresh,
+                                  windows, lambda wanted: self._terms_of(set(wanted), items, ids, fresh))
             lo = meta.first if meta.done is None else max(meta.done + 1, meta.first)
             if isinstance(result, COL.Table):
                 firsts = COL.first_instants(result, lo, upto)
@@ -994,7 +1001,10 @@ class _Runner:
             keep = [np.empty(0, np.int64)]
             for pattern in A.stream_patterns(self.plan.query.pattern):
                 if pattern.stream in by_stream:
-                    lives = COL.window(by_stream[pattern.stream], pattern.window, self.plan.time_unit)
+                    key = (pattern.stream, pattern.window)
+                    if key not in windows:
+                        windows[key] = COL.window(by_stream[pattern.stream], pattern.window, self.plan.time_unit)
+                    lives = windows[key]
                     keep.append(lives[lives[:, -1] > upto, 0])
             kept = items.filter(pc.is_in(items.column(ITEM), value_set=pa.array(np.concatenate(keep))))
         starts = kept.column(T_START).to_numpy()
@@ -1015,16 +1025,18 @@ class _Runner:
         constants, the fresh blank nodes, else from the state items' term columns."""
         import numpy as np
 
+        from cep import columnar as COL
+
         known = {**self.background_local[2], **{term_id(t): t for t in self.constants}, **fresh}
         terms = {i: known[i] for i in wanted if i in known}
         missing = np.array(sorted(wanted - set(terms)), dtype=np.int64)
         for c in (S, P, O):
             if not len(missing):
                 break
-            at = np.nonzero(np.isin(ids[c], missing))[0]
-            column = items.column(_TERMS[c]).take(at).to_pylist()
-            terms.update(zip(ids[c][at].tolist(), column))
-            missing = missing[~np.isin(missing, ids[c][at])]
+            at = np.nonzero(COL.member(ids[c], missing))[0]
+            found, first = np.unique(ids[c][at], return_index=True)     # one row per id
+            terms.update(zip(found.tolist(), items.column(_TERMS[c]).take(at[first]).to_pylist()))
+            missing = missing[~COL.member(missing, found)]
         return terms
 
     # -- pieces ----------------------------------------------------------------------------------

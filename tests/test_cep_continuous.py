@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cep import algebra as A
+from cep import expressions as E
 from cep import reference as R
 from cep.continuous import ContinuousError, plan
 from cep.lower import compile_query
@@ -158,6 +159,11 @@ QUERIES = [
     ("multi-pattern BGP, TUMBLING", A.Range(A.Duration(5), tumbling=True), A.sequence(ELEMENT_TWO, ELEMENT_A)),
     ("TRIPLES with tail negation", A.Triples(4), A.sequence(ELEMENT_A, ELEMENT_B, negated=1)),
     ("NOW, one multi-pattern BGP", A.Now(), ELEMENT_TWO),
+    ("FILTER over a negated tail, RANGE", A.Range(A.Duration(6)), A.Filter(
+        E.Or(E.Compare("!=", s, E.Const(OBJECTS[0])), E.Compare("=", v, E.Const(SUBJECTS[1]))),
+        A.sequence(ELEMENT_A, ELEMENT_B, negated=1))),
+    ("OPTIONAL with a condition, RANGE", A.Range(A.Duration(4)), A.left_join(
+        ELEMENT_A, b((v, p2, x)), E.Builtin("STRENDS", (E.Str(x), E.Const('"h"'))))),
 ]
 
 

@@ -3,7 +3,8 @@
 For random streams — point and interval events, several items per time, multi-triple items —
 and queries covering every operator it evaluates (SEQ; negation at head, middle and tail; JOIN,
 OR and OPTIONAL inside windows; two windows joined; a background JOIN) under every window it
-evaluates (RANGE, STEP, TUMBLING, TRIPLES, NOW): at every instant t, the rows alive at t equal
+evaluates (RANGE, STEP, TUMBLING, TRIPLES, NOW), with FILTERs (on values, on the interval, RAND(),
+an unbound variable) and an OPTIONAL condition: at every instant t, the rows alive at t equal
 ``cep.reference.evaluate(query, ..., at=t)``. No Spark: many seeds per query.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from cep import algebra as A
 from cep import columnar as C
+from cep import expressions as E
 from cep import local as L
 from cep import reference as R
 from cep.columns import var_column
@@ -25,6 +27,7 @@ from tests.stream_terms import EX, OBJECTS, PREDICATES, SUBJECTS
 from tests.stream_terms import STREAM_IRI as STREAM
 
 OTHER = f"<{EX}other>"
+XSD = "http://www.w3.org/2001/XMLSchema#"
 P0, P1, P2 = PREDICATES
 TYPE, KIND = f"<{EX}type>", f"<{EX}Kind>"
 v, s, x = (A.Var(n) for n in ("v", "s", "x"))
@@ -67,6 +70,20 @@ QUERIES = {
                                                                  extra=BACKGROUND_X),
     "background JOIN, its variable OPTIONAL": query(RANGE6, A.left_join(A_, X_), extra=BACKGROUND_X),
     "background JOIN through a negation": query(RANGE6, A.sequence(TWO, X_, negated=1), extra=BACKGROUND_X),
+    "FILTER over a SEQ": A.Query(A.project([v, s, x], A.Filter(
+        E.Or(E.Compare("!=", s, E.Const(OBJECTS[0])), E.Compare("=", v, E.Const(SUBJECTS[1]))),
+        A.StreamPattern(f"<{EX}W>", STREAM, RANGE6, A.sequence(A_, B_))))),
+    "FILTER on the interval, inside a window": query(RANGE6, A.Filter(
+        E.Compare(">=", E.IntervalFn("DURATION"), E.Const(f'"PT0.002S"^^<{XSD}dayTimeDuration>')),
+        A.sequence(A_, X_))),
+    "FILTER on an OPTIONAL's unbound variable": query(A.Range(A.Duration(4)), A.Filter(
+        E.Not(E.Bound(x)), A.left_join(A_, X_))),
+    "FILTER drawing RAND() from the solution": query(RANGE6, A.Filter(
+        E.Compare("<", E.Builtin("RAND", ()), E.Const(f'"0.5"^^<{XSD}double>')), A.sequence(A_, B_))),
+    "OPTIONAL with a condition": query(A.Range(A.Duration(4)), A.left_join(
+        A_, X_, E.Not(E.Builtin("STRENDS", (E.Str(x), E.Const('"h"')))))),
+    "background JOIN through a FILTER": query(RANGE6, A.Filter(E.Compare("!=", s, E.Const(OBJECTS[1])),
+                                                               A.sequence(A_, X_)), extra=BACKGROUND_X),
     "two windows": A.Query(A.project([v, s, x], A.join(
         A.StreamPattern(f"<{EX}W1>", STREAM, A.Range(A.Duration(3)), A_),
         A.StreamPattern(f"<{EX}W2>", OTHER, A.Triples(3), b((v, P2, x)))))),
@@ -104,16 +121,27 @@ def alive_at(rel: L.Rel, t: int, terms: dict, names):
     return out
 
 
+TERMS = {term_id(t): t for t in SUBJECTS + OBJECTS + [P0, P1, P2, TYPE, KIND]}
+
+
+def decode(ids) -> dict:
+    return {i: TERMS[i] for i in ids}
+
+
+def run_local(q, streams, background, unit):
+    return L.evaluate(q, streams, background, unit, terms=decode)
+
+
 def run_columnar(q, streams, background, unit):
     table = C.evaluate(q, {k: np.array(rows, dtype=np.int64).reshape(-1, 6) for k, rows in streams.items()},
-                       background, unit)
+                       background, unit, terms=decode)
     if isinstance(table, C.Table):
         assert len(table.data) == len(table.rows), "the result holds a row twice"
         return table.to_rel()
     return table
 
 
-ENGINES = {"local": L.evaluate, "columnar": run_columnar}
+ENGINES = {"local": run_local, "columnar": run_columnar}
 
 
 @pytest.mark.parametrize("engine", list(ENGINES))
@@ -121,7 +149,7 @@ ENGINES = {"local": L.evaluate, "columnar": run_columnar}
 def test_local_lifetimes_equal_the_reference_at_every_instant(label, engine):
     q = QUERIES[label]
     names = [var.name for var in q.form.variables]
-    terms = {term_id(t): t for t in SUBJECTS + OBJECTS + [P0, P1, P2, TYPE, KIND]}
+    terms = TERMS
     answered = 0
     for seed in range(25):
         rng = random.Random(seed * 7919 + len(label))
@@ -143,6 +171,10 @@ def test_free_runs():
 
 
 def test_unsupported_says_why():
-    flt = A.Query(A.project([v], A.Filter(A.Var("v"), A.StreamPattern(f"<{EX}W>", STREAM, RANGE6, A_))))
-    assert "FILTER" in L.unsupported(flt)
+    window = A.StreamPattern(f"<{EX}W>", STREAM, RANGE6, A_)
+    assert L.unsupported(A.Query(A.project([v], A.Filter(A.Var("v"), window)))) is None
+    exists = A.Query(A.project([v], A.Filter(E.Exists(b((v, P1, s))), window)))
+    assert "EXISTS" in L.unsupported(exists)
+    now = A.Query(A.project([v], A.Filter(E.Compare("<", E.Builtin("NOW", ()), E.Const('"x"')), window)))
+    assert "NOW()" in L.unsupported(now)
     assert L.unsupported(QUERIES["two windows"]) is None
