@@ -37,9 +37,9 @@ batch on 2 cores whatever its size — dominates a small batch. With ``engine="a
 a batch runs on the driver instead while it is small (state ≤ ``LOCAL_MAX_ROWS`` triples, batch ≤
 ``LOCAL_MAX_BATCH`` lines, the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows,
 collected once per closure version) and the query allows it (``cep.local.unsupported``: no EXISTS, NOW() or timestamp() in a condition;
-Istream): one cheap job collects the raw lines, plain JSON Lines are read by one compiled pass
-over the batch (``cep.jsonlscan``; the lines it leaves by ``cep.lineparse`` in Python, any other
-line by Spark's parser), the lifetimes come from ``cep.columnar``
+Istream): one cheap job collects the raw lines, plain JSON Lines and timestamped N-Triples are
+read by one compiled pass over the batch (``cep.linescan``; the JSON lines it leaves by
+``cep.lineparse`` in Python, any other line by Spark's parser), the lifetimes come from ``cep.columnar``
 (``cep.local``'s operators over numpy columns, a JOIN with the static side filtering the stream
 matches first), and the state is read and written with pyarrow as the same Parquet tables — so
 consecutive batches may switch engines as the state grows or shrinks. Both engines are tested
@@ -777,16 +777,16 @@ class _Runner:
         tuples; None when ``engine="auto"`` and the batch has more than LOCAL_MAX_BATCH lines (it
         then takes the Spark path, which reads the micro-batch again).
 
-        One cheap Spark job collects the raw lines (through Arrow). JSON Lines are read by the
-        compiled scanner (``cep.jsonlscan``); the lines it leaves by ``cep.lineparse``; every
-        other line by Spark's parser (``cep.streams``; a second job, only when there are such
-        lines), which also gives the reasons of the rejects."""
+        One cheap Spark job collects the raw lines (through Arrow). JSON Lines and timestamped
+        N-Triples are read by the compiled scanners (``cep.linescan``); the JSON lines they leave
+        by ``cep.lineparse``; every other line by Spark's parser (``cep.streams``; a second job,
+        only when there are such lines), which also gives the reasons of the rejects."""
         import numpy as np
         import pyarrow as pa
 
-        from cep import jsonlscan
+        from cep import linescan
         from cep.lineparse import parse_jsonl
-        from cep.streams import JSONL, detect_stream_format
+        from cep.streams import JSONL, TSNT, detect_stream_format
         from reasoner.errors import SidecarError
 
         none = F.lit(None).cast("long")
@@ -814,25 +814,31 @@ class _Runner:
                 formats[key] = src.fmt or detect_stream_format(Path(names[key[1]]))
             except SidecarError:
                 formats[key] = None       # Spark's parser rejects it with the reason
-        jsonl = np.array([formats[k] == JSONL for k in zip(sources.tolist(), codes.tolist())], np.bool_)
+        row_formats = [formats[k] for k in zip(sources.tolist(), codes.tolist())]
+        jsonl = np.array([f == JSONL for f in row_formats], np.bool_)
+        tsnt = np.array([f == TSNT for f in row_formats], np.bool_)
         texts = collected.column(RAW)
         streams = pa.array([src.stream for src in self.sources], pa.string())
         cache: dict = {}                # term text → N-Triples term, for this batch's lines
         parts = []
-        slow_rows = np.nonzero(~jsonl)[0]
-        if jsonl.any():
-            rows = np.nonzero(jsonl)[0]
+        slow_rows = [np.nonzero(~jsonl & ~tsnt)[0]]
+        for mine, scan in ((jsonl, lambda t, f: linescan.scan(t, f, self.prefixes, cache)),
+                           (tsnt, lambda t, f: linescan.scan_tsnt(t, f, cache))):
+            if not mine.any():
+                continue
+            rows = np.nonzero(mine)[0]
             taken = pa.array(rows, pa.int64())
-            kind, plain = jsonlscan.scan(texts.take(taken), files.take(taken), self.prefixes, cache)
+            kind, plain = scan(texts.take(taken), files.take(taken))
             at = rows[plain.at]
             parts.append(pa.table({
                 STREAM: streams.take(pa.array(sources[at], pa.int64())),
-                ITEM: jsonlscan.item_ids(files.take(pa.array(at, pa.int64())), numbers[at]),
+                ITEM: linescan.item_ids(files.take(pa.array(at, pa.int64())), numbers[at]),
                 S: plain.ids["s"], P: plain.ids["p"], O: plain.ids["o"],
                 T_START: plain.t1, T_END: plain.t2,
                 _TERMS[S]: plain.terms["s"], _TERMS[P]: plain.terms["p"], _TERMS[O]: plain.terms["o"],
                 FILE: files.take(pa.array(at, pa.int64())), LINE: numbers[at]}))
-            slow_rows = np.sort(np.concatenate([slow_rows, rows[kind == jsonlscan.SLOW]]))
+            slow_rows.append(rows[kind == linescan.SLOW])
+        slow_rows = np.sort(np.concatenate(slow_rows))
         items, rejects, slow = [], [], []
         ids: dict = {}                  # N-Triples term → id
         slow_texts = texts.take(pa.array(slow_rows, pa.int64())).to_pylist()

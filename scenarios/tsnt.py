@@ -42,7 +42,9 @@ _LITERAL = r'"[^"\\\n\r\x{FFFD}]*"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^' + _IRI +
 _STAMP = r'"(?:0|[1-9][0-9]{0,17})"(?:\^\^' + _IRI + ")?"
 #: the plain lines: single spaces between the parts, an optional dot before or after the timestamp
 STRICT = rf"^(?:{_IRI}|{_BNODE}) {_IRI} (?:{_IRI}|{_BNODE}|{_LITERAL}) (?:\. )?{_STAMP}(?: ?\.)?\n?$"
-_BLANK_OR_COMMENT = r"^[ \t]*(?:#[^\n]*)?\n?$"
+# a comment of ASCII bytes (Java's ``.`` in NT_BLANK_OR_COMMENT stops at U+0085, U+2028 and U+2029:
+# a comment holding other characters is left to Spark's parser)
+_BLANK_OR_COMMENT = r"^[ \t]*(?:#[\x00-\x09\x0b-\x7f]*)?\n?$"
 #: bytes of a file per chunk (pyarrow's CSV block)
 BLOCK_BYTES = 1 << 22
 

@@ -28,7 +28,7 @@ from numba.extending import intrinsic
 
 from reasoner.bytekernels import hash_bytes, jit, same_bytes, word
 
-__all__ = ["BLANK", "PLAIN", "SLOW", "TermSet", "scan", "json_answers"]
+__all__ = ["BLANK", "PLAIN", "SLOW", "TermSet", "scan", "json_answers", "line_spans"]
 
 #: what a line is
 BLANK, PLAIN, SLOW = 0, 1, 2
@@ -139,13 +139,29 @@ def json_answers(lines: pa.Array, numbers: int | np.ndarray, predicates: TermSet
     return kind, pa.StringArray.from_buffers(len(at), pa.py_buffer(offsets), pa.py_buffer(body))
 
 
-def _scan(lines: pa.Array, predicates: TermSet, classes: TermSet):
+def line_spans(lines: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(kind, spans, data)``: every line's kind (``BLANK``, ``PLAIN``, ``SLOW``; a null line is
+    blank) and, for a plain line, the offsets into ``data`` (the lines' bytes) of its subject,
+    predicate, object (start, end each) and its timestamp's digits: rows of 8."""
+    offsets, data = _buffers(lines)
+    kind, spans = _all_lines(data, offsets)
+    if lines.null_count:
+        kind[np.asarray(lines.is_null())] = BLANK
+    return kind, spans, data
+
+
+def _buffers(lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string array's offsets (int64) and bytes."""
     large = pa.types.is_large_string(lines.type)
     kind_, width = (np.int64, 8) if large else (np.int32, 4)
-    n = len(lines)
-    offsets = np.frombuffer(lines.buffers()[1], kind_, n + 1, lines.offset * width).astype(np.int64)
+    offsets = np.frombuffer(lines.buffers()[1], kind_, len(lines) + 1, lines.offset * width).astype(np.int64)
     buffer = lines.buffers()[2]
     data = np.frombuffer(buffer, np.uint8) if buffer is not None and buffer.size else np.zeros(1, np.uint8)
+    return offsets, data
+
+
+def _scan(lines: pa.Array, predicates: TermSet, classes: TermSet):
+    offsets, data = _buffers(lines)
     kind, at, spans = _lines(data, offsets, predicates.data, predicates.slots, classes.data, classes.slots)
     if lines.null_count:
         kind[np.asarray(lines.is_null())] = BLANK
@@ -286,6 +302,84 @@ def _prefetch(typingctx, array, at):
 
 
 @jit
+def _line(d, s, e, spans, row):
+    """The kind of the line ``d[s:e]`` (without its LF); for a plain line, ``spans[row]`` gets
+    its parts' offsets: subject, predicate, object (each start, end) and the timestamp's digits.
+    Blank: spaces and tabs, then an ASCII comment or nothing (a comment holding other bytes is
+    left to the full parser, whose comment ends at any line terminator Java knows)."""
+    # the plain shape: subject predicate object [". "]"digits"[^^IRI][" ."|"."]
+    s1 = _term(d, s, e, False)
+    if s1 < 0 or s1 >= e or d[s1] != 32:
+        q = s                        # not plain: blank, a comment, or the full parser's
+        while q < e and (d[q] == 32 or d[q] == 9):
+            q += 1
+        if q < e and d[q] == 35:
+            while q < e and d[q] != 10 and d[q] < 128:
+                q += 1
+        return BLANK if q == e else SLOW
+    p0 = s1 + 1
+    if p0 >= e or d[p0] != 60:
+        return SLOW
+    p1 = _iri(d, p0, e)
+    if p1 < 0 or p1 >= e or d[p1] != 32:
+        return SLOW
+    o0 = p1 + 1
+    o1 = _term(d, o0, e, True)
+    if o1 < 0 or o1 >= e or d[o1] != 32:
+        return SLOW
+    q = o1 + 1
+    if q < e and d[q] == 46:
+        if q + 1 >= e or d[q + 1] != 32:
+            return SLOW
+        q += 2
+    if q >= e or d[q] != 34:
+        return SLOW
+    t0 = q + 1
+    t1 = t0
+    while t1 < e and 48 <= d[t1] <= 57:
+        t1 += 1
+    digits = t1 - t0
+    if digits == 0 or digits > 18 or (digits > 1 and d[t0] == 48) or t1 >= e or d[t1] != 34:
+        return SLOW
+    q = t1 + 1
+    if q < e and d[q] == 94:
+        if q + 2 >= e or d[q + 1] != 94 or d[q + 2] != 60:
+            return SLOW
+        q = _iri(d, q + 2, e)
+        if q < 0:
+            return SLOW
+    rest = e - q
+    if not (rest == 0 or (rest == 1 and d[q] == 46) or (rest == 2 and d[q] == 32 and d[q + 1] == 46)):
+        return SLOW
+    spans[row, 0] = s
+    spans[row, 1] = s1
+    spans[row, 2] = p0
+    spans[row, 3] = p1
+    spans[row, 4] = o0
+    spans[row, 5] = o1
+    spans[row, 6] = t0
+    spans[row, 7] = t1
+    return PLAIN
+
+
+@jit
+def _end(d, offsets, i):
+    e = offsets[i + 1]
+    return e - 1 if e > offsets[i] and d[e - 1] == 10 else e
+
+
+@jit
+def _all_lines(d, offsets):
+    """Every line's kind and, for the plain ones, its spans (``_line``)."""
+    n = len(offsets) - 1
+    kind = np.empty(n, np.uint8)
+    spans = np.zeros((n, 8), np.int64)
+    for i in range(n):
+        kind[i] = _line(d, offsets[i], _end(d, offsets, i), spans, i)
+    return kind, spans
+
+
+@jit
 def _lines(d, offsets, pdata, pslots, cdata, cslots):
     """Each line's kind, and the plain lines typed by a predicate of the set (their positions,
     term spans and their object's hash); then the objects looked up in the class set, a few
@@ -293,71 +387,25 @@ def _lines(d, offsets, pdata, pslots, cdata, cslots):
     n = len(offsets) - 1
     kind = np.empty(n, np.uint8)
     at = np.empty(n, np.int64)
+    line = np.empty((1, 8), np.int64)
     spans = np.empty((n, 6), np.int64)
     hashes = np.empty(n, np.uint64)
     typed = 0
     for i in range(n):
-        s, e = offsets[i], offsets[i + 1]
-        if e > s and d[e - 1] == 10:
-            e -= 1
-        kind[i] = SLOW
-        # the plain shape: subject predicate object [". "]"digits"[^^IRI][" ."|"."]
-        s1 = _term(d, s, e, False)
-        if s1 < 0 or s1 >= e or d[s1] != 32:
-            q = s                        # not plain: blank, a comment, or the full parser's
-            while q < e and (d[q] == 32 or d[q] == 9):
-                q += 1
-            if q < e and d[q] == 35:
-                while q < e and d[q] != 10:
-                    q += 1
-            if q == e:
-                kind[i] = BLANK
+        kind[i] = _line(d, offsets[i], _end(d, offsets, i), line, 0)
+        if kind[i] != PLAIN:
             continue
-        p0 = s1 + 1
-        if p0 >= e or d[p0] != 60:
-            continue
-        p1 = _iri(d, p0, e)
-        if p1 < 0 or p1 >= e or d[p1] != 32:
-            continue
-        o0 = p1 + 1
-        o1 = _term(d, o0, e, True)
-        if o1 < 0 or o1 >= e or d[o1] != 32:
-            continue
-        q = o1 + 1
-        if q < e and d[q] == 46:
-            if q + 1 >= e or d[q + 1] != 32:
-                continue
-            q += 2
-        if q >= e or d[q] != 34:
-            continue
-        t0 = q + 1
-        t1 = t0
-        while t1 < e and 48 <= d[t1] <= 57:
-            t1 += 1
-        digits = t1 - t0
-        if digits == 0 or digits > 18 or (digits > 1 and d[t0] == 48) or t1 >= e or d[t1] != 34:
-            continue
-        q = t1 + 1
-        if q < e and d[q] == 94:
-            if q + 2 >= e or d[q + 1] != 94 or d[q + 2] != 60:
-                continue
-            q = _iri(d, q + 2, e)
-            if q < 0:
-                continue
-        rest = e - q
-        if not (rest == 0 or (rest == 1 and d[q] == 46) or (rest == 2 and d[q] == 32 and d[q + 1] == 46)):
-            continue
-        kind[i] = PLAIN
+        p0, p1 = line[0, 2], line[0, 3]
         if _probe(d, p0, p1, hash_bytes(d, p0, p1), pdata, pslots, True) < 0:
             continue
         at[typed] = i
-        spans[typed, 0] = s
-        spans[typed, 1] = s1
-        spans[typed, 2] = o0
-        spans[typed, 3] = o1
-        spans[typed, 4] = t0
-        spans[typed, 5] = t1
-        hashes[typed] = hash_bytes(d, o0, o1)
+        spans[typed, 0] = line[0, 0]
+        spans[typed, 1] = line[0, 1]
+        spans[typed, 2] = line[0, 4]
+        spans[typed, 3] = line[0, 5]
+        spans[typed, 4] = line[0, 6]
+        spans[typed, 5] = line[0, 7]
+        hashes[typed] = hash_bytes(d, line[0, 4], line[0, 5])
         typed += 1
     mask = np.uint64(len(cslots) - 1)
     hits = 0

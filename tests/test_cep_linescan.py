@@ -1,4 +1,4 @@
-"""``cep.jsonlscan`` (the compiled JSON Lines reader) against ``cep.lineparse.parse_jsonl``, its
+"""``cep.linescan`` (the compiled JSON Lines reader) against ``cep.lineparse.parse_jsonl``, its
 definition: every line the scanner takes as plain or blank, ``parse_jsonl`` takes the same way
 with the same item; whatever it leaves (slow) goes to ``parse_jsonl`` itself. No Spark: the
 parser's agreement with Spark is ``tests/test_cep_lineparse.py``'s."""
@@ -8,9 +8,10 @@ import json
 import random
 
 import numpy as np
+import pytest
 import pyarrow as pa
 
-from cep import jsonlscan as J
+from cep import linescan as J
 from cep.lineparse import item_id, parse_jsonl
 from reasoner.bytekernels import xxh64_long
 from reasoner.hashing import xxh64
@@ -152,3 +153,59 @@ def test_item_ids_are_sparks_xxhash64_of_file_and_line():
     for _ in range(200):
         value, seed = rng.randrange(-2 ** 63, 2 ** 63), rng.randrange(2 ** 64)
         assert xxh64_long(np.int64(value), np.uint64(seed)) == xxh64(value.to_bytes(8, "little", signed=True), seed)
+
+
+NT_SUBJECTS = ["<http://x/a>", "<http://x/é>", "_:b1", "_:b.x", "_:b.", "<a b>", "<http://x/a\\u00e9>", "x:a"]
+NT_PREDICATES = ["<http://x/p>", "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>", "_:p", "a"]
+NT_OBJECTS = ["<http://x/o>", '"plain"', '"x"@EN-gb', '"y"^^<http://www.w3.org/2001/XMLSchema#string>',
+              '"5"^^<http://www.w3.org/2001/XMLSchema#integer>', '"é ü"', '"esc\\"aped"', "_:o", '"k"@', '"t"^^xsd:x']
+NT_STAMPS = ['"0"', '"17"', '"123456789012345678"', '"1234567890123456789"', '"007"', '"-3"',
+             '"42"^^<http://www.w3.org/2001/XMLSchema#long>', '"2024-05-01T10:00:00Z"', "17", '"1.5"']
+
+
+def _nt_line(rng: random.Random) -> str:
+    kind = rng.random()
+    if kind < 0.08:
+        return rng.choice(["", "   ", "\t# a comment", "# é comment", "#", "not a triple", "<http://x/a> <http://x/p> ."])
+    s_ = rng.choice(NT_SUBJECTS[:4]) if rng.random() < 0.9 else rng.choice(NT_SUBJECTS)
+    p_ = NT_PREDICATES[0] if rng.random() < 0.6 else rng.choice(NT_PREDICATES)
+    o_ = rng.choice(NT_OBJECTS)
+    t_ = rng.choice(NT_STAMPS[:3]) if rng.random() < 0.8 else rng.choice(NT_STAMPS)
+    line = rng.choice([f"{s_} {p_} {o_} {t_} .", f"{s_} {p_} {o_} {t_}", f"{s_} {p_} {o_} . {t_}",
+                       f"{s_} {p_} {o_} {t_}.", f"{s_}  {p_} {o_} {t_} .", f"{s_} {p_} {o_} {t_} . # c"])
+    return _mutate(line, rng) if rng.random() < 0.1 else line
+
+
+@pytest.mark.spark
+def test_timestamped_ntriples_plain_lines_parse_as_spark_parses_them(spark, tmp_path):
+    """``scan_tsnt`` against Spark's parser (``cep.streams``), the definition: every plain line
+    gives Spark's triple, times and item id; every blank one is neither an item nor a reject."""
+    from collections import defaultdict
+
+    from cep.streams import read_stream
+
+    rng = random.Random(8)
+    lines = [_nt_line(rng).replace("\r", " ") for _ in range(3000)]     # a CR ends a line for Spark
+    path = tmp_path / "stream.nt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    file = str(path.resolve())
+    stream = read_stream(spark, path, {}, "ms")
+    spark_rows = defaultdict(list)
+    for r in stream.terms.collect():
+        spark_rows[r["item"]].append((r["s"], r["p"], r["o"], r["t_start"], r["t_end"]))
+    rejected = {r["line"] for r in stream.rejects.collect()}
+    kind, plain = J.scan_tsnt(pa.array(lines), pa.array([file] * len(lines)), {})
+    row = {int(i): k for k, i in enumerate(plain.at)}
+    counts = {J.BLANK: 0, J.PLAIN: 0, J.SLOW: 0}
+    for number, raw in enumerate(lines, start=1):
+        i = number - 1
+        counts[int(kind[i])] += 1
+        item = item_id(file, number)
+        if kind[i] == J.BLANK:
+            assert item not in spark_rows and number not in rejected, raw
+        elif kind[i] == J.PLAIN:
+            k = row[i]
+            got = (plain.terms["s"][k].as_py(), plain.terms["p"][k].as_py(), plain.terms["o"][k].as_py(),
+                   int(plain.t1[k]), int(plain.t2[k]))
+            assert number not in rejected and spark_rows[item] == [got], raw
+    assert counts[J.BLANK] > 50 and counts[J.PLAIN] > 500 and counts[J.SLOW] > 1000, counts
