@@ -1,7 +1,7 @@
 """Benchmark: continuous evaluation (``query --continuous``) against evaluating at every instant
 and against a classic CEP engine.
 
-    python bench/streaming.py [--minutes 200] [--per-minute 50] [--batch-minutes 10]
+    python bench/streaming.py [--minutes 200] [--per-minute 50] [--batch-minutes 10] [--format jsonl|nt]
                               [--baseline-instants 20] [--seed 1] [--network real|example]
                               [--live-rate EVENTS_PER_S --live-seconds 60 --live-minutes-per-second M ...]
 
@@ -63,6 +63,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--network", choices=("real", "example"), default=None,
                     help="real: the Wiener Linien network (default when the data directory is there); example")
+    ap.add_argument("--format", choices=("jsonl", "nt"), default="jsonl",
+                    help="the stream files' format: JSON Lines, or the same events as timestamped N-Triples")
     ap.add_argument("--live-rate", type=int, default=0, metavar="EVENTS_PER_S",
                     help="also a live run: a producer writes one file a second with this many events, the "
                          "query runs with a 1 s trigger; prints batch seconds and latency p50/p99")
@@ -92,9 +94,13 @@ def main(argv=None) -> int:
             args.network = "example"
     world = vt.real_network(work) if args.network == "real" else vt.example_map()
     query = compile_query(world.query)
-    events = vt.write_stream(work / "in", args.minutes, args.per_minute, args.batch_minutes, args.seed, world)
-    print(f"network: {args.network}; stream: {events} events over {args.minutes} min "
-          f"({args.minutes / 10:.0f}x the 10 min window), {len(list((work / 'in').iterdir()))} files, one per micro-batch")
+    events = vt.write_stream(work / "in-json", args.minutes, args.per_minute, args.batch_minutes, args.seed, world)
+    stream_dir = work / "in-json"
+    if args.format == "nt":     # the same events as timestamped N-Triples (Esper keeps reading the JSON)
+        stream_dir = work / "in-nt"
+        as_ntriples(work / "in-json", stream_dir, dict(query.prefixes))
+    print(f"network: {args.network}; stream: {events} events ({args.format}) over {args.minutes} min "
+          f"({args.minutes / 10:.0f}x the 10 min window), {len(list(stream_dir.iterdir()))} files, one per micro-batch")
 
     static = StaticFiles(world.static)
     # warm-up: the same code on a tiny stream (JIT, first-job costs; the static side is prepared)
@@ -104,7 +110,7 @@ def main(argv=None) -> int:
 
     answers: list = []
     started = time.perf_counter()
-    summary = run(spark, query, [FileSource(STREAM, str(work / "in"), max_files_per_trigger=1)],
+    summary = run(spark, query, [FileSource(STREAM, str(stream_dir), max_files_per_trigger=1)],
                   sink=CallbackSink(lambda _label, rows: answers.extend(rows)), checkpoint=work / "ckpt",
                   static=static, time_unit="m", rejects=work / "rejects", metrics=open(os.devnull, "w"))
     ours = time.perf_counter() - started
@@ -120,9 +126,9 @@ def main(argv=None) -> int:
 
     # baseline: one evaluation per instant over the whole stream (the background closed once)
     side = static.current(spark)
-    whole = work / "whole.jsonl"
+    whole = work / f"whole.{'nt' if args.format == 'nt' else 'jsonl'}"
     with open(whole, "w", encoding="utf-8") as out:
-        for f in sorted((work / "in").iterdir()):
+        for f in sorted(stream_dir.iterdir()):
             out.write(f.read_text(encoding="utf-8"))
     stream = read_stream(spark, whole, dict(query.prefixes), "m")
     items = stream.triples.persist()
@@ -140,11 +146,31 @@ def main(argv=None) -> int:
     print(f"baseline (evaluate at each instant): {per:.2f} s per instant, measured on {len(instants)} instants, "
           f"extrapolated to {args.minutes}: {total:.1f} s ({events / total:,.0f} events/s)")
     print(f"ratio: ours is {total / ours:.1f}x faster than one evaluation per instant")
-    esper_baseline(spark, query, side, work / "in", ours, summary.answers, events)
+    esper_baseline(spark, query, side, work / "in-json", ours, summary.answers, events)
     if args.live_rate:
         for per_second in args.live_minutes_per_second:
             live(spark, query, static, work, args.live_rate, args.live_seconds, args.seed, world, per_second)
     return 0
+
+
+def as_ntriples(source: Path, target: Path, prefixes: dict) -> None:
+    """Each JSON Lines file of ``source`` as a timestamped N-Triples file in ``target`` (``<s> <p>
+    <o> "t" .``; prefixed names expanded), with the same modification time (Spark's file source
+    reads files in that order)."""
+    target.mkdir(parents=True)
+
+    def iri(name: str) -> str:
+        prefix, _, local = name.partition(":")
+        return f"<{prefixes[prefix]}{local}>"
+
+    for f in sorted(source.iterdir()):
+        out = target / (f.stem + ".nt")
+        with open(f, encoding="utf-8") as lines, open(out, "w", encoding="utf-8") as nt:
+            for line in lines:
+                e = json.loads(line)
+                nt.write(f'{iri(e["s"])} {iri(e["p"])} {iri(e["o"])} "{e["t"]}" .\n')
+        stamp = f.stat().st_mtime
+        os.utime(out, (stamp, stamp))
 
 
 def live(spark, query, static, work: Path, rate: int, seconds: int, seed: int, world, per_second: int = 1) -> None:
