@@ -15,7 +15,7 @@ a 100,000-event batch. This module reads a whole batch's Arrow string buffer at 
   spans of its three strings and its two times. Every other line is *slow*: it goes to
   ``parse_jsonl`` (which in turn hands what it cannot parse to Spark), so this module decides
   nothing ``parse_jsonl`` would decide differently — it is a faster road to the same answers
-  (``tests/test_cep_jsonlscan.py`` compares them on random and adversarial lines).
+  (``tests/test_cep_linescan.py`` compares them on random and adversarial lines).
 * The strings are hashed (with their position, and a blank node with its file, whose scope it
   is); each distinct one is converted once, in Python, by ``parse_jsonl``'s own term function, and
   every span is checked byte for byte against the one converted for its hash, so two strings that

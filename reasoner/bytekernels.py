@@ -1,6 +1,6 @@
 """Compiled (numba) primitives over raw bytes, shared by the line scanners.
 
-``scenarios.tsntscan`` (timestamped N-Triples) and ``cep.jsonlscan`` (JSON Lines) read Arrow
+``scenarios.tsntscan`` (timestamped N-Triples) and ``cep.linescan`` (JSON Lines, N-Triples) read Arrow
 string buffers byte by byte; both hash and compare byte ranges, and the JSON scanner computes item
 ids. The functions here are ``nogil`` and cached beside this file (numba's own cache; from a zip,
 numba's zip locator puts the cache in the user's cache directory).
