@@ -248,7 +248,7 @@ BUILTINS = {
     "SAMETERM": (2, 2), "IF": (3, 3), "COALESCE": (1, None),
     "CONCAT": (1, None), "SUBSTR": (2, 3), "STRBEFORE": (2, 2), "STRAFTER": (2, 2), "REPLACE": (3, 4),
     "YEAR": (1, 1), "MONTH": (1, 1), "DAY": (1, 1), "HOURS": (1, 1), "MINUTES": (1, 1), "SECONDS": (1, 1),
-    "LANGMATCHES": (2, 2), "STRDT": (2, 2), "STRLANG": (2, 2), "IRI": (1, 1), "URI": (1, 1), "ENCODE_FOR_URI": (1, 1),
+    "LANGMATCHES": (2, 2), "STRDT": (2, 2), "STRLANG": (2, 2), "IRI": (1, 2), "URI": (1, 2), "ENCODE_FOR_URI": (1, 1),
     "MD5": (1, 1), "SHA1": (1, 1), "SHA256": (1, 1), "SHA384": (1, 1), "SHA512": (1, 1),
     "TIMEZONE": (1, 1), "TZ": (1, 1),
     "NOW": (0, 0), "RAND": (0, 0), "UUID": (0, 0), "STRUUID": (0, 0), "BNODE": (0, 1),

@@ -285,7 +285,20 @@ def _understood(term: Column, duration: Column, time: Column) -> Column:
             | duration.isNotNull() | time.isNotNull())
 
 
-def _term_builtin(name: str, vals) -> "_Val":
+def _resolver(base: str):
+    """IRI(term) under the query's BASE ``base`` (an IRI term) as a Spark function: the reference's
+    own code in a Python UDF (RFC 3986 §5.2 is dot segments and merges; only IRI() under a BASE
+    pays for it), the term read once (a Spark expression repeating it grew past the heap)."""
+    from cep.reference import _ERROR, _term_builtin
+
+    def iri(term):
+        value = None if term is None else _term_builtin("IRI", [term, base])
+        return None if value is _ERROR else value
+
+    return F.udf(iri, "string")
+
+
+def _term_builtin(name: str, vals, args=()) -> "_Val":
     """``cep.reference._term_builtin`` as columns: LANGMATCHES, STRDT, STRLANG, IRI, ENCODE_FOR_URI,
     the hash functions, TIMEZONE and TZ."""
     from cep.literals import XSD_DAYTIMEDURATION
@@ -309,9 +322,11 @@ def _term_builtin(name: str, vals) -> "_Val":
                                * (F.coalesce(hours, F.lit(0)) * 3600 + F.coalesce(minutes, F.lit(0)) * 60))
                    .cast(_SECONDS)), F.lit(None).cast(_SECONDS))
         return _typed_value(ok, text, F.lit(XSD_DAYTIMEDURATION), seconds)
-    if name in ("IRI", "URI"):                                   # §17.4.2.8 (absolute IRIs)
+    if name in ("IRI", "URI"):                                   # §17.4.2.8
         t = _term_of(vals[0])
         lex = _simple_string(t)
+        if len(args) > 1:     # the query's BASE (cep.lower adds it): a relative IRI resolves against it
+            return _Val(_TERM, _resolver(args[1].term)(t))
         return _Val(_TERM, F.when(t.startswith("<"), t).when(lex.rlike(ABSOLUTE_IRI), F.concat(F.lit("<"), lex,
                                                                                              F.lit(">"))))
     lex, lang = _string_parts(vals[0])
@@ -751,7 +766,7 @@ class _Filter:
                      if name == "SECONDS" else parts)
             return _Val(_NUM, F.when(main != "", value.try_cast("double")))
         if name in TERM_BUILTINS:
-            return _term_builtin(name, vals)
+            return _term_builtin(name, vals, args)
         v = vals[0]
         if name in ("ISIRI", "ISURI", "ISBLANK", "ISLITERAL"):
             if v.kind in (_NUM, _BOOL):

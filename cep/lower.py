@@ -265,13 +265,16 @@ class _Lowering:
             case S.Call(name="TIMESTAMP"):
                 return self.timestamp(node)
             case S.Call(name=name) if name in A.BUILTINS:
-                least, most = A.BUILTINS[name]
+                least, most = (1, 1) if name in ("IRI", "URI") else A.BUILTINS[name]   # 2: the base, added here
                 if len(node.args) < least or (most is not None and len(node.args) > most):
                     wanted = (f"{least}" if least == most else f"at least {least}" if most is None
                               else f"{least} to {most}")
                     raise self.fail(node, f"{name} takes {wanted} argument(s), not {len(node.args)} "
                                     "(SPARQL 1.1 §17.4)", (f"{wanted} argument(s)",))
-                return A.Builtin(name, tuple(self.expr(arg) for arg in node.args))
+                args = tuple(self.expr(arg) for arg in node.args)
+                if name in ("IRI", "URI") and self.base() is not None:    # §17.4.2.8: a relative IRI
+                    args += (A.Const(f"<{self.base()}>"),)                  # resolves against BASE
+                return A.Builtin(name, args)
             case S.ExistsCall():
                 return self.exists(node)
             case S.AggregateCall():
@@ -968,14 +971,16 @@ class _Lowering:
                                                   for part in (triple.s, triple.p, triple.o))))
             result = A.construct(template, pattern)
 
-        prefixes = {}
-        base = None
-        for decl in tree.prologue:
-            if isinstance(decl, S.PrefixDecl):
-                prefixes[decl.name] = decl.iri.value
-            else:
-                base = decl.iri.value
-        return A.Query(result, prefixes, base, modifiers=modifiers)
+        prefixes = {decl.name: decl.iri.value for decl in tree.prologue if isinstance(decl, S.PrefixDecl)}
+        return A.Query(result, prefixes, self.base(), modifiers=modifiers)
+
+    def base(self) -> str | None:
+        """The query's base IRI: its (last) BASE declaration's."""
+        found = None
+        for decl in self.tree.prologue:
+            if not isinstance(decl, S.PrefixDecl):
+                found = decl.iri.value
+        return found
 
     def modifiers(self, form, q=None) -> A.Modifiers | None:
         """ORDER BY / LIMIT / OFFSET (SPARQL 1.1 §15): keys over the variables WHERE binds (an answer,

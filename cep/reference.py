@@ -1393,6 +1393,14 @@ def _builtin(name, args, sub):
 _HASHES = {"MD5": "md5", "SHA1": "sha1", "SHA256": "sha256", "SHA384": "sha384", "SHA512": "sha512"}
 #: RFC 3986 unreserved characters: what ENCODE_FOR_URI leaves as they are
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+def resolve_iri(base: str, reference: str) -> str:
+    """``reference`` resolved against ``base`` (RFC 3986 §5.2, as the parser resolves relative
+    ``<iri>`` references: ``urllib.parse.urljoin``)."""
+    from urllib.parse import urldefrag, urljoin
+
+    return urldefrag(base)[0] if reference == "" else urljoin(base, reference)   # urljoin keeps the fragment
+
+
 #: an absolute IRI IRI() accepts: a scheme, no character N-Triples forbids in an IRI
 ABSOLUTE_IRI = r"^[A-Za-z][A-Za-z0-9+.\-]*:[^<>\"{}|^`\\\x00-\x20]*$"
 
@@ -1418,11 +1426,13 @@ def _term_builtin(name, values):
         text = ("-" if zone[0] == "-" and (hours or minutes) else "") + "PT" + (f"{hours}H" if hours else "") + (
             f"{minutes}M" if minutes else "") + ("" if hours or minutes else "0S")
         return f'"{text}"^^<{XSD_DAYTIMEDURATION}>'
-    if name in ("IRI", "URI"):                                   # §17.4.2.8 (no BASE: absolute only)
+    if name in ("IRI", "URI"):                                   # §17.4.2.8
         term = _term_of(values[0])
         if isinstance(term, str) and term.startswith("<"):
             return term
         lex = _simple_string(term) if isinstance(term, str) else None
+        if lex is not None and len(values) > 1 and not re.match(ABSOLUTE_IRI, lex):
+            lex = resolve_iri(values[1][1:-1], lex)             # the query's BASE (cep.lower adds it)
         return f"<{lex}>" if lex is not None and re.match(ABSOLUTE_IRI, lex) else _ERROR
     a = _string_literal(values[0])
     if a is None:

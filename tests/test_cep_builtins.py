@@ -101,6 +101,14 @@ SPARK_FILTERS = FILTERS[:FILTERS.index("YEAR(?o) < 2000") + 1] + [
 def test_spark_equals_pyoxigraph(spark):
     """The conditions of ``SPARK_FILTERS`` compiled by ``cep.filters`` to Spark columns over the
     same decoded mappings, a few per select, each compared with pyoxigraph."""
+    texts = [PREFIX + f"SELECT ?s ?o WHERE {{ ?s :p ?o FILTER ({condition}) }}" for condition in SPARK_FILTERS]
+    for text, got in zip(texts, _spark_answers(spark, texts)):
+        assert got == _ox_answers(text), text
+
+
+def _spark_answers(spark, texts: list[str]) -> list[set]:
+    """Each query's (?s, ?o) pairs: its FILTER condition compiled by ``cep.filters`` to a Spark
+    column over the decoded mappings of ``TRIPLES``, a few conditions per select."""
     from pyspark.sql import functions as F
 
     from cep.columns import var_column
@@ -113,20 +121,46 @@ def test_spark_equals_pyoxigraph(spark):
     nope = var_column("nope")
     frame = frame.withColumn(nope, F.lit(None).cast("long")).withColumn(_term_column(nope), F.lit(None).cast("string"))
     tests = []
-    for n, condition in enumerate(SPARK_FILTERS):
-        query = compile_query(PREFIX + f"SELECT ?s ?o WHERE {{ ?s :p ?o FILTER ({condition}) }}")
-        expr = query.pattern.condition
+    for n, text in enumerate(texts):
+        expr = compile_query(text).pattern.condition
         tests.append(F.coalesce(_ebv(_Filter(expr, ()).compile(expr, frame.columns)), F.lit(False)).alias(f"c{n}"))
-    got = {n: set() for n in range(len(SPARK_FILTERS))}
+    got = [set() for _ in texts]
     for first in range(0, len(tests), 8):   # a few conditions per select keeps each plan small
         batch = range(first, min(first + 8, len(tests)))
         for r in frame.select(_term_column(s_col), _term_column(o_col), *[tests[n] for n in batch]).collect():
             for n in batch:
                 if r[f"c{n}"]:
                     got[n].add((r[0], r[1]))
-    for n, condition in enumerate(SPARK_FILTERS):
-        text = PREFIX + f"SELECT ?s ?o WHERE {{ ?s :p ?o FILTER ({condition}) }}"
-        assert got[n] == _ox_answers(text), condition
+    return got
+
+
+#: IRI() under a BASE (§17.4.2.8): a relative IRI resolves against it (RFC 3986 §5.2), as a relative
+#: <iri> of the query text does; an absolute one, or an IRI, is kept as it is
+BASE = "BASE <http://example.org/a/c?x#y>\n"
+BASE_FILTERS = [
+    'IRI("b#s1") = ?s', 'IRI("b#s1") = <b#s1>', 'STR(IRI("../x/./y")) = "http://example.org/x/y"',
+    'STR(URI("#f")) = "http://example.org/a/c?x#f"', 'STR(IRI("/abs")) = "http://example.org/abs"',
+    'STR(IRI("?q")) = "http://example.org/a/c?q"', 'STR(IRI("")) = "http://example.org/a/c?x"',
+    'IRI("urn:z:w") = <urn:z:w>', "IRI(?s) = ?s", 'IRI(CONCAT("../b#", STRAFTER(STR(?s), "#"))) = ?s',
+    'IRI(CONCAT("b#", ?o)) = <b#alpha>',
+]
+
+
+def _base_query(condition: str) -> str:
+    return BASE + PREFIX + f"SELECT ?s ?o WHERE {{ ?s :p ?o FILTER ({condition}) }}"
+
+
+@pytest.mark.parametrize("condition", BASE_FILTERS)
+def test_iri_under_a_base_equals_pyoxigraph(condition):
+    text = _base_query(condition)
+    got = _pairs(R.evaluate(compile_query(text), {None: TRIPLES}, {}, at=0))
+    assert got == _ox_answers(text), condition
+
+
+def test_iri_under_a_base_on_spark_equals_pyoxigraph(spark):
+    texts = [_base_query(condition) for condition in BASE_FILTERS]
+    for text, got in zip(texts, _spark_answers(spark, texts)):
+        assert got == _ox_answers(text), text
 
 
 def test_spark_runtime_runs_a_builtin_filter(spark):
@@ -165,5 +199,7 @@ def test_errors_name_the_call():
     with pytest.raises(CepSemanticError) as err:
         compile_query(PREFIX + "SELECT * WHERE { ?s :p ?o FILTER (STRLEN(?o, 2) > 1) }")
     assert "STRLEN takes 1 argument(s), not 2" in str(err.value) and err.value.line == 3
+    with pytest.raises(CepSemanticError, match="IRI takes 1 argument"):    # the base is ours to add
+        compile_query(BASE + PREFIX + 'SELECT * WHERE { ?s :p ?o FILTER (IRI("a", "b") = ?s) }')
     with pytest.raises(CepSyntaxError):
         compile_query(PREFIX + "SELECT * WHERE { ?s :p ?o FILTER (?o IN 1, 2) }")
