@@ -1,5 +1,5 @@
 """FILTER expressions (SPARQL 1.1 §17) compiled to Spark columns over DataFrames of mappings with
-intervals (``cep.columns``). No Python UDFs.
+intervals (``cep.columns``).
 
 ``filter_mappings(condition, omega, dictionaries)`` keeps the rows of ``omega`` whose condition has
 the effective boolean value true (§17.2.2; an error, e.g. an unbound variable or a type error,
@@ -9,14 +9,23 @@ drops the row, as FILTER does, §18.5 Filter):
   ``BOUND(?v)`` looks at the id column only;
 * every other use of a variable decodes its column through the dictionary (a left join on the id)
   to its N-Triples term, parsed with the literal syntax of ``cep.literals``;
-* comparisons are numeric when both sides are numeric literals (``cep.literals.NUMERIC_DATATYPES``,
-  the lexical form read as a double), by string when both are simple / xsd:string literals, else by
-  term (``=`` / ``!=`` only; ``<`` etc. are errors); arithmetic yields doubles, errors as nulls;
+* comparisons are numeric when both sides are numbers (``cep.literals.NUMERIC_DATATYPES``): two
+  integers or decimals exactly, as decimal(38, 18) values (``cep.bind.comparable``), anything else
+  as doubles (NaN unequal to everything); by string when both are simple / xsd:string literals,
+  else by term (``=`` / ``!=`` only; ``<`` etc. are errors);
+* computed numbers (arithmetic, the numeric functions, and IF / COALESCE choosing among them and
+  terms) that read the solution are computed by ``cep.bind.number`` — the reference's function,
+  XPath's types, exact integers and decimals — over Arrow batches of the decoded terms
+  (``_Filter.computed``; a Python UDF, the module's only ones with IRI() under a BASE), and
+  constant ones once on the driver; their terms, parts and values are columns the condition then
+  reads. Left to Spark SQL's doubles: a number computed from EXISTS or timestamp(), a bare RAND(),
+  and ORDER BY keys;
 * ``STR``, ``LANG``, ``DATATYPE``, ``REGEX`` (pattern and flags constant strings; flags i, m, s, x);
 * the §17.4 built-ins of ``cep.expressions.BUILTINS`` (string tests and functions, term tests,
   numeric functions, IF, COALESCE, CONCAT, SUBSTR, STRBEFORE, STRAFTER, REPLACE with a constant
-  pattern (Java's regex and ``$n`` replacement syntax, as XPath's), the xsd:dateTime accessors). IF/COALESCE whose branches mix a computed number with a term
-  give the term's numeric value (null when it has none) where the reference keeps the term;
+  pattern (Java's regex and ``$n`` replacement syntax, as XPath's), the xsd:dateTime accessors).
+  Left to Spark SQL (above), an IF / COALESCE whose branches mix a computed number with a term
+  gives the term's numeric value (null when it has none) where the reference keeps the term;
 * ``=`` / ``!=`` between two different literals neither of which has a language tag, one of them
   not understood (an unknown datatype, an ill-typed number or boolean) is an error, as
   RDFterm-equal (§17.4.1.7) and pyoxigraph have it;
@@ -40,10 +49,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
+from cep.bind import numeric
 from cep.expressions import SOLUTION_BUILTINS, TERM_BUILTINS
 from cep.columns import T_END, T_START, scratch, var_column
 from cep.errors import DictionaryRequiredError, UnsupportedQueryError
-from cep.literals import (DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES, ESCAPES,
+from cep.literals import (AGGREGATE_SCALE, NUMBER_LEXICAL, XSD_DECIMAL, DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES, ESCAPES,
                           LITERAL_JAVA_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME,
                           XSD_STRING, number_kind, parse_literal)
 from cep.windows import TIME_UNITS
@@ -60,6 +70,7 @@ _INTEGERS = tuple(sorted(d for d in NUMERIC_DATATYPES if number_kind(d) == "inte
 _TERM, _NUM, _BOOL = "term", "num", "bool"
 _DUR, _DT = "duration", "dateTime"  # exact seconds (decimal), EP-SPARQL's interval functions
 _SECONDS = "decimal(38,9)"
+_EXACT = f"decimal(38,{AGGREGATE_SCALE})"
 
 
 def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame], *,
@@ -93,6 +104,89 @@ def _drawn_calls(condition) -> list:
         return []
     return list(dict.fromkeys(e for e in A.subexpressions(condition)
                               if isinstance(e, A.Builtin) and e.name in SOLUTION_BUILTINS and e.name != "NOW"))
+
+
+def _computed_numbers(condition) -> list:
+    """The computed numbers of ``condition`` that ``_Filter.computed`` evaluates, each once,
+    outermost only: numeric expressions (``cep.bind.numeric``), and IF / COALESCE whose every
+    branch is one or a term, that read a variable, a drawn value or the interval. Left to Spark
+    SQL's doubles: a bare RAND() (a double either way), and a number computed from EXISTS or
+    timestamp() (their values are columns only Spark SQL reads)."""
+    out: list = []
+
+    def visit(e):
+        if _computable(e) and not _constant_number(e):
+            inner = list(A.subexpressions(e))
+            if not (isinstance(e, A.Builtin) and e.name == "RAND") and \
+                    not any(isinstance(x, (A.Exists, A.Timestamp, A.PatternTimestamp)) for x in inner):
+                if e not in out:
+                    out.append(e)
+                return
+        if numeric(e):
+            return
+        for x in _children(e):
+            visit(x)
+
+    if condition is not None:
+        visit(condition)
+    return out
+
+
+def _computable(e) -> bool:
+    """Whether ``e``'s value is a number or a term, a number at least on some branch."""
+    if numeric(e):
+        return True
+    if isinstance(e, A.Builtin) and e.name in ("IF", "COALESCE"):
+        branches = e.args[1:] if e.name == "IF" else e.args
+        return all(_computable(b) or isinstance(b, (A.Var, A.Const)) for b in branches) and \
+            any(_computable(b) for b in branches)
+    return False
+
+
+def _children(e) -> list:
+    from dataclasses import fields
+
+    out = []
+    for f in fields(e):
+        value = getattr(e, f.name)
+        out += [x for x in (value if isinstance(value, tuple) else (value,)) if isinstance(x, A.EXPR_TYPES)]
+    return out
+
+
+def _constant_number(e) -> bool:
+    """Whether computable ``e`` reads nothing of the solution (computed once, on the driver)."""
+    return not any(isinstance(x, (A.Var, A.Bound, A.Exists, A.IntervalFn, A.Timestamp, A.PatternTimestamp))
+                   or (isinstance(x, A.Builtin) and x.name in SOLUTION_BUILTINS) for x in A.subexpressions(e))
+
+
+def _computed_columns(i: int) -> tuple[str, ...]:
+    """A computed value's columns: its term, lexical form, language, datatype (these three null
+    unless a literal), and a number's exact value and double."""
+    return tuple(scratch("num", str(i), part) for part in ("term", "lex", "lang", "dtype", "exact", "double"))
+
+
+def _computed_value(e, condition, columns) -> "_Val | None":
+    """A computed number's value: from its columns (``_Filter.computed``), or a constant one
+    evaluated here by the reference; None when neither (Spark SQL's doubles then)."""
+    from cep.bind import Number
+    from cep.reference import eval_expr
+
+    if numeric(e) and _constant_number(e):
+        n = eval_expr(e, {})
+        if not isinstance(n, Number):
+            return _Val(_TERM, F.lit(None).cast("string"))
+        exact = F.lit(n.value).cast(_EXACT) if n.kind in ("integer", "decimal") else F.lit(None).cast(_EXACT)
+        return _Val(_TERM, F.lit(n.term()), number=(exact, F.lit(float(n.value)).cast("double")))
+    exprs = _computed_numbers(condition)
+    if e not in exprs:
+        return None
+    term, lexical, lang, datatype, exact, double = _computed_columns(exprs.index(e))
+    if term not in columns:
+        return None
+    col = F.col(term)   # its parts known: no regular expression takes the term apart again
+    vars(col)[_PARTS] = {"literal": F.col(lexical).isNotNull(), "lexical": F.col(lexical), "lang": F.col(lang),
+                         "datatype": F.col(datatype)}
+    return _Val(_TERM, col, number=(F.col(exact), F.col(double)))
 
 
 def _drawn_column(e, calls: list) -> str:
@@ -360,7 +454,11 @@ def _either(cond: Column, a: "_Val", b: "_Val") -> "_Val":
     computed number meets a term as numbers (the term's numeric value; module docstring), other
     kinds meet as terms."""
     if a.kind == b.kind:
-        return _Val(a.kind, F.when(cond, a.col).when(~cond, b.col))
+        number = None
+        if a.kind == _TERM and (a.number is not None or b.number is not None):
+            ea, eb, na, nb = _exact_of(a), _exact_of(b), _num_of(a), _num_of(b)
+            number = (F.when(cond, ea).when(~cond, eb), F.when(cond, na).when(~cond, nb))
+        return _Val(a.kind, F.when(cond, a.col).when(~cond, b.col), number=number)
     if _NUM in (a.kind, b.kind) and {a.kind, b.kind} <= {_NUM, _TERM}:
         return _Val(_NUM, F.when(cond, _num_of(a)).when(~cond, _num_of(b)))
     ta, tb = _term_of(a), _term_of(b)
@@ -409,6 +507,8 @@ class _Val:
     col: Column
     #: a term's (duration, dateTime) seconds when computed already (a decoded variable's columns)
     seconds: tuple | None = None
+    #: a computed number's (exact decimal(38, 18) value, null for a float or double; its double)
+    number: tuple | None = None
 
 
 def _lexical_raw(term: Column) -> Column:
@@ -460,11 +560,27 @@ def _datatype(term: Column) -> Column:
 
 
 def _num_of(v: _Val) -> Column:
+    if v.number is not None:
+        return v.number[1]
     if v.kind == _NUM:
         return v.col
     if v.kind in (_BOOL, _DUR, _DT):
         return F.lit(None).cast("double")
     return F.when(_datatype(v.col).isin(*_NUMERIC), _lexical(v.col).try_cast("double"))
+
+
+def _exact_of(v: _Val) -> Column:
+    """The exact decimal(38, 18) value of an xsd:integer (or derived) / xsd:decimal value whose
+    lexical form is valid and below 10^20, else null (``cep.bind.comparable``): two such values
+    compare exactly, any other numbers as doubles."""
+    if v.number is not None:
+        return v.number[0]
+    if v.kind != _TERM:
+        return F.lit(None).cast(_EXACT)
+    dt, lex = _datatype(v.col), _lexical(v.col)
+    valid = ((dt.isin(*_INTEGERS) & lex.rlike(NUMBER_LEXICAL["integer"]))
+             | ((dt == XSD_DECIMAL) & lex.rlike(NUMBER_LEXICAL["decimal"])))
+    return F.when(valid, lex.try_cast(_EXACT))
 
 
 def _term_of(v: _Val) -> Column:
@@ -484,8 +600,9 @@ def _ebv(v: _Val) -> Column:
     """Effective boolean value (§17.2.2); null = error."""
     if v.kind == _BOOL:
         return v.col
-    if v.kind == _NUM:
-        return (v.col != 0) & ~F.isnan(v.col)
+    if v.kind == _NUM or v.number is not None:
+        n = _num_of(v)
+        return (n != 0) & ~F.isnan(n)
     if v.kind in (_DUR, _DT):
         return F.lit(None).cast("boolean")
     dt, lex = _datatype(v.col), _lexical(v.col)
@@ -550,7 +667,7 @@ class _Filter:
     instant: int | None = None
 
     def apply(self, omega: DataFrame) -> DataFrame:
-        df = self.drawn(self.decoded(omega, sorted(_needs_terms(self.condition))))
+        df = self.computed(self.drawn(self.decoded(omega, sorted(_needs_terms(self.condition)))))
         keep = _ebv(self.compile(self.condition, df.columns))
         for barrier in (scratch("parsed"), scratch("parsed2"), scratch("drawn")):
             if barrier in df.columns:   # always true; referenced so that the parts stay columns
@@ -569,6 +686,11 @@ class _Filter:
                     continue
                 lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(term_col))
                 df = df.join(lookup, df[c] == lookup[scratch("id", c)], "left").drop(scratch("id", c))
+        return self.taken_apart(df, needed)
+
+    def taken_apart(self, df: DataFrame, needed: list[str]) -> DataFrame:
+        """``df`` (with the decoded terms of the variable columns ``needed``) with each term's parts
+        in columns of their own."""
         if needed:
             # each decoded term taken apart (literal?, lexical form, language, datatype) and read as a
             # duration and a time once, in columns of their own: a condition reads them many times,
@@ -599,6 +721,82 @@ class _Filter:
         values = [self._solution(e.name, e.args, df.columns).col.alias(_drawn_column(e, calls)) for e in calls]
         return df.select(*df.columns, *values, F.monotonically_increasing_id().alias(scratch("drawn")))
 
+    def computed(self, df: DataFrame) -> DataFrame:
+        """``df`` with the value of each computed number of the condition (``_computed_numbers``)
+        in three columns of its own (``_computed_columns``: its term, exact value, double), from
+        ``cep.bind.number`` — the reference's very function — run over Arrow batches of the
+        decoded terms, once per distinct input in a batch. Spark SQL's decimals round a
+        decimal(38, 18) product or quotient to 6 fraction digits; XPath's types and exact
+        integers and decimals are kept so."""
+        import pyarrow as pa
+        from pyspark.sql.types import DecimalType, DoubleType, StringType, StructField, StructType
+
+        from cep.bind import Number
+        from cep.columns import column_var
+
+        exprs = _computed_numbers(self.condition)
+        if not exprs:
+            return df
+        reads = sorted({var_column(v.name) for e in exprs for v in A.expr_variables(e)})
+        names = {_term_column(c): column_var(c) for c in reads if _term_column(c) in df.columns}
+        drawn = any(isinstance(x, A.Builtin) and x.name in SOLUTION_BUILTINS and x.name != "NOW"
+                    for e in exprs for x in A.subexpressions(e))
+        timed = any(A.uses_interval(e) for e in exprs)
+        seed = scratch("seed")
+        source = df.select(*df.columns, solution_seed(df.columns).alias(seed)) if drawn else df
+        has_interval = T_START in df.columns and T_END in df.columns
+        outputs = [_computed_columns(i) for i in range(len(exprs))]
+        fields = [StructField(c, t(), True) for out in outputs
+                  for c, t in zip(out, (StringType, StringType, StringType, StringType,
+                                        lambda: DecimalType(38, AGGREGATE_SCALE), DoubleType))]
+        schema = StructType(source.schema.fields + fields)
+        unit, at = self.time_unit, self.instant
+
+        def compute(batches):
+            from cep.reference import EVALUATION_INSTANT, SOLUTION_SEED, eval_expr
+
+            instant = EVALUATION_INSTANT.set(at)
+            try:
+                for batch in batches:
+                    terms = {n: batch.column(n).to_pylist() for n in names}
+                    starts = batch.column(T_START).to_pylist() if has_interval else [None] * batch.num_rows
+                    ends = batch.column(T_END).to_pylist() if has_interval else [None] * batch.num_rows
+                    seeds = batch.column(seed).to_pylist() if drawn else [None] * batch.num_rows
+                    columns = [([], [], [], [], [], []) for _ in exprs]
+                    memo = {}
+                    for i in range(batch.num_rows):
+                        key = (tuple(terms[n][i] for n in names), (starts[i], ends[i]) if timed else None, seeds[i])
+                        values = memo.get(key)
+                        if values is None:
+                            mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
+                            interval = (starts[i], ends[i]) if has_interval else None
+                            token = SOLUTION_SEED.set(seeds[i] if drawn else None)
+                            try:
+                                values = [eval_expr(e, mu, interval, unit) for e in exprs]
+                            finally:
+                                SOLUTION_SEED.reset(token)
+                            memo[key] = values
+                        for (term, lexical, lang, datatype, exact, double), n in zip(columns, values):
+                            ok = isinstance(n, Number)
+                            text = n.term() if ok else n if isinstance(n, str) else None
+                            term.append(text)
+                            lit = parse_literal(text) if text is not None else None
+                            lexical.append(None if lit is None else lit[0])
+                            lang.append(None if lit is None else lit[1] or "")
+                            datatype.append(None if lit is None else lit[2])
+                            exact.append(n.value if ok and n.kind in ("integer", "decimal") else None)
+                            double.append(float(n.value) if ok else None)
+                    arrays = [pa.array(x, t) for six in columns
+                              for x, t in zip(six, (pa.string(), pa.string(), pa.string(), pa.string(),
+                                                    pa.decimal128(38, AGGREGATE_SCALE), pa.float64()))]
+                    yield pa.RecordBatch.from_arrays(list(batch.columns) + arrays,
+                                                     names=batch.schema.names + [c for out in outputs for c in out])
+            finally:
+                EVALUATION_INSTANT.reset(instant)
+
+        out = source.mapInArrow(compute, schema)
+        return out.drop(seed) if drawn else out
+
     @staticmethod
     def _term(c: str, columns) -> Column:
         """Variable column ``c``'s decoded term, with its parts when they are columns (``_PARTS``)."""
@@ -626,6 +824,10 @@ class _Filter:
             ids = F.col(col) if col in columns else F.lit(None).cast("long")
             same = ids == F.lit(term_id(c.term))
             return _Val(_BOOL, same if e.op == "=" else ~same)
+        if _computable(e):
+            known = _computed_value(e, self.condition, columns)
+            if known is not None:
+                return known
         match e:
             case A.Builtin(name=name, args=args) if name in SOLUTION_BUILTINS:
                 column = _drawn_column(e, _drawn_calls(self.condition))
@@ -738,8 +940,10 @@ class _Filter:
                 count = first + self._integer_argument(args[2], vals[2]) - start
             else:
                 count = F.lit(2 ** 31 - 1)
-            text = F.when(count > 0, F.substring(lex, start.cast("int"), count.cast("int"))).otherwise(F.lit(""))
-            return _string_value(lex.isNotNull() & count.isNotNull(), text, lang)
+            most = F.lit(2 ** 31 - 1)   # past any string's length: clamped before the int cast
+            text = F.when(count > 0, F.substring(lex, F.least(start, most).cast("int"),
+                                                 F.least(count, most).cast("int"))).otherwise(F.lit(""))
+            return _string_value(lex.isNotNull() & first.isNotNull() & count.isNotNull(), text, lang)
         if name in ("STRBEFORE", "STRAFTER"):                     # §17.4.3.9-10
             (la, ga), (lb, gb) = _string_parts(vals[0]), _string_parts(vals[1])
             ok = la.isNotNull() & lb.isNotNull() & ((gb == "") | (ga == gb))
@@ -869,7 +1073,13 @@ class _Filter:
             fallback = F.when(~opaque, _cmp(op, ta, tb))
         else:
             fallback = F.lit(None).cast("boolean")
+        ea, eb = _exact_of(a), _exact_of(b)
+        # exact when both are integers / decimals; NaN: unequal to everything (IEEE 754; Spark SQL
+        # orders NaN above every double and equal to itself)
+        numeric = (F.when(ea.isNotNull() & eb.isNotNull(), _cmp(op, ea, eb))
+                   .when(F.isnan(na) | F.isnan(nb), F.lit(op == "!="))
+                   .otherwise(_cmp(op, na, nb)))
         return (F.when(both_temporal, temporal)
-                .when(na.isNotNull() & nb.isNotNull(), _cmp(op, na, nb))
+                .when(na.isNotNull() & nb.isNotNull(), numeric)
                 .when(sa.isNotNull() & sb.isNotNull(), _cmp(op, sa, sb))
                 .otherwise(fallback))

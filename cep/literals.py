@@ -24,7 +24,7 @@ __all__ = [
     "XSD", "XSD_STRING", "XSD_BOOLEAN", "RDF_LANGSTRING", "NUMERIC_DATATYPES",
     "LITERAL_PATTERN", "LITERAL_RE", "LITERAL_JAVA_RE", "ESCAPES", "unescape", "parse_literal", "numeric_value",
     "XSD_INTEGER", "XSD_DECIMAL", "XSD_DOUBLE", "number_kind", "NUMBER_LEXICAL", "AGGREGATE_SCALE", "AGGREGATE_LIMIT",
-    "canonical_decimal", "canonical_double", "DOUBLE_CANONICAL_PATTERN",
+    "canonical_decimal", "canonical_double", "XSD_FLOAT", "DOUBLE_CANONICAL_PATTERN",
     "XSD_DATETIME", "datetime_term", "DURATION_DATATYPES", "DAY_TIME_DURATION_PATTERN", "DATETIME_PATTERN", "temporal_value",
 ]
 
@@ -80,6 +80,7 @@ def numeric_value(term) -> float | None:
 XSD_INTEGER = XSD + "integer"
 XSD_DECIMAL = XSD + "decimal"
 XSD_DOUBLE = XSD + "double"
+XSD_FLOAT = XSD + "float"
 
 #: the lexical forms an aggregate reads, per kind (no INF/NaN, no spaces); read alike by Python's
 #: ``re`` and Java's regex
@@ -109,9 +110,11 @@ def number_kind(datatype: str | None) -> str | None:
 def canonical_decimal(value) -> str:
     """The lexical form of a decimal(38, 18) value: trailing zeros dropped, one digit kept after
     the point ("2.5", "2.0", "-0.125"), as XSD's canonical xsd:decimal."""
-    from decimal import Decimal
+    from decimal import Decimal, localcontext
 
-    text = format(Decimal(value).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE)), "f")
+    with localcontext() as ctx:   # 20 integer and 18 fraction digits: past the default 28
+        ctx.prec = 80
+        text = format(Decimal(value).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE)) + 0, "f")
     text = text.rstrip("0")
     return text + "0" if text.endswith(".") else text
 
@@ -121,14 +124,14 @@ def canonical_decimal(value) -> str:
 DOUBLE_CANONICAL_PATTERN = r"^(-?[0-9]\.[0-9]*?)0*E([+-])0*([0-9]*)$"
 
 
-def canonical_double(value: float) -> str | None:
-    """A double's lexical form: 15 significant digits in XSD's canonical xsd:double shape
-    ("1.5E1", "-2.0E-3", "0.0E0"); None for INF and NaN."""
+def canonical_double(value: float, digits: int = 15) -> str | None:
+    """A double's lexical form: ``digits`` significant digits (9 for an xsd:float's single) in
+    XSD's canonical xsd:double shape ("1.5E1", "-2.0E-3", "0.0E0"); None for INF and NaN."""
     import math
 
     if not math.isfinite(value):
         return None
-    m = re.match(DOUBLE_CANONICAL_PATTERN, "%.14E" % value)
+    m = re.match(DOUBLE_CANONICAL_PATTERN, f"%.{digits - 1}E" % value)
     mantissa, sign, exponent = m.groups()
     mantissa = mantissa + "0" if mantissa.endswith(".") else mantissa
     return f"{mantissa}E{'-' if sign == '-' else ''}{exponent or '0'}"

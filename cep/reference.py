@@ -87,6 +87,7 @@ from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, LITERAL_RE, NUMBER_L
                           XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, canonical_decimal,
                           canonical_double, datetime_term, number_kind, numeric_value, parse_literal, temporal_value,
                           DATETIME_PATTERN, XSD_DATETIME, XSD_DAYTIMEDURATION)
+from cep.bind import Number, comparable, number, numeric
 from cep.windows import TIME_UNITS
 from cep.timeline import MIN_TIME, close_instant
 from reasoner.hashing import fast_xxh64, hash_longs, term_id
@@ -447,7 +448,7 @@ def csparql_window(stream: Iterable[Item], spec, c: int, time_unit: str = "ms") 
 def _number(term):
     """(kind, value) of a numeric literal an aggregate can read, else None: "integer" / "decimal"
     values are exact decimal(38, 18) (None beyond 10^20), "double" values floats."""
-    from decimal import ROUND_HALF_UP, Decimal
+    from decimal import ROUND_HALF_UP, Decimal, localcontext
 
     lit = parse_literal(term)
     kind = number_kind(lit[2]) if lit is not None else None
@@ -455,7 +456,9 @@ def _number(term):
         return None
     if kind == "double":
         return kind, float(lit[0])
-    value = Decimal(lit[0]).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE), rounding=ROUND_HALF_UP)
+    with localcontext() as ctx:   # 20 integer and 18 fraction digits: past the default 28
+        ctx.prec = 80
+        value = Decimal(lit[0]).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE), rounding=ROUND_HALF_UP)
     if value == 0:
         value = abs(value)   # "-0.0" is 0
     return (kind, value) if abs(value) < AGGREGATE_LIMIT else None
@@ -563,8 +566,8 @@ def order_key(value) -> tuple:
         return (0, 0, 0.0, zero, "")
     if isinstance(value, bool):
         return (3, 1, float(value), zero, "")
-    if isinstance(value, float):
-        return (3, 0, value, zero, "")
+    if isinstance(value, Number):
+        return (3, 0, float(value.value), zero, "")
     if isinstance(value, _Temporal):
         return (3, 2 if value.kind == "dateTime" else 3, 0.0, value.seconds, "")
     if value.startswith("_:"):
@@ -1087,8 +1090,8 @@ def ebv(value):
         return _ERROR
     if isinstance(value, bool):
         return value
-    if isinstance(value, float):
-        return not (value == 0 or math.isnan(value))
+    if isinstance(value, Number):
+        return not (value.value == 0 or (value.kind in ("float", "double") and math.isnan(value.value)))
     lit = parse_literal(value)
     if lit is None:
         return _ERROR
@@ -1105,8 +1108,8 @@ def ebv(value):
 def _num(value):
     if isinstance(value, bool):
         return None
-    if isinstance(value, float):
-        return value
+    if isinstance(value, Number):
+        return float(value.value)
     return numeric_value(value) if isinstance(value, str) else None
 
 
@@ -1114,14 +1117,14 @@ def _term_of(value):
     """A value as an N-Triples term (booleans and numbers from expressions become literals)."""
     if isinstance(value, bool):
         return f'"{"true" if value else "false"}"^^<{XSD_BOOLEAN}>'
-    if isinstance(value, float):
-        return None  # computed numbers have no canonical term here; compared numerically only
+    if isinstance(value, Number):
+        return value.term()
     return value
 
 
 def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stamp=None, exists=None):
     """Value of expression ``e`` (a ``cep.algebra`` expression) under mapping ``mu``: a term
-    string, a bool, a float, a duration/dateTime, or _ERROR (SPARQL 1.1 §17). ``interval``: the
+    string, a bool, a ``cep.bind.Number``, a duration/dateTime, or _ERROR (SPARQL 1.1 §17). ``interval``: the
     solution's (t1, t2) in ``unit`` ticks, which getDURATION() / getSTARTTIME() / getENDTIME() read
     (EP-SPARQL §4.2, σ_{tα tω}). ``stamp(e, mu)``: the time (ticks) a timestamp() call ``e``
     yields for ``mu``, or None (C-SPARQL §3.3; no ``stamp``: an error). ``exists(pattern, mu)``:
@@ -1129,6 +1132,9 @@ def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stam
     def sub(x):
         return eval_expr(x, mu, interval, unit, stamp, exists)
 
+    if numeric(e):
+        n = number(e, sub, lambda: solution_value("RAND", [], mu, interval, unit))
+        return _ERROR if n is None else n
     match e:
         case A.Exists(pattern=pattern):
             return _ERROR if exists is None else exists(pattern, mu)
@@ -1304,9 +1310,6 @@ def _builtin(name, args, sub):
             return _ERROR
         return {"STRSTARTS": a[0].startswith, "STRENDS": a[0].endswith,
                 "CONTAINS": a[0].__contains__}[name](b[0])
-    if name == "STRLEN":
-        a = _string_literal(values[0])
-        return _ERROR if a is None else float(len(a[0]))
     if name == "CONCAT":                                         # §17.4.3.12
         parts = [_string_literal(v) for v in values]
         if any(p is None for p in parts):
@@ -1347,17 +1350,6 @@ def _builtin(name, args, sub):
         except (re.error, IndexError):
             return _ERROR
         return f'"{_escape(text)}"' + (f"@{a[1]}" if a[1] else "")
-    if name in ("YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS"):   # §17.4.5
-        lit = _literal_of(values[0])
-        m = re.match(DATETIME_PATTERN, lit[0]) if lit is not None and lit[2] == XSD_DATETIME else None
-        if m is None:
-            return _ERROR
-        date, time = m.group(1).rsplit("T", 1)
-        year, month, day = date.rsplit("-", 2)
-        hours, minutes, seconds = time.split(":")
-        if name == "SECONDS":
-            return float(f"{seconds}.{m.group(2) or '0'}")
-        return float(int({"YEAR": year, "MONTH": month, "DAY": day, "HOURS": hours, "MINUTES": minutes}[name]))
     if name in TERM_BUILTINS:
         return _term_builtin(name, values)
     if name in ("UCASE", "LCASE"):
@@ -1372,22 +1364,13 @@ def _builtin(name, args, sub):
     if name == "ISBLANK":
         return isinstance(term, str) and term.startswith("_:")
     if name == "ISLITERAL":
-        return isinstance(term, str) and term.startswith('"') or isinstance(values[0], (bool, float))
+        return isinstance(term, str) and term.startswith('"') or isinstance(values[0], bool)
     if name == "ISNUMERIC":
-        return isinstance(values[0], float) or (_num(values[0]) is not None and not isinstance(values[0], bool))
+        return _num(values[0]) is not None
     if name == "SAMETERM":
         a, b = _term_of(values[0]), _term_of(values[1])
         return _ERROR if not (isinstance(a, str) and isinstance(b, str)) else a == b
-    n = _num(values[0])
-    if n is None:
-        return _ERROR
-    if name == "ABS":
-        return abs(n)
-    if name == "CEIL":
-        return float(math.ceil(n)) if math.isfinite(n) else n
-    if name == "FLOOR":
-        return float(math.floor(n)) if math.isfinite(n) else n
-    return float(math.floor(n + 0.5)) if math.isfinite(n) else n   # ROUND: fn:round, halves up
+    raise TypeError(f"unknown built-in {name}")
 
 
 _HASHES = {"MD5": "md5", "SHA1": "sha1", "SHA256": "sha256", "SHA384": "sha384", "SHA512": "sha512"}
@@ -1465,10 +1448,10 @@ def _term_builtin(name, values):
 
 
 def _integer(value):
-    """An xsd:integer argument (SUBSTR's, §17.4.3.3) as an int, else None (computed numbers: when
-    integral)."""
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
+    """An xsd:integer argument (SUBSTR's, §17.4.3.3) as an int, else None (a computed number: when
+    an xsd:integer, as a stored one)."""
+    if isinstance(value, Number):
+        return int(value.value) if value.kind == "integer" else None
     lit = _literal_of(value)
     if lit is None or number_kind(lit[2]) != "integer":
         return None
@@ -1517,9 +1500,10 @@ def _compare(op, a, b):
             return _ERROR
         x, y = ta.seconds, tb.seconds
         return {"=": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
-    na, nb = _num(a), _num(b)
-    if na is not None and nb is not None:
-        x, y = na, nb
+    na, nb = comparable(a), comparable(b)
+    if na is not None and nb is not None:   # exact unless a double is involved (XPath's promotion)
+        exact = na[0] in ("integer", "decimal") and nb[0] in ("integer", "decimal")
+        x, y = (na[1], nb[1]) if exact else (float(na[1]), float(nb[1]))
     else:
         sa, sb = _simple_string(_term_of(a)), _simple_string(_term_of(b))
         if sa is not None and sb is not None:

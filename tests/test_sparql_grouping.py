@@ -17,7 +17,7 @@ solutions, so bag and set semantics agree on them.
 """
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import pyoxigraph as ox
 import pytest
@@ -34,7 +34,9 @@ EX = "http://example.org/g#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 PREFIX = f"PREFIX : <{EX}>\n"
 
-VALUES = ([f'"{v}"^^<{XSD}integer>' for v in ("0", "1", "2", "7")] + [f'"{v}"^^<{XSD}decimal>' for v in ("0.5", "1.25")]
+#: with integers of more than 28 - 18 digits (the exact decimals' context needs more than Python's
+#: default 28 digits) and past a double's 53 bits
+VALUES = ([f'"{v}"^^<{XSD}integer>' for v in ("0", "1", "2", "7", "12345678901234", "9007199254740993")] + [f'"{v}"^^<{XSD}decimal>' for v in ("0.5", "1.25")]
           + [f'"{v}"^^<{XSD}double>' for v in ("1.5E0", "-2.0E0")] + ['"x"', '"y"', f"<{EX}o>"])
 NODES = [f"<{EX}{n}>" for n in "abc"]
 
@@ -59,8 +61,9 @@ def _value(term):
         return term
     if kind == "double":   # we write 15 significant digits
         return ("double", float(f"{float(lit[0]):.13e}"))
-    value = Decimal(lit[0])
-    return (kind, round(value, 17))    # AVG: 18 digits, rounded (we) or truncated (pyoxigraph)
+    with localcontext() as ctx:   # 20 integer and 18 fraction digits
+        ctx.prec = 80
+        return (kind, round(Decimal(lit[0]), 17))    # AVG: 18 digits, rounded (we) or truncated (pyoxigraph)
 
 
 def _store(triples) -> ox.Store:
