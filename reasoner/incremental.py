@@ -269,3 +269,243 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
     for cached in (terms, triples, looked_up, base, new_types, old_subjects):
         cached.unpersist()
     return counts
+
+
+# --- the same on the driver --------------------------------------------------------------------
+
+def added_bytes(the_plan: Plan) -> int:
+    """The bytes a refresh reads: the appended tails and the new files."""
+    return (sum(path.stat().st_size - offset for path, offset, _lines, _scope in the_plan.appended)
+            + sum(path.stat().st_size for path, _scope in the_plan.new_files))
+
+
+def _read_arrow(directory, columns: list[str]):
+    """A table of the store as one pyarrow Table of ``columns`` (on a Hadoop filesystem, its part
+    files' bytes through ``reasoner.fs``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not fs.is_hadoop(directory):
+        return pq.read_table(str(directory), columns=columns)
+    parts = [pq.read_table(pa.BufferReader(part.read_bytes()), columns=columns)
+             for part in directory.glob("*.parquet")]
+    return pa.concat_tables(parts)
+
+
+def _member(values, sorted_keys):
+    """A boolean mask: which of ``values`` (int64 array) are in ``sorted_keys`` (sorted int64)."""
+    import numpy as np
+
+    if len(sorted_keys) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.searchsorted(sorted_keys, values)
+    at[at == len(sorted_keys)] = 0
+    return sorted_keys[at] == values
+
+
+def _added_local(the_plan: Plan, scratch: Path) -> tuple[list, list]:
+    """:func:`_added` on the driver (``loading.parse_ntriples_local`` / ``load_local``): the added
+    string triples and their rejects, numbered and named as in the whole file."""
+    scratch.mkdir(parents=True)
+    triples, rejects = [], []
+    for i, (path, offset, lines, scope) in enumerate(the_plan.appended):
+        tail = scratch / f"appended-{i}.nt"
+        with path.open("rb") as src, tail.open("wb") as dst:
+            src.seek(offset)
+            shutil.copyfileobj(src, dst, 1 << 22)
+        found, bad = loading.parse_ntriples_local(tail, scope)
+        triples += found
+        rejects += [(str(path.resolve()), line + lines, reason, raw) for _file, line, reason, raw in bad]
+    for path, scope in the_plan.new_files:
+        part = loading.load_local([path])
+        tag = f"_:f{scope}."                    # a new file's blank nodes: its own scope
+        triples += [tuple(tag + t[5:] if t.startswith("_:f0.") else t for t in triple) for triple in part.triples]
+        rejects += part.rejects
+    return triples, rejects
+
+
+def apply_local(the_plan: Plan, version: store.VersionWriter, out: Path, timings: dict | None = None) -> dict:
+    """:func:`apply` on the driver, for added triples that fit there (``added_bytes`` ≤ the local
+    engine's limit): the same checks, rules and new rows, computed with ``reasoner.local``'s
+    dictionary and Python sets; the previous version's tables are read with pyarrow only where
+    an added triple can meet them (the dictionary's ids, for collisions and known terms; the old
+    types and triples of instances that existed before); the new rows are written as one part
+    file per table beside the previous version's linked files. No Spark job: a refresh of a few
+    thousand triples costs what reading the old dictionary costs, not Spark's per-job latency."""
+    import numpy as np
+
+    from reasoner import local
+
+    timings = {} if timings is None else timings
+    clock = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[f"incremental_{name}"] = round(now - clock, 3)
+        clock = now
+
+    previous = the_plan.previous
+    schema = previous["schema"]
+    old_dir = out / store.VERSIONS / previous["version"]
+    added, rejects = _added_local(the_plan, version.staging / "_added")
+    fs.rmtree(version.staging / "_added", ignore_errors=True)
+    ids = local.dictionary(added)
+    phase("parse")
+
+    # the old dictionary's rows with an added id: the same term (known before), or a collision
+    old_dictionary = _read_arrow(old_dir / DICTIONARY, [ID, TERM])
+    added_ids = np.sort(np.fromiter(ids.values(), dtype=np.int64, count=len(ids)))
+    matched = old_dictionary.filter(_member(old_dictionary.column(ID).to_numpy(), added_ids))
+    terms = {i: t for t, i in ids.items()}
+    known, clash = set(), []
+    for i, t in zip(matched.column(ID).to_pylist(), matched.column(TERM).to_pylist()):
+        known.add(i)
+        if terms[i] != t:
+            clash.append((i, sorted([terms[i], t])))
+    if clash:
+        raise HashCollisionError(clash[:100])
+    new_terms = [(i, t) for t, i in ids.items() if i not in known]
+    triples, literals = local.encode(added, ids)
+    phase("dictionary_lookup")
+
+    schema_predicates = {rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV}
+    owl_classes = set(schema["owl_classes"])
+
+    def touches_schema(ts) -> bool:
+        return any(p in schema_predicates or (p == rules.TYPE and o in owl_classes) for _s, p, o in ts)
+
+    if touches_schema(triples):
+        raise Refused("the added triples change the schema")
+    readers = {a for a, _ in schema["sp"] + schema["inv"] + schema["dom"] + schema["rng"]} | set(schema["sym"]) | set(
+        schema["trans"])
+    if readers & {rules.TYPE, rules.SC, rules.SP}:
+        raise Refused("the schema's rules read rdf:type / subClassOf / subPropertyOf as properties")
+    # rdfs7, prp-inv, prp-symp over the added triples alone, to a fixpoint
+    sp = local._by_first((a, b) for a, b in schema["sp"] if a != b)
+    inv, sym = local._by_first(tuple(x) for x in schema["inv"]), set(schema["sym"])
+    with_props, frontier = set(triples), set(triples)
+    for _ in range(200):
+        derived = set()
+        for s, p, o in frontier:
+            derived.update((s, q, o) for q in sp.get(p, ()))
+            derived.update((o, q, s) for q in inv.get(p, ()))
+            if p in sym:
+                derived.add((o, p, s))
+        frontier = {t for t in derived if t[0] not in literals and t not in with_props}
+        if not frontier:
+            break
+        with_props |= frontier
+    if touches_schema(with_props):
+        raise Refused("what the added triples entail changes the schema (a sub-property of a schema property)")
+    trans = set(schema["trans"])
+    if trans and any(p in trans for _s, p, _o in with_props):
+        raise Refused("the added triples use a transitive property (prp-trp joins them with old triples)")
+    dom, rng = local._by_first(tuple(x) for x in schema["dom"]), local._by_first(tuple(x) for x in schema["rng"])
+    base = set()
+    for s, p, o in with_props:
+        if p == rules.TYPE:
+            base.add((s, o))
+        base.update((s, c) for c in dom.get(p, ()))
+        if o not in literals:
+            base.update((o, c) for c in rng.get(p, ()))
+    phase("rules")
+
+    # rdfs9 against the published subclass table, as columns: each base type's superclasses
+    subclass = _read_arrow(old_dir / SUBCLASS, [SUB, SUP])
+    order = np.argsort(subclass.column(SUB).to_numpy(), kind="stable")
+    subs, sups = subclass.column(SUB).to_numpy()[order], subclass.column(SUP).to_numpy()[order]
+    bx, bc = _columns_of(base, 2)
+    lo, hi = np.searchsorted(subs, bc, "left"), np.searchsorted(subs, bc, "right")
+    counts_up = hi - lo
+    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts_up)[:-1])), counts_up)
+    up = sups[starts + np.arange(int(counts_up.sum()))]
+    types = _distinct_rows(np.concatenate([bx, np.repeat(bx, counts_up)]), np.concatenate([bc, up]))
+    new_classes = np.setdiff1d(bc, subs)
+    subproperty = _read_arrow(old_dir / SUBPROPERTY, [SUB]).column(SUB).to_numpy()
+    predicates = np.array(sorted({p for _s, p, _o in with_props} | ({rules.TYPE} if base else set())), dtype=np.int64)
+    new_properties = np.setdiff1d(predicates, subproperty)
+    known_sorted = np.array(sorted(known), dtype=np.int64)
+    new_types = types
+    if _member(types[0], known_sorted).any():   # instances the previous version typed already
+        new_types = _without(types, _old_rows(old_dir / TYPES, [INSTANCE, CLASS], types[0], known_sorted))
+    fs_, fp, fo = _columns_of({t for t in with_props if t[1] != rules.TYPE}, 3)
+    facts = _distinct_rows(np.concatenate([fs_, types[0]]),
+                           np.concatenate([fp, np.full(len(types[0]), rules.TYPE, dtype=np.int64)]),
+                           np.concatenate([fo, types[1]]))
+    new_inferred = facts
+    if _member(facts[0], known_sorted).any():   # subjects the previous version had triples of
+        new_inferred = _without(facts, _old_rows(old_dir / INFERRED, [S, P, O], facts[0], known_sorted))
+    phase("old_tables")
+
+    deltas = {DICTIONARY: list(zip(*new_terms)) if new_terms else [[], []],
+              REJECTS: list(zip(*rejects)) if rejects else [[], [], [], []],
+              SUBCLASS: [new_classes, new_classes], SUBPROPERTY: [new_properties, new_properties],
+              TYPES: list(new_types), TRANSITIVE: None, INFERRED: list(new_inferred)}
+    counts = {}
+    for name, delta in deltas.items():
+        _link_table(old_dir, version.staging, name)
+        before = previous["tables"].get(name) if name != REJECTS else previous["summary"]["rejected"]
+        written = 0
+        if delta is not None and len(delta[0]):
+            columns = {c: "string" if c in (TERM, FILE, REASON, RAW) else "long" for c in _columns(name)}
+            written = version.write_columns(name, columns, delta, part=f"part-{version.version}-incremental.parquet")
+        counts[name] = before + written
+    phase("write")
+    return counts
+
+
+def _columns_of(rows: set, width: int) -> tuple:
+    """A set of int tuples as ``width`` int64 columns."""
+    import numpy as np
+
+    if not rows:
+        return tuple(np.zeros(0, dtype=np.int64) for _ in range(width))
+    matrix = np.array(list(rows), dtype=np.int64).reshape(-1, width)
+    return tuple(matrix[:, k].copy() for k in range(width))
+
+
+def _distinct_rows(*columns) -> tuple:
+    """The distinct rows of int64 columns (sorted)."""
+    import numpy as np
+
+    if len(columns[0]) == 0:
+        return columns
+    order = np.lexsort(columns[::-1])
+    cols = [c[order] for c in columns]
+    keep = np.ones(len(cols[0]), dtype=bool)
+    keep[1:] = np.any([c[1:] != c[:-1] for c in cols], axis=0)
+    return tuple(c[keep] for c in cols)
+
+
+def _without(rows: tuple, old: set) -> tuple:
+    """The rows (columns) not in the set ``old`` (tuples)."""
+    import numpy as np
+
+    if not old:
+        return rows
+    keep = np.array([t not in old for t in zip(*(c.tolist() for c in rows))], dtype=bool)
+    return tuple(c[keep] for c in rows)
+
+
+def _old_rows(directory, columns: list[str], firsts, known_sorted) -> set[tuple]:
+    """The rows of an old table whose first column is one of ``firsts`` that are ``known``
+    (sorted ids the previous version had), as tuples: what an anti-join must remove."""
+    import numpy as np
+
+    keys = np.unique(firsts[_member(firsts, known_sorted)])
+    first = _read_arrow(directory, [columns[0]]).column(columns[0]).to_numpy()
+    mask = _member(first, keys)
+    if not mask.any():
+        return set()
+    table = _read_arrow(directory, columns).filter(mask)
+    return set(zip(*[table.column(c).to_pylist() for c in columns]))
+
+
+def _columns(name: str) -> list[str]:
+    """The columns of a table of the store, in order."""
+    from reasoner.schema import TABLE_COLUMNS
+
+    if name == REJECTS:
+        return [FILE, LINE, REASON, RAW]
+    return list(TABLE_COLUMNS[name])

@@ -101,7 +101,12 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
         closure = None
         if refresh is not None:
             try:
-                counts = incremental.apply(spark, refresh, version, out, timings)
+                # few added bytes: the delta on the driver, no Spark job (the store's size does not matter)
+                delta_engine = "local" if incremental.added_bytes(refresh) <= local_max_bytes() else "spark"
+                if delta_engine == "local":
+                    counts = incremental.apply_local(refresh, version, out, timings)
+                else:
+                    counts = incremental.apply(spark, refresh, version, out, timings)
                 rejected = counts.pop(REJECTS)
             except incremental.Refused as why:
                 why_full, refresh = str(why), None
@@ -115,6 +120,7 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
             extra["full_because"] = why_full
         if refresh is not None:
             extra["previous"] = refresh.previous["version"]
+            extra["delta_engine"] = delta_engine
         summary = _commit(
             version, engine="spark", strategy=strategy, mode="full" if refresh is None else "incremental",
             counts=counts, rejected=rejected,

@@ -107,8 +107,10 @@ class VersionWriter:
         rows = list(rows)
         return self.write_columns(name, columns, [[r[i] for r in rows] for i in range(len(columns))])
 
-    def write_columns(self, name: str, columns: dict[str, str], values) -> int:
-        """:meth:`write_rows` from one sequence (list, numpy array) per column."""
+    def write_columns(self, name: str, columns: dict[str, str], values, part: str | None = None) -> int:
+        """:meth:`write_rows` from one sequence (list, numpy array) per column. ``part``: write
+        one more part file of that name into the table's existing directory (an incremental
+        version's new rows beside the previous version's files) instead of a new table."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -116,14 +118,16 @@ class VersionWriter:
         schema = pa.schema([(c, types[t]) for c, t in columns.items()])
         arrays = [pa.array(v, type=f.type) for v, f in zip(values, schema)]
         path = self.staging / name
-        path.mkdir()
+        if part is None:
+            path.mkdir()
         table = pa.Table.from_arrays(arrays, schema=schema)
+        target = path / (part or "part-00000.parquet")
         if fs.is_hadoop(path):              # pyarrow writes into memory, the driver copies it out
             buffer = io.BytesIO()
             pq.write_table(table, buffer)
-            (path / "part-00000.parquet").write_bytes(buffer.getvalue())
+            target.write_bytes(buffer.getvalue())
         else:
-            pq.write_table(table, str(path / "part-00000.parquet"))
+            pq.write_table(table, str(target))
         return table.num_rows
 
     def commit(self, manifest: dict) -> None:
