@@ -80,8 +80,14 @@ def check_collisions(dictionary: DataFrame) -> None:
 
 
 def encode_triples(triples: DataFrame) -> DataFrame:
-    """String triples to id triples (distinct)."""
+    """String triples to id triples (distinct). Triples read through a staging table
+    (``loading.read_ntriples``) carry their ids already (``loading.ID_COLUMNS``): those are read
+    instead of hashing the strings again."""
+    from reasoner.loading import ID_COLUMNS
+
     require_columns(triples, (S, P, O), "encode_triples")
+    if set(ID_COLUMNS) <= set(triples.columns):
+        return triples.select(*[F.col(i).alias(c) for c, i in zip((S, P, O), ID_COLUMNS)]).distinct()
     return triples.select(encode_column(S).alias(S), encode_column(P).alias(P), encode_column(O).alias(O)).distinct()
 
 

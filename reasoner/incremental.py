@@ -114,6 +114,7 @@ def _added(spark: SparkSession, the_plan: Plan, scratch: Path) -> tuple[DataFram
     triples, rejects = None, None
     if paths:
         triples, rejects = loading.read_ntriples(spark, paths, scopes, scratch / "parsed")
+        triples = triples.select(S, P, O)
         original = F.create_map(*[x for k, (name, _) in renames.items() for x in (F.lit(k), F.lit(name))])
         shift = F.create_map(*[x for k, (_, lines) in renames.items() for x in (F.lit(k), F.lit(lines))])
         # (two steps: in one select, the renamed file column would be what the shift looks up)

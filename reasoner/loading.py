@@ -189,19 +189,25 @@ def scope_bnode(term: Column, scope: Column) -> Column:
     return F.when(term.startswith("_:"), F.concat(F.lit("_:f"), scope, F.lit("."), F.substring(term, 3, 1 << 30))).otherwise(term)
 
 
-def read_lines(spark: SparkSession, paths: Sequence[Path]) -> DataFrame:
+def local_path_of(uri: Column) -> Column:
+    """A Spark file URI (``_metadata.file_path``: ``file:/…`` or ``file:///…``, percent-encoded) as
+    the local path (a Hadoop URL stays one: ``HadoopPath.resolve()`` qualifies it the way Spark does)."""
+    return F.url_decode(F.regexp_replace(uri, "^file:(//)?", ""))
+
+
+def read_lines(spark: SparkSession, paths: Sequence[Path], *, decoded: bool = True) -> DataFrame:
     """Every line of ``paths`` as ``(raw, file, _block, _row)``, read by Spark line-parallel.
 
-    ``file`` is the local path (the URL of a Hadoop path); ``_block``/``_row`` locate the line for
+    ``file`` is the local path (the URL of a Hadoop path; with ``decoded=False`` Spark's URI of
+    it, to be turned into the path by :func:`local_path_of` where it is needed: a regex and a
+    percent-decoding a line otherwise); ``_block``/``_row`` locate the line for
     :func:`with_line_numbers`.
     """
     locals_ = [str(p.resolve()) for p in paths]
-    # _metadata.file_path is a URI (file:/… or file:///…, percent-encoded): back to a local path
-    # (a Hadoop URL stays one: HadoopPath.resolve() qualifies it the way Spark does)
-    local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
+    uri = F.col("_metadata.file_path")
     return spark.read.text([spark_path(p) for p in locals_]).select(
         F.col("value").alias(RAW),
-        local_path.alias(FILE),
+        (local_path_of(uri) if decoded else uri).alias(FILE),
         F.col("_metadata.file_block_start").alias("_block"),
         F.monotonically_increasing_id().alias("_row"),
     )
@@ -223,37 +229,66 @@ def with_line_numbers(rows: DataFrame, lines: DataFrame) -> DataFrame:
         "_block", "_row", "_n", "_first", "_before")
 
 
+#: An ASCII IRI without escapes (``NT_IRI`` less ``\\u`` escapes and non-ASCII characters).
+_ASCII_IRI = r"<[!#-;=?-\[\]_a-z~]*>"
+#: The bulk of instance data: ``<s> <p> <o> .`` in ASCII, one space between the parts, nothing
+#: after the dot (``\z``: Java's ``$`` would also match before a final U+0085, U+2028 or
+#: U+2029, which ``_LINE`` leaves in the object). Such a line is one ``_LINE`` accepts, with
+#: these three IRIs as its terms (no literal to canonicalise, no blank node to scope, no byte
+#: that could be invalid UTF-8), so :func:`read_ntriples` splits it at its spaces instead of
+#: running the full grammar's regex.
+_PLAIN_LINE = rf"^{_ASCII_IRI} {_ASCII_IRI} {_ASCII_IRI} \.\z"
+#: The id columns (``xxhash64`` of ``s``, ``p``, ``o``: ``dictionary.encode_column``) a staged read
+#: keeps beside the terms, so that encoding the triples reads longs instead of hashing strings.
+ID_COLUMNS = ("_sid", "_pid", "_oid")
+
+
 def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[int],
                   stage: str | Path | None = None) -> tuple[DataFrame, DataFrame]:
     """Line-parallel N-Triples reader: ``(triples, rejects)``; rejects carry 1-based line numbers.
 
     With ``stage`` (a directory that does not exist yet), every line is parsed once into a
-    Parquet table there — terms of good lines, raw text of bad ones, positions of all — and both
-    results read it, instead of parsing the text again for each (the bulk path of
-    ``reasoner.publish``: dictionary, encoding and rejects then cost a columnar scan each)."""
+    Parquet table there — terms and their ids (``ID_COLUMNS``) of good lines, raw text of bad
+    ones, positions of all — and both results read it, instead of parsing the text again for
+    each (the bulk path of ``reasoner.publish``: dictionary, encoding and rejects then cost a
+    columnar scan each); the triples then carry ``ID_COLUMNS`` too."""
     locals_ = [str(p.resolve()) for p in paths]
     scope_of = F.create_map(*[x for path, k in zip(locals_, scopes) for x in (F.lit(path), F.lit(str(k)))])
-    raw = read_lines(spark, paths)
-    # One regex evaluation per line: the three groups joined by LF (which no line contains).
-    parts = F.split(F.regexp_replace(F.col(RAW), _LINE, "$1\n$2\n$3"), "\n")
-    good = (F.size(parts) == 3) & ~invalid_utf8(F.col(RAW))
-    bad = ~good & ~F.col(RAW).rlike(NT_BLANK_OR_COMMENT)
-    scope = F.coalesce(scope_of[F.col(FILE)], F.lit("x"))
-    term = F.col("_t")
-    parsed = raw.select(parts.alias("_t"), good.alias("_good"), bad.alias("_bad"), scope.alias("_scope"), RAW, FILE,
-                        "_block", "_row").select(
-        F.when(F.col("_good"), scope_bnode(term[0], F.col("_scope"))).alias(S),
-        F.when(F.col("_good"), term[1]).alias(P),
-        # only literals change under canonical_term: IRIs and blank nodes skip its regexes
-        F.when(F.col("_good"), scope_bnode(F.when(term[2].startswith('"'), canonical_term(term[2])).otherwise(term[2]),
-                                           F.col("_scope"))).alias(O),
-        F.when(F.col("_bad"), F.make_valid_utf8(RAW)).alias(RAW), FILE, "_block", "_row")
+    raw = read_lines(spark, paths, decoded=False)
+    line, term, is_plain, is_good = F.col(RAW), F.col("_t"), F.col("_plain"), F.col("_good")
+    # Other lines: one regex evaluation, the three groups joined by LF (which no line contains).
+    # Each step is a projection of its own and reads the previous one's columns: within one
+    # projection, Spark's common-subexpression elimination would compute the regex for the plain
+    # lines too, since it appears in several expressions.
+    parts = F.split(F.regexp_replace(line, _LINE, "$1\n$2\n$3"), "\n")
+    # a plain line splits into its three terms and the dot; a good other line into three terms
+    good = is_plain | ((F.size(term) == 3) & ~invalid_utf8(line))
+    bad = ~is_good & ~line.rlike(NT_BLANK_OR_COMMENT)
+    # a blank node's scope, looked up for the lines that are not plain only (CASE is lazy)
+    scope = F.coalesce(scope_of[local_path_of(F.col(FILE))], F.lit("x"))
+
+    def full(value: Column) -> Column:
+        return F.when(is_plain, value).when(is_good, scope_bnode(value, scope))
+
+    positions = (RAW, FILE, "_block", "_row")
+    parsed = (raw.select(line.rlike(_PLAIN_LINE).alias("_plain"), *positions)
+              .select(F.when(is_plain, F.split(line, " ", 4)).otherwise(parts).alias("_t"), "_plain", *positions)
+              .select("_t", "_plain", good.alias("_good"), *positions)
+              .select(full(term[0]).alias(S),
+                      F.when(is_good, term[1]).alias(P),
+                      # only literals change under canonical_term: IRIs and blank nodes skip its regexes
+                      full(F.when(~is_plain & term[2].startswith('"'), canonical_term(term[2]))
+                           .otherwise(term[2])).alias(O),
+                      F.when(bad, F.make_valid_utf8(RAW)).alias(RAW), FILE, "_block", "_row"))
+    columns = [S, P, O]
     if stage is not None:
+        parsed = parsed.select("*", *[F.xxhash64(c).alias(i) for c, i in zip(columns, ID_COLUMNS)])
         parsed.write.mode("error").parquet(str(stage))
         parsed = spark.read.parquet(spark_path(stage))
-    triples = parsed.filter(F.col(S).isNotNull()).select(S, P, O)
+        columns += ID_COLUMNS
+    triples = parsed.filter(F.col(S).isNotNull()).select(*columns)
     rejects = with_line_numbers(parsed.filter(F.col(RAW).isNotNull()), parsed.select(FILE, "_block", "_row")).select(
-        F.col(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.col(RAW))
+        local_path_of(F.col(FILE)).alias(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.col(RAW))
     return triples, rejects
 
 
@@ -468,7 +503,10 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
             triples, rejects = read_ntriples(spark, nt_paths, nt_scopes, stage)
             parts.append(triples)
         if rows or not parts:
-            parts.append(spark.createDataFrame(rows, TRIPLE_SCHEMA))
+            part = spark.createDataFrame(rows, TRIPLE_SCHEMA)
+            if stage is not None and nt_paths:    # the staged N-Triples carry their ids: so do these
+                part = part.select("*", *[F.xxhash64(c).alias(i) for c, i in zip((S, P, O), ID_COLUMNS)])
+            parts.append(part)
         triples = parts[0]
         for part in parts[1:]:
             triples = triples.unionByName(part)
