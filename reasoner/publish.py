@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from reasoner import fs, incremental, loading, local, store
 from reasoner.closure import STRATEGIES
-from reasoner.dictionary import check_collisions, dictionary_terms, encode_triples
+from reasoner.dictionary import bulk_dictionary, check_collisions, encode_triples
 from reasoner.locations import location
 from reasoner.materialize import materialize
 from reasoner.progress import SILENT, Progress
@@ -173,9 +173,12 @@ def _full_spark(spark: SparkSession, loaded: loading.Loaded, version: store.Vers
     # the N-Triples are parsed once, into a scratch table of the staging directory
     scratch = version.staging / "_parsed"
     loaded = loaded.staged(scratch)
-    counts = {DICTIONARY: version.write_table(DICTIONARY, dictionary_terms(loaded.triples).distinct())}
+    # the dictionary's shuffle in partitions of about a million lines' terms (128 MB of N-Triples)
+    partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")),
+                     sum(s.bytes for s in loaded.sources) // (128 << 20) + 1)
+    counts = {DICTIONARY: version.write_table(DICTIONARY, bulk_dictionary(loaded.triples, partitions))}
     dictionary = spark.read.parquet(fs.spark_path(version.staging / DICTIONARY))
-    check_collisions(dictionary)
+    check_collisions(dictionary, partitions)
     rejected = version.write_table(REJECTS, loaded.rejects)
     timings["load_and_dictionary"] = time.perf_counter() - t0
     progress.phase("dictionary written", rows=counts[DICTIONARY])

@@ -95,10 +95,15 @@ class VersionWriter:
     staging: Location
 
     def write_table(self, name: str, df: DataFrame) -> int:
-        """Write ``df`` as Parquet table ``name``; returns its row count."""
+        """Write ``df`` as Parquet table ``name``; returns its row count, counted by the write's
+        own job (an observed metric; reading the table back was one more job per table)."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
         path = self.staging / name
-        df.write.mode("error").parquet(str(path))
-        return df.sparkSession.read.parquet(fs.spark_path(path)).count()
+        rows = Observation()
+        df.observe(rows, F.count(F.lit(1)).alias("n")).write.mode("error").parquet(str(path))
+        return int(rows.get["n"])
 
     def write_rows(self, name: str, columns: dict[str, str], rows) -> int:
         """Write ``rows`` (tuples in the order of ``columns``: {name: "long" | "string"}) as the
