@@ -109,7 +109,7 @@ __all__ = [
     "triple", "path_pattern", "bgp", "join", "union", "left_join", "sequence", "seq", "project",
     "construct",
     "children", "walk", "variables", "constants", "leaves", "expr_variables", "event_clauses", "background_patterns",
-    "stream_patterns",
+    "stream_patterns", "graph_name",
 ]
 
 # --- checks (Var, the expressions and the windows live in cep.expressions and cep.windows) -----
@@ -123,6 +123,25 @@ def _check_iri(value: object, what: str) -> None:
     if not (isinstance(value, str) and value.startswith("<") and value.endswith(">")
             and len(value) > 2):
         raise TypeError(f"{what} must be an IRI in N-Triples form <...>, got {value!r}")
+
+
+def _check_graph(graph: object, what: str) -> None:
+    """A background's default graph (``Background.graph``, ``Snapshot.graph``): None (the default
+    graph given), an IRI (one FROM), a tuple of two or more IRIs (several FROMs: their merge) or
+    () (the empty graph: FROM NAMED without FROM, SPARQL 1.1 §13.2)."""
+    if isinstance(graph, tuple):
+        if len(graph) == 1:
+            raise ValueError(f"{what}: one graph is an IRI, not a tuple, got {graph!r}")
+        for g in graph:
+            _check_iri(g, f"{what}[]")
+    elif graph is not None:
+        _check_iri(graph, what)
+
+
+def graph_name(graph) -> str:
+    """How ``_check_graph``'s forms print."""
+    return ("default" if graph is None else "empty" if graph == () else
+            " + ".join(graph) if isinstance(graph, tuple) else graph)
 
 
 # --- patterns ----------------------------------------------------------------------------------
@@ -361,19 +380,11 @@ class Background:
     pattern: "Pattern"
 
     def __post_init__(self) -> None:
-        if isinstance(self.graph, tuple):   # () = the empty graph (FROM NAMED without FROM, §13.2)
-            if len(self.graph) == 1:
-                raise ValueError(f"Background.graph: one graph is an IRI, not a tuple, got {self.graph!r}")
-            for g in self.graph:
-                _check_iri(g, "Background.graph[]")
-        elif self.graph is not None:
-            _check_iri(self.graph, "Background.graph")
+        _check_graph(self.graph, "Background.graph")
         _check_pattern(self.pattern, "Background.pattern")
 
     def __str__(self) -> str:
-        where = ("default" if self.graph is None else "empty" if self.graph == () else
-                 " + ".join(self.graph) if isinstance(self.graph, tuple) else self.graph)
-        return f"BACKGROUND({where}, {self.pattern})"
+        return f"BACKGROUND({graph_name(self.graph)}, {self.pattern})"
 
 
 @dataclass(frozen=True)
@@ -661,17 +672,17 @@ class Snapshot:
     ``evaluation_instant``. Inside, the pattern is built of BGP, Join, Union, LeftJoin and Filter;
     FILTERs may call timestamp(). ``named``: the streams of ``windows`` declared ``FROM NAMED
     STREAM`` (§2.3): their windows are named graphs, read with GRAPH, not merged into the one
-    graph."""
+    graph. ``graph`` takes ``Background.graph``'s forms: several FROMs are merged, () is the empty
+    graph (FROM NAMED without FROM)."""
 
-    graph: Term | None
+    graph: "Term | tuple[Term, ...] | None"
     windows: tuple
     pattern: "Pattern"
     every: Duration | None = None
     named: tuple = ()
 
     def __post_init__(self) -> None:
-        if self.graph is not None:
-            _check_iri(self.graph, "Snapshot.graph")
+        _check_graph(self.graph, "Snapshot.graph")
         if not isinstance(self.windows, tuple):
             raise TypeError(f"Snapshot.windows must be a tuple of (stream IRI, window), got {self.windows!r}")
         for pair in self.windows:
@@ -700,7 +711,7 @@ class Snapshot:
     def __str__(self) -> str:
         wins = ", ".join(f"{'NAMED ' if s in self.named else ''}{s} {w}" for s, w in self.windows)
         every = f" EVERY {self.every}" if self.every is not None else ""
-        return f"SNAPSHOT({self.graph or 'default'} + [{wins}]{every}, {self.pattern})"
+        return f"SNAPSHOT({graph_name(self.graph)} + [{wins}]{every}, {self.pattern})"
 
 
 def window_close(window: Window, t: int, time_unit: str = "ms") -> int:

@@ -95,7 +95,7 @@ def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, 
     stream_col = scratch("stream")
     parts = []
     if static is not None:
-        require_columns(static, (S, P, O), f"background graph {node.graph or 'default'}")
+        require_columns(static, (S, P, O), f"background graph {A.graph_name(node.graph)}")
         parts.append(static.select(S, P, O, F.lit(None).cast("string").alias(stream_col),
                                    F.lit(None).cast("long").alias(TAU)))
     for iri, spec in node.windows:
@@ -252,7 +252,9 @@ def _result(spec: A.AggregateSpec, term: str, ident: str | None) -> Column:
     if spec.function in ("MIN", "MAX"):
         pick = F.min_by if spec.function == "MIN" else F.max_by
         numeric = pick(t, F.when(bound, F.struct(as_double, t)))
-        ordered = pick(t, F.when(bound, F.struct(_order_rank(t), t)))
+        # not all numbers: reference._order_key (blank nodes, IRIs, literals; numbers by value first)
+        ordered = pick(t, F.when(bound, F.struct(_order_rank(t), kind.isNull(),
+                                                 F.when(kind.isNotNull(), as_double).otherwise(F.lit(0.0)), t)))
         all_numbers = F.min(F.when(bound, F.when(kind.isNull(), F.lit(0)).otherwise(F.lit(1)))) == 1
         return F.when(all_numbers, numeric).otherwise(ordered)
     n = F.count(t)

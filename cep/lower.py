@@ -11,8 +11,10 @@
   ``SEQ_WO(SEQ(prefix), neg, SEQ(suffix))`` (eq. 5, 12), at the head ``NO_HEAD`` (eq. 6, 13), at the
   tail ``NO_TAIL`` (eq. 7, 14); a sequence of one element is that element.
 * Everything else in WHERE — triples (with paths), OPTIONAL, UNION, nested groups — is the
-  background pattern P over D: ``Background(graph, P)``, graph = the ``FROM`` IRI or None (the
-  default graph) when there is no FROM (eq. 17). P is translated as SPARQL 1.1 §18.2.2.6 does a
+  background pattern P over D: ``Background(graph, P)`` (eq. 17), graph = the dataset's default
+  graph (``_Lowering.dataset``: the ``FROM`` IRI, several FROMs' merge, None without FROM). The
+  paper's §3.2 takes |D| = 1; SPARQL 1.1's datasets (§13.2) are the extension: several FROMs are
+  merged into one default graph, FROM NAMED graphs are read with GRAPH. P is translated as SPARQL 1.1 §18.2.2.6 does a
   group (adjacent triples one BGP, OPTIONAL a LeftJoin of what precedes it, UNION an OR); the
   WINDOW blocks and SEQ clauses are taken out of the group first, so an OPTIONAL's left side is the
   background elements written before it.
@@ -39,7 +41,6 @@ Errors (``CepSemanticError``, with the line and column of the offending part):
 * a property path inside a window (TSP ::= TrTemp, §3.1: triples templates only; paths are for the
   background, §3.2 "P is an extended graph pattern"); a WINDOW block without a pattern;
 * WINDOW / SEQ inside OPTIONAL, UNION or a nested group (event clauses belong to the query, §3.2);
-* more than one FROM graph (§3.2 assumes |D| = 1);
 * a SELECTed variable that no pattern binds (one that occurs only in a negated element binds
   nothing: NO_HEAD / NO_TAIL / SEQ_WO keep the positive side's mapping, §4.2);
 * paths in CONSTRUCT templates (not supported; use a variable / an IRI).
@@ -58,8 +59,13 @@ SeqRightJoin(P1, P2, F) with F the FILTERs of P1's group (P1 is the optional sid
 optional group's filters are OPTIONAL's condition in SPARQL); ``P1 EQUALSOPTIONAL P2``
 EqLeftJoin(P1, P2, F), F the FILTERs of P2's group. A chain ``{A} op {B} op {C}`` is read left to
 right, ``((A op B) op C)``; a group's FILTERs restrict the whole group, getDURATION() etc.
-reading the group's interval. Errors: windows, FROM graphs, property paths and empty groups in an
-EP-SPARQL query (the stream is the only input; an empty group has no interval), and EP-SPARQL
+reading the group's interval. ``BIND(e AS ?v)`` is an Extend of the group before it and a
+sub-query ``{ SELECT ... }`` (its WHERE an EP-SPARQL group too; the paper's example (5)) a
+SubSelect juxtaposed as any pattern: both keep each solution's interval (``ep_sub_select``). A
+query is EP-SPARQL also when its operators are inside a sub-query only. Errors: windows, FROM
+graphs, property paths, empty groups, MINUS, VALUES and GRAPH in an EP-SPARQL query (the stream
+is the only input; an empty group has no interval; §4.2 defines no such operator), a BIND first
+in a group, grouping, VALUES, LIMIT or OFFSET in a sub-query over the stream, and EP-SPARQL
 operators in a query lowered as CQELS-CEP (``lang="cqels"``).
 
 RSEP-QL (Dell'Aglio et al., EKAW 2016, ``../shared/papers/001_...`` §3.3): a query is RSEP-QL when
@@ -73,16 +79,23 @@ level, CQELS-CEP's WINDOW blocks or SEQ(...) beside a MATCH, and MATCH under ``l
 
 C-SPARQL (Barbieri et al., WWW 2009, ``../shared/papers/003_...`` §2-3): a query is C-SPARQL when
 ``lang="csparql"`` is given or it has ``REGISTER``, ``FROM STREAM`` or ``AGGREGATE``. WHERE is lowered
-as a SPARQL group (as the background above) and evaluated over ONE graph, the ``FROM`` graph merged
-with the ``FROM STREAM`` windows: ``Snapshot(D, windows, P, every)`` (§3.2; ``every`` = COMPUTED
-EVERY). AGGREGATE clauses become ``Aggregate(Snapshot(...), specs)`` (§3.1, each clause independent),
+as a SPARQL group (as the background above) and evaluated over ONE graph, the default graph of the
+background's dataset (``dataset``: one FROM, several FROMs merged, none: the default graph given)
+merged with the ``FROM STREAM`` windows: ``Snapshot(D, windows, P, every)`` (§3.2; ``every`` =
+COMPUTED EVERY). The dataset is SPARQL's (§13.2) with the streams in it: its default graph that
+merge, its named graphs the FROM NAMED STREAM windows and the FROM NAMED background graphs (all
+with distinct IRIs). AGGREGATE clauses become ``Aggregate(Snapshot(...), specs)`` (§3.1, each clause independent),
 their FILTERs one ``Filter`` above it; ``timestamp(?v [, <s>])`` is ``A.Timestamp`` and
 ``timestamp(s p o)`` ``A.PatternTimestamp``; ``GRAPH <s> { P }`` is ``A.GraphPattern`` (P over stream
-s's window alone; s must be a FROM [NAMED] STREAM); ``FROM NAMED STREAM`` windows are named graphs only
-(``Snapshot.named``), which ``GRAPH ?g { P }`` ranges over (``A.GraphPattern(?g, P, streams)``). ``Query.registration`` keeps ("QUERY"|"STREAM", name).
+s's window alone, s a FROM [NAMED] STREAM); ``FROM NAMED STREAM`` windows are named graphs only
+(``Snapshot.named``); ``GRAPH <g> { P }`` naming no stream is ``A.NamedGraph`` over the named
+background graphs, as in the other languages; ``GRAPH ?g { P }`` ranges over both kinds of named
+graph: ``Union(A.GraphPattern(?g, P, named streams), A.NamedGraph(?g, P, named graphs))`` (either
+side alone when the other has no graph). ``Query.registration`` keeps ("QUERY"|"STREAM", name).
 Errors: REGISTER STREAM of a SELECT (§2.5: only CONSTRUCT forms a stream); an AGGREGATE variable
 bound by WHERE or by another clause; an argument or group variable WHERE does not bind; SUM / AVG /
-MIN / MAX without an argument; a stream both FROM STREAM and FROM NAMED STREAM; more than one FROM graph; CQELS-CEP windows, RSEP-QL MATCH or EP-SPARQL
+MIN / MAX without an argument; a stream both FROM STREAM and FROM NAMED STREAM; an IRI both FROM NAMED
+and a stream; CQELS-CEP windows, RSEP-QL MATCH or EP-SPARQL
 operators in a C-SPARQL query; ``timestamp(?v)`` whose FILTER's group is not triples only or does
 not bind ?v (ts(v, P) reads P's triple patterns, §3.3); timestamp() in an AGGREGATE's FILTER or in
 another language; C-SPARQL constructs under another ``lang``.
@@ -132,6 +145,8 @@ def _elements(group: S.Group):
             case S.UnionPattern() | S.GroupChain():
                 for g in element.groups:
                     yield from _elements(g)
+            case S.SubQuery():
+                yield from _elements(element.where)
 
 
 def _ep_chains(tree: S.Query) -> list[S.GroupChain]:
@@ -448,11 +463,7 @@ class _Lowering:
                 case S.InlineData():
                     pattern = _join(pattern, self.values(element))
                 case S.Bind():                                               # §18.2.2.6 Extend
-                    var = A.Var(element.variable.name)
-                    if var in A.variables(pattern):
-                        raise self.fail(element.variable, f"BIND: {element.variable} is bound already by the group "
-                                        "before it (SPARQL 1.1 §18.2.1)", ("a new variable",))
-                    pattern = A.Extend(pattern, var, self.plain_expr(element.expr, "in BIND"))
+                    pattern = self.bind(pattern, element)
                 case S.SubQuery():
                     pattern = _join(pattern, self.sub_select(element))
                 case S.GroupChain():
@@ -505,9 +516,19 @@ class _Lowering:
                     pattern = joined(A.union(*(self.ep_group(g) for g in element.groups)))
                 case S.GroupChain():
                     pattern = joined(self.ep_chain(element))
-                case S.MinusPattern() | S.InlineData() | S.SubQuery() | S.GraphGraphPattern() | S.Bind():
-                    raise self.fail(element, "MINUS, VALUES, GRAPH and sub-queries are supported over background "
-                                    "patterns and C-SPARQL's WHERE, not over EP-SPARQL's streams")
+                case S.Bind():
+                    if pattern is None:
+                        raise self.fail(element, "BIND over a stream needs a pattern before it: an empty pattern "
+                                        "has no interval (EP-SPARQL §4.2)", ("triples", "{ ... }"))
+                    pattern = self.bind(pattern, element)
+                case S.SubQuery():
+                    pattern = joined(self.ep_sub_select(element))
+                case S.MinusPattern() | S.InlineData() | S.GraphGraphPattern():
+                    what = {S.MinusPattern: "MINUS", S.InlineData: "VALUES", S.GraphGraphPattern: "GRAPH"}
+                    raise self.fail(element, f"{what[type(element)]} is supported over background patterns and "
+                                    "C-SPARQL's WHERE, not over EP-SPARQL's streams (§4.2 defines no such operator "
+                                    "on solutions with intervals); BIND and sub-queries are",
+                                    ("triples", "{ ... }", "BIND", "FILTER"))
                 case S.WindowBlock() | S.EventSequence() | S.MatchPattern():
                     raise self.fail(element, "an EP-SPARQL query has no windows: it reads the "
                                     "streams given (EP-SPARQL §4.2); windows are CQELS-CEP's "
@@ -584,6 +605,20 @@ class _Lowering:
 
         return A.Match(event(element.event), policy)
 
+    def dataset(self):
+        """The background's dataset (SPARQL 1.1 §13.2), read alike in every language: returns the
+        default graph (``Background.graph`` / ``Snapshot.graph``) and sets ``self.named_graphs``,
+        what GRAPH <g> / ?g range over. Several FROMs: their merge; FROM NAMED without FROM: an
+        empty default graph; no FROM: the default graph given. The named graphs are the FROM NAMED
+        ones; a query without FROM / FROM NAMED reads every named graph given (None), since a
+        dataset clause replaces the default dataset."""
+        graphs = [d for d in self.tree.datasets if isinstance(d, S.FromGraph) and not d.named]
+        named = [d for d in self.tree.datasets if isinstance(d, S.FromGraph) and d.named]
+        froms = tuple(dict.fromkeys(self.term(d.iri) for d in graphs))
+        self.named_graphs = (tuple(dict.fromkeys(self.term(d.iri) for d in named))
+                             if graphs or named else None)
+        return (() if named else None) if not froms else froms[0] if len(froms) == 1 else froms
+
     # -- C-SPARQL (003_... §2-3)
     def csparql(self) -> A.Query:
         """``Project/Construct(Filter(Aggregate(Snapshot(D, windows, P), A_1..A_n)))``: WHERE over
@@ -596,15 +631,11 @@ class _Lowering:
                 raise self.fail(element, f"{what[type(element)]} in a C-SPARQL query (it has REGISTER, FROM "
                                 "STREAM or AGGREGATE): C-SPARQL matches WHERE against the windows' "
                                 "triples merged with the background graph", ("triples, OPTIONAL, UNION, FILTER",))
-        graphs, windows, named = [], [], []
+        windows, named = [], []
         self.streams = {}
+        graph = self.dataset()
         for dataset in tree.datasets:
             match dataset:
-                case S.FromGraph(named=True):
-                    raise self.fail(dataset, "FROM NAMED background graphs are not supported in C-SPARQL queries "
-                                    "(GRAPH names a FROM STREAM there)", ("FROM <g>", "FROM STREAM <s> [window]"))
-                case S.FromGraph():
-                    graphs.append(dataset)
                 case S.FromWindow():
                     raise self.fail(dataset, "FROM NAMED WINDOW is CQELS-CEP's; C-SPARQL names its streams with "
                                     "FROM STREAM <s> [RANGE ...]", ("FROM STREAM <s> [RANGE d STEP d]",))
@@ -619,10 +650,11 @@ class _Lowering:
                     if dataset.named and stream not in named:
                         named.append(stream)
         self.named_streams = tuple(named)
-        if len(graphs) > 1:
-            raise self.fail(graphs[1], "at most one FROM graph: the background is one graph; the first FROM "
-                            f"is at {_where(graphs[0])}")
-        graph = self.term(graphs[0].iri) if graphs else None
+        for dataset in tree.datasets:   # GRAPH <g> names one graph: a stream's window or a background graph
+            if isinstance(dataset, S.FromGraph) and dataset.named and self.term(dataset.iri) in self.streams:
+                raise self.fail(dataset, f"{self.term(dataset.iri)} is both a FROM NAMED graph and a stream of the "
+                                f"query (at {_where(self.streams[self.term(dataset.iri)])}): a dataset's named "
+                                "graphs have distinct IRIs, and GRAPH would not know which one it names")
         registration = tree.registration
         every = None
         if registration is not None:
@@ -645,19 +677,21 @@ class _Lowering:
         return query
 
     def graph_pattern(self, element: S.GraphGraphPattern) -> A.Pattern:
-        """GRAPH <g> / ?g { P } over the background's named graphs (SPARQL 1.1 §13.3); in C-SPARQL,
-        GRAPH <stream> { P }: P over that stream's window alone (§2.3)."""
+        """GRAPH <g> / ?g { P } over the background's named graphs (SPARQL 1.1 §13.3). In C-SPARQL the
+        dataset holds the streams too (``csparql``'s docstring): GRAPH <stream> { P } is P over that
+        stream's window alone (§2.3), GRAPH ?g { P } the union of P over each FROM NAMED STREAM's
+        window and over each named background graph, ?g bound to its IRI."""
+        name = A.Var(element.name.name) if isinstance(element.name, S.Variable) else self.term(element.name)
+        pattern = self.group(element.group)
+        graphs = A.NamedGraph(name, pattern, self.named_graphs)
         if self.lang != "csparql":
-            name = A.Var(element.name.name) if isinstance(element.name, S.Variable) else self.term(element.name)
-            return A.NamedGraph(name, self.group(element.group), self.named_graphs)
-        if isinstance(element.name, S.Variable):       # over the FROM NAMED STREAMs (none: no solution)
-            return A.GraphPattern(A.Var(element.name.name), self.group(element.group), self.named_streams)
-        name = self.term(element.name)
-        if name not in self.streams:
-            raise self.fail(element.name, f"GRAPH {element.name} names no FROM [NAMED] STREAM of the query (named "
-                            "background graphs are not supported in C-SPARQL queries)",
-                            tuple(sorted(self.streams)) or ("FROM NAMED STREAM <s> [window]",))
-        return A.GraphPattern(name, self.group(element.group))
+            return graphs
+        if not isinstance(name, A.Var):
+            return A.GraphPattern(name, pattern) if name in self.streams else graphs
+        windows = A.GraphPattern(name, pattern, self.named_streams)   # no named stream: no solution
+        if self.named_graphs == ():
+            return windows
+        return A.Union(windows, graphs) if self.named_streams else graphs
 
     def check_timestamps(self, pattern: A.Pattern) -> None:
         """timestamp(?v) reads the triples of the FILTER's own basic graph pattern (§3.3, ts(v, P)):
@@ -731,15 +765,7 @@ class _Lowering:
             if lang == "rsepql" and isinstance(element, S.EventSequence):
                 raise self.fail(element, "CQELS-CEP's SEQ(...) clauses cannot be mixed with RSEP-QL's MATCH "
                                 "(in RSEP-QL, E1 SEQ E2 goes inside MATCH)", ("MATCH ( ... )",))
-        graphs = [d for d in tree.datasets if isinstance(d, S.FromGraph) and not d.named]
-        named = [d for d in tree.datasets if isinstance(d, S.FromGraph) and d.named]
-        froms = tuple(dict.fromkeys(self.term(d.iri) for d in graphs))
-        # several FROMs: their merge; FROM NAMED without FROM: an empty default graph (§13.2)
-        graph = (() if named else None) if not froms else froms[0] if len(froms) == 1 else froms
-        # GRAPH ?g ranges over the FROM NAMED graphs; a query without FROM / FROM NAMED over every
-        # named graph given (SPARQL 1.1 §13.2: a dataset clause replaces the default dataset)
-        self.named_graphs = (tuple(dict.fromkeys(self.term(d.iri) for d in named))
-                             if graphs or named else None)
+        graph = self.dataset()
 
         declared: dict[str, tuple[A.Term, A.Window, S.Node]] = {}
 
@@ -934,11 +960,51 @@ class _Lowering:
         self.agg_vars = saved if saved is not None else {}
         return result
 
-    def sub_select(self, q: S.SubQuery) -> A.SubSelect:
-        """{ SELECT ... } in a group (SPARQL 1.1 §18.2.1): its WHERE in the same scope as the group."""
-        where = self.group(q.where)
+    def sub_select(self, q: S.SubQuery, where: A.Pattern | None = None) -> A.SubSelect:
+        """{ SELECT ... } in a group (SPARQL 1.1 §18.2.1): its WHERE in the same scope as the group
+        (``where``: that WHERE lowered already)."""
+        where = self.group(q.where) if where is None else where
         form = self.projection(where, q)
         return A.SubSelect(form, self.modifier_result)
+
+    def bind(self, pattern: A.Pattern, element: S.Bind) -> A.Extend:
+        """BIND(expr AS ?v) after ``pattern``, the group so far (SPARQL 1.1 §18.2.2.6: Extend; ?v
+        must be new, §18.2.1). Over EP-SPARQL's streams too: Extend keeps each solution's interval
+        (``ep_sub_select``)."""
+        var = A.Var(element.variable.name)
+        if var in A.variables(pattern):
+            raise self.fail(element.variable, f"BIND: {element.variable} is bound already by the group "
+                            "before it (SPARQL 1.1 §18.2.1)", ("a new variable",))
+        return A.Extend(pattern, var, self.plain_expr(element.expr, "in BIND"))
+
+    def ep_sub_select(self, q: S.SubQuery) -> A.SubSelect:
+        """``{ SELECT ... }`` over EP-SPARQL's streams, as the paper's example (5) writes it (§4.1):
+        its WHERE an EP-SPARQL group over the same occurrences, then SELECT's ``expr AS ?v`` (an
+        ``Extend``, as BIND) and the projection. §4.2 defines only the operators on solutions
+        ⟨μ, tα, tω⟩, and says that a SELECT's solutions are "further processed (with respect to
+        variable projection and output formatting) like for normal SPARQL"; so we chose that
+        Extend and Project leave the interval as it is: ⟨μ ∪ {?v ↦ value}, tα, tω⟩ and
+        ⟨μ|V, tα, tω⟩ (getDURATION() etc. in an expression read that interval, as in a FILTER). A
+        sub-query's solutions are those of its pattern, so (5)'s rule derives its triples over the
+        interval of the solution they sum up. Refused, with the reason: GROUP BY, HAVING and
+        aggregates (§4.2 gives a group of solutions no interval), trailing VALUES (as in a group),
+        LIMIT and OFFSET (they would drop solutions that a later instant keeps: not timewise
+        monotone, §4.2 remarks)."""
+        found = [e for item in q.form.variables or () if isinstance(item, S.SelectExpression)
+                 for e in _syntax_aggregates(item.expr)]
+        refused = ([(found[0], "aggregates")] if found else []) + \
+                  ([(q.group_by[0], "GROUP BY")] if q.group_by else []) + \
+                  ([(q.having[0], "HAVING")] if q.having else []) + \
+                  ([(q.values, "VALUES")] if q.values is not None else [])
+        for node, what in refused:
+            raise self.fail(node, f"{what} in a sub-query over EP-SPARQL's streams: §4.2 defines no interval "
+                            "for a group of solutions (and VALUES none for its rows); a sub-query there "
+                            "selects variables and expressions (expr AS ?v)", ("?v", "(expr AS ?v)"))
+        if q.limit is not None or q.offset:
+            raise self.fail(q, "LIMIT / OFFSET in a sub-query over EP-SPARQL's streams: they would drop "
+                            "solutions that a later instant keeps, and EP-SPARQL's answers are timewise "
+                            "monotone (§4.2 remarks); put them on the query itself")
+        return self.sub_select(q, self.ep_group(q.where))
 
     def values(self, node: S.InlineData) -> A.Values:
         """VALUES: its rows of terms (UNDEF: None)."""

@@ -191,6 +191,8 @@ def substitute(node, mu: dict):
         case A.Values() | A.SubSelect():
             return node
         case A.NamedGraph(name=A.Var() as var) if var.name in mu:
+            if not mu[var.name].startswith("<"):      # a literal or blank node names no graph: no solution
+                return replace(node, pattern=substitute(node.pattern, mu), graphs=())
             return replace(node, name=mu[var.name], pattern=substitute(node.pattern, mu))
         case A.GraphPattern(graph=A.Var() as var) if var.name in mu:
             if mu[var.name] not in node.streams:     # ?g ranges over the named streams only: no solution
@@ -465,10 +467,13 @@ def _number(term):
 
 
 def _order_key(term):
-    """MIN / MAX order of non-numeric values: blank nodes, then IRIs, then literals, each by the
-    term's N-Triples text (code points)."""
+    """MIN / MAX order of a group whose values are not all numbers: blank nodes, then IRIs, then
+    literals; the numbers among the literals first, by value (as ``<`` orders them: 2 before
+    12345678901234), the other literals after them; each tie by the term's N-Triples text (code
+    points)."""
     rank = 0 if term.startswith("_:") else 1 if term.startswith("<") else 2
-    return (rank, term)
+    number = _number(term) if rank == 2 else None
+    return (rank, 1, 0.0, term) if number is None else (rank, 0, float(number[1]), term)
 
 
 def aggregate_value(function: str, distinct: bool, values: list, rows: int):
@@ -480,7 +485,7 @@ def aggregate_value(function: str, distinct: bool, values: list, rows: int):
     xsd:decimal, 18 fraction digits, rounded half up), doubles when one value is a double or
     float; none → "0"^^xsd:integer; a value that is not a number → error. MIN, MAX: the least /
     greatest value — by number (ties by term text) when all are numbers, else by
-    ``_order_key`` — the term itself."""
+    ``_order_key`` (numbers still by value) — the term itself."""
     from decimal import ROUND_HALF_UP, Decimal
 
     if distinct:

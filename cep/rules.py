@@ -95,13 +95,11 @@ def close_spark(rules: Sequence[A.Query], background, streams: Mapping, at: int,
     spark = first.sparkSession if first is not None else dictionary.sparkSession
     derived = spark.createDataFrame([], f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
     count = 0
+    known = dictionary
     for _round in range(max_rounds):
         current = {**streams, DERIVED: derived}
-        known = dictionary
-        for extra in terms:
-            extra = extra.select(ID, TERM)
-            known = extra if known is None else known.unionByName(extra)
-        parts = [evaluate(rule, background, current, at, time_unit, dictionary=known, terms=terms)
+        found_terms: list = []
+        parts = [evaluate(rule, background, current, at, time_unit, dictionary=known, terms=found_terms)
                  .select(S, P, O, T_START, T_END) for rule in rules]
         found = parts[0]
         for part in parts[1:]:
@@ -109,6 +107,18 @@ def close_spark(rules: Sequence[A.Query], background, streams: Mapping, at: int,
         grown = (found.select(F.xxhash64(S, P, O, T_START, T_END).alias(ITEM), S, P, O, T_START, T_END)
                  .unionByName(derived).distinct().localCheckpoint())
         n = grown.count()
+        if found_terms:
+            # the terms this round computed (BIND, a sub-query's expr AS ?v, blank nodes), cut
+            # from their plan: a term computed by BIND reads the dictionary, which holds the
+            # earlier rounds' terms, so their plans would nest round into round
+            extra = found_terms[0].select(ID, TERM)
+            for more in found_terms[1:]:
+                extra = extra.unionByName(more.select(ID, TERM))
+            extra = extra.distinct().localCheckpoint()
+            for more in found_terms:
+                more.unpersist()
+            terms.append(extra)
+            known = extra if known is None else known.unionByName(extra)
         if n == count:
             return current
         derived, count = grown, n

@@ -31,8 +31,9 @@ pure Python (the oracle).
 * ``Occurrences`` (EP-SPARQL §4.2): the pattern over every item of every stream given that has
   ended by t (``cep.intervals.occurrences``); a BGP there matches each triple pattern in any item
   and covers their intervals (``cep.intervals.cover_join``), and the EP-SPARQL operators are those
-  of ``cep.intervals`` (continuous evaluation of EP-SPARQL is not built: ``cep.continuous`` refuses
-  it before anything runs).
+  of ``cep.intervals``. Continuously, EP-SPARQL runs one such evaluation per evaluation instant
+  (``cep.continuous``'s INSTANTS mode, over a ``--horizon``); the lifetimes runtime
+  (``Ops`` other than ``cep.intervals``) refuses its operators.
 * Background graphs are looked up by the IRI of ``Background.graph`` (``FROM <g>``); when that IRI
   was not given but a default graph (key ``None``) was, the default graph is used (a caller that
   loads the FROM file passes it as the default graph).
@@ -446,8 +447,8 @@ class _Runtime:
     def ep(self):
         """The EP-SPARQL operators: one instant only (``cep.intervals``)."""
         if self.ops is not I:
-            raise UnsupportedQueryError("EP-SPARQL patterns are evaluated at one instant only "
-                                        "(query --at T); continuous EP-SPARQL is not built yet")
+            raise UnsupportedQueryError("EP-SPARQL patterns are evaluated per instant (query --at T, or "
+                                        "continuously one evaluation per instant), not as lifetimes")
         return I
 
     def optional(self, mandatory, optional, order, condition, scope) -> DataFrame:

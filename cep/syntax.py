@@ -585,7 +585,8 @@ class OrderCondition(Node):
 
 @dataclass(frozen=True)
 class SelectExpression(Node):
-    """``( expr AS ?v )`` in SELECT [9]."""
+    """``( expr AS ?v )`` in SELECT [9], or EP-SPARQL's ``expr AS ?v`` without the parentheses
+    (grammar.lark, select_item), printed with them."""
 
     expr: ExprNode
     variable: Variable

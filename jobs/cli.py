@@ -6,7 +6,9 @@
     rsp-sidecar materialize --ontology ... --out DIR [--if-changed] [--export-ntriples F]
     rsp-sidecar demo [--data-dir D] [--out DIR]   the end-to-end demo of the README
     rsp-sidecar paths --data F ... --path EXPR [--from T] [--to T] [--format tsv|csv|json]
-    rsp-sidecar query QUERY_FILE [--static [IRI=]F ...] [--stream IRI=F ...] --at T [--time-unit U] [--format F]
+    rsp-sidecar query QUERY_FILE [--static [IRI=]F ...] [--stream IRI=F ...] (--at T[,T...] | --continuous ...)
+                      [--lang auto|cqels|csparql|epsparql|rsepql] [--time-unit U] [--format F]
+                                                  a CQELS-CEP, C-SPARQL, EP-SPARQL or RSEP-QL query
     rsp-sidecar tracheobionta --stream DIR --checkpoint DIR [--out DIR] [--class C]   plant stream reasoning
     rsp-sidecar vienna-transit --stream DIR --checkpoint DIR [--out DIR] [--example]   transit alerts
     rsp-sidecar milan-routing --stream DIR --agents F --checkpoint DIR [--out DIR] [--map PNG]   route service
@@ -43,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     pth = sub.add_parser("paths", help="evaluate a property path over RDF files (SPARQL 1.1 results)")
     paths_job.add_arguments(pth)
     pth.set_defaults(run=paths_job.run)
-    qry = sub.add_parser("query", help="evaluate a CQELS-CEP query at a time T over static graphs and stream files")
+    qry = sub.add_parser("query", help="evaluate a CQELS-CEP, C-SPARQL, EP-SPARQL or RSEP-QL query (detected from "
+                                       "the text, or --lang) at given instants (--at) or continuously (--continuous), "
+                                       "over static graphs and streams")
     query_job.add_arguments(qry)
     qry.set_defaults(run=query_job.run)
     trb = sub.add_parser("tracheobionta", help="stream reasoning: streamed subjects that are instances of a plant class")

@@ -330,13 +330,13 @@ def plan(args: argparse.Namespace) -> Plan:
     def froms(graph) -> tuple:
         return graph if isinstance(graph, tuple) else () if graph is None else (graph,)
 
-    for b in background_patterns(query.pattern):
-        if closure:
-            break
-        for g in froms(b.graph):
-            if g not in result.graphs and None not in result.graphs:
-                raise QueryError(f"the query's background graph FROM {g} has no file: pass --static {g}=FILE "
-                                 f"(or --static FILE for the default graph)")
+    # the default graphs read: CQELS-CEP's / RSEP-QL's background, C-SPARQL's snapshot (its FROMs)
+    defaults = [b.graph for b in background_patterns(query.pattern)] + [s.graph for s in snapshots(query)]
+    for g in [] if closure else [g for graph in defaults for g in froms(graph)]:
+        if g not in result.graphs and None not in result.graphs:
+            raise QueryError(f"the query's background graph FROM {g} has no file: pass --static {g}=FILE "
+                             f"(or --static FILE for the default graph)")
+    for b in [] if closure else background_patterns(query.pattern):
         if b.graph is None and None not in result.graphs and b.pattern != BGP(()):
             print("warning: the query has background patterns but no --static FILE gives a default graph; "
                   "it is empty", file=sys.stderr)
@@ -349,15 +349,11 @@ def plan(args: argparse.Namespace) -> Plan:
             named_read += [g for g in result.graphs if g is not None]   # GRAPH ?g: every graph given
         for g in wanted:
             if g not in result.graphs and not closure:
+                also = " (in C-SPARQL, GRAPH <s> also names a FROM [NAMED] STREAM <s>)" if is_csparql(query) else ""
                 raise QueryError(f"the query reads the named graph {g} (GRAPH / FROM NAMED), which has no file: "
-                                 f"pass --static {g}=FILE")
+                                 f"pass --static {g}=FILE{also}")
             named_read.append(g)
-    for snap in snapshots(query):
-        if snap.graph is not None and snap.graph not in result.graphs and None not in result.graphs and not closure:
-            raise QueryError(f"the query's background graph FROM {snap.graph} has no file: pass --static "
-                             f"{snap.graph}=FILE (or --static FILE for the default graph)")
-    graphs_read = ([g for b in background_patterns(query.pattern) for g in (froms(b.graph) or (None,))]
-                   + [s.graph for s in snapshots(query)])
+    graphs_read = [g for graph in defaults for g in (froms(graph) or (None,))]
     used = {g if g in result.graphs else None for g in graphs_read} | set(named_read)
     for graph in [g for g in result.graphs if g not in used]:
         print(f"warning: --static {'default graph files' if graph is None else graph} not read by the query; "

@@ -257,3 +257,79 @@ def test_named_graph_without_a_file(files, capsys):
     code, _, err = _run(capsys, [files / "g.rq", "--static", f"{REPO}/ontologies/vienna_example.ttl", "--at", "0"])
     assert code == 2
     assert "named graph <http://ex/g> (GRAPH / FROM NAMED), which has no file" in _error_line(err)
+
+
+# --- --lang: each language, and its detection ---------------------------------------------------
+
+LANG_PREFIX = "PREFIX : <http://ex/>\n"
+#: the stream :s, (:a :p :b)@1 and (:b :q :c)@3, and a background (:b :r :z)
+LANG_STREAM = '<http://ex/a> <http://ex/p> <http://ex/b> "1" .\n<http://ex/b> <http://ex/q> <http://ex/c> "3" .\n'
+LANG_BACKGROUND = "<http://ex/b> <http://ex/r> <http://ex/z> .\n"
+#: one small query per language, what auto-detection reads it as, and its answers at 5, by hand
+LANG_QUERIES = {
+    # CQELS-CEP: a window's answer carries its item's interval
+    "cqels": ("SELECT ?x WHERE { WINDOW :W ON :s [RANGE 10] { ?x :p ?y } }", [{"x": "a", "_start": "1", "_end": "1"}]),
+    # RSEP-QL: MATCH (detected); the SEQ of the two events spans [1, 3]
+    "rsepql": ("SELECT ?x ?z FROM NAMED WINDOW :w ON :s [RANGE 10] "
+               "WHERE { MATCH ( EVENT :w { ?x :p ?y } SEQ EVENT :w { ?y :q ?z } ) }",
+               [{"x": "a", "z": "c", "_start": "1", "_end": "3"}]),
+    # EP-SPARQL: SEQ between groups and no window (detected); SeqJoin covers [1, 3]
+    "epsparql": ("SELECT ?x ?z WHERE { { ?x :p ?y } SEQ { ?y :q ?z } }", [{"x": "a", "z": "c", "_start": "1", "_end": "3"}]),
+    # C-SPARQL: FROM STREAM / AGGREGATE (detected); at 5 the evaluation at the close 4 over the
+    # background merged with the window (0, 4]: :a once, :b twice (:b :q :c, and :b :r :z)
+    "csparql": ("SELECT ?x ?n FROM STREAM :s [RANGE 4 STEP 2] WHERE { ?x ?p ?y } AGGREGATE { (?n, COUNT, {?x}) }",
+                [{"x": "a", "n": "1", "_start": "4", "_end": "4"}, {"x": "b", "n": "2", "_start": "4", "_end": "4"}]),
+}
+
+
+@pytest.fixture
+def lang_files(tmp_path):
+    (tmp_path / "s.nt").write_text(LANG_STREAM, encoding="utf-8")
+    (tmp_path / "bg.nt").write_text(LANG_BACKGROUND, encoding="utf-8")
+    return tmp_path
+
+
+def _lang_run(capsys, files, text, flags):
+    """Run ``text`` at 5 with ``flags``; its answers as rows of short values."""
+    (files / "q.rq").write_text(LANG_PREFIX + text, encoding="utf-8")
+    code, out, err = _run(capsys, [files / "q.rq", "--static", files / "bg.nt", "--stream",
+                                   f"<http://ex/s>={files / 's.nt'}", "--at", "5", "--format", "json", *flags])
+    assert code == 0, err
+    return sorted(({k: v["value"].removeprefix("http://ex/") for k, v in b.items()}
+                   for b in json.loads(out)["results"]["bindings"]), key=lambda r: sorted(r.items()))
+
+
+def test_detect_language_of_each_example():
+    from cep import parse
+    from cep.lower import LANGUAGES, detect_language
+
+    assert set(LANG_QUERIES) == set(LANGUAGES)
+    for lang, (text, _rows) in LANG_QUERIES.items():
+        assert detect_language(parse(LANG_PREFIX + text)) == lang
+
+
+@pytest.mark.parametrize("lang", sorted(LANG_QUERIES))
+def test_query_job_each_language_given_and_detected(spark, lang_files, capsys, lang):
+    """``--lang L`` and auto-detection read each language's example alike, with the answers
+    derived by hand."""
+    text, rows = LANG_QUERIES[lang]
+    assert _lang_run(capsys, lang_files, text, ["--lang", lang]) == rows
+    assert _lang_run(capsys, lang_files, text, []) == rows
+
+
+def test_query_job_lang_changes_the_reading(spark, lang_files, capsys):
+    """The same text in another language: a lone WINDOW block is a CQELS-CEP window (the item's
+    interval) and, with --lang rsepql, RSEP-QL's window graph pattern ([MIN_TIME, t]); a plain
+    SELECT is a background query, with --lang epsparql one over the stream's occurrences, and with
+    --lang csparql one over the snapshot at the instant (background and window merged)."""
+    window = LANG_QUERIES["cqels"][0]
+    assert _lang_run(capsys, lang_files, window, ["--lang", "rsepql"]) == [
+        {"x": "a", "_start": str(-2**63), "_end": "5"}]
+    plain = "SELECT ?x ?y WHERE { ?x ?p ?y }"
+    assert _lang_run(capsys, lang_files, plain, []) == [{"x": "b", "y": "z"}]
+    assert _lang_run(capsys, lang_files, plain, ["--lang", "epsparql"]) == [
+        {"x": "a", "y": "b", "_start": "1", "_end": "1"}, {"x": "b", "y": "c", "_start": "3", "_end": "3"}]
+    assert _lang_run(capsys, lang_files, plain, ["--lang", "csparql"]) == [{"x": "b", "y": "z", "_start": "5", "_end": "5"}]
+    with pytest.raises(SystemExit) as exit_:
+        job.main([str(lang_files / "q.rq"), "--at", "5", "--lang", "sparql"])
+    assert exit_.value.code == 2 and "argument --lang: invalid choice: 'sparql'" in capsys.readouterr().err
