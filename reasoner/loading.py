@@ -280,13 +280,14 @@ def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[i
                       full(F.when(~is_plain & term[2].startswith('"'), canonical_term(term[2]))
                            .otherwise(term[2])).alias(O),
                       F.when(bad, F.make_valid_utf8(RAW)).alias(RAW), FILE, "_block", "_row"))
-    columns = [S, P, O]
+    columns, good_line = [S, P, O], F.col(S).isNotNull()
     if stage is not None:
-        parsed = parsed.select("*", *[F.xxhash64(c).alias(i) for c, i in zip(columns, ID_COLUMNS)])
+        # null for the other lines, so that the good lines are found without reading a string
+        parsed = parsed.select("*", *[F.when(good_line, F.xxhash64(c)).alias(i) for c, i in zip(columns, ID_COLUMNS)])
         parsed.write.mode("error").parquet(str(stage))
         parsed = spark.read.parquet(spark_path(stage))
-        columns += ID_COLUMNS
-    triples = parsed.filter(F.col(S).isNotNull()).select(*columns)
+        columns, good_line = columns + list(ID_COLUMNS), F.col(ID_COLUMNS[0]).isNotNull()
+    triples = parsed.filter(good_line).select(*columns)
     rejects = with_line_numbers(parsed.filter(F.col(RAW).isNotNull()), parsed.select(FILE, "_block", "_row")).select(
         local_path_of(F.col(FILE)).alias(FILE), F.col(LINE), reject_reason(F.col(RAW)).alias(REASON), F.col(RAW))
     return triples, rejects

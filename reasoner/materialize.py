@@ -204,10 +204,12 @@ def _property_fixpoint(triples: DataFrame, schema: _Schema, literals: DataFrame,
 
 
 def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dataframe",
-                max_rounds: int = 20, max_iterations: int = 200) -> Closure:
+                max_rounds: int = 20, max_iterations: int = 200, partitions: int | None = None) -> Closure:
     """Close ``triples(s, p, o)`` (distinct ids) under the rules of :mod:`reasoner.rules`.
 
-    ``literals(id)`` lists the ids of literal terms (they never become subjects).
+    ``literals(id)`` lists the ids of literal terms (they never become subjects). ``partitions``:
+    how many partitions a shuffle of per-instance rows takes (bulk data; default
+    ``spark.sql.shuffle.partitions``).
     """
     timings: dict[str, float] = {}
     start = time.perf_counter()
@@ -231,7 +233,7 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
             base_types = (base_types.unionAll(rules.rdfs2(with_props, schema.frame(spark, "dom")))
                           .unionAll(rules.rdfs3(with_props, schema.frame(spark, "rng"), literals)).distinct())
         base_types = base_types.persist(StorageLevel.DISK_ONLY)
-        types = _close_types(base_types, schema)
+        types = _close_types(base_types, schema, partitions)
         sp = schema.frame(spark, "sp")
         closure_triples = (schema.sc.select(F.col(SUB).alias(S), F.lit(rules.SC).alias(P), F.col(SUP).alias(O))
                            .unionAll(sp.select(F.col(SUB).alias(S), F.lit(rules.SP).alias(P), F.col(SUP).alias(O))))
@@ -276,7 +278,7 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
 SEVERAL_TYPES_BROADCAST = 500_000
 
 
-def _close_types(base_types: DataFrame, schema: _Schema) -> DataFrame:
+def _close_types(base_types: DataFrame, schema: _Schema, partitions: int | None = None) -> DataFrame:
     """rdfs9: the base types and their super-classes, distinct — without deduplicating the whole
     (large: base types × hierarchy depth) result where it cannot repeat. An instance with one
     base type c gets c and the super-classes of c other than c: distinct by construction. Only
@@ -288,8 +290,11 @@ def _close_types(base_types: DataFrame, schema: _Schema) -> DataFrame:
     def with_supers(df: DataFrame) -> DataFrame:
         return df.unionAll(df.join(up, CLASS).select(INSTANCE, F.col(SUP).alias(CLASS)))
 
-    several = (base_types.groupBy(INSTANCE).count().filter(F.col("count") > 1).select(INSTANCE)
-               .limit(SEVERAL_TYPES_BROADCAST + 1).collect())
+    # counted after a shuffle by instance and no pre-shuffle aggregation: instances are mostly
+    # distinct, so its maps only grew (at 20M base types they spilled 1.6 GB)
+    partitions = max(int(base_types.sparkSession.conf.get("spark.sql.shuffle.partitions")), partitions or 0)
+    several = (base_types.select(INSTANCE).repartition(partitions, INSTANCE).groupBy(INSTANCE).count()
+               .filter(F.col("count") > 1).select(INSTANCE).limit(SEVERAL_TYPES_BROADCAST + 1).collect())
     if not several:
         return with_supers(base_types)
     if len(several) > SEVERAL_TYPES_BROADCAST:

@@ -184,9 +184,9 @@ def _full_spark(spark: SparkSession, loaded: loading.Loaded, version: store.Vers
     progress.phase("dictionary written", rows=counts[DICTIONARY])
     # The encoded triples (3 longs a row) on disk: the bulk is read a few times, and memory
     # stays for the joins and aggregations.
-    triples = encode_triples(loaded.triples).persist(StorageLevel.DISK_ONLY)
+    triples = encode_triples(loaded.triples, partitions).persist(StorageLevel.DISK_ONLY)
     literals = dictionary.filter(F.col(TERM).startswith('"')).select(ID)
-    closure = materialize(triples, literals, strategy=strategy)
+    closure = materialize(triples, literals, strategy=strategy, partitions=partitions)
     for name, df in ((SUBCLASS, closure.subclass), (SUBPROPERTY, closure.subproperty), (TYPES, closure.types),
                      (TRANSITIVE, closure.transitive), (INFERRED, None)):
         t1 = time.perf_counter()
