@@ -139,6 +139,18 @@ def _link_table(previous_dir: Path, staging: Path, name: str) -> None:
         fs.link_or_copy(file, target / file.name)
 
 
+class _Phases:
+    """Seconds per phase into ``timings``, as ``incremental_<name>``: call it at each phase's end."""
+
+    def __init__(self, timings: dict):
+        self.timings, self.last = timings, time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[f"incremental_{name}"] = round(now - self.last, 3)
+        self.last = now
+
+
 def _pairs_frame(spark: SparkSession, pairs) -> DataFrame:
     return F.broadcast(spark.createDataFrame(sorted(tuple(x) for x in pairs), f"{SUB} long, {SUP} long"))
 
@@ -148,14 +160,7 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
     """Write the incremental version into ``version``'s staging directory; returns the counts
     (raises :class:`Refused` when the added triples touch what must be recomputed). Seconds per
     phase go to ``timings``."""
-    timings = {} if timings is None else timings
-    clock = time.perf_counter()
-
-    def phase(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        timings[f"incremental_{name}"] = round(now - clock, 3)
-        clock = now
+    phase = _Phases({} if timings is None else timings)
 
     previous = the_plan.previous
     schema = previous["schema"]
@@ -337,14 +342,7 @@ def apply_local(the_plan: Plan, version: store.VersionWriter, out: Path, timings
 
     from reasoner import local
 
-    timings = {} if timings is None else timings
-    clock = time.perf_counter()
-
-    def phase(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        timings[f"incremental_{name}"] = round(now - clock, 3)
-        clock = now
+    phase = _Phases({} if timings is None else timings)
 
     previous = the_plan.previous
     schema = previous["schema"]
