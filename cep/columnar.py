@@ -405,6 +405,8 @@ def window(stream: np.ndarray, spec, time_unit: str = "ms") -> np.ndarray:
             size = spec.range.ticks(time_unit)
         case W.Triples(n=n):
             return _triples(stream, n)
+        case W.All():                 # TRIPLES n with n past the last triple: no triple ever leaves
+            return _triples(stream, len(stream))
         case W.Range():
             return _step(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
         case _:

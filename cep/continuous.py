@@ -46,8 +46,11 @@ Semantics (README "Continuous queries")
   still hold there: an item whose lifetime in every window of its stream ends by ``done`` is
   dropped (RANGE T: t2 + T; STEP s: the last close holding it + s − 1; TRIPLES n: until n later
   triples arrived). So the items kept are bounded by the horizon (largest RANGE + STEP, plus the
-  lateness for items still in flight) or by n, however long the stream runs. ``ALL`` keeps
-  everything forever and is refused. Two small sets go with the items: the emitted answer keys
+  lateness for items still in flight) or by n, however long the stream runs. An ``[ALL]``
+  (landmark) window keeps every item for good: its state grows with the stream, as a landmark
+  window's does in any engine (Esper's keep-all, RSEP-QL's W^λ); the plan says so in
+  ``ContinuousPlan.warnings``, the run prints it, and ``state_items`` in the metrics shows it.
+  Two small sets go with the items: the emitted answer keys
   (Istream's "once": a key is dropped when its interval starts before the oldest kept item, as it
   can no longer be found; an open-ended background key stays) and, for Rstream/Dstream, the
   answers alive at ``done`` (the previous instant of the next batch's first one).
@@ -61,7 +64,10 @@ per instant of ``evaluation_instants`` (every close of a STEP / TUMBLING window;
 slides by one tick, the instants its content changes). EP-SPARQL names no window: a continuous run
 needs a ``horizon`` D, and each instant t then sees the occurrences started in [t − D, t]. The
 watermark, lateness, rejects and finality are the same as above; the state kept is given by
-``keep_from``. ``cep.instants``' module doc has the rest (output streams, the state).
+``keep_from``. A report policy can replace the instants: ``every`` P (``--every``) evaluates at the
+multiples of P, as C-SPARQL's COMPUTED EVERY does (RSEP-QL, 001 §3.4: ET "can be expressed through
+report policies"; the default, each content change, is its content-change policy).
+``cep.instants``' module doc has the rest (output streams, the state).
 
 Why rows of an evaluated instant are cut, not trusted: after pruning, the state no longer holds
 the items that blocked an old candidate, so a lifetime computed now may look alive at an instant
@@ -78,13 +84,13 @@ from cep.timeline import MIN_TIME, close_instant
 from reasoner.errors import SidecarError
 
 __all__ = ["ContinuousError", "WindowRule", "ContinuousPlan", "plan", "EMITS", "ISTREAM", "RSTREAM", "DSTREAM",
-           "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from"]
+           "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from", "LANDMARK"]
 
 ISTREAM, RSTREAM, DSTREAM = "istream", "rstream", "dstream"
 EMITS = (ISTREAM, RSTREAM, DSTREAM)
 
 #: window kinds of a WindowRule
-SLIDING, STEP, COUNT = "sliding", "step", "count"
+SLIDING, STEP, COUNT, LANDMARK = "sliding", "step", "count", "landmark"
 
 #: how a plan is evaluated: every instant at once (CQELS-CEP, ``cep.lifetimes``), or one evaluation
 #: per evaluation instant (C-SPARQL, RSEP-QL, EP-SPARQL; module doc, "Evaluation instants")
@@ -100,7 +106,7 @@ class WindowRule:
     """One window of the query as the continuous runtime sees it (ticks of the plan's time unit).
 
     ``kind``: ``sliding`` (RANGE T / NOW, slide 1), ``step`` (RANGE T STEP s / TUMBLING),
-    or ``count`` (TRIPLES n).
+    ``count`` (TRIPLES n) or ``landmark`` ([ALL]: every item from the start, for good).
     """
 
     stream: A.Term
@@ -110,7 +116,7 @@ class WindowRule:
     count: int | None = None   # n (count)
 
     def reach(self) -> int | None:
-        """How long after its end an item may still be in this window (None: by count)."""
+        """How long after its end an item may still be in this window (None: by count, or for good)."""
         return self.range if self.kind in (SLIDING, STEP) else None
 
 
@@ -132,6 +138,13 @@ class ContinuousPlan:
     lookback: int | None = None
     #: EP-SPARQL's CONSTRUCT rules (``cep.rules``): each instant reads the Q-closure of what it sees
     rules: tuple = ()
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a run tells its user before it starts: the landmark windows, whose state grows."""
+        return tuple(f"the window on {w.stream} is [ALL] (landmark): every item of that stream stays in the state "
+                     f"for good, so the state grows with the stream (state_items in the metrics); a RANGE window "
+                     f"bounds it" for w in dict.fromkeys(self.windows) if w.kind == LANDMARK)
 
     @property
     def streams(self) -> tuple[A.Term, ...]:
@@ -161,10 +174,7 @@ def _rule(stream: A.Term, w: A.Window, where: str, time_unit: str) -> WindowRule
         if isinstance(w, A.Triples):
             return WindowRule(stream, COUNT, count=w.n)
         if isinstance(w, A.All):
-            raise ContinuousError(
-                f"{where}: an [ALL] window keeps every item forever, which a continuous query cannot "
-                f"(its state would grow without bound); use a RANGE window (RANGE d covers the last d), "
-                f"or evaluate at one instant with --at T")
+            return WindowRule(stream, LANDMARK)
         if isinstance(w, A.Range):
             T = w.range.ticks(time_unit)
             if w.step is None and not w.tumbling:
@@ -181,12 +191,14 @@ def _rule(stream: A.Term, w: A.Window, where: str, time_unit: str) -> WindowRule
 
 
 def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = ISTREAM, *,
-         horizon: int | None = None, streams=(), rules=()) -> ContinuousPlan:
+         horizon: int | None = None, streams=(), rules=(), every: int | None = None) -> ContinuousPlan:
     """Check that ``query`` can run continuously and describe its windows.
 
     ``lateness``: allowed lateness in ticks (≥ 0); ``emit``: istream, rstream or dstream.
     ``horizon`` (EP-SPARQL only, ticks): each instant sees the occurrences started in the last
     ``horizon`` ticks of ``streams`` (the stream IRIs an EP-SPARQL query reads: it names none).
+    ``every`` (ticks; C-SPARQL, RSEP-QL, EP-SPARQL): the report policy, evaluations at the
+    multiples of ``every`` instead of each content change (module doc, "Evaluation instants").
     """
     if not isinstance(query, A.Query):
         raise TypeError(f"plan() needs a cep.algebra.Query, got {type(query).__name__}")
@@ -201,13 +213,20 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
             rules = check_rules(query, rules)
         except RulesError as exc:
             raise ContinuousError(str(exc)) from None
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every <= 0):
+        raise ContinuousError(f"the report period (--every) must be a positive number of {time_unit}, got {every!r}")
     if A.is_epsparql(query):
-        return replace(_epsparql_plan(query, time_unit, lateness, emit, horizon, tuple(streams)), rules=tuple(rules))
+        return _report_every(replace(_epsparql_plan(query, time_unit, lateness, emit, horizon, tuple(streams)),
+                                     rules=tuple(rules)), every)
     if horizon is not None:
         raise ContinuousError("--horizon bounds what an EP-SPARQL query sees (it has no window); this query's "
                               "windows bound it already")
     if A.is_rsepql(query) or A.is_csparql(query):
-        return _instants_plan(query, time_unit, lateness, emit)
+        return _report_every(_instants_plan(query, time_unit, lateness, emit), every)
+    if every is not None:
+        raise ContinuousError("--every sets when C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated; a CQELS-CEP "
+                              "query's answers hold at every instant, each reported when it first holds (--emit "
+                              "rstream reports the whole answer wherever it changes)")
     if query.modifiers is not None:
         raise ContinuousError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at T1,T2,...); "
                               "continuous evaluation does not apply them yet")
@@ -232,6 +251,17 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     windows = tuple(dict.fromkeys(_rule(p.stream, p.window, f"window {p.name} on {p.stream}", time_unit)
                                   for p in patterns))
     return ContinuousPlan(query, time_unit, lateness, windows, emit)
+
+
+def _report_every(cplan: ContinuousPlan, every: int | None) -> ContinuousPlan:
+    """The plan with the report policy ``every`` (module doc, "Evaluation instants"); C-SPARQL's own
+    COMPUTED EVERY is the query's, which a second period would contradict."""
+    if every is None:
+        return cplan
+    if cplan.every:
+        raise ContinuousError(f"the query gives COMPUTED EVERY already (every {', '.join(map(str, cplan.every))} "
+                              f"{cplan.time_unit}); leave out --every")
+    return replace(cplan, every=(every,))
 
 
 def _background_only(node) -> bool:
@@ -310,9 +340,9 @@ def _multiples(step: int, lo: int, hi: int) -> range:
 def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[int]], lo: int, hi: int,
                         ends: Mapping[A.Term, Iterable[int]] | None = None) -> list[int]:
     """The evaluation instants of an INSTANTS plan in [lo, hi], in order (module doc, "Evaluation
-    instants"): the multiples of COMPUTED EVERY when given; else every close of a STEP / TUMBLING
-    window (σ > 1), and, for a window that slides by one tick (RANGE without STEP or with STEP 1,
-    NOW, TRIPLES), each instant its content changes — an item arrives (``starts``: the start
+    instants"): the multiples of COMPUTED EVERY (or of ``--every``) when given; else every close of a
+    STEP / TUMBLING window (σ > 1), and, for a window that slides by one tick (RANGE without STEP
+    or with STEP 1, NOW, TRIPLES, ALL), each instant its content changes — an item arrives (``starts``: the start
     times of each stream's items), or leaves a RANGE α (α ticks later) or NOW (one tick later).
     EP-SPARQL (``lookback`` D): an occurrence counts once it has ended (``ends``, the end times in
     the order of ``starts``) and leaves D + 1 ticks after its start."""
@@ -330,7 +360,7 @@ def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[
         if w.kind == STEP and w.step > 1:
             out.update(_multiples(w.step, lo, hi))
             continue
-        leave = None if w.kind == COUNT else max(w.range, 1)
+        leave = None if w.kind in (COUNT, LANDMARK) else max(w.range, 1)
         for t in starts.get(w.stream, ()):
             out.add(t)
             if leave is not None:
@@ -343,9 +373,11 @@ def keep_from(cplan: ContinuousPlan, stream: A.Term, upto: int, latest: Iterable
     ``upto`` is evaluated (an INSTANTS plan; module doc, "State"): a RANGE α window (slide σ) can
     hold at a later instant c only items after ⌊(upto+1)/σ⌋σ − α, NOW only items after upto, and
     TRIPLES n the latest n triples (``latest``: (start, triples) per start time ≤ upto, newest
-    first; ties at the boundary are kept). Items started after ``upto`` are always kept."""
+    first; ties at the boundary are kept), ALL every item. Items started after ``upto`` are always kept."""
     low = upto + 1
     for w in cplan.rules_for(stream):
+        if w.kind == LANDMARK:
+            return MIN_TIME
         if w.kind == COUNT:
             seen, boundary = 0, None
             for t, n in latest:

@@ -30,7 +30,7 @@ Semantics (``cep.continuous``, "Evaluation instants"; README "Continuous C-SPARQ
 * **State**: the items some window can still hold at a later instant
   (``cep.continuous.keep_from``), the consumed stream triples of those items (RSEP-QL), the
   answers of the last evaluation (dstream) and the emitted keys (istream) that can still recur.
-  ``[ALL]`` windows are refused, as for CQELS-CEP.
+  An ``[ALL]`` window keeps all its stream's items (and their consumed triples) for good.
 
 The equivalence, tested on random streams (``tests/test_continuous_instants.py``): the output is
 ``cep.reference.evaluate_sequence`` at the evaluation instants of the whole stream.

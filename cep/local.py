@@ -87,8 +87,6 @@ def unsupported(query: A.Query) -> str | None:
                 isinstance(e, (A.Exists, A.Timestamp, A.PatternTimestamp))
                 or (isinstance(e, A.Builtin) and e.name == "NOW") for e in A.subexpressions(condition)):
             return "EXISTS, timestamp() and NOW() in a condition (on Spark)"
-        if isinstance(node, A.StreamPattern) and isinstance(node.window, W.All):
-            return "ALL windows"
     return None
 
 
@@ -353,6 +351,9 @@ def window(stream: Iterable[Item], spec, time_unit: str = "ms") -> list[tuple]:
             return list(_range(stream, 0))
         case W.Triples(n=n):
             return list(_triples(stream, n))
+        case W.All():                 # TRIPLES n with n past the last triple: no triple ever leaves
+            rows = list(stream)
+            return list(_triples(rows, len(rows)))
         case W.Range(step=None, tumbling=False):
             return list(_range(stream, spec.range.ticks(time_unit)))
         case W.Range():

@@ -522,7 +522,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
         metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
         timeout: float | None = None, engine: str = "auto", horizon: int | None = None,
-        rules=()) -> RunSummary:
+        rules=(), every: int | None = None) -> RunSummary:
     """Run ``query`` continuously over ``sources`` (see the module doc).
 
     ``query``: text or a ``cep.algebra.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
@@ -537,14 +537,17 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     static side are small and the query allows it; on Spark otherwise), ``spark`` or ``local``.
     ``horizon`` (EP-SPARQL, ticks): each instant sees the events started in its last ``horizon``
     (an EP-SPARQL query has no window; ``cep.instants``). ``rules``: EP-SPARQL CONSTRUCT rules
-    (compiled queries, ``cep.rules``): each instant reads the Q-closure of its events.
+    (compiled queries, ``cep.rules``): each instant reads the Q-closure of its events. ``every``
+    (ticks; C-SPARQL, RSEP-QL, EP-SPARQL): evaluate at its multiples (the report policy), not at
+    each content change. A landmark ([ALL]) window's warning (``ContinuousPlan.warnings``) is
+    printed to ``metrics`` (stderr by default) before the first batch.
     """
     if isinstance(query, str):
         from cep.lower import compile_query
 
         query = compile_query(query, prefixes)
     cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources],
-                      rules=rules)
+                      rules=rules, every=every)
     if engine not in ENGINES:
         raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if engine == "local" and cplan.mode == LIFETIMES:
@@ -574,6 +577,8 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     if hasattr(sink, "bind"):
         sink.bind(spark)
     runner.sources = used
+    for warning in cplan.warnings:
+        print(f"warning: {warning}", file=metrics or sys.stderr, flush=True)
     lines = _union([source.lines(spark).withColumn(_SOURCE, F.lit(i)) for i, source in enumerate(used)],
                    allow_missing=True)
     run_micro_batches(lines, runner.batch, checkpoint, trigger, timeout, lambda: runner.error)

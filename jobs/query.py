@@ -140,6 +140,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="EP-SPARQL (which has no window): each instant sees the events started in its last D "
                            "(ticks of --time-unit, or a duration such as 30s); required for a continuous EP-SPARQL "
                            "query")
+    cont.add_argument("--every", metavar="D",
+                      help="C-SPARQL, RSEP-QL, EP-SPARQL: evaluate at the multiples of D (ticks of --time-unit, or a "
+                           "duration such as 30s), the report policy; default: wherever the windows' content changes "
+                           "(C-SPARQL: its windows' closes, or COMPUTED EVERY)")
     cont.add_argument("--closure", metavar="STORE_DIR",
                       help="background = the current version of a materialize store; a newly published version "
                            "is used from the next micro-batch on")
@@ -256,6 +260,8 @@ def plan(args: argparse.Namespace) -> Plan:
     at = instants[0] if instants else None
     if continuous:
         _check_continuous(args)
+    elif getattr(args, "every", None) is not None:
+        raise QueryError("--every sets when a --continuous run evaluates; with --at the instants are the ones given")
     query_path = _existing(local_path(args.query, "the query file"), "the query file")
     text = query_path.read_text(encoding="utf-8")
     lang = getattr(args, "lang", "auto")
@@ -528,6 +534,8 @@ def _check_continuous(args: argparse.Namespace) -> None:
     parse_lateness(args.lateness, args.time_unit)
     if getattr(args, "horizon", None) is not None:
         parse_lateness(args.horizon, args.time_unit, "--horizon")
+    if getattr(args, "every", None) is not None and parse_lateness(args.every, args.time_unit, "--every") <= 0:
+        raise QueryError(f"--every {args.every!r}: the period must be positive")
     if args.max_per_trigger is not None and args.max_per_trigger < 1:
         raise QueryError(f"--max-per-trigger {args.max_per_trigger}: expected a positive number")
 
@@ -551,6 +559,7 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
                          time_unit=p.time_unit, rejects=args.rejects, engine=args.engine,
                          horizon=None if args.horizon is None else parse_lateness(args.horizon, p.time_unit,
                                                                                   "--horizon"),
+                         every=None if args.every is None else parse_lateness(args.every, p.time_unit, "--every"),
                          rules=p.rules)
     print(json.dumps({"continuous": summary.to_dict()}), file=sys.stderr)
     return summary.answers

@@ -104,7 +104,7 @@ def test_subtract_equals_the_free_runs():
 
 
 WINDOWS = [W.Now(), W.Triples(1), W.Triples(3), A.Range(A.Duration(4)), A.Range(A.Duration(6), A.Duration(4)),
-           A.Range(A.Duration(5), tumbling=True), A.Range(A.Duration(3), A.Duration(5))]
+           A.Range(A.Duration(5), tumbling=True), A.Range(A.Duration(3), A.Duration(5)), A.All()]
 
 
 @pytest.mark.parametrize("spec", WINDOWS, ids=repr)

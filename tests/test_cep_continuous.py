@@ -42,11 +42,13 @@ P0 = A.bgp(A.triple(v, PREDICATES[0], s))
 
 @pytest.mark.parametrize("window, kind", [
     (A.Range(A.Duration(10)), "sliding"), (A.Now(), "sliding"), (A.Triples(3), "count"),
-    (A.Range(A.Duration(10), A.Duration(5)), "step"), (A.Range(A.Duration(6), tumbling=True), "step")])
+    (A.Range(A.Duration(10), A.Duration(5)), "step"), (A.Range(A.Duration(6), tumbling=True), "step"),
+    (A.All(), "landmark")])
 def test_plan_rules(window, kind):
     p = plan(_query(window, P0))
     assert [w.kind for w in p.windows] == [kind]
     assert p.streams == (STREAM_IRI,)
+    assert bool(p.warnings) == (kind == "landmark")       # an [ALL] window's state grows: the run says so
 
 
 def test_plan_horizon_adds_step_and_lateness():
@@ -54,9 +56,9 @@ def test_plan_horizon_adds_step_and_lateness():
     assert plan(_query(A.Triples(3), P0)).horizon is None
 
 
-def test_plan_refuses_all_windows_queries_without_windows_and_bad_options():
-    with pytest.raises(ContinuousError, match=r"\[ALL\] window keeps every item forever"):
-        plan(_query(A.All(), P0))
+def test_plan_refuses_queries_without_windows_and_bad_options():
+    with pytest.raises(ContinuousError, match="--every sets when C-SPARQL"):
+        plan(_query(A.Now(), P0), every=5)
     with pytest.raises(ContinuousError, match="no WINDOW"):
         plan(compile_query("SELECT ?s WHERE { ?s ?p ?o }"))
     with pytest.raises(ContinuousError, match="lateness"):
@@ -159,6 +161,7 @@ QUERIES = [
     ("multi-pattern BGP, TUMBLING", A.Range(A.Duration(5), tumbling=True), A.sequence(ELEMENT_TWO, ELEMENT_A)),
     ("TRIPLES with tail negation", A.Triples(4), A.sequence(ELEMENT_A, ELEMENT_B, negated=1)),
     ("NOW, one multi-pattern BGP", A.Now(), ELEMENT_TWO),
+    ("tail negated, ALL (landmark)", A.All(), A.sequence(ELEMENT_A, ELEMENT_B, negated=1)),
     ("FILTER over a negated tail, RANGE", A.Range(A.Duration(6)), A.Filter(
         E.Or(E.Compare("!=", s, E.Const(OBJECTS[0])), E.Compare("=", v, E.Const(SUBJECTS[1]))),
         A.sequence(ELEMENT_A, ELEMENT_B, negated=1))),

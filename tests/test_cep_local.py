@@ -59,6 +59,8 @@ QUERIES = {
     "SEQ of a two-pattern BGP, TUMBLING": query(TUMBLING, A.sequence(TWO, A_)),
     "TRIPLES, tail negated": query(A.Triples(4), A.sequence(A_, B_, negated=1)),
     "NOW, two-pattern BGP": query(A.Now(), TWO),
+    "ALL (landmark), head negated": query(A.All(), A.sequence(B_, A_, negated=0)),
+    "ALL (landmark), tail negated, interval events": query(A.All(), A.sequence(A_, B_, negated=1)),
     "JOIN and OR in a window": query(RANGE6, A.union(A.join(A_, B_), b((v, P2, x)))),
     "OPTIONAL in a window": query(A.Range(A.Duration(4)), A.left_join(A_, b((v, P2, x)))),
     "background JOIN": query(RANGE6, A.sequence(A_, B_), extra=BACKGROUND),

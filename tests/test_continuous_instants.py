@@ -65,12 +65,20 @@ def test_keep_from_by_hand():
     assert keep_from(triples, S1, 9, [(8, 1), (7, 1)]) == MIN_TIME                   # fewer than n: all
 
 
-def test_plan_refuses_what_it_cannot_bound():
-    with pytest.raises(ContinuousError, match=r"\[ALL\] window keeps every item forever"):
-        plan(_csparql("[ALL]"))
-    with pytest.raises(ContinuousError, match=r"\[ALL\] window keeps every item forever"):
-        plan(compile_query(f"PREFIX : <{EX}> SELECT ?x FROM NAMED WINDOW :w ON :S [ALL] "
-                           f"WHERE {{ MATCH ( EVENT :w {{ ?x :p ?y }} ) }}"))
+def test_landmark_windows_and_the_report_policy():
+    """An [ALL] window: content changes at arrivals only, every item is kept, and the plan warns;
+    ``every`` (--every) replaces the content-change instants by its multiples."""
+    rsep = plan(compile_query(f"PREFIX : <{EX}> SELECT ?x FROM NAMED WINDOW :w ON :S [ALL] "
+                              f"WHERE {{ MATCH ( EVENT :w {{ ?x :p ?y }} ) }}"))
+    assert [w.kind for w in rsep.windows] == ["landmark"] and "grows with the stream" in rsep.warnings[0]
+    assert evaluation_instants(rsep, {S1: [2, 4, 4, 9]}, 0, 20) == [2, 4, 9]
+    assert keep_from(rsep, S1, 100) == MIN_TIME
+    every = plan(rsep.query, every=4)
+    assert every.every == (4,) and evaluation_instants(every, {S1: [2, 9]}, 1, 13) == [4, 8, 12]
+    with pytest.raises(ContinuousError, match="COMPUTED EVERY already"):
+        plan(_csparql("[RANGE 5]", "COMPUTED EVERY 3"), every=2)
+    with pytest.raises(ContinuousError, match="must be a positive"):
+        plan(rsep.query, every=0)
 
 
 # --- running it ----------------------------------------------------------------------------------
@@ -102,7 +110,10 @@ WHERE {{ MATCH {policy} ( EVENT :w1 {{ ?x :p ?y }} SEQ EVENT :w2 {{ ?y :q ?z }} 
 WHERE {{ MATCH RECENT ( FIRST EVENT :w {{ ?x :p ?y }} SEQ (LAST (EVENT :w {{ ?y :q ?z }})) ) }}"""),
     ("window graph pattern, chronological", "istream", f"""PREFIX : <{EX}> SELECT ?x ?y ?z
 FROM NAMED WINDOW :w1 ON :S [RANGE 6 STEP 2] FROM NAMED WINDOW :w2 ON :S2 [RANGE 4]
-WHERE {{ MATCH CHRONOLOGICAL ( EVENT :w1 {{ ?x :p ?y }} ) WINDOW :w2 {{ ?y :q ?z }} }}""")]
+WHERE {{ MATCH CHRONOLOGICAL ( EVENT :w1 {{ ?x :p ?y }} ) WINDOW :w2 {{ ?y :q ?z }} }}"""),
+    ("Fig. 1's windows: [ALL] (landmark) SEQ RANGE, chronological", "istream", f"""PREFIX : <{EX}>
+SELECT ?x ?y ?z FROM NAMED WINDOW :w1 ON :S [ALL] FROM NAMED WINDOW :w2 ON :S [RANGE 5 STEP 1]
+WHERE {{ MATCH CHRONOLOGICAL ( EVENT :w1 {{ ?x :p ?y }} SEQ EVENT :w2 {{ ?y :q ?z }} ) }}""")]
 
 
 EPSPARQL = [
@@ -134,7 +145,7 @@ def _write(directory, chunks) -> dict:
 
 
 def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=None, name="run", horizon=None,
-                 rules=()):
+                 rules=(), every=None):
     """Run ``text`` over ``streams`` ({IRI: items}, each cut into 3 files by time — the same
     ranges for every stream, so that no stream's items arrive late — one file per batch);
     returns (rows, the items relabeled with the runtime's ids, metrics lines)."""
@@ -160,16 +171,16 @@ def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=Non
     run(spark, text, sources, sink=CallbackSink(lambda label, rows: got.extend(rows)),
         checkpoint=tmp_path / name / "ckpt", static=static, emit=emit, metrics=open(os.devnull, "w"),
         engine=engine, rejects=tmp_path / name / "rejects", horizon=horizon,
-        rules=[compile_query(r, lang="epsparql") for r in rules])
+        rules=[compile_query(r, lang="epsparql") for r in rules], every=every)
     metrics = [json.loads(line) for line in (tmp_path / name / "ckpt" / "metrics.jsonl").read_text().splitlines()]
     assert not any(m["rejected"] for m in metrics), metrics
     return got, relabeled_streams, metrics
 
 
-def expected_rows(text, streams, emit, background=None, horizon=None, rules=()):
+def expected_rows(text, streams, emit, background=None, horizon=None, rules=(), every=None):
     """The reference at the evaluation instants of the whole stream, as (instant, answer) rows."""
     query = compile_query(text)
-    cplan = plan(query, emit=emit, horizon=horizon, streams=list(streams))
+    cplan = plan(query, emit=emit, horizon=horizon, streams=list(streams), every=every)
     starts = {iri: [t1 for (_i, _g, t1, _t2) in items] for iri, items in streams.items()}
     ends = {iri: [t2 for (_i, _g, _t1, t2) in items] for iri, items in streams.items()}
     times = [t for values in starts.values() for t in values]
@@ -255,6 +266,21 @@ def test_continuous_rsepql_equals_reference(spark, tmp_path, label, emit, text):
     got, relabeled_streams, _metrics = run_instants(spark, tmp_path, text, streams, emit=emit, engine="local")
     expected, ordered = expected_rows(text, relabeled_streams, emit)
     assert expected, "the seed gives this query no answer: the test would prove nothing"
+    _check(got_rows(got, text), expected, ordered)
+
+
+@pytest.mark.spark
+def test_continuous_rsepql_with_a_report_period(spark, tmp_path):
+    """--every 3: the evaluations are at 3, 6, 9, ... (not at each content change), and a
+    consuming policy consumes at those evaluations only."""
+    label, emit, text = RSEPQL[-1]
+    rng = random.Random(zlib.crc32(label.encode()))
+    streams = {S1: random_stream(rng, 24, 14)}
+    got, relabeled_streams, _metrics = run_instants(spark, tmp_path, text, streams, emit=emit, engine="local",
+                                                    every=3)
+    expected, ordered = expected_rows(text, relabeled_streams, emit, every=3)
+    assert expected and {c for (c, _a) in expected} <= set(range(0, 30, 3))
+    assert expected != expected_rows(text, relabeled_streams, emit)[0], "the period made no difference"
     _check(got_rows(got, text), expected, ordered)
 
 

@@ -299,13 +299,46 @@ def test_query_job_errors(tmp_path, capsys):
     assert "the instants must increase" in capsys.readouterr().err
     assert job.main([str(q), "--at", "8"]) == 2
     assert "the query reads stream <http://example.org/rsep#S>, which no --stream binds" in capsys.readouterr().err
-    assert job.main([str(q), "--stream", f":S={tmp_path}", "--continuous", "--checkpoint", str(tmp_path / "c")]) == 2
-    assert "[ALL] window keeps every item forever" in capsys.readouterr().err
+    assert job.main([str(q), "--stream", f":S={tmp_path / 's.jsonl'}", "--at", "8", "--every", "4"]) == 2
+    assert "--every sets when a --continuous run evaluates" in capsys.readouterr().err
 
 
-def test_continuous_plan_refuses_an_all_window_clearly():
-    from cep.continuous import ContinuousError, plan
+@pytest.mark.parametrize("every, policy, expected", [
+    # the report policy "every 4": evaluations at 4 and 8 — at 8 Fig. 1's answers; nothing is left
+    # for a later one (the end of input is 10: no evaluation at 12)
+    ("4", "chronological", {8: FIG1["chronological"][0]}),
+    # each content change (2, 4, 6, 7, 8, 9, 10): at 6 both :q triples arrive and match the two
+    # :p triples; chronological consumes all four, so nothing is found again
+    (None, "chronological", {6: {event(1, 2, 6), event(2, 4, 6)}}),
+])
+def test_fig1_continuously(spark, tmp_path, capsys, every, policy, expected):
+    """Fig. 1's query, its [ALL] (landmark) window included, as a continuous job over the stream
+    arriving in two files: the consumed triples cross the micro-batches in the state, and the job
+    warns that a landmark window's state grows."""
+    import json
+    import os
+    from pathlib import Path
 
-    with pytest.raises(ContinuousError, match=r"window <http://example.org/rsep#w1> on <http://example.org/rsep#S>"
-                                              r": an \[ALL\] window keeps every item forever"):
-        plan(query_for("recent"))
+    from jobs import query as job
+
+    repo = Path(__file__).resolve().parent.parent
+    lines = (repo / "ontologies" / "rsep_fig1_stream.jsonl").read_text(encoding="utf-8").splitlines()
+    directory = tmp_path / "in"
+    directory.mkdir()
+    for i, part in enumerate((lines[:3], lines[3:])):          # times 2, 4, 6 | 8, 10
+        (directory / f"part{i}.jsonl").write_text("\n".join(part) + "\n", encoding="utf-8")
+        os.utime(directory / f"part{i}.jsonl", (1_600_000_000 + i, 1_600_000_000 + i))
+    out = tmp_path / "out"
+    code = job.main([str(repo / "ontologies" / "rsep_fig1_query.rq"), "--stream", f":S={directory}", "--continuous",
+                     "--checkpoint", str(tmp_path / "ckpt"), "--out", str(out), "--max-per-trigger", "1",
+                     "--policy", policy] + (["--every", every] if every else []))
+    err = capsys.readouterr().err
+    assert code == 0 and "is [ALL] (landmark)" in err and "grows with the stream" in err
+    got: dict = {}
+    for f in sorted(out.glob("part-*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            got.setdefault(row["_at"], set()).add(
+                (frozenset((k, row[k]) for k in ("x", "y", "z")), row["_start"], row["_end"]))
+    assert got == expected
+    assert sum(json.loads(m)["input_items"] for m in (tmp_path / "ckpt" / "metrics.jsonl").read_text().splitlines()) == 5
