@@ -17,8 +17,13 @@ a term:
   xsd:double; doubles follow IEEE 754 (a division by zero is ±INF, 0/0 NaN) and keep their 53
   bits until written as a term (15 significant digits, ``cep.literals.canonical_double``);
 * the other expressions are those of FILTER: a term, or a boolean (xsd:boolean); IF and
-  COALESCE choose their branch first, so a numeric branch is typed too. getDURATION() and the
-  other time values, which no term form is given for, are errors.
+  COALESCE choose their branch first, so a numeric branch (or a time, below) is typed too;
+* EP-SPARQL's getDURATION() is the interval's length, tω − tα, as an xsd:dayTimeDuration in XSD's
+  canonical form (PT0S, P1D, PT1H30M, PT0.5S, -P2DT3H4M5.25S: ``cep.literals.duration_term``);
+  getSTARTTIME() / getENDTIME() are tα / tω as xsd:dateTimes in UTC (``cep.literals.datetime_term``;
+  outside years 1-9999 an error). Both are FILTER's very values — the stream's ticks times the
+  time unit, since 1970-01-01T00:00:00Z — so a FILTER on the bound variable compares as one on
+  the function (``cep.literals.temporal_value`` reads the terms back exactly).
 
 The Spark engine evaluates BIND, and the numeric parts of a FILTER, with these very functions in
 a vectorized Arrow UDF over the decoded terms (``cep.spark``, ``cep.filters``): Spark SQL's decimal
@@ -33,9 +38,10 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcon
 
 from cep import algebra as A
 from cep.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, DATETIME_PATTERN, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL,
-                          XSD_DOUBLE, XSD_FLOAT, XSD_INTEGER, canonical_decimal, canonical_double)
+                          XSD_DOUBLE, XSD_FLOAT, XSD_INTEGER, canonical_decimal, canonical_double, datetime_term,
+                          duration_term)
 
-__all__ = ["term_value", "numeric", "Number", "number", "comparable"]
+__all__ = ["term_value", "temporal_term", "numeric", "Number", "number", "comparable"]
 
 _NUMERIC_BUILTINS = ("ABS", "CEIL", "FLOOR", "ROUND", "STRLEN", "YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS",
                      "RAND")
@@ -64,8 +70,10 @@ def numeric(e) -> bool:
 
 
 def term_value(e, mu: dict, interval: tuple | None = None, unit: str = "ms", exists=None) -> str | None:
-    """The term ``e`` evaluates to under ``mu`` (variable name → term), or None (an error)."""
-    from cep.reference import eval_expr
+    """The term ``e`` evaluates to under ``mu`` (variable name → term), or None (an error).
+    ``interval``: the solution's (t1, t2) in ``unit`` ticks, which getDURATION() / getSTARTTIME() /
+    getENDTIME() read as FILTER reads them (``cep.reference.eval_expr``)."""
+    from cep.reference import _Temporal, eval_expr
 
     value = eval_expr(e, mu, interval, unit, None, exists)
     if isinstance(value, bool):
@@ -74,7 +82,22 @@ def term_value(e, mu: dict, interval: tuple | None = None, unit: str = "ms", exi
         return value.term()
     if isinstance(value, str):
         return value
-    return None   # an error, or a value with no term form here (a time, a duration)
+    if isinstance(value, _Temporal):
+        return temporal_term(value.kind, value.seconds)
+    return None   # an error
+
+
+def temporal_term(kind: str, seconds) -> str | None:
+    """The term of a time value (``cep.reference.eval_expr``'s, in exact seconds): a "duration" as
+    an xsd:dayTimeDuration in canonical form (``cep.literals.duration_term``: P1DT2H, PT0.5S), a
+    "dateTime" (since 1970-01-01T00:00:00Z) as an xsd:dateTime in UTC (``cep.literals.datetime_term``;
+    None, an error, outside years 1-9999). ``cep.literals.temporal_value`` reads either back to the
+    same value, so a later FILTER compares the bound term as it compares the function's value."""
+    if kind == "duration":
+        return duration_term(seconds)
+    if kind == "dateTime":
+        return datetime_term(seconds)
+    raise ValueError(f"a time value is a 'duration' or a 'dateTime', got {kind!r}")
 
 
 def comparable(value) -> tuple | None:

@@ -300,7 +300,7 @@ class Builtin:
 
 
 #: EP-SPARQL's interval functions (EP-SPARQL §4.1; σ_{tα tω} of §4.2): name → what it yields
-INTERVAL_FUNCTIONS = {"DURATION": "xsd:duration tω − tα", "STARTTIME": "xsd:dateTime tα",
+INTERVAL_FUNCTIONS = {"DURATION": "xsd:dayTimeDuration tω − tα", "STARTTIME": "xsd:dateTime tα",
                       "ENDTIME": "xsd:dateTime tω"}
 
 
@@ -309,7 +309,8 @@ class IntervalFn:
     """``getDURATION()``, ``getSTARTTIME()``, ``getENDTIME()`` (EP-SPARQL §4.1): the length, start
     and end of the interval of the solution the FILTER is evaluated on (§4.2, σ_{tα tω}). A
     duration compares with xsd:duration / xsd:dayTimeDuration values, a time with xsd:dateTime
-    values (the stream's ticks read as time since 1970-01-01T00:00:00Z)."""
+    values (the stream's ticks read as time since 1970-01-01T00:00:00Z). BIND and SELECT
+    (expr AS ?v) bind them as terms: an xsd:dayTimeDuration, an xsd:dateTime (``cep.bind.temporal_term``)."""
 
     kind: str
 

@@ -26,6 +26,7 @@ __all__ = [
     "XSD_INTEGER", "XSD_DECIMAL", "XSD_DOUBLE", "number_kind", "NUMBER_LEXICAL", "AGGREGATE_SCALE", "AGGREGATE_LIMIT",
     "canonical_decimal", "canonical_double", "XSD_FLOAT", "DOUBLE_CANONICAL_PATTERN",
     "XSD_DATETIME", "datetime_term", "DURATION_DATATYPES", "DAY_TIME_DURATION_PATTERN", "DATETIME_PATTERN", "temporal_value",
+    "XSD_DAYTIMEDURATION", "canonical_day_time_duration", "duration_term",
 ]
 
 # datatype IRIs as they appear between ``^^<`` and ``>`` (bare; ``reasoner.vocab`` has N-Triples forms)
@@ -211,3 +212,40 @@ def datetime_term(seconds) -> str | None:
     if fraction:
         text += format(fraction.normalize(), "f")[1:]
     return f'"{stamp.year:04d}{text[text.index("-"):]}Z"^^<{XSD_DATETIME}>'
+
+
+def canonical_day_time_duration(seconds) -> str:
+    """The canonical lexical form of the xsd:dayTimeDuration ``seconds`` long (a Decimal or an int;
+    negative: a duration backwards), as XSD 1.1's canonical mapping of dayTimeDuration (Part 2
+    §3.7.1.3) and XPath's casts to string (F&O 3.1 §10.3.2) write it: ``PT0S`` for zero, else an
+    optional ``-``, ``P``, the days then ``T`` with the hours, minutes and seconds, each only when
+    not zero (``P1D``, ``PT1H30M``, ``-P2DT3H4M5.25S``), the seconds without trailing fraction zeros
+    (``PT0.5S``, ``PT5S``). ``temporal_value`` reads it back to the same value. Floats are refused:
+    a binary fraction of a second has no exact decimal form here."""
+    from decimal import Decimal, localcontext
+
+    if isinstance(seconds, (bool, float)) or not isinstance(seconds, (int, Decimal)):
+        raise TypeError(f"a duration is a Decimal or an int number of seconds, got {seconds!r}")
+    with localcontext() as ctx:   # exact: no rounding of a long duration's fraction
+        ctx.prec = 80
+        value = Decimal(seconds)
+        if not value.is_finite():
+            raise ValueError(f"a duration has a finite number of seconds, got {seconds!r}")
+        if value == 0:
+            return "PT0S"
+        whole = int(abs(value))                  # toward zero: the fraction stays in the seconds
+        fraction = abs(value) - whole
+        days, rest = divmod(whole, 86400)
+        hours, rest = divmod(rest, 3600)
+        minutes, rest = divmod(rest, 60)
+        second = format(rest + fraction, "f")
+    if "." in second:
+        second = second.rstrip("0").rstrip(".")
+    time = (f"{hours}H" if hours else "") + (f"{minutes}M" if minutes else "") + (f"{second}S" if second != "0" else "")
+    return ("-" if value < 0 else "") + "P" + (f"{days}D" if days else "") + (f"T{time}" if time else "")
+
+
+def duration_term(seconds) -> str:
+    """The xsd:dayTimeDuration term of a length of time given in seconds (a Decimal or an int), in
+    canonical form (``canonical_day_time_duration``): what getDURATION() binds."""
+    return f'"{canonical_day_time_duration(seconds)}"^^<{XSD_DAYTIMEDURATION}>'

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,7 @@ from cep import CepSemanticError, CepSyntaxError, compile_query, evaluate, parse
 from cep import algebra as A
 from cep import reference as R
 from cep.columns import T_END, T_START, column_var
+from cep.literals import DAY_TIME_DURATION_PATTERN
 from cep.lower import detect_language
 from reasoner.hashing import term_id
 from reasoner.schema import ID, O, P, S, TERM
@@ -297,6 +299,118 @@ def test_interval_functions_on_spark_match_the_reference(spark):
                                           dictionary=dictionary_frame(spark, ITEMS, query))
             expected[cond, unit] = R.evaluate(query, {}, {STREAM_IRI: ITEMS}, at=200, time_unit=unit)
     assert_same_sets(tagged_results(frames, terms.get), expected)
+
+
+# --- getDURATION() / getSTARTTIME() / getENDTIME() bound as terms: BIND, SELECT (expr AS ?v) ------
+
+def _duration(lex: str) -> str:
+    return f'"{lex}"^^<{XSD}dayTimeDuration>'
+
+
+def _datetime(lex: str) -> str:
+    return f'"{lex}"^^<{XSD}dateTime>'
+
+
+#: times in ms: :a :p at 1000 then :a :q at 1500 (half a second); :b :p at 0 then :b :q at
+#: 183 845 250 = 2 days (172 800 000) + 3 h (10 800 000) + 4 min (240 000) + 5.25 s (5 250)
+SPAN_ITEMS = [(i, frozenset({(iri(s), iri(p), iri(o))}), t, t) for i, (s, p, o, t) in enumerate(
+    [("a", "p", "x", 1000), ("a", "q", "y", 1500), ("b", "p", "x", 0), ("b", "q", "y", 183_845_250)])]
+_SPAN = "{ ?s :p ?o } SEQ { ?s :q ?z }"
+
+
+def _bound(**kw):
+    return frozenset((k, iri(v) if k == "s" else v) for k, v in kw.items())
+
+
+_A = dict(s="a", d=_duration("PT0.5S"), st=_datetime("1970-01-01T00:00:01Z"), en=_datetime("1970-01-01T00:00:01.5Z"))
+_B = dict(s="b", d=_duration("P2DT3H4M5.25S"), st=_datetime("1970-01-01T00:00:00Z"),
+          en=_datetime("1970-01-03T03:04:05.25Z"))
+#: name → (query, items, time unit, expected answers at 200 000 000), derived by hand above
+BOUND_TIME_CASES = {
+    # the SEQ's intervals [1000, 1500] and [0, 183 845 250] ms: a fraction of a second, two days and more
+    "bind": (f"SELECT ?s ?d ?st ?en WHERE {{ {_SPAN} BIND (getDURATION() AS ?d) BIND (getSTARTTIME() AS ?st) "
+             "BIND (getENDTIME() AS ?en) }", SPAN_ITEMS, "ms",
+             {(_bound(**_A), 1000, 1500), (_bound(**_B), 0, 183_845_250)}),
+    # one triple: a zero-length interval, PT0S; its end is its start
+    "select_zero": ("SELECT ?s (getDURATION() AS ?d) (getENDTIME() AS ?en) WHERE { ?s :p ?o }", SPAN_ITEMS, "ms",
+                    {(_bound(s="a", d=_duration("PT0S"), en=_A["st"]), 1000, 1000),
+                     (_bound(s="b", d=_duration("PT0S"), en=_B["st"]), 0, 0)}),
+    "select_span": (f"SELECT ?s (getDURATION() AS ?d) WHERE {{ {_SPAN} }}", SPAN_ITEMS, "ms",
+                    {(_bound(s="a", d=_A["d"]), 1000, 1500), (_bound(s="b", d=_B["d"]), 0, 183_845_250)}),
+    # a later FILTER reads the bound terms: by value against constants, ...
+    "filter_longer": (f'SELECT ?s ?d WHERE {{ {_SPAN} BIND (getDURATION() AS ?d) '
+                      'FILTER (?d > "PT1S"^^xsd:dayTimeDuration) }', SPAN_ITEMS, "ms",
+                      {(_bound(s="b", d=_B["d"]), 0, 183_845_250)}),
+    "filter_shorter": (f'SELECT ?s ?d WHERE {{ {_SPAN} BIND (getDURATION() AS ?d) '
+                       'FILTER (?d < "PT0.6S"^^xsd:duration && ?d >= "PT0.5S"^^xsd:dayTimeDuration) }',
+                       SPAN_ITEMS, "ms", {(_bound(s="a", d=_A["d"]), 1000, 1500)}),
+    # ... and against the functions themselves and each other: the terms read back to the same values
+    "filter_round_trip": (f"SELECT ?s ?d ?st ?en WHERE {{ {_SPAN} BIND (getDURATION() AS ?d) "
+                          "BIND (getSTARTTIME() AS ?st) BIND (getENDTIME() AS ?en) "
+                          "FILTER (?d = getDURATION() && ?st = getSTARTTIME() && ?en = getENDTIME() && ?st < ?en) }",
+                          SPAN_ITEMS, "ms", {(_bound(**_A), 1000, 1500), (_bound(**_B), 0, 183_845_250)}),
+    # IF and COALESCE choose a time as they choose a term
+    "choose": (f'SELECT ?s ?w WHERE {{ {_SPAN} BIND (IF(getDURATION() > "PT1S"^^xsd:dayTimeDuration, '
+               "getENDTIME(), COALESCE(?none, getDURATION())) AS ?w) }", SPAN_ITEMS, "ms",
+               {(_bound(s="a", w=_A["d"]), 1000, 1500), (_bound(s="b", w=_B["en"]), 0, 183_845_250)}),
+    # days as the unit (the stock stream, Q1's pattern): ACME's [1, 10] is nine days from 1970-01-02
+    "days": ("SELECT ?s (getDURATION() AS ?d) (getSTARTTIME() AS ?st) WHERE { ?s :hasStockPrice ?price1 } "
+             "SEQ { ?s :hasStockPrice ?price2 } SEQ { ?s :hasStockPrice ?price3 } FILTER (?price2 < ?price1 * 0.7 "
+             '&& ?price3 > ?price2 * 1.05 && getDURATION() < "P30D"^^xsd:duration)', ITEMS, "d",
+             {(frozenset({("s", iri("ACME")), ("d", _duration("P9D")), ("st", _datetime("1970-01-02T00:00:00Z"))}),
+               1, 10)}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_TIME_CASES))
+def test_interval_functions_bind_duration_and_time_terms(name):
+    """getDURATION() binds an xsd:dayTimeDuration in canonical form, getSTARTTIME() / getENDTIME()
+    xsd:dateTimes (ticks in the time unit since 1970-01-01T00:00:00Z), which later FILTERs compare."""
+    text, items, unit, expected = BOUND_TIME_CASES[name]
+    query = compile_query(PROLOGUE + text, lang="epsparql")
+    assert R.evaluate(query, {}, {STREAM_IRI: items}, at=200_000_000, time_unit=unit) == expected
+
+
+def test_interval_functions_bind_the_same_terms_on_spark(spark):
+    """Spark's BIND runs ``cep.bind.term_value`` over the rows' intervals: the same terms as the
+    reference (decoded with the terms Spark hands back), compared by later FILTERs as there."""
+    frames, computed, known = {}, [], {}
+    for name, (text, items, unit, _expected) in sorted(BOUND_TIME_CASES.items()):   # one Spark job
+        query = compile_query(PROLOGUE + text, lang="epsparql")
+        known.update((term_id(x), x) for (_i, g, _a, _b) in items for tr in g for x in tr)
+        frames[name] = evaluate(query, {}, {STREAM_IRI: stream_frame(spark, items)}, at=200_000_000, time_unit=unit,
+                                dictionary=dictionary_frame(spark, items, query), terms=computed)
+    for extra in computed:
+        known.update((r[ID], r[TERM]) for r in extra.select(ID, TERM).collect())
+    assert_same_sets(tagged_results(frames, known.get), {name: case[3] for name, case in BOUND_TIME_CASES.items()})
+
+
+@pytest.mark.parametrize("seconds, lexical", [
+    (0, "PT0S"), (Decimal("0.000"), "PT0S"), (Decimal("-0"), "PT0S"),
+    (Decimal("0.5"), "PT0.5S"), (Decimal("0.500"), "PT0.5S"), (Decimal("0.001"), "PT0.001S"),
+    (1, "PT1S"), (59, "PT59S"), (60, "PT1M"), (Decimal("60.000"), "PT1M"), (3600, "PT1H"), (5400, "PT1H30M"),
+    (86400, "P1D"), (Decimal("86400.0"), "P1D"), (90061, "P1DT1H1M1S"), (86401, "P1DT1S"), (90000, "P1DT1H"),
+    (Decimal("183845.25"), "P2DT3H4M5.25S"), (Decimal("-183845.25"), "-P2DT3H4M5.25S"), (-60, "-PT1M"),
+    (Decimal("-0.001"), "-PT0.001S"), (Decimal("1E+2"), "PT1M40S"), (Decimal("59.999999"), "PT59.999999S"),
+    (365 * 86400, "P365D"), (10 ** 20, "P1157407407407407DT9H46M40S"),
+])
+def test_canonical_day_time_duration(seconds, lexical):
+    """XSD 1.1's canonical dayTimeDuration (days, then T and the hours, minutes, seconds that are not
+    zero; PT0S for zero; no trailing fraction zeros), read back by ``temporal_value`` exactly."""
+    from cep.literals import canonical_day_time_duration, duration_term, temporal_value
+
+    assert canonical_day_time_duration(seconds) == lexical
+    assert re.match(DAY_TIME_DURATION_PATTERN, lexical)
+    assert temporal_value(duration_term(seconds)) == ("duration", Decimal(seconds))
+
+
+def test_canonical_day_time_duration_refuses_inexact_values():
+    from cep.literals import canonical_day_time_duration
+
+    with pytest.raises(TypeError, match="Decimal or an int"):
+        canonical_day_time_duration(0.1)
+    with pytest.raises(ValueError, match="finite"):
+        canonical_day_time_duration(Decimal("NaN"))
 
 
 # --- randomized: Spark equals the reference; monotonicity -----------------------------------------
@@ -694,11 +808,11 @@ SEQ { ?s :q ?z BIND (STR(?z) AS ?w) }"""
 # BIND and sub-queries over the stream, randomized: Spark equals the reference; monotone
 b = A.Var("b")
 _ZERO = A.Const(f'"PT0S"^^<{XSD}dayTimeDuration>')
-#: what BIND computes: new terms (strings, numbers), a variable's term, the interval (getDURATION()),
-#: errors (an unbound ?x) that leave ?b unbound
+#: what BIND computes: new terms (strings, numbers), a variable's term, the interval (getDURATION()
+#: in a condition, and bound as a duration or a time), errors (an unbound ?x) that leave ?b unbound
 BIND_EXPRS = [A.Str(v), A.Builtin("COALESCE", (x, s)), A.Builtin("STRLEN", (A.Str(x),)),
               A.Builtin("IF", (A.Compare(">", A.IntervalFn("DURATION"), _ZERO), v, s)),
-              A.Builtin("CONCAT", (A.Str(s), A.Str(x)))]
+              A.Builtin("CONCAT", (A.Str(s), A.Str(x))), A.IntervalFn("DURATION"), A.IntervalFn("ENDTIME")]
 
 
 @st.composite
