@@ -50,6 +50,8 @@ node                                ⟦node, t⟧
 ``GraphPattern(s, p)``              C-SPARQL's GRAPH <s> { p }: p over stream s's window alone
 ``Aggregate(p, specs)``             C-SPARQL's AGGREGATE (§3.1): each mapping of ⟦p⟧ extended with
                                     v_i = f_i over the mappings that agree with it on G_i
+``GroupCover(p, G, specs)``         SPARQL GROUP BY over event clauses: one answer per group of
+                                    ⟦p⟧ on G, its aggregates, over [min t1, max t2] of its members
 ``Minus(l, r)``                     SPARQL 1.1 MINUS: ⟦l⟧'s mappings with no compatible ⟦r⟧ mapping
                                     sharing a variable (and an intersecting interval)
 ``Values(vs, rows)``                SPARQL 1.1 VALUES: one mapping per row, the scope's interval
@@ -99,7 +101,7 @@ __all__ = [
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
     "CONSUMING_POLICIES", "is_rsepql", "event_patterns", "rsep_windows", "WindowGraph",
     "Minus", "Values", "SubSelect", "Exists", "NamedGraph", "Extend",
-    "Snapshot", "GraphPattern", "Aggregate", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
+    "Snapshot", "GraphPattern", "Aggregate", "GroupCover", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
     "Builtin", "BUILTINS", "TERM_BUILTINS", "SOLUTION_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
     "Duration", "Range", "Triples", "Now", "All", "Window",
@@ -809,6 +811,58 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class GroupCover:
+    """SPARQL 1.1 GROUP BY / aggregates over mappings with intervals (a CQELS-CEP query with event
+    clauses, ``cep.lower``): ONE answer per group, covering its members. With Ω = ⟦inner, t⟧ and
+    Ω_k = {⟨μ, [t1, t2]⟩ ∈ Ω | μ[group] = k} (an unbound group variable is a value of its own):
+
+        ⟦GroupCover, t⟧ = {⟨k ∪ {v_i ↦ f_i(Ω_k)}, [min t1, max t2 over Ω_k]⟩ | Ω_k ≠ ∅}
+
+    The members are the distinct (mapping, interval) solutions (set semantics, as everywhere in
+    ``cep``): two events with one mapping and different intervals are two members, so COUNT(*)
+    counts events (COUNT(DISTINCT *) too: the solutions are distinct already). The interval
+    covers the group's parts as EP-SPARQL's joins cover theirs. Only the group variables and the
+    ``specs``' variables are bound in an answer (SPARQL 1.1 §18.2.4.1). An empty ``group`` is the
+    implicit group: over no solution it gives one answer, the aggregates of nothing (COUNT 0,
+    SUM 0, MIN / MAX unbound), over [t, t]: the evaluation instant, the instant the count is
+    about (every solution at t ends by t). Not [since, t] as ``Aggregate`` over a background,
+    whose every answer has that interval: the windows' content has not been unchanged since
+    ``since``, so "none" holds at t, not over that span.
+
+    Why not ``Aggregate``: C-SPARQL's rule (§3.1) keeps each mapping with its own interval, and
+    its snapshots give every mapping the same one; over event clauses the intervals differ, and
+    a group must be one answer, not one per member."""
+
+    inner: "Pattern"
+    group: tuple[Var, ...]
+    specs: tuple[AggregateSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_pattern(self.inner, "GroupCover.inner")
+        if not (isinstance(self.group, tuple) and all(isinstance(v, Var) for v in self.group)):
+            raise TypeError(f"GroupCover.group must be a tuple of Var, got {self.group!r}")
+        if len(set(self.group)) != len(self.group):
+            raise ValueError(f"GroupCover.group has duplicates: {self.group!r}")
+        if not (isinstance(self.specs, tuple) and all(isinstance(a, AggregateSpec) for a in self.specs)):
+            raise TypeError(f"GroupCover.specs must be a tuple of AggregateSpec, got {self.specs!r}")
+        if not self.group and not self.specs:
+            raise ValueError("GroupCover needs group variables or aggregates")
+        for spec in self.specs:
+            if spec.group != self.group:
+                raise ValueError(f"GroupCover: aggregate {spec} groups by {spec.group}, not by the node's "
+                                 f"{self.group}")
+        bound = [a.var for a in self.specs]
+        if len(set(bound)) != len(bound) or set(bound) & set(self.group):
+            raise ValueError(f"GroupCover: each aggregate binds a variable of its own, got {bound!r} "
+                             f"with group {self.group!r}")
+
+    def __str__(self) -> str:
+        return (f"GROUP_COVER({self.inner}, BY {{" + ", ".join(map(str, self.group)) + "}"
+                + "".join(f", {s.var} := {s.function}({'DISTINCT ' if s.distinct else ''}"
+                          f"{'*' if s.argument is None else s.argument})" for s in self.specs) + ")")
+
+
+@dataclass(frozen=True)
 class Minus:
     """SPARQL 1.1 MINUS (§18.5 Minus(Ω1, Ω2)): the mappings ⟨μ1, [t1,t2]⟩ of ``left`` for which no
     ⟨μ2, [t3,t4]⟩ of ``right`` is compatible with μ1, shares a variable with it (dom(μ1) ∩ dom(μ2)
@@ -896,7 +950,7 @@ class SubSelect:
 PATTERN_TYPES = (BGP, Join, Union, LeftJoin, Filter, Sequence, SeqWithout, NoHead, NoTail,
                  StreamPattern, Background, Occurrences, CoverJoin, EqJoin, CoverLeftJoin,
                  SeqRightJoin, EqLeftJoin, Match, Snapshot, Aggregate, GraphPattern, Minus, Values, SubSelect,
-                 NamedGraph, Extend, WindowGraph)
+                 NamedGraph, Extend, WindowGraph, GroupCover)
 """Every pattern node type; a runtime that handles these handles every query."""
 
 
@@ -1051,7 +1105,7 @@ def children(node: "Pattern | Form") -> tuple[Pattern, ...]:
             return (node.inner,)
         case StreamPattern() | Background() | Occurrences() | Snapshot() | GraphPattern() | NamedGraph() | WindowGraph():
             return (node.pattern,)
-        case Aggregate() | Extend():
+        case Aggregate() | Extend() | GroupCover():
             return (node.inner,)
         case Match() | FirstEvent() | LastEvent():
             return (node.inner,)
@@ -1106,6 +1160,8 @@ def variables(node: "Pattern | Form") -> frozenset[Var]:
             return variables(node.pattern) | ({node.graph} if isinstance(node.graph, Var) else frozenset())
         case Aggregate():
             return variables(node.inner) | frozenset(a.var for a in node.specs)
+        case GroupCover():
+            return frozenset(node.group) | frozenset(a.var for a in node.specs)
         case Extend():
             return variables(node.inner) | {node.var}
         case Match() | FirstEvent() | LastEvent():
@@ -1138,7 +1194,10 @@ def leaves(value) -> Iterator:
 
 
 def _top_joined(node: Pattern) -> list[Pattern]:
-    while isinstance(node, Filter):
+    """The operands of the top-level JOIN, below what SELECT puts over it: top-level FILTERs and
+    HAVING (``Filter``), grouping (``Aggregate``, ``GroupCover``) and ``Extend`` (aggregates'
+    arguments, SELECT (expr AS ?v))."""
+    while isinstance(node, (Filter, Aggregate, GroupCover, Extend)):
         node = node.inner
     if isinstance(node, Join):
         return _top_joined(node.left) + _top_joined(node.right)

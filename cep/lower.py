@@ -102,11 +102,32 @@ another language; C-SPARQL constructs under another ``lang``.
 
 SPARQL 1.1 solution modifiers, for every language: GROUP BY / HAVING / ``(aggregate AS ?v)``
 become ``Aggregate`` (+ ``Filter``) under the projection (background-only and C-SPARQL queries;
-see ``_Lowering.grouping``), ORDER BY / LIMIT / OFFSET ``Query.modifiers`` (keys over the selected
+see ``_Lowering.grouping``), or ``GroupCover`` (+ ``Filter``) over a CQELS-CEP query's event
+clauses (below); ORDER BY / LIMIT / OFFSET ``Query.modifiers`` (keys over the selected
 variables). Errors: a selected variable neither grouped nor aggregated, ``(expr AS ?v)`` other than
 an aggregate, an aggregate of an expression or outside SELECT / HAVING, ``?v`` already bound,
-HAVING without grouping, SELECT * with GROUP BY, grouping over event clauses, an ORDER BY key
-reading an unselected variable.
+HAVING without grouping, SELECT * with GROUP BY, grouping over RSEP-QL's MATCH or EP-SPARQL's
+operators (neither paper gives a group of its solutions an interval), an ORDER BY key reading an
+unselected variable.
+
+Grouping over event clauses (CQELS-CEP with windows / SEQ, RSEP-QL's MATCH, EP-SPARQL's
+operators; none of the papers has grouping over events, this is SPARQL 1.1 §11 over their mappings
+with intervals): ``Project(V, Filter(HAVING, GroupCover(P, G, aggregates)))``. The solutions of ⟦P, t⟧ are mappings with intervals [t1, t2]; the group of a key
+k is the set of distinct (mapping, interval) solutions agreeing with k on the GROUP BY variables G
+(set semantics as everywhere in ``cep``: two events with the same mapping and different intervals
+are two members, so COUNT counts events). Each group gives ONE answer: k, the aggregates, and the
+interval covering its members, [min t1, max t2] (as EP-SPARQL's joins cover their parts). HAVING
+filters those answers (getDURATION() etc. read the cover), the projection keeps them. The implicit
+group (aggregates without GROUP BY) over no solution gives one answer, COUNT 0 etc., over [t, t]:
+not [since, t] as ``Aggregate`` over a background (every background answer has that interval;
+the windows' content has not been unchanged since ``since``, so "none" holds at t, not over that
+span), but the evaluation instant, which the count is about and every solution ends by. GROUP BY
+without aggregates is a ``GroupCover`` too (one answer per group, not one per member interval);
+only the group variables and the aggregates are in scope above it. C-SPARQL's ``Aggregate``
+(each mapping keeps its own interval) is unchanged. Evaluated at instants (``cep.evaluate(...,
+at=t)``, ``query --at T``); a continuous run evaluates it at its windows' content changes
+(``cep.continuous``, "CQELS-CEP at evaluation instants": a group's members, values and cover change
+with t, which no row's lifetime says).
 """
 from __future__ import annotations
 
@@ -849,7 +870,14 @@ class _Lowering:
         the WHERE pattern (group = the GROUP BY variables; none: the implicit group), HAVING a
         ``Filter`` above it. Each ``(AGG(...) AS ?v)`` binds ?v; an aggregate only in HAVING gets a
         variable of its own. Set semantics, as everywhere in ``cep``: the solutions aggregated are
-        the distinct WHERE solutions. ``q``: the query or sub-query (``S.SubQuery``) read."""
+        the distinct WHERE solutions. ``q``: the query or sub-query (``S.SubQuery``) read.
+
+        Over a CQELS-CEP query with event clauses (windows, SEQ), an RSEP-QL or an EP-SPARQL query
+        the node is ``GroupCover``: one
+        answer per group, over the interval covering its members (module doc, "Grouping over event
+        clauses"); GROUP BY without aggregates is a ``GroupCover`` too, so that a group is one
+        answer there as well. Background-only and C-SPARQL queries keep ``Aggregate`` (every
+        solution there has one interval, so both rules agree)."""
         tree = self.tree if q is None else q
         items = tree.form.variables or ()
         found = [e for item in items if isinstance(item, S.SelectExpression) for e in _syntax_aggregates(item.expr)]
@@ -858,13 +886,10 @@ class _Lowering:
             if tree.having:
                 raise self.fail(tree.having[0], "HAVING without GROUP BY or an aggregate")
             return pattern
-        if tree is self.tree and (self.lang in ("epsparql", "rsepql")
-                                  or (self.lang == "cqels" and A.event_clauses(pattern))):
-            raise self.fail(found[0] if found else tree.group_by[0],
-                            "GROUP BY and aggregates are supported over C-SPARQL's WHERE and over background-only "
-                            "queries (no windows, MATCH or EP-SPARQL operators)")
+        cover = tree is self.tree and (self.lang in ("epsparql", "rsepql")
+                                       or (self.lang == "cqels" and bool(A.event_clauses(pattern))))
         where_vars = A.variables(pattern)
-        group = tuple(A.Var(v.name) for v in tree.group_by)
+        group = tuple(dict.fromkeys(A.Var(v.name) for v in tree.group_by))
         self.agg_vars = {}
         specs: list[A.AggregateSpec] = []
         arguments: list[tuple[A.Var, A.Expr]] = []   # aggregates of expressions: (fresh variable, expression)
@@ -916,7 +941,10 @@ class _Lowering:
                 spec_for(call, fresh_var("_agg"))
         for var, expr in arguments:
             pattern = A.Extend(pattern, var, expr)
-        out: A.Pattern = A.Aggregate(pattern, tuple(specs)) if specs else pattern
+        if cover:                                   # over event clauses: one answer per group
+            out: A.Pattern = A.GroupCover(pattern, group, tuple(specs))
+        else:
+            out = A.Aggregate(pattern, tuple(specs)) if specs else pattern
         condition = None
         saved, self.exists_scope = self.exists_scope, ("refused", "in HAVING")
         try:
@@ -927,7 +955,7 @@ class _Lowering:
             self.exists_scope = saved
         if condition is not None:
             out = A.Filter(condition, out)
-        return out   # GROUP BY without aggregates: the projection's distinct rows are the groups
+        return out   # GROUP BY without aggregates (no cover): the projection's distinct rows are the groups
 
     def projection(self, pattern: A.Pattern, q) -> A.Project:
         """SELECT over ``pattern`` (grouping, trailing VALUES, the projection) of the query or
@@ -1066,7 +1094,7 @@ class _Lowering:
             top = form.inner
             while isinstance(top, A.Filter):   # HAVING / AGGREGATE clauses' FILTERs
                 top = top.inner
-            grouped = bool(tree.group_by) or isinstance(top, A.Aggregate)
+            grouped = bool(tree.group_by) or isinstance(top, (A.Aggregate, A.GroupCover))
             unbound = [name for name in outside if A.Var(name) not in A.variables(form.inner)]
             if outside and grouped:
                 raise self.fail(condition, f"ORDER BY reads ?{outside[0]}, which is not selected: with GROUP BY or "
@@ -1178,6 +1206,9 @@ def _ordered_variables(pattern: A.Pattern) -> list[A.Var]:
                 visit(node.inner)
                 for spec in node.specs:
                     seen.setdefault(spec.var, None)
+            case A.GroupCover():              # only the groups and the aggregates are in scope
+                for v in node.group + tuple(spec.var for spec in node.specs):
+                    seen.setdefault(v, None)
             case _:
                 for child in A.children(node):
                     visit(child)

@@ -69,6 +69,10 @@ instant c (``A.Snapshot.instant``), each mapping with [c, c]:
 * ``aggregate`` (§3.1): each mapping extended with f(p) over the mappings that agree with it on
   the group variables (``aggregate_value``: the functions, their result types and lexical forms).
 
+SPARQL GROUP BY over a CQELS-CEP query's event clauses (``A.GroupCover``, ``group_cover``): one
+element per group of the distinct elements, its aggregates, over [min t1, max t2] of its members;
+the implicit group of nothing over [t, t].
+
 ``evaluate`` walks the cep algebra (``cep.algebra``) with these operators: equations (1)-(17).
 """
 from __future__ import annotations
@@ -97,7 +101,7 @@ __all__ = [
     "mapping", "compatible", "merge",
     "join", "union", "seq", "seq_wo", "no_head", "no_tail", "minus", "substitute",
     "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence", "evaluate_instants",
-    "csparql_window", "aggregate", "aggregate_value", "order_key", "ordered",
+    "csparql_window", "aggregate", "aggregate_value", "group_cover", "order_key", "ordered",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
     "match_bgp_in_items", "evaluate", "solution_hash", "solution_value", "EVALUATION_INSTANT", "SOLUTION_SEED",
 ]
@@ -556,6 +560,28 @@ def aggregate(omega: Iterable[Element], specs, empty: bool = False) -> set[Eleme
     return {(frozenset(d.items()), t1, t2) for d, (_mu, t1, t2) in zip(extended, rows)}
 
 
+def group_cover(omega: Iterable[Element], group, specs, at: int) -> set[Element]:
+    """SPARQL GROUP BY over mappings with intervals (``A.GroupCover``): per group of the distinct
+    elements of ``omega`` agreeing on ``group`` (an unbound variable a value of its own), ONE
+    element: the group's values of ``group``, the aggregates ``specs`` over its members (as
+    ``aggregate``: a member is an element, so one mapping at two intervals counts twice), and
+    [min t1, max t2] of its members. An empty ``group`` over no element (the implicit group of
+    nothing): the aggregates of nothing over [at, at], the evaluation instant."""
+    rows = set(omega)
+    if not rows and not group:
+        rows, empty = {(frozenset(), at, at)}, True
+    else:
+        empty = False
+    extended = aggregate(rows, specs, empty) if specs else rows
+    keep = {v.name for v in group} | {spec.var.name for spec in specs}
+    covers: dict = {}
+    for (mu, t1, t2) in extended:   # the aggregates are a function of the group: the key is enough
+        key = frozenset((k, x) for k, x in mu if k in keep)
+        lo, hi = covers.get(key, (t1, t2))
+        covers[key] = (min(lo, t1), max(hi, t2))
+    return {(key, lo, hi) for key, (lo, hi) in covers.items()}
+
+
 # ---------------------------------------------------------------------------------------------
 # ORDER BY / LIMIT / OFFSET (SPARQL 1.1 §15)
 
@@ -813,6 +839,8 @@ class _Evaluator:
                     interval = scope.interval if isinstance(scope, _Graph) else self.empty_interval(inner)
                     return aggregate({(frozenset(), *interval)}, specs, empty=True)
                 return aggregate(omega, specs)
+            case A.GroupCover(inner=inner, group=group, specs=specs):             # GROUP BY over events
+                return group_cover(self.eval(inner, scope), group, specs, self.at)
             case A.WindowGraph(stream=stream, window=spec, pattern=pattern):       # RSEP-QL eq. 3
                 if stream not in self.streams:
                     raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")

@@ -414,6 +414,19 @@ class _Runtime:
                     self.dictionaries.append(terms)
                     self.terms.append(terms)
                 return omega
+            case A.GroupCover(inner=inner):                                        # GROUP BY over events
+                from cep.sparql import group_cover
+                if self.ops is not I:
+                    raise UnsupportedQueryError("GROUP BY / aggregates over event clauses are evaluated per instant "
+                                                "(at=t; a continuous run evaluates them at its windows' content "
+                                                "changes), not for every instant at once")
+                omega, terms = group_cover(self.eval(inner, scope), node, self.dictionaries, self.at)
+                if terms is not None:
+                    if self.keep_terms:
+                        terms = terms.cache()
+                    self.dictionaries.append(terms)
+                    self.terms.append(terms)
+                return omega
             case A.Occurrences(pattern=pattern):                                   # EP-SPARQL §4.2
                 return self.eval(pattern, _Occurrences(self.occurrences()))
             case A.CoverJoin(left=left, right=right):

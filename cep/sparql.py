@@ -21,6 +21,11 @@ the lifetime columns of ``cep.lifetimes``) are carried along.
 * the keys with a solution flag the Ω rows with those values (null-safe equality).
 
 Sub-queries inside EXISTS are refused when lowering (their projection would drop the key).
+
+**GROUP BY over event clauses** (``group_cover``, ``A.GroupCover``): unlike the operators above it
+stands over mappings whose intervals differ (a CQELS-CEP query's windows and SEQs); one row per
+group, its aggregates computed as C-SPARQL's (``cep.csparql.aggregate``), its interval the cover
+of its members'.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from cep.intervals import compatible, prefixed, side_col
 from reasoner.hashing import term_id
 
 __all__ = ["key_column", "Correlation", "minus", "values_rows", "mentioned", "seed", "correlate",
-           "exists_flags"]
+           "exists_flags", "group_cover"]
 
 _R = "r"
 
@@ -154,3 +159,25 @@ def exists_flags(omega: DataFrame, corr: Correlation, solutions: DataFrame, flag
     for c, k in corr.keys.items():
         cond = cond & F.col(c).eqNullSafe(F.col(k))
     return omega.join(keyed, cond, "left").select(*omega.columns, F.coalesce(F.col(flag), F.lit(False)).alias(flag))
+
+
+def group_cover(omega: DataFrame, node: A.GroupCover, dictionaries, at: int) -> tuple[DataFrame, DataFrame | None]:
+    """GROUP BY over mappings with intervals (``A.GroupCover``; ``cep.reference.group_cover`` is the
+    oracle): one row per group of the distinct rows of ``omega`` on ``node.group`` (null, unbound,
+    is a value of its own, as ``groupBy`` has it), with the group's columns, one id column per
+    aggregate and [min t_start, max t_end] of its members. The aggregates are C-SPARQL's
+    (``cep.csparql.aggregate``: per member, then constant over the group, so grouping by them too
+    changes nothing); over no row the implicit group gives one row of the aggregates of nothing
+    over [at, at]. Returns the rows and the (id, term) rows of the terms computed (None if none)."""
+    from cep.csparql import aggregate
+
+    present = set(var_columns(omega))
+    members = omega.select(*sorted(present), T_START, T_END).distinct()   # a member is a distinct solution
+    terms = None
+    if node.specs:
+        members, terms = aggregate(members, node.specs, dictionaries, (int(at), int(at)))
+    keys = [F.col(c) if c in present else F.lit(None).cast("long").alias(c)
+            for c in (var_column(v.name) for v in node.group)]
+    computed = [F.col(var_column(spec.var.name)) for spec in node.specs]
+    out = members.groupBy(*keys, *computed).agg(F.min(T_START).alias(T_START), F.max(T_END).alias(T_END))
+    return out, terms
