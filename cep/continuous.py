@@ -69,6 +69,19 @@ multiples of P, as C-SPARQL's COMPUTED EVERY does (RSEP-QL, 001 §3.4: ET "can b
 report policies"; the default, each content change, is its content-change policy).
 ``cep.instants``' module doc has the rest (output streams, the state).
 
+CQELS-CEP at evaluation instants (``cqels``)
+--------------------------------------------
+Some CQELS-CEP answers are defined at an instant and not as rows with lifetimes: ORDER BY / LIMIT /
+OFFSET (the top n at t), NOW() (t itself), GROUP BY / aggregates over event clauses (a group's values
+and cover change with its members). Such a query is evaluated at its windows' *content changes*,
+CQELS's own report policy ("evaluations occur every time a new item appears", RSEP-QL 001 §3.4),
+by ``cep.instants`` as the other languages are: each instant at which some item's content in some
+window changes — its arrival, each tick an interval item grows or is clipped, its departure
+(``_content_changes``, from ``cep.lifetimes``' windows). Between two of them the windows hold the
+same, so ⟦Q, t⟧ differs only by what reads t itself (NOW(), and a background-only answer's [since, t]),
+which is reported at the next change. ``--every D`` sets another report policy. The state is the
+items a window can still hold (``keep_bounds``: by their end, the CQELS window being closed below).
+
 Why rows of an evaluated instant are cut, not trusted: after pruning, the state no longer holds
 the items that blocked an old candidate, so a lifetime computed now may look alive at an instant
 ≤ ``done`` where it was not. A batch only looks at [done + 1, W − 1] and learns "already emitted"
@@ -84,7 +97,7 @@ from cep.timeline import MIN_TIME, close_instant
 from reasoner.errors import SidecarError
 
 __all__ = ["ContinuousError", "WindowRule", "ContinuousPlan", "plan", "EMITS", "ISTREAM", "RSTREAM", "DSTREAM",
-           "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from", "LANDMARK"]
+           "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from", "keep_bounds", "LANDMARK"]
 
 ISTREAM, RSTREAM, DSTREAM = "istream", "rstream", "dstream"
 EMITS = (ISTREAM, RSTREAM, DSTREAM)
@@ -138,6 +151,9 @@ class ContinuousPlan:
     lookback: int | None = None
     #: EP-SPARQL's CONSTRUCT rules (``cep.rules``): each instant reads the Q-closure of what it sees
     rules: tuple = ()
+    #: a CQELS-CEP query evaluated at its windows' content changes (module doc, "CQELS-CEP at
+    #: evaluation instants"): CQELS-CEP's windows (closed lower bound, interval items)
+    cqels: bool = False
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -197,8 +213,9 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     ``lateness``: allowed lateness in ticks (≥ 0); ``emit``: istream, rstream or dstream.
     ``horizon`` (EP-SPARQL only, ticks): each instant sees the occurrences started in the last
     ``horizon`` ticks of ``streams`` (the stream IRIs an EP-SPARQL query reads: it names none).
-    ``every`` (ticks; C-SPARQL, RSEP-QL, EP-SPARQL): the report policy, evaluations at the
-    multiples of ``every`` instead of each content change (module doc, "Evaluation instants").
+    ``every`` (ticks; C-SPARQL, RSEP-QL, EP-SPARQL, and CQELS-CEP queries evaluated per instant):
+    the report policy, evaluations at the multiples of ``every`` instead of each content change
+    (module doc, "Evaluation instants").
     """
     if not isinstance(query, A.Query):
         raise TypeError(f"plan() needs a cep.algebra.Query, got {type(query).__name__}")
@@ -223,16 +240,12 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
                               "windows bound it already")
     if A.is_rsepql(query) or A.is_csparql(query):
         return _report_every(_instants_plan(query, time_unit, lateness, emit), every)
-    if every is not None:
-        raise ContinuousError("--every sets when C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated; a CQELS-CEP "
-                              "query's answers hold at every instant, each reported when it first holds (--emit "
-                              "rstream reports the whole answer wherever it changes)")
-    if query.modifiers is not None:
-        raise ContinuousError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at T1,T2,...); "
-                              "continuous evaluation does not apply them yet")
-    if any(isinstance(n, A.SubSelect) and n.modifiers is not None for n in A.walk(query.form)):
-        raise ContinuousError("a sub-query's ORDER BY / LIMIT / OFFSET are applied per evaluation instant (query --at "
-                              "T1,T2,...); continuous evaluation does not apply them yet")
+    why = _per_instant_only(query)
+    if why is None and every is not None:
+        raise ContinuousError("--every sets when C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated, and CQELS-CEP "
+                              "queries whose answers are defined per instant (ORDER BY / LIMIT, NOW(), GROUP BY over "
+                              "events); this query's answers hold at every instant, each reported when it first holds "
+                              "(--emit rstream reports the whole answer wherever it changes)")
     if isinstance(query.form, A.Construct) and any(x.startswith("_:") for tp in query.form.template
                                                    for x in (tp.s, tp.p, tp.o) if isinstance(x, str)) \
             and _background_only(query.pattern):
@@ -240,17 +253,30 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
                               "and an answer from the background alone has the interval [MIN_TIME, t], which "
                               "changes at every instant t; give that part of the pattern a stream, use an IRI or a "
                               "variable in the template, or evaluate at given instants with --at T")
-    if _calls(query, "NOW"):
-        raise ContinuousError("NOW() is the evaluation instant, and the continuous CQELS-CEP runtime computes each "
-                              "answer's lifetime, not one evaluation per instant; evaluate at given instants with "
-                              "--at T1,T2,... (C-SPARQL, RSEP-QL and EP-SPARQL queries run continuously with NOW())")
     patterns = A.stream_patterns(query.pattern)
     if not patterns:
         raise ContinuousError("the query has no WINDOW over a stream, so there is nothing to follow continuously; "
                               "evaluate it once (--at T) instead")
     windows = tuple(dict.fromkeys(_rule(p.stream, p.window, f"window {p.name} on {p.stream}", time_unit)
                                   for p in patterns))
+    if why is not None:     # one evaluation per content change (module doc)
+        return _report_every(ContinuousPlan(query, time_unit, lateness, windows, emit, INSTANTS, cqels=True), every)
     return ContinuousPlan(query, time_unit, lateness, windows, emit)
+
+
+def _per_instant_only(query: A.Query) -> str | None:
+    """Why a CQELS-CEP query's answers are defined per instant and not as rows with lifetimes (so
+    the plan evaluates it at its content changes), or None: ORDER BY / LIMIT / OFFSET (a top n at an
+    instant is no row's lifetime), NOW() (a value per instant), GROUP BY / aggregates over events (a
+    group's value and cover change with its members)."""
+    if query.modifiers is not None or any(isinstance(n, A.SubSelect) and n.modifiers is not None
+                                          for n in A.walk(query.form)):
+        return "ORDER BY / LIMIT / OFFSET"
+    if _calls(query, "NOW"):
+        return "NOW()"
+    if any(isinstance(n, A.GroupCover) for n in A.walk(query.form)):
+        return "GROUP BY over events"
+    return None
 
 
 def _report_every(cplan: ContinuousPlan, every: int | None) -> ContinuousPlan:
@@ -337,6 +363,19 @@ def _multiples(step: int, lo: int, hi: int) -> range:
     return range(first, hi + 1, step)
 
 
+def _content_changes(w: WindowRule, t1: int, t2: int) -> Iterable[int]:
+    """The instants at which the part of item [t1, t2] that CQELS-CEP window ``w`` holds changes
+    (where its lifetimes in ``cep.lifetimes`` begin, and end + 1; a superset is harmless): it
+    arrives and grows (t1..t2), then a RANGE T clips and drops it (t1+T+1..t2+T+1), a STEP window
+    shows it at its closes and drops it at the close after, TRIPLES drops it at a later arrival."""
+    if w.kind in (COUNT, LANDMARK):
+        return range(t1, t2 + 1)
+    if w.kind == SLIDING:
+        return (*range(t1, t2 + 1), *range(t1 + w.range + 1, t2 + w.range + 2))
+    first = -(-t1 // w.step) * w.step
+    return range(first, close_instant(t2 + w.range, w.step) + w.step + 1, w.step)
+
+
 def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[int]], lo: int, hi: int,
                         ends: Mapping[A.Term, Iterable[int]] | None = None) -> list[int]:
     """The evaluation instants of an INSTANTS plan in [lo, hi], in order (module doc, "Evaluation
@@ -345,12 +384,19 @@ def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[
     or with STEP 1, NOW, TRIPLES, ALL), each instant its content changes — an item arrives (``starts``: the start
     times of each stream's items), or leaves a RANGE α (α ticks later) or NOW (one tick later).
     EP-SPARQL (``lookback`` D): an occurrence counts once it has ended (``ends``, the end times in
-    the order of ``starts``) and leaves D + 1 ticks after its start."""
+    the order of ``starts``) and leaves D + 1 ticks after its start. CQELS-CEP (``cqels``): each
+    instant an item's content in a window changes (``_content_changes``)."""
     if hi < lo:
         return []
     if cplan.every:
         return sorted({c for e in cplan.every for c in _multiples(e, lo, hi)})
     out: set[int] = set()
+    if cplan.cqels:
+        for w in cplan.windows:
+            mine = starts.get(w.stream, ())
+            for t1, t2 in zip(mine, (ends or starts).get(w.stream, mine)):
+                out.update(_content_changes(w, t1, t2))
+        return sorted(c for c in out if lo <= c <= hi)
     if cplan.lookback is not None:
         for stream, mine in starts.items():
             out.update(t + cplan.lookback + 1 for t in mine)
@@ -366,6 +412,27 @@ def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[
             if leave is not None:
                 out.add(t + leave)
     return sorted(c for c in out if lo <= c <= hi)
+
+
+def keep_bounds(cplan: ContinuousPlan, stream: A.Term, upto: int,
+                latest: Iterable[tuple[int, int]] = ()) -> tuple[int, int | None]:
+    """(S, E): an item of ``stream`` [t1, t2] is kept once every instant up to ``upto`` is evaluated
+    iff t1 ≥ S or (E is not None and t2 ≥ E). C-SPARQL, RSEP-QL, EP-SPARQL: S = ``keep_from``, no E
+    (their items are points). CQELS-CEP (``cqels``): a window holds an item at c while its end is
+    in reach, t2 ≥ c − T (closed: cep.lifetimes) for the last close c at or before upto + 1 (NOW:
+    T = 0; a RANGE slides by 1), so E = that close − T; TRIPLES by count (``keep_from``) and while
+    the item grows; ALL for good."""
+    if not cplan.cqels:
+        return keep_from(cplan, stream, upto, latest), None
+    start, end = upto + 1, upto + 1
+    for w in cplan.rules_for(stream):
+        if w.kind == LANDMARK:
+            return MIN_TIME, MIN_TIME
+        if w.kind == COUNT:
+            start = min(start, keep_from(replace(cplan, windows=(w,)), stream, upto, latest))
+        else:
+            end = min(end, close_instant(upto + 1, w.step if w.kind == STEP else 1) - w.range)
+    return start, end
 
 
 def keep_from(cplan: ContinuousPlan, stream: A.Term, upto: int, latest: Iterable[tuple[int, int]] = ()) -> int:

@@ -9,7 +9,9 @@ earlier ones used. So a continuous run of these languages evaluates the query at
 instant in turn — ``cep.reference.evaluate_instants`` on the driver while the state and the
 background are small, ``cep.spark.evaluate_sequence`` on Spark otherwise — and carries what the
 next batch needs in its state. Everything else (sources, rejects, watermark and lateness, the
-state store, sinks, exactly-once, the end-of-input close) is ``cep.stream``'s.
+state store, sinks, exactly-once, the end-of-input close) is ``cep.stream``'s. CQELS-CEP queries
+whose answers are defined per instant (ORDER BY / LIMIT, NOW(), GROUP BY over events) run here
+too, at their windows' content changes (``cep.continuous``, "CQELS-CEP at evaluation instants").
 
 Semantics (``cep.continuous``, "Evaluation instants"; README "Continuous C-SPARQL and RSEP-QL"):
 
@@ -42,7 +44,7 @@ from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.columns import ITEM, T_END, T_START
-from cep.continuous import COUNT, DSTREAM, ISTREAM, RSTREAM, evaluation_instants, keep_from
+from cep.continuous import COUNT, DSTREAM, ISTREAM, RSTREAM, evaluation_instants, keep_bounds
 from cep.events import USED_COLUMNS, WINDOW_NAME
 from cep.stream import (OUT_AT, OUT_END, OUT_START, OUT_VERSION, STREAM,
                         _EMITTED, _ITEM_COLUMNS, _ITEMS, _LAST, _TERMS, _Meta, _Runner, _rows_table, _table_rows)
@@ -153,8 +155,8 @@ class InstantsRunner(_Runner):
                 for r in rows:
                     if r[at[STREAM]] == stream and r[at[T_START]] <= upto:
                         counts[r[at[T_START]]] = counts.get(r[at[T_START]], 0) + 1
-                lows[stream] = keep_from(self.plan, stream, upto, sorted(counts.items(), reverse=True))
-            kept = [r for r in rows if r[at[STREAM]] in lows and r[at[T_START]] >= lows[r[at[STREAM]]]]
+                lows[stream] = keep_bounds(self.plan, stream, upto, sorted(counts.items(), reverse=True))
+            kept = [r for r in rows if r[at[STREAM]] in lows and _kept(lows[r[at[STREAM]]], r[at[T_START]], r[at[T_END]])]
         kept_items = {r[at[ITEM]] for r in kept}
         oldest = min((r[at[T_START]] for r in kept), default=None)
         self.state_rows = len(kept)
@@ -230,8 +232,11 @@ class InstantsRunner(_Runner):
                           items.filter((F.col(STREAM) == stream) & (F.col(T_START) <= F.lit(upto)))
                           .groupBy(T_START).agg(F.count(F.lit(1)).alias("n"))
                           .orderBy(F.col(T_START).desc()).limit(max(counts)).collect()]
-            low = keep_from(self.plan, stream, upto, latest)
-            condition = condition | ((F.col(STREAM) == F.lit(stream)) & (F.col(T_START) >= F.lit(low)))
+            low, end = keep_bounds(self.plan, stream, upto, latest)
+            keep = F.col(T_START) >= F.lit(low)
+            if end is not None:
+                keep = keep | (F.col(T_END) >= F.lit(end))
+            condition = condition | ((F.col(STREAM) == F.lit(stream)) & keep)
         return items.filter(condition)
 
     def _write_state(self, label, previous_name, kept, answers, meta: _Meta, max_time, upto, closed: bool) -> None:
@@ -343,3 +348,9 @@ def _schema(fields):
 
 def _consumed_schema():
     return _schema([(WINDOW_NAME, "string"), (ITEM, "long"), (S, "long"), (P, "long"), (O, "long")])
+
+
+def _kept(bounds: tuple, t1: int, t2: int) -> bool:
+    """Whether an item [t1, t2] stays in the state (``cep.continuous.keep_bounds``)."""
+    low, end = bounds
+    return t1 >= low or (end is not None and t2 >= end)

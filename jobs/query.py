@@ -272,9 +272,6 @@ def plan(args: argparse.Namespace) -> Plan:
         raise QueryError(f"{query_path}: {_one_line(exc)}") from None
     prefixes = dict(query.prefixes)
     result = Plan(query, at, args.time_unit, instants=instants if len(instants) > 1 else [])
-    if query.modifiers is not None and continuous and not (is_rsepql(query) or is_csparql(query)):
-        raise QueryError(f"{query_path}: ORDER BY / LIMIT / OFFSET apply per evaluation instant (--at T1,T2,...); "
-                         "continuous evaluation does not apply them yet")
     ep = is_epsparql(query)
     rules = []
     for rule_file in getattr(args, "rules", None) or []:

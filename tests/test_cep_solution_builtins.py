@@ -83,7 +83,7 @@ def test_now_is_the_evaluation_instant():
         (frozenset({("n", f'"1970-01-01T00:01:00Z"^^<{XSD_DATETIME}>')}), R.MIN_TIME, 60)}
 
 
-def test_arguments_and_continuous_refusal():
+def test_arguments_and_continuous_plans():
     with pytest.raises(CepSemanticError, match="RAND takes 0 argument"):
         compile_query(PREFIX + "SELECT * WHERE { ?s :p ?o FILTER(RAND(1) < 1) }")
     with pytest.raises(CepSemanticError, match="BNODE takes 0 to 1 argument"):
@@ -92,9 +92,11 @@ def test_arguments_and_continuous_refusal():
 
     windowed = (f"SELECT ?s FROM NAMED WINDOW :W ON <{EX}st> [RANGE 5] WHERE {{ WINDOW :W {{ ?s :p ?o }} "
                 "FILTER(CONDITION) }")
-    with pytest.raises(ContinuousError, match="NOW\\(\\) is the evaluation instant"):
-        plan(compile_query(PREFIX + windowed.replace("CONDITION", "?o < NOW()")))
-    assert plan(compile_query(PREFIX + windowed.replace("CONDITION", "RAND() < 0.5"))) is not None
+    now = plan(compile_query(PREFIX + windowed.replace("CONDITION", "?o < NOW()")))
+    assert (now.mode, now.cqels) == ("instants", True)       # NOW() is t: evaluated at content changes
+    assert plan(compile_query(PREFIX + windowed.replace("CONDITION", "RAND() < 0.5"))).mode == "lifetimes"
+    with pytest.raises(ContinuousError, match="--every sets when"):
+        plan(compile_query(PREFIX + windowed.replace("CONDITION", "RAND() < 0.5")), every=3)
 
 
 @pytest.mark.spark

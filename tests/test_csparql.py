@@ -905,8 +905,13 @@ def test_query_job_errors(tmp_path, capsys):
     (tmp_path / "all.rq").write_text(PREFIXES + "SELECT ?x FROM STREAM <http://s> [ALL] WHERE { ?x ?p ?o }",
                                      encoding="utf-8")
     assert job.main([str(tmp_path / "all.rq"), "--stream", f"<http://s>={tmp_path}", "--continuous",
-                     "--checkpoint", str(tmp_path / "c")]) == 2
-    assert "[ALL] window keeps every item forever" in capsys.readouterr().err
+                     "--checkpoint", str(tmp_path / "c"), "--every", "0"]) == 2
+    assert "--every '0': the period must be positive" in capsys.readouterr().err
+    (tmp_path / "every.rq").write_text("REGISTER QUERY q COMPUTED EVERY 5 AS " + PREFIXES
+                                       + "SELECT ?x FROM STREAM <http://s> [ALL] WHERE { ?x ?p ?o }", encoding="utf-8")
+    assert job.main([str(tmp_path / "every.rq"), "--stream", f"<http://s>={tmp_path}", "--continuous",
+                     "--checkpoint", str(tmp_path / "c"), "--every", "3"]) == 2
+    assert "the query gives COMPUTED EVERY already" in capsys.readouterr().err
 
 
 def test_query_job_continuous_chains_a_registered_stream(spark, tmp_path, capsys):
