@@ -90,7 +90,7 @@ def hand_off(at: int | None, where: str = "driver"):
 HAND_OFFS = [(1, "driver"), (1, "spark"), (None, "-")]
 
 
-@settings(CHEAP, max_examples=examples(18))
+@settings(CHEAP, max_examples=examples(12))
 @given(graph=graphs, path=paths, start=ends, end=ends, start_set=set_ends, end_set=set_ends,
        mode=st.sampled_from(HAND_OFFS))
 def test_against_reference(spark, graph, path, start, end, start_set, end_set, mode):
