@@ -101,7 +101,8 @@ __all__ = [
     "EventPattern", "FirstEvent", "LastEvent", "EventSeq", "Match", "EVENT_TYPES", "POLICIES",
     "CONSUMING_POLICIES", "is_rsepql", "event_patterns", "rsep_windows", "WindowGraph",
     "Minus", "Values", "SubSelect", "Exists", "NamedGraph", "Extend",
-    "Snapshot", "GraphPattern", "Aggregate", "GroupCover", "AggregateSpec", "AGGREGATES", "Timestamp", "PatternTimestamp",
+    "Snapshot", "GraphPattern", "Aggregate", "GroupCover", "AggregateSpec", "AGGREGATES", "Timestamp",
+    "PatternTimestamp",
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
     "Builtin", "BUILTINS", "TERM_BUILTINS", "SOLUTION_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
     "Duration", "Range", "Triples", "Now", "All", "Window",
@@ -813,7 +814,8 @@ class Aggregate:
 @dataclass(frozen=True)
 class GroupCover:
     """SPARQL 1.1 GROUP BY / aggregates over mappings with intervals (a CQELS-CEP query with event
-    clauses, ``cep.lower``): ONE answer per group, covering its members. With Ω = ⟦inner, t⟧ and
+    clauses, an RSEP-QL or an EP-SPARQL query; ``cep.lower``): ONE answer per group, covering its
+    members. With Ω = ⟦inner, t⟧ and
     Ω_k = {⟨μ, [t1, t2]⟩ ∈ Ω | μ[group] = k} (an unbound group variable is a value of its own):
 
         ⟦GroupCover, t⟧ = {⟨k ∪ {v_i ↦ f_i(Ω_k)}, [min t1, max t2 over Ω_k]⟩ | Ω_k ≠ ∅}

@@ -102,32 +102,30 @@ another language; C-SPARQL constructs under another ``lang``.
 
 SPARQL 1.1 solution modifiers, for every language: GROUP BY / HAVING / ``(aggregate AS ?v)``
 become ``Aggregate`` (+ ``Filter``) under the projection (background-only and C-SPARQL queries;
-see ``_Lowering.grouping``), or ``GroupCover`` (+ ``Filter``) over a CQELS-CEP query's event
-clauses (below); ORDER BY / LIMIT / OFFSET ``Query.modifiers`` (keys over the selected
+see ``_Lowering.grouping``), or ``GroupCover`` (+ ``Filter``) over event clauses (CQELS-CEP,
+RSEP-QL, EP-SPARQL; below); ORDER BY / LIMIT / OFFSET ``Query.modifiers`` (keys over the selected
 variables). Errors: a selected variable neither grouped nor aggregated, ``(expr AS ?v)`` other than
 an aggregate, an aggregate of an expression or outside SELECT / HAVING, ``?v`` already bound,
-HAVING without grouping, SELECT * with GROUP BY, grouping over RSEP-QL's MATCH or EP-SPARQL's
-operators (neither paper gives a group of its solutions an interval), an ORDER BY key reading an
-unselected variable.
+HAVING without grouping, SELECT * with GROUP BY, an ORDER BY key reading an unselected variable.
 
-Grouping over event clauses (CQELS-CEP with windows / SEQ, RSEP-QL's MATCH, EP-SPARQL's
-operators; none of the papers has grouping over events, this is SPARQL 1.1 §11 over their mappings
-with intervals): ``Project(V, Filter(HAVING, GroupCover(P, G, aggregates)))``. The solutions of ⟦P, t⟧ are mappings with intervals [t1, t2]; the group of a key
-k is the set of distinct (mapping, interval) solutions agreeing with k on the GROUP BY variables G
-(set semantics as everywhere in ``cep``: two events with the same mapping and different intervals
-are two members, so COUNT counts events). Each group gives ONE answer: k, the aggregates, and the
-interval covering its members, [min t1, max t2] (as EP-SPARQL's joins cover their parts). HAVING
-filters those answers (getDURATION() etc. read the cover), the projection keeps them. The implicit
-group (aggregates without GROUP BY) over no solution gives one answer, COUNT 0 etc., over [t, t]:
-not [since, t] as ``Aggregate`` over a background (every background answer has that interval;
-the windows' content has not been unchanged since ``since``, so "none" holds at t, not over that
-span), but the evaluation instant, which the count is about and every solution ends by. GROUP BY
-without aggregates is a ``GroupCover`` too (one answer per group, not one per member interval);
-only the group variables and the aggregates are in scope above it. C-SPARQL's ``Aggregate``
-(each mapping keeps its own interval) is unchanged. Evaluated at instants (``cep.evaluate(...,
-at=t)``, ``query --at T``); a continuous run evaluates it at its windows' content changes
-(``cep.continuous``, "CQELS-CEP at evaluation instants": a group's members, values and cover change
-with t, which no row's lifetime says).
+Grouping over event clauses (CQELS-CEP with windows / SEQ, RSEP-QL's MATCH, EP-SPARQL's operators;
+none of the papers has grouping over events, this is SPARQL 1.1 §11 over their mappings with
+intervals): ``Project(V, Filter(HAVING, GroupCover(P, G, aggregates)))``. The solutions of ⟦P, t⟧
+are mappings with intervals [t1, t2]; the group of a key k is the set of distinct (mapping,
+interval) solutions agreeing with k on the GROUP BY variables G (set semantics as everywhere in
+``cep``: two events with the same mapping and different intervals are two members, so COUNT counts
+events). Each group gives ONE answer: k, the aggregates, and the interval covering its members, [min
+t1, max t2] (as EP-SPARQL's joins cover their parts). HAVING filters those answers (getDURATION()
+etc. read the cover), the projection keeps them. The implicit group (aggregates without GROUP BY)
+over no solution gives one answer, COUNT 0 etc., over [t, t]: not [since, t] as ``Aggregate`` over a
+background (every background answer has that interval; the windows' content has not been unchanged
+since ``since``, so "none" holds at t, not over that span), but the evaluation instant, which the
+count is about and every solution ends by. GROUP BY without aggregates is a ``GroupCover`` too (one
+answer per group, not one per member interval); only the group variables and the aggregates are in
+scope above it. C-SPARQL's ``Aggregate`` (each mapping keeps its own interval) is unchanged.
+Evaluated at instants (``cep.evaluate(..., at=t)``, ``query --at T``); a continuous run evaluates it
+at its windows' content changes (``cep.continuous``, "CQELS-CEP at evaluation instants": a group's
+members, values and cover change with t, which no row's lifetime says).
 """
 from __future__ import annotations
 
@@ -873,9 +871,8 @@ class _Lowering:
         the distinct WHERE solutions. ``q``: the query or sub-query (``S.SubQuery``) read.
 
         Over a CQELS-CEP query with event clauses (windows, SEQ), an RSEP-QL or an EP-SPARQL query
-        the node is ``GroupCover``: one
-        answer per group, over the interval covering its members (module doc, "Grouping over event
-        clauses"); GROUP BY without aggregates is a ``GroupCover`` too, so that a group is one
+        the node is ``GroupCover``: one answer per group, over the interval covering its members
+        (module doc, "Grouping over event clauses"); GROUP BY without aggregates is a ``GroupCover`` too, so that a group is one
         answer there as well. Background-only and C-SPARQL queries keep ``Aggregate`` (every
         solution there has one interval, so both rules agree)."""
         tree = self.tree if q is None else q

@@ -69,7 +69,7 @@ instant c (``A.Snapshot.instant``), each mapping with [c, c]:
 * ``aggregate`` (§3.1): each mapping extended with f(p) over the mappings that agree with it on
   the group variables (``aggregate_value``: the functions, their result types and lexical forms).
 
-SPARQL GROUP BY over a CQELS-CEP query's event clauses (``A.GroupCover``, ``group_cover``): one
+SPARQL GROUP BY over event clauses (``A.GroupCover``, ``group_cover``; every language): one
 element per group of the distinct elements, its aggregates, over [min t1, max t2] of its members;
 the implicit group of nothing over [t, t].
 

@@ -23,7 +23,7 @@ the lifetime columns of ``cep.lifetimes``) are carried along.
 Sub-queries inside EXISTS are refused when lowering (their projection would drop the key).
 
 **GROUP BY over event clauses** (``group_cover``, ``A.GroupCover``): unlike the operators above it
-stands over mappings whose intervals differ (a CQELS-CEP query's windows and SEQs); one row per
+stands over mappings whose intervals differ (event clauses of any language); one row per
 group, its aggregates computed as C-SPARQL's (``cep.csparql.aggregate``), its interval the cover
 of its members'.
 """
