@@ -101,6 +101,10 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
         # datanode's host name (127.0.0.1, the executor being "localhost") waited forever once
         # the stage's other tasks had finished
         builder = builder.config("spark.locality.wait", "0s")
+    if master.startswith("local") and not present.contains("spark.python.daemon.module") \
+            and SparkContext._active_spark_context is None and _worker_can_import("jobs.pyworker"):
+        # PySpark's daemon without the archives each Python task re-reads (jobs/pyworker.py)
+        builder = builder.config("spark.python.daemon.module", "jobs.pyworker")
     extra = jars.cached_jars()
     if extra:
         listed = [j for j in present.get("spark.jars", "").split(",") if j]
@@ -112,6 +116,21 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
     default = "WARN" if verbose() else "ERROR"
     session.sparkContext.setLogLevel(os.environ.get("RSP_SPARK_LOG_LEVEL", default))
     return session
+
+
+def _worker_can_import(module: str) -> bool:
+    """Whether a local Python worker (the interpreter PySpark starts, in this directory and
+    environment) can import ``module``: not so when this driver runs from a zip it was given, or
+    with ``RSP_PLAIN_PYSPARK_DAEMON`` set (PySpark's own daemon then)."""
+    import subprocess
+
+    if os.environ.get("RSP_PLAIN_PYSPARK_DAEMON"):
+        return False
+    python = os.environ.get("PYSPARK_PYTHON") or sys.executable
+    try:
+        return subprocess.run([python, "-c", f"import {module}"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def _jvm_running() -> bool:
