@@ -30,6 +30,9 @@ def spark():
         pass  # those tests then fail with the connector's own error; the others do not need it
     session = build_session("rsp-sidecar tests", {
         "spark.master": "local[2]",
+        # one session serves ~1,300 tests: the 1 GB default heap ran out broadcasting a closure
+        # table near the end of a run (tests/test_tracheobionta.py), once in three runs
+        "spark.driver.memory": "3g",
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
