@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ontologies import chain, plants  # noqa: E402
 from ontologies.data import data_dir  # noqa: E402
-from reasoner.progress import Progress  # noqa: E402
+from rdfcore.progress import Progress  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VIENNA = [ROOT / "ontologies" / "vienna_schema.ttl", ROOT / "ontologies" / "vienna_example.ttl"]

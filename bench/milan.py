@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir")
     args = parser.parse_args(argv)
 
-    from cep.stream import DirectorySink, FileSource
+    from cep.continuous.runner import DirectorySink, FileSource
     from jobs.spark import build_session
     from ontologies import milan
     from ontologies.data import data_dir

@@ -149,7 +149,7 @@ def vienna_graph(spark, directory: Path, work: Path):
     """(encoded triples DataFrame, N-Triples file, triple count) of the real network."""
     from pyspark import StorageLevel
 
-    from reasoner.dictionary import encode_triples
+    from rdfcore.dictionary import encode_triples
 
     network = vienna.build(directory)
     nt = work / "vienna.nt"
@@ -194,7 +194,7 @@ def synthetic_graph(spark, edges: int):
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from reasoner.hashing import term_id
+    from rdfcore.hashing import term_id
 
     connections = max(1, edges // 2)
     stations = max(2, edges // 4)
@@ -215,7 +215,7 @@ def synthetic_ntriples(triples, path: Path) -> None:
     """The synthetic graph as N-Triples for the baselines (ids become IRIs; predicates :beg / :end)."""
     from pyspark.sql import functions as F
 
-    from reasoner.hashing import term_id
+    from rdfcore.hashing import term_id
 
     names = {term_id(vienna.BEG): vienna.BEG, term_id(vienna.END): vienna.END}
     pred = F.when(F.col("p") == F.lit(term_id(vienna.BEG)), F.lit(names[term_id(vienna.BEG)])) \

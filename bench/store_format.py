@@ -13,7 +13,7 @@ one session and alternating the two formats ``--rounds`` times on the same rows:
   ``versionAsOf``.
 
 Delta's jars (``io.delta:delta-spark_2.13``) come from Maven Central through the project's jar
-cache (``reasoner.jars.resolve``); the Python package is ``delta-spark`` from PyPI (only its
+cache (``rdfcore.jars.resolve``); the Python package is ``delta-spark`` from PyPI (only its
 configuration names are used: no import needed). The answer decides the README's "why plain
 Parquet" paragraph.
 """
@@ -43,7 +43,7 @@ def delta_session():
     import os
 
     from jobs.spark import build_session
-    from reasoner import jars
+    from rdfcore import jars
 
     saved = os.environ.get("RSP_JAR_CACHE")
     os.environ["RSP_JAR_CACHE"] = str(jars.cache_dir() / "delta")
@@ -65,7 +65,7 @@ def timed(fn) -> float:
 
 def link_tree(source: Path, target: Path) -> None:
     """The store's way to carry a version's files into the next one (``incremental._link_table``)."""
-    from reasoner import fs
+    from rdfcore import fs
 
     target.mkdir(parents=True)
     for file in source.iterdir():

@@ -20,11 +20,11 @@ events a minute for ``--minutes`` minutes (delays 80 %, arrivals 20 %), cut into
 
 Measured side by side in one run, one warm local[2] Spark session:
 
-* **ours**: ``cep.stream.run`` over the files (trigger available-now): total time, events/s,
+* **ours**: ``cep.continuous.runner.run`` over the files (trigger available-now): total time, events/s,
   seconds per micro-batch (p50, max) and the state items after each batch — the run is
   ``--minutes`` / 10 times longer than the window, and the state must stay flat;
 * **baseline: one evaluation per instant** — what a user without a continuous mode does:
-  ``cep.spark.evaluate(query, ..., at=t)`` over the whole stream at each minute t (the background
+  ``cep.engines.spark.evaluate.evaluate(query, ..., at=t)`` over the whole stream at each minute t (the background
   closed once, as ours does). Timed for the first ``--baseline-instants`` instants and
   extrapolated to all of them (said so in the output).
 
@@ -76,10 +76,10 @@ def main(argv=None) -> int:
 
     from jobs.spark import build_session
     from scenarios import vienna_transit as vt
-    from cep.stream import CallbackSink, FileSource, StaticFiles, run
-    from cep.streams import read_stream
-    from cep.spark import evaluate
-    from cep.lower import compile_query
+    from cep.continuous.runner import CallbackSink, FileSource, StaticFiles, run
+    from cep.io.streams import read_stream
+    from cep.engines.spark.evaluate import evaluate
+    from cep.lowering.translate import compile_query
 
     spark = build_session("bench streaming", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
                                               "spark.ui.enabled": "false"})
@@ -177,12 +177,12 @@ def live(spark, query, static, work: Path, rate: int, seconds: int, seed: int, w
     """A live run: a producer thread writes one file a second (``rate`` events over
     ``per_second`` event-time minutes: the window of 10 minutes holds ``10 / per_second`` seconds
     of input), the query runs with ``trigger="interval:1"``. An answer at instant t is final once
-    an event after t has arrived (the watermark, ``cep.continuous``), so two latencies are
+    an event after t has arrived (the watermark, ``cep.continuous.plan``), so two latencies are
     printed: from the arrival of the event that completed it (minute t) and from the arrival of
     the event that made it final (minute t + 1) to the answer handed to the sink."""
     import threading
 
-    from cep.stream import CallbackSink, FileSource, run
+    from cep.continuous.runner import CallbackSink, FileSource, run
 
     directory, staging = work / f"live-{per_second}", work / f"live-staging-{per_second}"
     directory.mkdir()
@@ -254,8 +254,8 @@ def esper_baseline(spark, query, side, stream_dir: Path, ours: float, our_answer
 
     from pyspark.sql import functions as F
 
-    from cep.spark import Prepared
-    from reasoner import jars
+    from cep.engines.spark.evaluate import Prepared
+    from rdfcore import jars
 
     try:
         classpath = [p for name in ("esper-compiler", "esper-runtime")

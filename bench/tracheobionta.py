@@ -52,7 +52,7 @@ def generate(taxa, directory: Path, n: int, per_file: int, seed: int) -> float:
 
 
 def ours(spark, directory: Path, store: Path, target: str, work: Path) -> dict:
-    from cep.stream import DirectorySink, FileSource
+    from cep.continuous.runner import DirectorySink, FileSource
     from scenarios.membership import run
 
     out, ckpt = work / "out", work / "ckpt"

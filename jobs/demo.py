@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from ontologies import plants
 from ontologies.data import data_dir
-from reasoner import resources
+from rdfcore import resources
 
 
 
@@ -56,9 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
-    from reasoner.hashing import term_id
+    from rdfcore.hashing import term_id
     from reasoner.publish import materialize_sources
-    from reasoner.schema import CLASS, INSTANCE, TYPES
+    from rdfcore.schema import CLASS, INSTANCE, TYPES
     from reasoner.store import open_version
 
     out = Path(args.out)

@@ -1,6 +1,6 @@
 """Expected failures become one ``error:`` line on stderr and exit code 2; anything else keeps its traceback.
 
-Expected failures are :class:`reasoner.errors.SidecarError` (bad input, syntax, locked store,
+Expected failures are :class:`rdfcore.errors.SidecarError` (bad input, syntax, locked store,
 missing jar, iteration cap: every package derives its own from it) and the operating system's
 file errors (missing file, no permission, a directory where a file was expected). Any other
 exception is a programming error: Python prints its traceback and the process exits with code 1.
@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from reasoner.errors import SidecarError
+from rdfcore.errors import SidecarError
 
 EXPECTED = (SidecarError, FileNotFoundError, PermissionError, IsADirectoryError)
 

@@ -1,4 +1,4 @@
-"""``rsp-sidecar setup``: fetch the JVM jars into the cache (the jar knowledge is ``reasoner.jars``):
+"""``rsp-sidecar setup``: fetch the JVM jars into the cache (the jar knowledge is ``rdfcore.jars``):
 GraphFrames' core (optional), the Spark Kafka connector (for ``query --continuous`` over Kafka) and,
 with ``--kafka-broker``, Apache Kafka's broker for local tests and demos."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reasoner import jars
+from rdfcore import jars
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -39,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
-    from reasoner.fs import is_hadoop
-    from reasoner.locations import location
-    from reasoner.progress import Progress
+    from rdfcore.fs import is_hadoop
+    from rdfcore.locations import location
+    from rdfcore.progress import Progress
     from reasoner.publish import choose_engine, materialize_sources
 
     # bad paths fail before Spark starts; a Hadoop filesystem (hdfs://, s3a://) is reached

@@ -2,7 +2,7 @@
 
     rsp-sidecar package [--out DIR] [--with-dependencies]
 
-Writes ``DIR/rsp_sidecar-VERSION.zip`` — the packages ``reasoner``, ``paths``, ``cep``, ``jobs``,
+Writes ``DIR/rsp_sidecar-VERSION.zip`` — the packages ``rdfcore``, ``reasoner``, ``paths``, ``cep``, ``jobs``,
 ``ontologies``, ``scenarios`` with their resources (grammars, logging configuration, example files), which load
 through ``importlib.resources`` and so work from the zip — and ``DIR/rsp_sidecar_main.py``, a
 launcher taking the same arguments as ``rsp-sidecar`` (spark-submit needs a main file). With
@@ -26,9 +26,9 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-from reasoner.errors import SidecarError
+from rdfcore.errors import SidecarError
 
-PACKAGES = ("reasoner", "paths", "cep", "jobs", "ontologies", "scenarios")
+PACKAGES = ("rdfcore", "reasoner", "paths", "cep", "jobs", "ontologies", "scenarios")
 #: Pure-Python distributions the driver imports (``--with-dependencies``).
 PURE_DEPENDENCIES = ("lark", "rdflib", "owlrl", "pyparsing")
 _SKIP_SUFFIXES = (".pyc", ".pyo")

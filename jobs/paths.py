@@ -13,7 +13,7 @@ is offered because both executors deduplicate every intermediate relation (READM
 
 * ``--data``: N-Triples (read by Spark, line-parallel; bad lines are rejected, counted and
   reported on stderr with their file and line), Turtle, RDF/XML, N3, ... (parsed by rdflib) —
-  ``reasoner.loading``.
+  ``rdfcore.loading``.
 * Prefixes: those declared in Turtle / N3 / TriG inputs (as rdflib's parser reads them; a later
   file overrides an earlier one), then ``--prefix p=IRI`` (overrides). ``--prefix =IRI`` sets
   the empty prefix ``:``. Turtle inputs are parsed a second time, with no default bindings, to
@@ -40,9 +40,9 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 
 from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
-from reasoner.errors import SidecarError  # noqa: E402
-from reasoner.fs import is_hadoop  # noqa: E402
-from reasoner.locations import location  # noqa: E402
+from rdfcore.errors import SidecarError  # noqa: E402
+from rdfcore.fs import is_hadoop  # noqa: E402
+from rdfcore.locations import location  # noqa: E402
 
 VARIABLES = ("start", "end")
 _PREFIX_FORMATS = ("turtle", "n3", "trig")
@@ -108,11 +108,11 @@ def declared_prefixes(files: Sequence[Path]) -> dict[str, str]:
 
     A graph without rdflib's default bindings is used, so the result is exactly what the files
     declare (rdflib's defaults would shadow e.g. a file's own ``geo:``). A file that does not parse
-    raises the loader's located :class:`reasoner.loading.RDFLoadError`.
+    raises the loader's located :class:`rdfcore.loading.RDFLoadError`.
     """
     import rdflib
 
-    from reasoner.loading import RDFLoadError, detect_format, parse_with_rdflib
+    from rdfcore.loading import RDFLoadError, detect_format, parse_with_rdflib
 
     prefixes: dict[str, str] = {}
     for path in files:
@@ -185,10 +185,10 @@ def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | Non
     from paths import evaluate
     from paths.local import LocalTooLarge
     from paths.spark import END, START, PathGraph, PathIterationLimit
-    from reasoner.dictionary import build_dictionary, decode, encode_triples
-    from reasoner.hashing import term_id
-    from reasoner.loading import load
-    from reasoner.schema import FILE, ID, LINE, REASON, TERM
+    from rdfcore.dictionary import build_dictionary, decode, encode_triples
+    from rdfcore.hashing import term_id
+    from rdfcore.loading import load
+    from rdfcore.schema import FILE, ID, LINE, REASON, TERM
 
     loaded = load(spark, [str(f) for f in query.files])
     if any(s.format == "ntriples" for s in loaded.sources):
@@ -217,7 +217,7 @@ def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | Non
 
 
 def run(args: argparse.Namespace, spark=None, out: TextIO | None = None) -> int:
-    from reasoner.loading import RDFLoadError
+    from rdfcore.loading import RDFLoadError
 
     try:
         return _run(args, spark, out)
@@ -235,7 +235,7 @@ def _without_spark(query: Query, engine: str) -> bool:
         return True
     if engine != "auto":
         return False
-    from reasoner.loading import detect_format
+    from rdfcore.loading import detect_format
 
     return (all(detect_format(f) != "ntriples" for f in query.files)
             and sum(f.stat().st_size for f in query.files) <= LOCAL_FILE_BYTES)
@@ -244,12 +244,12 @@ def _without_spark(query: Query, engine: str) -> bool:
 def evaluate_query_local(query: Query, out: TextIO, fmt: str) -> int:
     """The in-memory executor straight from the files: rdflib parses them (N-Triples too: a bad line
     is a located load error here, not a reject), ``paths.local`` evaluates, no JVM is started.
-    Same terms (blank nodes scoped per file, as ``reasoner.loading.load``), same sorted output."""
+    Same terms (blank nodes scoped per file, as ``rdfcore.loading.load``), same sorted output."""
     from paths import local
     from paths.compiler import PathIterationLimit
-    from reasoner.hashing import term_id
-    from reasoner.loading import detect_format, parse_with_rdflib
-    from reasoner.terms import from_rdflib
+    from rdfcore.hashing import term_id
+    from rdfcore.loading import detect_format, parse_with_rdflib
+    from rdfcore.terms import from_rdflib
 
     triples: set[tuple[str, str, str]] = set()
     for scope, path in enumerate(query.files):

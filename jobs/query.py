@@ -17,7 +17,7 @@ intervals are not printed; ``--format`` does not apply).
   ``WINDOW`` blocks, ``SEQ`` and nested regular expressions). A syntax or meaning error prints
   ``error: FILE: line L, column C: ...`` naming what was expected.
 * ``--static FILE ...``: files of the default graph (N-Triples read by Spark line-parallel, Turtle,
-  RDF/XML, ... parsed by rdflib; ``reasoner.loading``). ``--static IRI=FILE`` binds the graph a
+  RDF/XML, ... parsed by rdflib; ``rdfcore.loading``). ``--static IRI=FILE`` binds the graph a
   query names with ``FROM IRI`` (an ``<iri>``, an absolute IRI, or a prefixed name declared in the
   query); a query with ``FROM <g>`` and no ``--static <g>=...`` uses the default graph files (the
   FROM graph *is* the background D, §3.2), and an error is raised when there are none. Each
@@ -44,7 +44,7 @@ intervals are not printed; ``--format`` does not apply).
 * ``--policy unrestricted|naive|chronological|recent``: the selection policy of an RSEP-QL MATCH
   that names none (default unrestricted); chronological and recent consume the stream triples an
   answer used, so later instants of ``--at T1,T2,...`` do not use them again.
-* ``--stream IRI=FILE``: the file of a stream the query reads (``cep.streams.read_stream``: JSON
+* ``--stream IRI=FILE``: the file of a stream the query reads (``cep.io.streams.read_stream``: JSON
   Lines or timestamped N-Triples, by extension). Prefixed names in JSON Lines streams are resolved
   with the query's ``PREFIX`` declarations. Every stream the query reads must be bound; a bound
   stream the query does not read is reported on stderr and ignored.
@@ -57,7 +57,7 @@ intervals are not printed; ``--format`` does not apply).
   printed on stderr, and ``--rejects FILE`` writes them as JSON Lines ``{"file", "line",
   "reason", "raw"}``.
 
-* ``--continuous`` (instead of ``--at``): answer as the streams arrive (``cep.stream``; README
+* ``--continuous`` (instead of ``--at``): answer as the streams arrive (``cep.continuous.runner``; README
   "query --continuous"): ``--stream IRI=DIR`` a directory of stream files or
   ``IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]`` a Kafka topic; ``--out`` console (default),
   a directory or ``kafka://HOST:PORT/TOPIC``; ``--checkpoint DIR`` (required), ``--trigger``,
@@ -81,12 +81,12 @@ from typing import TextIO
 if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cep.algebra import TIME_UNITS  # noqa: E402
+from cep.algebra.patterns import TIME_UNITS  # noqa: E402
 from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
-from reasoner.errors import SidecarError  # noqa: E402
-from reasoner.fs import is_hadoop  # noqa: E402
-from reasoner.locations import local_path, location  # noqa: E402
+from rdfcore.errors import SidecarError  # noqa: E402
+from rdfcore.fs import is_hadoop  # noqa: E402
+from rdfcore.locations import local_path, location  # noqa: E402
 
 #: The extra result columns of a query with event clauses: the answer's interval (and, with several
 #: --at instants, the instant).
@@ -217,7 +217,7 @@ def _binding(item: str, prefixes: dict[str, str], option: str, iri_required: boo
 
 
 def _local_arguments(args: argparse.Namespace) -> None:
-    """The path options checked (``reasoner.locations``) before anything uses them: each may be
+    """The path options checked (``rdfcore.locations``) before anything uses them: each may be
     local or on a Hadoop filesystem (the output, the rejects, the closure store, the continuous
     runtime's checkpoint)."""
     for option in ("closure", "checkpoint", "rejects"):
@@ -239,19 +239,19 @@ def _existing(path, what: str):
 class Plan:
     """What the command line asks for, checked before Spark starts."""
 
-    query: object                      # cep.algebra.Query
+    query: object                      # cep.algebra.patterns.Query
     at: int | None                     # None: continuous
     time_unit: str
     graphs: dict[str | None, list[Path]] = field(default_factory=dict)   # None = default graph
     streams: dict[str, Path | str] = field(default_factory=dict)   # str: a kafka:// URL (continuous)
     instants: list[int] = field(default_factory=list)   # --at T1,T2,...: more than one
-    rules: tuple = ()                  # --rules: EP-SPARQL CONSTRUCT rules (cep.rules)
+    rules: tuple = ()                  # --rules: EP-SPARQL CONSTRUCT rules (cep.engines.rules)
 
 
 def plan(args: argparse.Namespace) -> Plan:
     """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
     from cep import CepSyntaxError, compile_query
-    from cep.algebra import (BGP, NamedGraph, Project, Var, background_patterns, is_csparql, rsep_windows,
+    from cep.algebra.patterns import (BGP, NamedGraph, Project, Var, background_patterns, is_csparql, rsep_windows,
                              is_epsparql, is_rsepql, snapshots, stream_patterns, walk)
 
     _local_arguments(args)
@@ -281,7 +281,7 @@ def plan(args: argparse.Namespace) -> Plan:
         except CepSyntaxError as exc:
             raise QueryError(f"{rule_path}: {_one_line(exc)}") from None
     if rules:
-        from cep.rules import RulesError, check_rules
+        from cep.engines.rules import RulesError, check_rules
 
         try:
             result.rules = check_rules(query, rules)
@@ -328,7 +328,7 @@ def plan(args: argparse.Namespace) -> Plan:
     for iri in result.streams:
         if iri not in read:
             print(f"warning: --stream {iri} is not read by the query; ignored", file=sys.stderr)
-    # with --closure the store is every background graph (cep.stream.ClosureStore)
+    # with --closure the store is every background graph (cep.continuous.runner.ClosureStore)
     closure = bool(getattr(args, "closure", None))
     def froms(graph) -> tuple:
         return graph if isinstance(graph, tuple) else () if graph is None else (graph,)
@@ -377,7 +377,7 @@ def plan(args: argparse.Namespace) -> Plan:
 def _rejects(spark, named_frames, path: str | None) -> None:
     """Report each source's reject count on stderr; with ``path``, write them all (JSON Lines).
     One Spark job per source either way (writing counts as it goes)."""
-    from reasoner.schema import FILE, LINE, RAW, REASON
+    from rdfcore.schema import FILE, LINE, RAW, REASON
 
     out = location(path, "--rejects").open("w", encoding="utf-8") if path else None
     try:
@@ -402,7 +402,7 @@ AT_COLUMN = "_at"
 
 def _select_rows(decoded, names: Sequence[str], columns: Sequence[str], events: bool,
                  instants: bool = False) -> Iterator[dict]:
-    from reasoner.schema import T_END, T_START
+    from rdfcore.schema import T_END, T_START
 
     for row in decoded.toLocalIterator():
         out = {AT_VAR: f'"{row[AT_COLUMN]}"^^{XSD_INTEGER}'} if instants else {}
@@ -419,14 +419,14 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
 
     from cep import algebra as A
     from cep import evaluate
-    from cep.columns import var_column
-    from cep.streams import read_stream
+    from cep.engines.columns import var_column
+    from cep.io.streams import read_stream
     from jobs.spark import build_session
     from reasoner.api import encoded_closure
-    from reasoner.dictionary import checked_dictionary, decode
-    from reasoner.hashing import term_id
-    from reasoner.loading import load
-    from reasoner.schema import ID, O, P, S, T_END, T_START, TERM
+    from rdfcore.dictionary import checked_dictionary, decode
+    from rdfcore.hashing import term_id
+    from rdfcore.loading import load
+    from rdfcore.schema import ID, O, P, S, T_END, T_START, TERM
 
     spark = build_session("rsp-sidecar query")
     query = p.query
@@ -459,7 +459,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     computed: list = []   # (id, term) of the terms the query computes (C-SPARQL's aggregates)
     try:
         if p.instants:
-            from cep.spark import evaluate_sequence
+            from cep.engines.spark.evaluate import evaluate_sequence
             results = evaluate_sequence(query, background, streams, p.instants, time_unit=p.time_unit,
                                         dictionary=dictionary, terms=computed)
             result = None
@@ -490,7 +490,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         columns = [var_column(n) for n in names]
         kept = ([AT_COLUMN] if p.instants else []) + columns + ([T_START, T_END] if events else [])
         if query.modifiers is not None:   # ORDER BY / LIMIT / OFFSET: the query's order, per instant
-            from cep.filters import ORDER
+            from cep.engines.spark.filters import ORDER
             decoded = decode(result.select(*kept, ORDER), dictionary, tuple(columns))
             decoded = decoded.orderBy(*([AT_COLUMN] if p.instants else []), ORDER)
         else:
@@ -507,7 +507,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
 def parse_lateness(text: str, time_unit: str, option: str = "--lateness") -> int:
     """``--lateness`` (``--horizon``): integer ticks of ``time_unit``, or a duration with a unit
     (``30s``, ``2m``)."""
-    from cep.algebra import Duration
+    from cep.algebra.patterns import Duration
 
     m = re.fullmatch(r"\s*([0-9]+)\s*(ms|s|m|h|d)?\s*", text)
     if not m:
@@ -538,8 +538,8 @@ def _check_continuous(args: argparse.Namespace) -> None:
 
 
 def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
-    """Run the query continuously (``cep.stream.run``); returns the number of answers emitted."""
-    from cep.stream import ClosureStore, StaticFiles, run as run_stream
+    """Run the query continuously (``cep.continuous.runner.run``); returns the number of answers emitted."""
+    from cep.continuous.runner import ClosureStore, StaticFiles, run as run_stream
     from jobs.spark import build_session
     from jobs.streaming import file_or_kafka_source, need_kafka, sink_for, trigger_for
 

@@ -1,4 +1,4 @@
-"""What the helper services for tests and demos share (``jobs.kafka_broker``, ``jobs.hadoop_cluster``):
+"""What the helper services for tests and demos share (``devcluster.kafka_broker``, ``devcluster.hadoop_cluster``):
 a JVM child process in its own session with its log file, a context manager that stops it, a
 free loopback port, and running in the foreground until Ctrl-C."""
 from __future__ import annotations

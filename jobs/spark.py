@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
-from reasoner import jars, resources
+from rdfcore import jars, resources
 
 LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
@@ -38,7 +38,7 @@ LOCAL_DEFAULTS = {
 
 
 #: The JVM's quiet logging configuration, a resource of this package (a file on disk when run
-#: from a zip: ``reasoner.resources.path``).
+#: from a zip: ``rdfcore.resources.path``).
 QUIET_LOG4J = ("jobs", "log4j2-quiet.properties")
 #: Lines the JVM prints on its stderr outside log4j that a quiet run drops.
 _JVM_NOISE = (b"WARNING: Using incubator modules:",)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from reasoner.errors import SidecarError
+from rdfcore.errors import SidecarError
 
 __all__ = ["StreamOptionError", "kafka_url", "file_or_kafka_source", "sink_for", "need_kafka", "trigger_for"]
 
@@ -14,8 +14,8 @@ class StreamOptionError(SidecarError, ValueError):
 
 def kafka_url(url: str, option: str) -> tuple[str, str, dict]:
     """``kafka://HOST:PORT/TOPIC[?format=...]`` of option ``option`` → (bootstrap, topic, options)."""
-    from cep.continuous import ContinuousError
-    from cep.stream import parse_kafka_url
+    from cep.continuous.plan import ContinuousError
+    from cep.continuous.runner import parse_kafka_url
 
     try:
         return parse_kafka_url(url)
@@ -26,7 +26,7 @@ def kafka_url(url: str, option: str) -> tuple[str, str, dict]:
 def file_or_kafka_source(iri: str, where: str, max_per_trigger: int | None = None, option: str = "--stream",
                          fmt: str | None = None):
     """A directory (``FileSource``) or ``kafka://...`` (``KafkaSource``) as stream ``iri``."""
-    from cep.stream import FileSource, KafkaSource
+    from cep.continuous.runner import FileSource, KafkaSource
 
     if where.startswith("kafka:"):
         bootstrap, topic, options = kafka_url(where, option)
@@ -37,10 +37,10 @@ def file_or_kafka_source(iri: str, where: str, max_per_trigger: int | None = Non
 
 def not_a_directory(where: str) -> bool:
     """Whether ``--stream`` names a local path that is not a directory (checked before Spark
-    starts); a Kafka topic or a Hadoop path is not checked here (``cep.stream.check_sources``
+    starts); a Kafka topic or a Hadoop path is not checked here (``cep.continuous.runner.check_sources``
     checks the latter once Spark runs)."""
-    from reasoner.fs import is_hadoop
-    from reasoner.locations import location
+    from rdfcore.fs import is_hadoop
+    from rdfcore.locations import location
 
     if where.startswith("kafka:"):
         return False
@@ -50,7 +50,7 @@ def not_a_directory(where: str) -> bool:
 
 def sink_for(out: str | None):
     """``--out``: console (None, ``console``, ``-``), ``kafka://HOST:PORT/TOPIC`` or a directory."""
-    from cep.stream import ConsoleSink, DirectorySink, KafkaSink
+    from cep.continuous.runner import ConsoleSink, DirectorySink, KafkaSink
 
     if out in (None, "console", "-"):
         return ConsoleSink()
@@ -63,10 +63,10 @@ def sink_for(out: str | None):
 def need_kafka(*things) -> None:
     """Resolve the Kafka connector (cached after the first time) when a source or sink is Kafka:
     it must be on the classpath when the session starts."""
-    from cep.stream import KafkaSink, KafkaSource
+    from cep.continuous.runner import KafkaSink, KafkaSource
 
     if any(isinstance(x, (KafkaSource, KafkaSink)) for x in things):
-        from reasoner import jars
+        from rdfcore import jars
 
         jars.resolve_kafka_connector()
 

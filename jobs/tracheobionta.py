@@ -25,7 +25,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs.errors import job_main  # noqa: E402
-from reasoner.errors import SidecarError  # noqa: E402
+from rdfcore.errors import SidecarError  # noqa: E402
 
 STREAM_IRI = "<http://example.org/plants/stream>"
 DEFAULT_CLASS = "subkingdom:Tracheobionta"
@@ -71,8 +71,8 @@ def publish_taxonomy(spark, store: str | Path, data_dir: str | None = None, spec
     from ontologies.plants import read_taxonomy, taxonomy_path, write_hierarchy
     import tempfile
 
-    from reasoner import fs
-    from reasoner.locations import location
+    from rdfcore import fs
+    from rdfcore.locations import location
     from reasoner.publish import materialize_sources
 
     root = location(store, "--store")
@@ -91,8 +91,8 @@ def publish_taxonomy(spark, store: str | Path, data_dir: str | None = None, spec
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
-    from reasoner.fs import is_hadoop
-    from reasoner.locations import location
+    from rdfcore.fs import is_hadoop
+    from rdfcore.locations import location
     from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
     from ontologies.plants import class_iri
     from scenarios.membership import resolve_class, run as run_service

@@ -5,7 +5,7 @@
     python -m jobs.vienna_transit ...        spark-submit jobs/vienna_transit.py ...
 
 DESIGN.md's CQELS-CEP query (``ontologies/vienna_example_query.rq``) run continuously
-(``cep.stream``: every answer once, final when emitted, exactly once into a directory) over the
+(``cep.continuous.runner``: every answer once, final when emitted, exactly once into a directory) over the
 real Wiener Linien network, built from the data directory into ``--network-dir`` (default
 ``vienna-network``) with a synthetic fleet (``--vehicles``, ``--subways``), the centre
 ``--centre`` (a DIVA number or a station name). The stream — JSON Lines events ``{"s": vehicle,
@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs.errors import job_main  # noqa: E402
-from reasoner.errors import SidecarError  # noqa: E402
+from rdfcore.errors import SidecarError  # noqa: E402
 
 
 class TransitOptionError(SidecarError, ValueError):
@@ -59,12 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cep.stream import StaticFiles, run as run_stream
+    from cep.continuous.runner import StaticFiles, run as run_stream
     from jobs.query import parse_lateness
     from jobs.spark import build_session
     from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
-    from reasoner.fs import is_hadoop
-    from reasoner.locations import location
+    from rdfcore.fs import is_hadoop
+    from rdfcore.locations import location
     from scenarios import vienna_transit as vt
 
     trigger = trigger_for(args.trigger)

@@ -16,9 +16,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from reasoner.errors import SidecarError
-from reasoner.progress import Progress
-from reasoner.vocab import RDFS_SUBCLASSOF, iri
+from rdfcore.errors import SidecarError
+from rdfcore.progress import Progress
+from rdfcore.vocab import RDFS_SUBCLASSOF, iri
 
 CHAIN_NS = "http://example.org/chain#"
 _CHUNK = 100_000  # triples per write

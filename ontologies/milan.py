@@ -45,8 +45,8 @@ from pathlib import Path
 from ontologies.data import data_dir
 from ontologies.vienna import (BUS, DUR, RDFS_COMMENT, STOP, SUBWAY, TRAM, Reject, connection_triples,
                                great_circle_metres, line_triples, place_triples, v)
-from reasoner.errors import SidecarError
-from reasoner.terms import literal
+from rdfcore.errors import SidecarError
+from rdfcore.terms import literal
 
 MILAN_NS = "http://example.org/milan/"
 WALK = v("walk")

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ontologies.data import data_dir
-from reasoner.errors import SidecarError
-from reasoner.progress import Progress
-from reasoner.terms import literal
-from reasoner.vocab import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASSOF, iri
+from rdfcore.errors import SidecarError
+from rdfcore.progress import Progress
+from rdfcore.terms import literal
+from rdfcore.vocab import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASSOF, iri
 
 PLANTS_NS = "http://example.org/plants#"
 PLANTS_RANK = iri(PLANTS_NS + "rank")

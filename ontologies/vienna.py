@@ -59,10 +59,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ontologies.data import data_dir
-from reasoner.errors import SidecarError
-from reasoner.progress import Progress
-from reasoner.terms import literal
-from reasoner.vocab import RDF_TYPE, RDFS_LABEL, RDFS_NS, XSD_DECIMAL, XSD_INTEGER, XSD_NS, iri
+from rdfcore.errors import SidecarError
+from rdfcore.progress import Progress
+from rdfcore.terms import literal
+from rdfcore.vocab import RDF_TYPE, RDFS_LABEL, RDFS_NS, XSD_DECIMAL, XSD_INTEGER, XSD_NS, iri
 
 VIENNA_NS = "http://example.org/vienna#"
 GEO_NS = "http://www.w3.org/2003/01/geo/wgs84_pos#"

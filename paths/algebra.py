@@ -69,9 +69,9 @@ import enum
 from dataclasses import dataclass
 from typing import Iterator, Union
 
-from reasoner.vocab import XSD_NS, XSD_STRING, iri
+from rdfcore.vocab import XSD_NS, XSD_STRING, iri
 
-XSD_BOOLEAN = iri(XSD_NS + "boolean")  # not (yet) in reasoner.vocab
+XSD_BOOLEAN = iri(XSD_NS + "boolean")  # not (yet) in rdfcore.vocab
 
 __all__ = [
     "Term", "AxisKind", "Domain",
@@ -505,7 +505,7 @@ def literal_term(lexical: str, language: str | None = None, datatype: str | None
 
 def __getattr__(name: str):
     """``lower`` and ``to_algebra``, where callers have always found them. The lowering (syntax
-    tree → this algebra) lives in ``paths.lowering``, as ``cep.lower`` does for cep; it builds
+    tree → this algebra) lives in ``paths.lowering``, as ``cep.lowering.translate`` does for cep; it builds
     on this module, so it is imported on first use (PEP 562)."""
     if name in ("lower", "to_algebra"):
         from paths import lowering

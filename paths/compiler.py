@@ -50,8 +50,8 @@ from typing import Any, Protocol
 
 from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Path, Plus, Seq,
                            SelfTerm, Star, Test, walk)
-from reasoner.errors import SidecarError
-from reasoner.hashing import term_id
+from rdfcore.errors import SidecarError
+from rdfcore.hashing import term_id
 
 __all__ = ["START", "END", "End", "Executor", "Compiler", "PathIterationLimit",
            "DEFAULT_MAX_ITERATIONS", "constant_id"]

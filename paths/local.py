@@ -29,8 +29,8 @@ import numpy as np
 
 from paths.algebra import AxisKind, Domain, Path
 from paths.compiler import START, Compiler, DEFAULT_MAX_ITERATIONS, constant_id
-from reasoner.errors import SidecarError
-from reasoner.hashing import term_id
+from rdfcore.errors import SidecarError
+from rdfcore.hashing import term_id
 
 __all__ = ["LocalGraph", "LocalExecutor", "LocalTooLarge", "evaluate", "DEFAULT_MAX_PAIRS"]
 
@@ -181,7 +181,7 @@ class LocalGraph:
 
     @classmethod
     def from_terms(cls, triples: Iterable[tuple[str, str, str]]) -> "LocalGraph":
-        """From (s, p, o) N-Triples strings (ids by ``reasoner.hashing.term_id``)."""
+        """From (s, p, o) N-Triples strings (ids by ``rdfcore.hashing.term_id``)."""
         rows = [(term_id(s), term_id(p), term_id(o)) for (s, p, o) in triples]
         array = np.array(rows, dtype=np.int64).reshape(-1, 3)
         return cls(array[:, 0], array[:, 1], array[:, 2])
@@ -189,7 +189,7 @@ class LocalGraph:
     @classmethod
     def from_dataframe(cls, triples) -> "LocalGraph":
         """From a Spark DataFrame with long columns s, p, o (collected through Arrow)."""
-        from reasoner.schema import O, P, S
+        from rdfcore.schema import O, P, S
 
         table = triples.select(S, P, O).toArrow()
         return cls(*(table.column(c).to_numpy() for c in (S, P, O)))

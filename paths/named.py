@@ -1,6 +1,6 @@
 """RDFS as nested regular expressions (Pérez, Arenas, Gutierrez, nSPARQL; DESIGN.md).
 
-Named algebra values, with the full RDF/RDFS IRIs of ``reasoner.vocab``. Every ``*`` here is
+Named algebra values, with the full RDF/RDFS IRIs of ``rdfcore.vocab``. Every ``*`` here is
 nSPARQL's, with the identity on voc(G) (``Domain.VOC``): a property is its own sub-property and a
 class its own sub-class even when they occur only as predicates or objects.
 
@@ -19,7 +19,7 @@ class its own sub-class even when they occur only as predicates or objects.
 from __future__ import annotations
 
 from paths.algebra import (AxisKind, Domain, Path, Term, alt, axis, self_term, seq, star, plus)
-from reasoner.vocab import RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+from rdfcore.vocab import RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 
 __all__ = ["SC", "SP", "SC_STAR", "SP_STAR", "SC_PLUS", "SP_PLUS", "TYPE", "property_pairs"]
 

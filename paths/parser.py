@@ -7,7 +7,7 @@ relative IRI without a base — is a :class:`PathSyntaxError` naming the line, t
 was expected there.
 
 Extension point, for a grammar that ``%import``s the path rules of ``paths/grammar.lark`` (the
-CQELS-CEP parser, ``cep.parser``, is one); these are the public names it uses:
+CQELS-CEP parser, ``cep.syntax.parser``, is one); these are the public names it uses:
 
 * :class:`GrammarParser` — the LALR(1) parser of such a grammar file (``paths/`` is on its import
   path), whose ``parse(text, transformer)`` turns every lark error, and every
@@ -30,8 +30,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
     VisitError
 
 from paths import syntax as S
-from reasoner import resources
-from reasoner.errors import SidecarError
+from rdfcore import resources
+from rdfcore.errors import SidecarError
 
 __all__ = ["parse", "PathSyntaxError", "GrammarParser", "TERMINAL_WORDS", "PathTransformer",
            "LocatedError", "PATH_RULES", "span", "token_span", "translate_error", "accepted_terminals",
@@ -93,7 +93,7 @@ TERMINAL_WORDS = {
 class GrammarParser:
     """The LALR(1) parser of the grammar ``name`` shipped in ``package`` — ``paths/grammar.lark``
     or a grammar that ``%import``s its rules (the ``paths`` package is on lark's import path) —
-    with errors in words. Grammars are package resources (``reasoner.resources``), so the parser
+    with errors in words. Grammars are package resources (``rdfcore.resources``), so the parser
     builds from a zip on ``sys.path`` as from a source tree.
 
     ``words`` maps terminal names to what they mean to a reader (extend :data:`TERMINAL_WORDS`);

@@ -6,7 +6,7 @@ Two executors:
 * :class:`SparkExecutor` — Spark joins on the id-encoded graph ``(s, p, o)``: semi-joins for
   restrictions, broadcast hints for small sides (ends, frontiers, test sets of at most
   :data:`BROADCAST_ROWS` rows), every fixpoint iteration cut from its lineage and counted in one
-  job (``reasoner.sparkutil.cut_counted``), closure tables probed where the rule of
+  job (``rdfcore.sparkutil.cut_counted``), closure tables probed where the rule of
   :class:`PathGraph` allows. No Python UDFs; the only values brought to the driver are row counts
   and, for a closure probe, whether one (p, rdf:type, owl:TransitiveProperty) triple exists.
 * ``paths.local.LocalExecutor`` — the same compiler on an in-memory index of the graph in the
@@ -31,11 +31,11 @@ from paths.algebra import Axis, AxisKind, Domain, Path
 from paths.compiler import (DEFAULT_MAX_ITERATIONS, END, START, Compiler, End, PathIterationLimit,
                             constant_id)
 from paths.local import LocalExecutor, LocalTooLarge
-from reasoner.hashing import term_id
-from reasoner.schema import ID, INFERRED, O, P, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TRANSITIVE, \
+from rdfcore.hashing import term_id
+from rdfcore.schema import ID, INFERRED, O, P, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TRANSITIVE, \
     PROPERTY, require_columns
-from reasoner.sparkutil import cut_counted
-from reasoner.vocab import OWL_TRANSITIVEPROPERTY, RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+from rdfcore.sparkutil import cut_counted
+from rdfcore.vocab import OWL_TRANSITIVEPROPERTY, RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 
 __all__ = ["START", "END", "PathGraph", "SparkExecutor", "evaluate", "PathIterationLimit",
            "DEFAULT_MAX_ITERATIONS", "BROADCAST_ROWS", "LOCAL_MAX_TRIPLES", "LOCAL_MAX_PAIRS", "ENGINES",

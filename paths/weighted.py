@@ -167,7 +167,7 @@ def spark_route(connections, source, target, closed=(), max_iterations: int = 10
     is cut); it stops when no node improves."""
     from pyspark.sql import functions as F
 
-    from reasoner.sparkutil import cut_counted
+    from rdfcore.sparkutil import cut_counted
 
     spark = connections.sparkSession
     known = connections.filter((F.col("beg") == source) | (F.col("end") == source)).limit(1).count()

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from reasoner.dictionary import build_dictionary, decode, encode_triples
+from rdfcore.dictionary import build_dictionary, decode, encode_triples
 from reasoner.materialize import Closure, materialize
-from reasoner.schema import ID, INFERRED, O, P, S, SUBCLASS, SUBPROPERTY, TERM, TERM_COLUMNS, TRANSITIVE, TYPES, require_columns
+from rdfcore.schema import ID, INFERRED, O, P, S, SUBCLASS, SUBPROPERTY, TERM, TERM_COLUMNS, TRANSITIVE, TYPES, require_columns
 
 
 def encoded_closure(triples: DataFrame, strategy: str = "dataframe") -> tuple[Closure, DataFrame]:

@@ -15,10 +15,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from reasoner.errors import SidecarError
-from reasoner.schema import (ANCESTORS, COMP_SUB, COMP_SUP, CYCLIC, GF_COMPONENT, GF_DST, GF_ID, GF_SRC, GOT,
+from rdfcore.errors import SidecarError
+from rdfcore.schema import (ANCESTORS, COMP_SUB, COMP_SUP, CYCLIC, GF_COMPONENT, GF_DST, GF_ID, GF_SRC, GOT,
                              KNOWN, MID, OLD_ANCESTORS, SUB, SUP)
-from reasoner.sparkutil import cut, cut_counted
+from rdfcore.sparkutil import cut, cut_counted
 
 STRATEGIES = ("dataframe", "graphframes")
 
@@ -88,7 +88,7 @@ def closure_graphframes(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     """SCC condensation + ancestor-set propagation with GraphFrames (see module doc)."""
     spark = edges.sparkSession
     if not graphframes_available(spark):
-        from reasoner.jars import GRAPHFRAMES, JarUnavailable, cache_dir  # message and remedy live there
+        from rdfcore.jars import GRAPHFRAMES, JarUnavailable, cache_dir  # message and remedy live there
 
         raise GraphFramesUnavailable(str(JarUnavailable(GRAPHFRAMES, "its classes are not on this Spark session's "
                                                                      "classpath", cache_dir())))

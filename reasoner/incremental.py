@@ -37,10 +37,11 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from reasoner import fs, loading, rules, store
-from reasoner.dictionary import HashCollisionError, dictionary_terms
-from reasoner.locations import location
-from reasoner.schema import (CLASS, DICTIONARY, FILE, ID, INFERRED, INSTANCE, LINE, O, P, RAW, REASON, REJECTS, S,
+from rdfcore import fs, loading
+from reasoner import rules, store
+from rdfcore.dictionary import HashCollisionError, dictionary_terms
+from rdfcore.locations import location
+from rdfcore.schema import (CLASS, DICTIONARY, FILE, ID, INFERRED, INSTANCE, LINE, O, P, RAW, REASON, REJECTS, S,
                              SUB, SUBCLASS, SUBPROPERTY, SUP, TERM, TRANSITIVE, TYPES)
 
 
@@ -287,7 +288,7 @@ def added_bytes(the_plan: Plan) -> int:
 
 def _read_arrow(directory, columns: list[str]):
     """A table of the store as one pyarrow Table of ``columns`` (on a Hadoop filesystem, its part
-    files' bytes through ``reasoner.fs``)."""
+    files' bytes through ``rdfcore.fs``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -503,7 +504,7 @@ def _old_rows(directory, columns: list[str], firsts, known_sorted) -> set[tuple]
 
 def _columns(name: str) -> list[str]:
     """The columns of a table of the store, in order."""
-    from reasoner.schema import TABLE_COLUMNS
+    from rdfcore.schema import TABLE_COLUMNS
 
     if name == REJECTS:
         return [FILE, LINE, REASON, RAW]

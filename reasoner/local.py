@@ -21,10 +21,10 @@ import numpy as np
 
 from reasoner import rules
 from reasoner.closure import FixpointError
-from reasoner.dictionary import HashCollisionError
-from reasoner.hashing import fast_xxh64
-from reasoner.schema import TABLE_COLUMNS
-from reasoner.vocab import ENTAILMENT_VOCABULARY
+from rdfcore.dictionary import HashCollisionError
+from rdfcore.hashing import fast_xxh64
+from rdfcore.schema import TABLE_COLUMNS
+from rdfcore.vocab import ENTAILMENT_VOCABULARY
 
 Pair = tuple[int, int]
 Triple = tuple[int, int, int]

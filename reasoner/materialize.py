@@ -27,9 +27,9 @@ from pyspark.sql import functions as F
 
 from reasoner import rules
 from reasoner.closure import FixpointError
-from reasoner.errors import SidecarError
-from reasoner.sparkutil import cut, cut_counted
-from reasoner.schema import CLASS, ID, INSTANCE, O, P, PROPERTY, S, SUB, SUP
+from rdfcore.errors import SidecarError
+from rdfcore.sparkutil import cut, cut_counted
+from rdfcore.schema import CLASS, ID, INSTANCE, O, P, PROPERTY, S, SUB, SUP
 
 BROADCAST_ROWS = 2_000_000
 

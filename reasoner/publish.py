@@ -11,14 +11,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reasoner import fs, incremental, loading, local, store
+from rdfcore import fs, loading
+from reasoner import incremental, local, store
 from reasoner.closure import STRATEGIES
-from reasoner.dictionary import bulk_dictionary, check_collisions, encode_triples
-from reasoner.locations import location
+from rdfcore.dictionary import bulk_dictionary, check_collisions, encode_triples
+from rdfcore.locations import location
 from reasoner.materialize import materialize
-from reasoner.progress import SILENT, Progress
+from rdfcore.progress import SILENT, Progress
 from reasoner.rules import RULES
-from reasoner.schema import (DICTIONARY, FILE, ID, INFERRED, LINE, O, P, RAW, REASON, REJECTS, S, SUBCLASS, SUBPROPERTY,
+from rdfcore.schema import (DICTIONARY, FILE, ID, INFERRED, LINE, O, P, RAW, REASON, REJECTS, S, SUBCLASS, SUBPROPERTY,
                              TABLE_COLUMNS, TERM, TRANSITIVE, TYPES)
 
 
@@ -67,12 +68,12 @@ def materialize_sources(spark: SparkSession, paths: Sequence[str | Path], out: s
                         export_ntriples: str | Path | None = None, progress: Progress = SILENT,
                         engine: str = "auto") -> dict:
     """Load, close and publish; returns the run summary (also stored in the manifest).
-    ``progress`` reports each phase (``reasoner.progress``; silent by default). ``engine``:
+    ``progress`` reports each phase (``rdfcore.progress``; silent by default). ``engine``:
     ``spark``, ``local`` (the driver, ``reasoner.local``: same tables, no Spark job) or ``auto``."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     started = time.perf_counter()
-    # file: URLs become local paths, other URLs Hadoop paths (reasoner.locations), before anything is opened
+    # file: URLs become local paths, other URLs Hadoop paths (rdfcore.locations), before anything is opened
     paths = [location(p, "source") for p in paths]
     out = location(out, "the store")
     export_ntriples = None if export_ntriples is None else location(export_ntriples, "the N-Triples export")
@@ -249,7 +250,7 @@ _COLUMN_TYPES[REJECTS] = {FILE: "string", LINE: "long", REASON: "string", RAW: "
 
 def read_local_table(directory) -> dict[str, list]:
     """A Parquet table of the store read on the driver (pyarrow), as columns; on a Hadoop
-    filesystem its part files are read through ``reasoner.fs``."""
+    filesystem its part files are read through ``rdfcore.fs``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -271,7 +272,7 @@ def export_local(out, path: str | Path) -> int:
 
 
 def _write_lines(path, lines) -> int:
-    """Write N-Triples lines to ``path``, replaced whole at the end (``reasoner.fs.write_lines``)."""
+    """Write N-Triples lines to ``path``, replaced whole at the end (``rdfcore.fs.write_lines``)."""
     return fs.write_lines(location(path, "the N-Triples export"), lines, end=" .\n")
 
 

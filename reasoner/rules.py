@@ -28,9 +28,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from reasoner.closure import transitive_closure
-from reasoner.hashing import term_id
-from reasoner.schema import CLASS, ID, INSTANCE, MID, O, P, S, SUB, SUP
-from reasoner.vocab import (OWL_EQUIVALENTCLASS, OWL_EQUIVALENTPROPERTY, OWL_INVERSEOF, OWL_SYMMETRICPROPERTY,
+from rdfcore.hashing import term_id
+from rdfcore.schema import CLASS, ID, INSTANCE, MID, O, P, S, SUB, SUP
+from rdfcore.vocab import (OWL_EQUIVALENTCLASS, OWL_EQUIVALENTPROPERTY, OWL_INVERSEOF, OWL_SYMMETRICPROPERTY,
                             OWL_TRANSITIVEPROPERTY, RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF,
                             RDFS_SUBPROPERTYOF)
 

@@ -17,7 +17,7 @@ A lock serialises concurrent runs on the same directory.
 
 The directory is a local path, a ``file:`` URL or a URL of any Hadoop filesystem Spark has
 (``hdfs://``, ``s3a://``, ...): the driver's manifest, pointer, lock and renames go through
-``reasoner.fs`` (``pathlib`` locally, Hadoop's FileSystem API elsewhere; what is atomic where is
+``rdfcore.fs`` (``pathlib`` locally, Hadoop's FileSystem API elsewhere; what is atomic where is
 stated there), the Parquet tables are written by Spark, or by the driver with pyarrow for small
 inputs (``reasoner.local``) — the same layout either way.
 """
@@ -32,11 +32,11 @@ from collections.abc import Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 
-from reasoner import fs
-from reasoner.dictionary import decode
-from reasoner.errors import SidecarError
-from reasoner.locations import Location, location
-from reasoner.schema import DICTIONARY, REJECTS, TABLE_COLUMNS, TERM_COLUMNS
+from rdfcore import fs
+from rdfcore.dictionary import decode
+from rdfcore.errors import SidecarError
+from rdfcore.locations import Location, location
+from rdfcore.schema import DICTIONARY, REJECTS, TABLE_COLUMNS, TERM_COLUMNS
 
 VERSIONS = "versions"
 CURRENT = "CURRENT"
@@ -49,7 +49,7 @@ class StoreError(SidecarError, RuntimeError):
 
 
 def _root(out: str | Location) -> Location:
-    """The store's directory (``reasoner.locations.location``)."""
+    """The store's directory (``rdfcore.locations.location``)."""
     return location(out, "the store")
 
 

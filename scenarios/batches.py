@@ -1,9 +1,9 @@
-"""What the scenario services share per micro-batch: which lines it holds, parsed as ``cep.streams`` defines.
+"""What the scenario services share per micro-batch: which lines it holds, parsed as ``cep.io.streams`` defines.
 
 * :func:`batch_files` — the files a file source read in a batch, from Spark's own checkpoint, so
   the driver reads them itself (no Spark job);
 * :func:`numbered_lines` — otherwise, the batch's lines through Spark, numbered as
-  ``cep.stream`` numbers them (a Kafka offset is the line);
+  ``cep.continuous.runner`` numbers them (a Kafka offset is the line);
 * :func:`parse_slow` — lines the driver-side parsers leave alone, parsed (or rejected, with the
   reason) by Spark's parser, the one definition of the formats.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reasoner.errors import SidecarError
-from reasoner.locations import local_path, location
-from reasoner.schema import FILE, LINE, O, P, RAW, REASON, S
+from rdfcore.errors import SidecarError
+from rdfcore.locations import local_path, location
+from rdfcore.schema import FILE, LINE, O, P, RAW, REASON, S
 
 __all__ = ["batch_files", "numbered_lines", "parse_slow", "run_batches"]
 
@@ -84,11 +84,11 @@ def _log_entries(path) -> list[dict]:
 
 def numbered_lines(lines, sources):
     """The batch's lines as (FILE, LINE, RAW, _source): a Kafka offset is its line, file lines are
-    numbered from their blocks (``reasoner.loading.with_line_numbers``)."""
+    numbered from their blocks (``rdfcore.loading.with_line_numbers``)."""
     from pyspark.sql import functions as F
 
-    from cep.stream import KafkaSource, _union
-    from reasoner.loading import with_line_numbers
+    from cep.continuous.runner import KafkaSource, _union
+    from rdfcore.loading import with_line_numbers
 
     kinds = {isinstance(s, KafkaSource) for s in sources}
     parts = []
@@ -101,11 +101,11 @@ def numbered_lines(lines, sources):
 
 
 def parse_slow(spark, slow: list, prefixes: dict, time_unit: str) -> tuple[list, list]:
-    """``slow`` lines ``(file, line, raw, fmt)`` parsed by ``cep.streams.parse_lines`` (one small
+    """``slow`` lines ``(file, line, raw, fmt)`` parsed by ``cep.io.streams.parse_lines`` (one small
     job per format): ``([(s, p, o, t_start, t_end, file, line)], [(file, line, reason, raw)])``."""
     from pyspark.sql import functions as F
 
-    from cep.streams import parse_lines
+    from cep.io.streams import parse_lines
 
     if not slow:
         return [], []
@@ -124,10 +124,10 @@ def parse_slow(spark, slow: list, prefixes: dict, time_unit: str) -> tuple[list,
 def run_batches(spark, sources, on_batch, checkpoint: Path, trigger: str, timeout: float | None, failure) -> None:
     """Run ``on_batch(lines, batch_id)`` on every micro-batch of ``sources`` (their lines as
     ``(raw, file, line, _block, _source)``), with the trigger, checkpoint and error handling of
-    ``cep.stream.run_micro_batches``."""
+    ``cep.continuous.runner.run_micro_batches``."""
     from pyspark.sql import functions as F
 
-    from cep.stream import _union, check_sources, run_micro_batches
+    from cep.continuous.runner import _union, check_sources, run_micro_batches
 
     check_sources(sources)
     frames = []

@@ -3,7 +3,7 @@
 EP-SPARQL's Test 2 ("is this streamed plant a Tracheobionta?") as a service, for any class:
 
     from scenarios.membership import run
-    from cep.stream import DirectorySink, FileSource
+    from cep.continuous.runner import DirectorySink, FileSource
     summary = run(spark, [FileSource("<urn:plants>", "in/")], store="closure/",
                   target="<http://example.org/plants#subkingdom:Tracheobionta>",
                   sink=DirectorySink("out/"), checkpoint="ckpt/")
@@ -16,7 +16,7 @@ such triple is one answer: ``{"subject", "class" (the streamed C), "t" (its even
 "processed_at" (wall clock, ms), "version" (of the closure), "file", "line"}``. Answers do not
 depend on other items (no window, no state): the output of a batch is final when written, and the
 answer for a triple is the same whichever batch it arrives in. Literal subjects cannot occur
-(N-Triples), and a blank-node subject is scoped to its file as ``cep.streams`` scopes it.
+(N-Triples), and a blank-node subject is scoped to its file as ``cep.io.streams`` scopes it.
 ``rdfs:domain``/``rdfs:range`` of the streamed predicates are not used: the taxonomy has none
 (README, known limits).
 
@@ -24,9 +24,9 @@ Execution (Spark Structured Streaming, ``foreachBatch``, exactly once into a ``D
 
 * ``engine="auto"`` (default) — the driver path. For file sources the batch's files are named by
   Spark's own checkpoint (the offsets of the batch and the file source's log; Spark wrote both
-  before the batch ran) and read on the driver by ``scenarios.tsnt`` (pyarrow, chunks classified
+  before the batch ran) and read on the driver by ``cep.io.tsnt`` (pyarrow, chunks classified
   in parallel threads): no Spark job at all for a plain batch. Lines only the full parser can
-  read go to ``cep.streams.parse_lines`` (one small Spark job, only when there are such lines),
+  read go to ``cep.io.streams.parse_lines`` (one small Spark job, only when there are such lines),
   which also gives the reasons of the rejects. Kafka messages, and file batches whose files the
   checkpoint does not name readably, are collected with one Spark job (Arrow) and classified the
   same way.
@@ -53,16 +53,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cep.lineparse import bnode_scope, parse_jsonl
-from cep.stream import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_json_lines
-from cep.streams import JSONL, TSNT, detect_stream_format
+from cep.io.lineparse import bnode_scope, parse_jsonl
+from cep.continuous.runner import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_json_lines
+from cep.io.streams import JSONL, TSNT, detect_stream_format
 from reasoner import store as closure_store
-from reasoner.errors import SidecarError
-from reasoner import fs
-from reasoner.locations import location
-from reasoner.schema import DICTIONARY, FILE, ID, LINE, O, P, RAW, REASON, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TERM
-from reasoner.vocab import RDF_TYPE
-from scenarios import tsnt, tsntscan
+from rdfcore.errors import SidecarError
+from rdfcore import fs
+from rdfcore.locations import location
+from rdfcore.schema import DICTIONARY, FILE, ID, LINE, O, P, RAW, REASON, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TERM
+from rdfcore.vocab import RDF_TYPE
+from cep.io import tsnt, tsntscan
 from scenarios.batches import batch_files, numbered_lines, parse_slow, run_batches
 
 __all__ = ["MembershipError", "ClassSet", "load_class_set", "resolve_class", "batch_files", "run", "RunSummary",
@@ -365,7 +365,7 @@ class _Service:
 
     def _other_lines(self, file: str, first: int, texts: list, kind: str | None, classes: ClassSet,
                      answers: _Answers, slow: list, processed_at: int, numbers: list | None = None) -> None:
-        """JSON Lines (``cep.lineparse`` for the plain ones) and files of an unknown format."""
+        """JSON Lines (``cep.io.lineparse`` for the plain ones) and files of an unknown format."""
         wanted_p = set(classes.predicates.to_pylist())
         wanted_c = _class_lookup(classes)
         for k, text in enumerate(texts):
@@ -414,7 +414,7 @@ class _Service:
     def _spark_batch(self, lines, classes: ClassSet, answers: _Answers, rejects: list, processed_at: int) -> int:
         from pyspark.sql import functions as F
 
-        from cep.streams import parse_lines
+        from cep.io.streams import parse_lines
 
         numbered = self._numbered(lines).cache()
         try:

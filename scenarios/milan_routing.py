@@ -2,7 +2,7 @@
 
 EP-SPARQL's Test 3 as a service over the real Milan network (``ontologies.milan``). Each agent
 has an ordered list of locations (stops) to visit. Events arrive as a stream in the formats of
-``cep.streams`` (JSON Lines or timestamped N-Triples; time in ``time_unit``, seconds by default),
+``cep.io.streams`` (JSON Lines or timestamped N-Triples; time in ``time_unit``, seconds by default),
 with ``m:`` = ``http://example.org/milan/``:
 
 * ``<connection> m:traffic m:closed`` / ``m:open`` — a connection closes or reopens;
@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from cep.lineparse import parse_jsonl
-from cep.stream import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_json_lines
-from cep.streams import JSONL, TSNT, detect_stream_format
+from cep.io.lineparse import parse_jsonl
+from cep.continuous.runner import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_json_lines
+from cep.io.streams import JSONL, TSNT, detect_stream_format
 from paths.weighted import Network, Route
-from reasoner.errors import SidecarError
-from reasoner import fs
-from reasoner.locations import local_path, location
-from reasoner.schema import FILE, LINE, RAW
+from rdfcore.errors import SidecarError
+from rdfcore import fs
+from rdfcore.locations import local_path, location
+from rdfcore.schema import FILE, LINE, RAW
 from scenarios.batches import batch_files, numbered_lines, parse_slow, run_batches
 
 __all__ = ["M", "PREFIXES", "RoutingError", "Plans", "read_plans", "router_for", "run", "RunSummary", "draw_map"]
@@ -286,7 +286,7 @@ class _Service:
                     break
                 files.extend((str(p), source.fmt) for p in paths)
         if files is not None:
-            from scenarios.tsnt import read_lines
+            from cep.io.tsnt import read_lines
 
             for file, fmt in files:
                 kind = fmt or _format(file)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ontologies.data import data_dir
 from ontologies.plants import INSTANCE_NS, PLANTS_NS, TRACHEOBIONTA_ID, class_iri, descendants, read_taxonomy, taxonomy_path
-from reasoner.vocab import RDF_TYPE, RDFS_LABEL
+from rdfcore.vocab import RDF_TYPE, RDFS_LABEL
 
 __all__ = ["Mix", "generate", "main"]
 

@@ -2,7 +2,7 @@
 
 Stops from which the centre is reachable by subway, where a subway was delayed twice within ten
 minutes and did not arrive afterwards (``ontologies/vienna_example_query.rq``; the answers and
-their intervals are those of ``cep.evaluate`` at every instant, reported once: ``cep.stream``).
+their intervals are those of ``cep.evaluate`` at every instant, reported once: ``cep.continuous.runner``).
 
 Two worlds, each a static side, the query, and what a seeded stream draws from:
 
@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reasoner.errors import SidecarError
+from rdfcore.errors import SidecarError
 
 __all__ = ["STREAM", "MAP", "CENTRE", "World", "real_network", "example_map", "write_stream", "TransitError"]
 
@@ -58,21 +58,21 @@ class World:
 
 
 def _query_text() -> str:
-    from reasoner import resources
+    from rdfcore import resources
 
     return resources.text("ontologies", "vienna_example_query.rq")
 
 
 def example_map() -> World:
     """The running example: four vehicles (:a1, :d1 subways), five stops, the centre :c."""
-    from reasoner import resources
+    from rdfcore import resources
 
     return World({MAP: [resources.path("ontologies", "vienna_example.ttl")]}, _query_text(),
                  [":a1", ":d1", ":x1", ":x2"], [":m", ":b", ":h", ":g", ":c"])
 
 
 def example_stream() -> Path:
-    from reasoner import resources
+    from rdfcore import resources
 
     return resources.path("ontologies", "vienna_example_stream.jsonl")
 

@@ -22,7 +22,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def spark():
     from jobs.spark import build_session
-    from reasoner import jars
+    from rdfcore import jars
 
     try:  # the Kafka tests need the connector on the classpath at start-up (cached: no download)
         jars.resolve_kafka_connector()
@@ -48,11 +48,11 @@ def spark():
 
 @pytest.fixture(scope="session")
 def hadoop(tmp_path_factory, spark):
-    """Hadoop's mini cluster on loopback, HDFS and YARN (``jobs.hadoop_cluster``), once per run:
+    """Hadoop's mini cluster on loopback, HDFS and YARN (``devcluster.hadoop_cluster``), once per run:
     ``tests/test_hdfs.py`` and ``tests/test_yarn.py`` (the ``cluster`` marker). The shared
     session writes files with one replica, as a client of a one-datanode HDFS must (else an
     append looks for a second datanode)."""
-    from jobs.hadoop_cluster import MiniCluster
+    from devcluster.hadoop_cluster import MiniCluster
 
     with MiniCluster(tmp_path_factory.mktemp("hadoop"), yarn=True) as cluster:
         spark.sparkContext._jsc.hadoopConfiguration().set("dfs.replication", "1")

@@ -5,8 +5,8 @@ import rdflib
 from pyspark.sql import SparkSession
 
 from reasoner.api import closure_tables
-from reasoner.loading import TRIPLE_SCHEMA
-from reasoner.terms import from_rdflib
+from rdfcore.loading import TRIPLE_SCHEMA
+from rdfcore.terms import from_rdflib
 
 PREFIXES = """
 @prefix : <http://example.org/t#> .

@@ -13,9 +13,9 @@ import pyoxigraph as ox
 import pytest
 
 from cep import CepSemanticError, CepSyntaxError, compile_query, evaluate
-from cep import reference as R
-from reasoner.hashing import term_id
-from reasoner.schema import ID, O, P, S, TERM
+from cep.engines import reference as R
+from rdfcore.hashing import term_id
+from rdfcore.schema import ID, O, P, S, TERM
 
 EX = "http://example.org/b#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -99,7 +99,7 @@ SPARK_FILTERS = FILTERS[:FILTERS.index("YEAR(?o) < 2000") + 1] + [
 
 
 def test_spark_equals_pyoxigraph(spark):
-    """The conditions of ``SPARK_FILTERS`` compiled by ``cep.filters`` to Spark columns over the
+    """The conditions of ``SPARK_FILTERS`` compiled by ``cep.engines.spark.filters`` to Spark columns over the
     same decoded mappings, a few per select, each compared with pyoxigraph."""
     texts = [PREFIX + f"SELECT ?s ?o WHERE {{ ?s :p ?o FILTER ({condition}) }}" for condition in SPARK_FILTERS]
     for text, got in zip(texts, _spark_answers(spark, texts)):
@@ -107,12 +107,12 @@ def test_spark_equals_pyoxigraph(spark):
 
 
 def _spark_answers(spark, texts: list[str]) -> list[set]:
-    """Each query's (?s, ?o) pairs: its FILTER condition compiled by ``cep.filters`` to a Spark
+    """Each query's (?s, ?o) pairs: its FILTER condition compiled by ``cep.engines.spark.filters`` to a Spark
     column over the decoded mappings of ``TRIPLES``, a few conditions per select."""
     from pyspark.sql import functions as F
 
-    from cep.columns import var_column
-    from cep.filters import _ebv, _Filter, _term_column
+    from cep.engines.columns import var_column
+    from cep.engines.spark.filters import _ebv, _Filter, _term_column
 
     s_col, o_col = var_column("s"), var_column("o")
     rows = [(term_id(s_), term_id(o), s_, o) for (s_, p, o) in TRIPLES if p == iri("p")]
@@ -178,7 +178,7 @@ def test_spark_runtime_runs_a_builtin_filter(spark):
 
 
 def var_col(name):
-    from cep.columns import var_column
+    from cep.engines.columns import var_column
     return var_column(name)
 
 
@@ -270,14 +270,14 @@ def test_computed_numbers_not_vacuous():
 
 
 def test_computed_numbers_on_spark_equal_pyoxigraph(spark):
-    """The same conditions compiled by ``cep.filters`` over the decoded mappings: the computed
+    """The same conditions compiled by ``cep.engines.spark.filters`` over the decoded mappings: the computed
     numbers of all of them in one Arrow pass (``_Filter.computed``, the reference's function),
     compared and tested in Spark SQL."""
     from pyspark.sql import functions as F
 
     from cep import algebra as A
-    from cep.columns import var_column
-    from cep.filters import _ebv, _Filter, _term_column
+    from cep.engines.columns import var_column
+    from cep.engines.spark.filters import _ebv, _Filter, _term_column
 
     s_col, o_col = var_column("s"), var_column("o")
     frame = spark.createDataFrame([(term_id(s_), term_id(o), s_, o) for (s_, _p, o) in NUMBER_TRIPLES],

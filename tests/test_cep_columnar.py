@@ -1,4 +1,4 @@
-"""``cep.columnar`` (the driver engine over numpy columns) against ``cep.local`` (its definition,
+"""``cep.engines.driver.columnar`` (the driver engine over numpy columns) against ``cep.engines.driver.rows`` (its definition,
 itself checked against the reference evaluator in ``tests/test_cep_local.py``, where both engines
 run), operator by operator on random relations larger than those tests draw: unbound variables
 in join keys, several shared variables, lifetimes open at either end, empty sides. No Spark.
@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from cep import algebra as A
-from cep import columnar as C
-from cep import local as L
-from cep import windows as W
-from cep.lifetimes import OPEN_END
-from cep.timeline import MIN_TIME
+from cep.engines.driver import columnar as C
+from cep.engines.driver import rows as L
+from cep.algebra import windows as W
+from cep.engines.spark.lifetimes import OPEN_END
+from cep.algebra.timeline import MIN_TIME
 
 VARS = ("?a", "?b", "?c")
 
@@ -123,8 +123,8 @@ def test_windows_equal_the_python_ones(spec):
 
 
 def test_a_term_whose_id_is_the_unbound_mark_takes_the_python_engine():
-    from cep.columns import var_column
-    from reasoner.hashing import term_id
+    from cep.engines.columns import var_column
+    from rdfcore.hashing import term_id
 
     v = A.Var("v")
     p = "<http://example.org/p>"

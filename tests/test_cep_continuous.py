@@ -1,8 +1,8 @@
-"""Continuous evaluation (cep.continuous plan, cep.stream runtime) against the one-instant oracle.
+"""Continuous evaluation (cep.continuous.plan plan, cep.continuous.runner runtime) against the one-instant oracle.
 
 The equivalence (DESIGN.md "Continuous evaluation"): for a finite point-event stream, the
 continuous Istream output equals the union over every integer instant t between the first and
-the last event time of ``cep.reference.evaluate(query, ..., at=t)``, and no answer is emitted twice.
+the last event time of ``cep.engines.reference.evaluate(query, ..., at=t)``, and no answer is emitted twice.
 Streams are cut into several files read one per micro-batch (``max_files_per_trigger=1``), so
 the state carried between batches, the watermark and the end-of-input close are all exercised.
 """
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from cep import algebra as A
-from cep import expressions as E
-from cep import reference as R
-from cep.continuous import ContinuousError, plan
-from cep.lower import compile_query
+from cep.algebra import expressions as E
+from cep.engines import reference as R
+from cep.continuous.plan import ContinuousError, plan
+from cep.lowering.translate import compile_query
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI
 
 pytestmark = pytest.mark.spark
@@ -104,7 +104,7 @@ def relabeled(items, ids):
 
 def run_continuous(spark, tmp_path: Path, query, chunks, *, lateness=0, static=None, name="run", emit="istream",
                    engine="auto"):
-    from cep.stream import CallbackSink, FileSource, run
+    from cep.continuous.runner import CallbackSink, FileSource, run
 
     directory = tmp_path / name / "in"
     ids = runtime_ids(spark, write_stream(directory, chunks))
@@ -185,9 +185,9 @@ def test_continuous_equals_union_of_instants(spark, tmp_path, monkeypatch, label
     the Istream equals ⋃_t ⟦Q, t⟧ of the reference, each answer once. Guards the instants (a
     missed expiry of a negated head, a missed STEP close), the state kept between batches (an item
     pruned too early loses a SEQ), and Istream's dedup (an answer found again in a later batch).
-    Each engine: Spark, the driver (``cep.local``), and both in turns (the state passes from one
+    Each engine: Spark, the driver (``cep.engines.driver.rows``), and both in turns (the state passes from one
     to the other between batches)."""
-    import cep.stream
+    import cep.continuous.runner
 
     query = _query(window, pattern)
     names = [var.name for var in query.form.variables]
@@ -195,13 +195,13 @@ def test_continuous_equals_union_of_instants(spark, tmp_path, monkeypatch, label
     items = random_items(rng, 24, 16)
     assert reference_union(query, items), "the seed gives this query no answer: the test would prove nothing"
     if engine == "mixed":   # the driver for the 1st and 3rd decision, Spark for the 2nd and 4th
-        decide, calls = cep.stream._Runner._local_first, []
+        decide, calls = cep.continuous.runner._Runner._local_first, []
 
         def alternate(runner, meta):
             calls.append(None)
             return decide(runner, meta) and len(calls) % 2 == 1
 
-        monkeypatch.setattr(cep.stream._Runner, "_local_first", alternate)
+        monkeypatch.setattr(cep.continuous.runner._Runner, "_local_first", alternate)
     got, summary, ids = run_continuous(spark, tmp_path, query, chunked(items, 3),
                                        engine="auto" if engine == "mixed" else engine)
     used = {json.loads(line)["engine"] for line in (tmp_path / "run" / "ckpt" / "metrics.jsonl").read_text().splitlines()}
@@ -217,9 +217,9 @@ def test_continuous_equals_union_of_instants(spark, tmp_path, monkeypatch, label
 def test_construct_template_blank_nodes_are_those_of_each_instant(spark, tmp_path, engine):
     """A CONSTRUCT template's blank node, named from its solution and interval: the continuous
     triples (both engines, 3 micro-batches) equal ⋃_t of the reference's at every instant, blank
-    node labels included (``cep.reference.fresh_blank``), each triple once; one node per solution,
+    node labels included (``cep.engines.reference.fresh_blank``), each triple once; one node per solution,
     shared by the template's triples. A UNION side without a stream (an answer's interval
-    [MIN_TIME, t] changes with t; only ``cep.algebra`` can build one: the syntax keeps WINDOW
+    [MIN_TIME, t] changes with t; only ``cep.algebra.patterns`` can build one: the syntax keeps WINDOW
     blocks at the top of WHERE) is refused with the reason."""
     event = A.BGP((A.TriplePattern("_:e", "<urn:x:about>", v), A.TriplePattern("_:e", "<urn:x:seen>", s)))
     query = A.Query(A.construct(event.patterns, A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(8)),
@@ -295,7 +295,7 @@ def test_late_items_are_rejected_with_reason_and_counted(spark, tmp_path):
 def test_running_example_continuously(spark, tmp_path):
     """DESIGN.md's running example, streamed: over all instants the one answer is ?s = :m on
     [10, 16] (t=14 gives none; t=16 gives :m)."""
-    from cep.stream import FileSource, DirectorySink, StaticFiles, run
+    from cep.continuous.runner import FileSource, DirectorySink, StaticFiles, run
 
     stream_dir = tmp_path / "stream"
     stream_dir.mkdir()
@@ -321,7 +321,7 @@ def test_a_new_closure_version_is_used_from_the_next_batch_on(spark, tmp_path):
     micro-batches, from the answer hook) is used from the next batch on, and every answer says
     which version it was computed with. Version 1 is the example map (:h reaches :c only by
     tram); version 2 adds a subway :g → :c, so two delays of subway :d1 at :h become an answer."""
-    from cep.stream import CallbackSink, ClosureStore, FileSource, run
+    from cep.continuous.runner import CallbackSink, ClosureStore, FileSource, run
     from reasoner.publish import materialize_sources
     from reasoner.store import current_version
 

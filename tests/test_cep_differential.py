@@ -1,4 +1,4 @@
-"""Randomized differential test: cep.spark.evaluate (Spark) against cep.reference (pure Python).
+"""Randomized differential test: cep.engines.spark.evaluate.evaluate (Spark) against cep.engines.reference (pure Python).
 
 Each hypothesis example draws one random stream of point and interval events and a batch of
 random sequence patterns (1, 2, 3 or 4 elements, at most one negated — head, middle or tail — some
@@ -20,10 +20,10 @@ from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep import evaluate
-from cep import reference as R
-from cep.columns import ITEM, T_END, T_START, column_var, var_column
-from reasoner.hashing import term_id
-from reasoner.schema import O, P, S
+from cep.engines import reference as R
+from cep.engines.columns import ITEM, T_END, T_START, column_var, var_column
+from rdfcore.hashing import term_id
+from rdfcore.schema import O, P, S
 from tests.hypothesis_profiles import examples
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI
 
@@ -165,7 +165,7 @@ def streams_and_cases(draw):
 @given(drawn=streams_and_cases())
 @example(drawn=SPLIT_GRAPH)
 def test_sequences_spark_equals_reference(spark, drawn):
-    """Guards (besides the operators) the eq. 16 mutant of ``cep.spark._bgp_in_items`` that drops
+    """Guards (besides the operators) the eq. 16 mutant of ``cep.engines.spark.evaluate._bgp_in_items`` that drops
     the stream item from the join key of a BGP's triple patterns (key (ITEM, T_START, T_END) ->
     (T_START, T_END)): two-pattern BGPs over graphs split into same-time items then match across
     items, which the reference never does (tests/MUTATION.md)."""
@@ -218,8 +218,8 @@ def mapping_frame(spark, omega):
 @given(o1=mappings, o2=mappings, o3=mappings, t=st.integers(1, 6))
 def test_operators_with_unbound_variables_spark_equals_reference(spark, o1, o2, o3, t):
     """Each operator's rows are distinct, too: kills the mutants that remove a ``distinct`` from
-    cep.intervals (tests/MUTATION.md)."""
-    from cep import intervals as I
+    cep.engines.spark.intervals (tests/MUTATION.md)."""
+    from cep.engines.spark import intervals as I
 
     d1, d2, d3 = (mapping_frame(spark, o) for o in (o1, o2, o3))
     ops = {

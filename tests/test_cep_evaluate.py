@@ -1,7 +1,7 @@
-"""cep.spark.evaluate end to end: the paper's running example (DESIGN.md), and the other query parts
-(FILTER, OPTIONAL, UNION, CONSTRUCT, windows) against cep.reference on the same data.
+"""cep.engines.spark.evaluate.evaluate end to end: the paper's running example (DESIGN.md), and the other query parts
+(FILTER, OPTIONAL, UNION, CONSTRUCT, windows) against cep.engines.reference on the same data.
 
-Terms are encoded with Spark's xxhash64 (reasoner.dictionary); the stream readers of cep.streams
+Terms are encoded with Spark's xxhash64 (rdfcore.dictionary); the stream readers of cep.io.streams
 are not used here.
 """
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep import compile_query, evaluate
-from cep import reference as R
-from cep.columns import ITEM, T_END, T_START, column_var, var_column
-from cep.errors import DictionaryRequiredError, MissingInputError
-from reasoner.dictionary import build_dictionary, encode_column, encode_triples
-from reasoner.hashing import term_id
-from reasoner.errors import SidecarError
-from reasoner.schema import O, P, S
+from cep.engines import reference as R
+from cep.engines.columns import ITEM, T_END, T_START, column_var, var_column
+from cep.engines.errors import DictionaryRequiredError, MissingInputError
+from rdfcore.dictionary import build_dictionary, encode_column, encode_triples
+from rdfcore.hashing import term_id
+from rdfcore.errors import SidecarError
+from rdfcore.schema import O, P, S
 from tests.running_example import EXAMPLE_6, PUBLIC_TRANSPORT, TRANSPORTATION_MAP, VIENNA
 
 EX = VIENNA                     # the shipped Example 6 query's namespace
@@ -118,10 +118,10 @@ def test_running_example_at_14_and_16(spark, data):
 
 
 def test_running_example_at_every_instant_in_one_plan(spark, data):
-    """cep.spark.evaluate_lifetimes (the continuous runtime's plan): nothing at 14, ?s = :m on
+    """cep.engines.spark.evaluate.evaluate_lifetimes (the continuous runtime's plan): nothing at 14, ?s = :m on
     [10, 16] from 16 until the window drops the delay at 10 (16..20), each instant as evaluate's."""
-    from cep.columns import LIFE_FROM, LIFE_TO
-    from cep.spark import Prepared, evaluate_lifetimes
+    from cep.engines.columns import LIFE_FROM, LIFE_TO
+    from cep.engines.spark.evaluate import Prepared, evaluate_lifetimes
 
     q = compile_query(QUERY)
     prepared = Prepared(q, data["background"], "m", dictionary=data["dictionary"])
@@ -175,7 +175,7 @@ CASES = {
     "union_iri_filter": (PREFIXES + "SELECT ?x FROM ex:transportationMap WHERE { { ?c :beg ?x } UNION { ?c :end ?x } "
                          "FILTER(?x != :c && ?x != :b) }", 16,
                          {(("x", ex("m")),), (("x", ex("h")),), (("x", ex("g")),)}),
-    # kills cep/spark.py mutants (tests/MUTATION.md): a repeated variable compared with != in
+    # kills cep/engines/spark/evaluate.py mutants (tests/MUTATION.md): a repeated variable compared with != in
     # _triple_part, and ?x path ?x keeping the pairs with start != end in path_part
     "repeated_variable": (PREFIXES + "SELECT ?x FROM ex:transportationMap WHERE { ?x :near ?x }", 16,
                           {(("x", ex("c")),)}),

@@ -1,5 +1,5 @@
 """SPARQL 1.1 GROUP BY / HAVING / aggregates over event clauses (CQELS-CEP, RSEP-QL, EP-SPARQL;
-``A.GroupCover``; ``cep.lower`` module doc, "Grouping over event clauses"): at an instant t, the group of a key is the
+``A.GroupCover``; ``cep.lowering.translate`` module doc, "Grouping over event clauses"): at an instant t, the group of a key is the
 set of distinct (mapping, interval) solutions of ⟦P, t⟧ agreeing on the GROUP BY variables, and it
 gives ONE answer — the key, the aggregates, and [min t1, max t2] of its members.
 
@@ -9,7 +9,7 @@ gives ONE answer — the key, the aggregates, and [min t1, max t2] of its member
 * the reference against Spark on random streams and random grouped sequence patterns
   (``tests/test_cep_differential.py``'s strategies and helpers), a few examples;
 * RSEP-QL's MATCH and EP-SPARQL's operators group the same way (``GroupCover``); a
-  continuous run evaluates a grouped CQELS-CEP query at its content changes (``cep.continuous.plan``).
+  continuous run evaluates a grouped CQELS-CEP query at its content changes (``cep.continuous.plan.plan``).
 """
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from cep import CepSemanticError, compile_query, evaluate
 from cep import algebra as A
-from cep import reference as R
-from cep.continuous import plan
-from reasoner.hashing import term_id
-from reasoner.schema import ID, O, P, S, TERM
+from cep.engines import reference as R
+from cep.continuous.plan import plan
+from rdfcore.hashing import term_id
+from rdfcore.schema import ID, O, P, S, TERM
 from tests.hypothesis_profiles import examples
 from tests.stream_terms import OBJECTS, PREDICATES, SUBJECTS, WINDOW_IRI
 from tests.stream_terms import STREAM_IRI as RANDOM_STREAM
@@ -334,7 +334,7 @@ def test_rsepql_and_epsparql_group_with_a_cover():
 
 def test_a_continuous_run_evaluates_grouping_at_content_changes():
     """A group's values and cover change with its members, so a continuous run evaluates a grouped
-    query at its windows' content changes (``cep.continuous``; run in tests/test_continuous_instants.py)."""
+    query at its windows' content changes (``cep.continuous.plan``; run in tests/test_continuous_instants.py)."""
     grouped = plan(compile_query(TWICE), "m")
     assert (grouped.mode, grouped.cqels) == ("instants", True)
     plain = plan(compile_query(PREFIXES + "SELECT ?s\n" + WINDOW + "WHERE { WINDOW :W { ?v :delayAt ?s } }"), "m")

@@ -1,5 +1,5 @@
 """``query --continuous`` over Kafka: a real single-node broker (Apache Kafka in KRaft mode,
-``jobs.kafka_broker``) on loopback, the Spark Kafka connector from the jar cache.
+``devcluster.kafka_broker``) on loopback, the Spark Kafka connector from the jar cache.
 
 The running example's events as Kafka messages give the answers they give as files; the answers
 go to a Kafka topic (KafkaSink) and to a directory; a bad message goes to the rejects with its
@@ -26,7 +26,7 @@ EVENTS = (REPO / "ontologies" / "vienna_example_stream.jsonl").read_text().split
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    from jobs.kafka_broker import KafkaBroker
+    from devcluster.kafka_broker import KafkaBroker
 
     with KafkaBroker(tmp_path_factory.mktemp("kafka")) as b:
         yield b
@@ -46,7 +46,7 @@ def consume(spark, broker, topic: str) -> list[tuple[str, dict]]:
 
 
 def run_example(spark, broker, topic, tmp_path, sink, name="ckpt"):
-    from cep.stream import KafkaSource, StaticFiles, run
+    from cep.continuous.runner import KafkaSource, StaticFiles, run
 
     query = (REPO / "ontologies" / "vienna_example_query.rq").read_text()
     return run(spark, query, [KafkaSource(STREAM, broker.bootstrap, topic)],
@@ -55,7 +55,7 @@ def run_example(spark, broker, topic, tmp_path, sink, name="ckpt"):
 
 
 def test_running_example_from_kafka_to_kafka_with_a_rejected_message(spark, broker, tmp_path):
-    from cep.stream import KafkaSink
+    from cep.continuous.runner import KafkaSink
 
     produce(spark, broker, "events-1", EVENTS[:2] + ['{"s": ":a1", "p": ":delayAt", "o": ":m"}'] + EVENTS[2:])
     summary = run_example(spark, broker, "events-1", tmp_path, KafkaSink(broker.bootstrap, "answers-1"))
@@ -73,7 +73,7 @@ def test_restart_reads_only_new_messages_and_reports_only_new_answers(spark, bro
     """The first run sees t = 10, 12, 14 (no answer: :h is not reachable by subway, :m was
     delayed once); the second, on the same checkpoint, sees t = 16 only and reports :m on
     [10, 16] — from the first delay, kept in the state across the restart."""
-    from cep.stream import DirectorySink
+    from cep.continuous.runner import DirectorySink
 
     out = tmp_path / "answers"
     produce(spark, broker, "events-2", EVENTS[:3])
@@ -131,8 +131,8 @@ def test_without_the_connector_the_error_says_how_to_get_it(tmp_path):
 def test_the_scenario_services_read_kafka(spark, broker, tmp_path):
     """Tracheobionta over timestamped N-Triples messages (a bad one rejected with its partition
     and offset, a blank node scoped to the partition) and Milan routing over JSON events."""
-    from cep.lineparse import bnode_scope
-    from cep.stream import DirectorySink, KafkaSource
+    from cep.io.lineparse import bnode_scope
+    from cep.continuous.runner import DirectorySink, KafkaSource
     from reasoner.publish import materialize_sources
     from scenarios.membership import run as membership
 

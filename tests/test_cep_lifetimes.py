@@ -1,9 +1,9 @@
-"""cep.lifetimes (every instant in one plan) against the reference evaluator at each instant.
+"""cep.engines.spark.lifetimes (every instant in one plan) against the reference evaluator at each instant.
 
-``cep.spark.evaluate_lifetimes`` gives each result row the instants at which it is an answer.
+``cep.engines.spark.evaluate.evaluate_lifetimes`` gives each result row the instants at which it is an answer.
 For random streams of point and interval events, multi-triple items and random sequence queries
 (the generator of test_cep_differential: negation at head, middle, tail; RANGE, STEP, TRIPLES,
-NOW, ALL windows), the rows alive at t must be exactly ``cep.reference.evaluate(..., at=t)`` for
+NOW, ALL windows), the rows alive at t must be exactly ``cep.engines.reference.evaluate(..., at=t)`` for
 every t from before the first event until every window has emptied. This is the heart of the
 continuous runtime's correctness (tests/test_cep_continuous.py runs the whole service).
 """
@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, example, given, settings
 from pyspark.sql import functions as F
 
 from cep import algebra as A
-from cep import reference as R
-from cep.columns import LIFE_FROM, LIFE_TO, T_END, T_START, column_var
-from cep.lifetimes import OPEN_END
-from cep.spark import Prepared, evaluate_lifetimes
+from cep.engines import reference as R
+from cep.engines.columns import LIFE_FROM, LIFE_TO, T_END, T_START, column_var
+from cep.engines.spark.lifetimes import OPEN_END
+from cep.engines.spark.evaluate import Prepared, evaluate_lifetimes
 from tests.hypothesis_profiles import examples
 from tests.test_cep_differential import (SPLIT_GRAPH, STREAM_IRI, TERMS, WINDOW_IRI, stream_frame,
                                          streams_and_cases)
@@ -73,7 +73,7 @@ def test_background_only_answers_read_the_instant_as_their_end(spark):
     """A background mapping's interval is [t1, t] at t (eq. 17): written [t1, OPEN_END]."""
     from tests.test_cep_differential import OBJECTS, PREDICATES, SUBJECTS
 
-    from reasoner.hashing import term_id
+    from rdfcore.hashing import term_id
     g = spark.createDataFrame([(term_id(SUBJECTS[0]), term_id(PREDICATES[0]), term_id(OBJECTS[0]))], "s long, p long, o long")
     v = A.Var("v")
     query = A.Query(A.Project((v,), False, A.Background(None, A.bgp(A.triple(v, PREDICATES[0], OBJECTS[0])))))

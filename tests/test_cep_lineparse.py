@@ -1,5 +1,5 @@
-"""``cep.lineparse`` (plain JSON Lines parsed on the driver) against Spark's parser
-(``cep.streams``): on random lines — plain ones and every kind of line it must leave to Spark —
+"""``cep.io.lineparse`` (plain JSON Lines parsed on the driver) against Spark's parser
+(``cep.io.streams``): on random lines — plain ones and every kind of line it must leave to Spark —
 each line it accepts gives exactly Spark's triples, times and item id, and Spark accepts it too.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections import defaultdict
 
 import pytest
 
-from cep.lineparse import bnode_scope, item_id, parse_jsonl
+from cep.io.lineparse import bnode_scope, item_id, parse_jsonl
 
 pytestmark = pytest.mark.spark
 
@@ -53,7 +53,7 @@ def random_line(rng: random.Random) -> str:
 
 
 def test_plain_lines_parse_as_spark_parses_them(spark, tmp_path):
-    from cep.streams import read_stream
+    from cep.io.streams import read_stream
 
     rng = random.Random(5)
     lines = [random_line(rng) for _ in range(1500)]
@@ -85,7 +85,7 @@ def test_plain_lines_parse_as_spark_parses_them(spark, tmp_path):
 def test_item_ids_and_blank_node_scopes_match_spark(spark):
     from pyspark.sql import functions as F
 
-    from cep.streams import file_scope
+    from cep.io.streams import file_scope
 
     rows = [("/tmp/a b/é.jsonl", 1), ("kafka:events/3", 123456789), ("x", -5), ("", 0)]
     df = spark.createDataFrame(rows, "file string, line long")

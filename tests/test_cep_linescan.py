@@ -1,4 +1,4 @@
-"""``cep.linescan`` (the compiled JSON Lines reader) against ``cep.lineparse.parse_jsonl``, its
+"""``cep.io.linescan`` (the compiled JSON Lines reader) against ``cep.io.lineparse.parse_jsonl``, its
 definition: every line the scanner takes as plain or blank, ``parse_jsonl`` takes the same way
 with the same item; whatever it leaves (slow) goes to ``parse_jsonl`` itself. No Spark: the
 parser's agreement with Spark is ``tests/test_cep_lineparse.py``'s."""
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import pyarrow as pa
 
-from cep import linescan as J
-from cep.lineparse import item_id, parse_jsonl
-from reasoner.bytekernels import xxh64_long
-from reasoner.hashing import xxh64
+from cep.io import linescan as J
+from cep.io.lineparse import item_id, parse_jsonl
+from rdfcore.bytekernels import xxh64_long
+from rdfcore.hashing import xxh64
 from tests.test_cep_lineparse import PREFIXES, random_line
 
 TRICKY = [
@@ -109,7 +109,7 @@ def _check(lines: list[str], files: list[str]) -> dict:
             got = [(item_id(file, numbers[file]), plain.terms["s"][k].as_py(), plain.terms["p"][k].as_py(),
                     plain.terms["o"][k].as_py(), int(plain.t1[k]), int(plain.t2[k]))]
             assert got == expected, repr(line)
-            from reasoner.hashing import term_id
+            from rdfcore.hashing import term_id
             assert [int(plain.ids[c][k]) for c in "spo"] == [term_id(t) for t in got[0][1:4]]
     assert J.PLAIN not in kind[[i for i in range(len(lines)) if i not in row]]
     return counts
@@ -178,11 +178,11 @@ def _nt_line(rng: random.Random) -> str:
 
 @pytest.mark.spark
 def test_timestamped_ntriples_plain_lines_parse_as_spark_parses_them(spark, tmp_path):
-    """``scan_tsnt`` against Spark's parser (``cep.streams``), the definition: every plain line
+    """``scan_tsnt`` against Spark's parser (``cep.io.streams``), the definition: every plain line
     gives Spark's triple, times and item id; every blank one is neither an item nor a reject."""
     from collections import defaultdict
 
-    from cep.streams import read_stream
+    from cep.io.streams import read_stream
 
     rng = random.Random(8)
     lines = [_nt_line(rng).replace("\r", " ") for _ in range(3000)]     # a CR ends a line for Spark

@@ -1,5 +1,5 @@
-"""cep.literals (the literal syntax and XSD tables of both CEP runtimes) and the expected-failure
-classes of cep.errors, without Spark."""
+"""cep.terms.literals (the literal syntax and XSD tables of both CEP runtimes) and the expected-failure
+classes of cep.engines.errors, without Spark."""
 from __future__ import annotations
 
 import re
@@ -7,11 +7,11 @@ import re
 import pytest
 
 from cep import compile_query
-from cep import reference as R
-from cep.errors import DictionaryRequiredError, MissingInputError, UnsupportedQueryError
-from cep.literals import (LITERAL_JAVA_RE, LITERAL_PATTERN, LITERAL_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD,
+from cep.engines import reference as R
+from cep.engines.errors import DictionaryRequiredError, MissingInputError, UnsupportedQueryError
+from cep.terms.literals import (LITERAL_JAVA_RE, LITERAL_PATTERN, LITERAL_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD,
                           XSD_STRING, numeric_value, parse_literal)
-from reasoner.errors import SidecarError
+from rdfcore.errors import SidecarError
 
 
 @pytest.mark.parametrize("term, expected", [

@@ -1,11 +1,11 @@
-"""``cep.local`` (the lifetimes operators on the driver) against the reference evaluator.
+"""``cep.engines.driver.rows`` (the lifetimes operators on the driver) against the reference evaluator.
 
 For random streams — point and interval events, several items per time, multi-triple items —
 and queries covering every operator it evaluates (SEQ; negation at head, middle and tail; JOIN,
 OR and OPTIONAL inside windows; two windows joined; a background JOIN) under every window it
 evaluates (RANGE, STEP, TUMBLING, TRIPLES, NOW), with FILTERs (on values, on the interval, RAND(),
 an unbound variable) and an OPTIONAL condition: at every instant t, the rows alive at t equal
-``cep.reference.evaluate(query, ..., at=t)``. No Spark: many seeds per query.
+``cep.engines.reference.evaluate(query, ..., at=t)``. No Spark: many seeds per query.
 """
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from cep import algebra as A
-from cep import columnar as C
-from cep import expressions as E
-from cep import local as L
-from cep import reference as R
-from cep.columns import var_column
-from cep.lifetimes import OPEN_END
-from cep.timeline import MIN_TIME
-from reasoner.hashing import term_id
+from cep.engines.driver import columnar as C
+from cep.algebra import expressions as E
+from cep.engines.driver import rows as L
+from cep.engines import reference as R
+from cep.engines.columns import var_column
+from cep.engines.spark.lifetimes import OPEN_END
+from cep.algebra.timeline import MIN_TIME
+from rdfcore.hashing import term_id
 from tests.stream_terms import EX, OBJECTS, PREDICATES, SUBJECTS
 from tests.stream_terms import STREAM_IRI as STREAM
 
@@ -40,7 +40,7 @@ def b(*triples):
 A_, B_, TWO = b((v, P0, s)), b((v, P1, s)), b((v, P0, s), (v, P2, x))
 BACKGROUND = A.Background(None, b((v, TYPE, KIND)))
 #: binds x (an object): joined with patterns where x is in a negated or OPTIONAL part only, a
-#: static side must not filter those parts (cep.columnar narrows the other side of such a JOIN)
+#: static side must not filter those parts (cep.engines.driver.columnar narrows the other side of such a JOIN)
 BACKGROUND_X = A.Background(None, b((x, TYPE, KIND)))
 X_ = b((v, P2, x))
 

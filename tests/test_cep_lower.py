@@ -1,4 +1,4 @@
-"""cep.lower (and cep.algebra): sequences per equations (3)-(8) and (10)-(15), the model
+"""cep.lowering.translate (and cep.algebra.patterns): sequences per equations (3)-(8) and (10)-(15), the model
 Q = (V, P, D, EC) of Example 7, the documented decisions and every semantic error. Spark-free."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def compile_(text: str) -> A.Query:
 
 # --- equations (10)-(15): a triple sequence pattern inside one window ---------------------------
 # Expected trees written out by hand from the equations (right-associated SEQ; SEQ_WO for a negated
-# element inside, NO_HEAD at the head, NO_TAIL at the tail), independently of cep.algebra.sequence.
+# element inside, NO_HEAD at the head, NO_TAIL at the tail), independently of cep.algebra.patterns.sequence.
 
 Seq, SeqWO, NoHead, NoTail = A.Sequence, A.SeqWithout, A.NoHead, A.NoTail
 P1, P2, P3, P4 = P(1), P(2), P(3), P(4)
@@ -431,9 +431,9 @@ def test_semantic_errors_are_syntax_errors_for_callers():
 
 
 def test_algebra_reexports_expressions_and_windows():
-    """cep.algebra is the whole algebra to its users, though expressions and windows have their
+    """cep.algebra.patterns is the whole algebra to its users, though expressions and windows have their
     own modules."""
-    from cep import expressions, windows
+    from cep.algebra import expressions, windows
 
     for name in expressions.__all__:
         assert getattr(A, name) is getattr(expressions, name)

@@ -1,4 +1,4 @@
-"""The interval operators (cep.intervals) against the reference (cep.reference) at the edges.
+"""The interval operators (cep.engines.spark.intervals) against the reference (cep.engines.reference) at the edges.
 
 Terms are plain ints here (ids; the window BGP test, evaluated end to end, uses IRIs); every case
 also states the expected set explicitly, so a bug shared by both implementations fails too.
@@ -11,11 +11,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from cep import compile_query, evaluate
-from cep import intervals as I
-from cep import reference as R
-from cep.columns import ITEM, T_END, T_START, column_var, is_var_column, var_column
-from reasoner.hashing import term_id
-from reasoner.schema import O, P, S
+from cep.engines.spark import intervals as I
+from cep.engines import reference as R
+from cep.engines.columns import ITEM, T_END, T_START, column_var, is_var_column, var_column
+from rdfcore.hashing import term_id
+from rdfcore.schema import O, P, S
 
 m = R.mapping
 
@@ -240,7 +240,7 @@ def test_triples_window_breaks_start_ties_by_end_before_item(spark):
 # --- window BGPs: several triple patterns match inside ONE stream item (eq. 16) -----------------
 
 def test_window_bgp_matches_inside_one_item_not_across_items_at_the_same_time(spark):
-    """Guards the eq. 16 mutant of ``cep.spark._bgp_in_items`` that drops the stream item from the
+    """Guards the eq. 16 mutant of ``cep.engines.spark.evaluate._bgp_in_items`` that drops the stream item from the
     join key of a BGP's triple patterns (key (ITEM, T_START, T_END) -> (T_START, T_END)): items 2
     and 3 hold :b's two triples at the same time, items 4 and 5 get the same interval only by the
     window's clipping; neither pair is one graph, so neither matches (tests/MUTATION.md)."""

@@ -1,4 +1,4 @@
-"""cep/grammar.lark + cep.parser + cep.syntax: the paper's query, windows, expressions, round trip,
+"""cep/syntax/grammar.lark + cep.syntax.parser + cep.syntax.tree: the paper's query, windows, expressions, round trip,
 located errors. Spark-free."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cep import CepSyntaxError, parse
-from cep.syntax import (AllWindow, Binary, Call, ConstructTemplate, DurationLiteral, EventElement,
+from cep.syntax.tree import (AllWindow, Binary, Call, ConstructTemplate, DurationLiteral, EventElement,
                         EventSequence, FilterPattern, FromGraph, FromWindow, Group, IriRef,
                         NowWindow, NumericLiteral, OptionalPattern, PrefixDecl, PrefixedName,
                         RangeWindow, Select, StringLiteral, Triple, TriplesBlock, TriplesWindow,
@@ -352,13 +352,13 @@ def test_operators_and_modifiers_are_told_apart():
 
 
 def test_cep_parser_uses_only_public_names_of_paths_parser():
-    """cep.parser extends paths.parser through its public extension point, not its privates."""
+    """cep.syntax.parser extends paths.parser through its public extension point, not its privates."""
     import ast
     import inspect
 
-    import cep.parser
+    import cep.syntax.parser
 
-    tree = ast.parse(inspect.getsource(cep.parser))
+    tree = ast.parse(inspect.getsource(cep.syntax.parser))
     imported = [alias.name for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) and node.module == "paths.parser"
                 for alias in node.names]
@@ -367,7 +367,7 @@ def test_cep_parser_uses_only_public_names_of_paths_parser():
 
 def test_query_errors_are_expected_failures():
     from cep import CepSemanticError
-    from reasoner.errors import SidecarError
+    from rdfcore.errors import SidecarError
 
     assert issubclass(CepSyntaxError, SidecarError) and issubclass(CepSyntaxError, ValueError)
     assert issubclass(CepSemanticError, SidecarError) and issubclass(CepSemanticError, ValueError)

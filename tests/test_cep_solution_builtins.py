@@ -2,7 +2,7 @@
 function of their arguments alone.
 
 NOW() is the evaluation instant as an xsd:dateTime; the others draw from a hash of the solution
-(``cep.reference.solution_hash``), so each solution gets its own value and a re-evaluated or replayed
+(``cep.engines.reference.solution_hash``), so each solution gets its own value and a re-evaluated or replayed
 answer the same one. pyoxigraph cannot be the oracle here (its values are random), so the reference
 is checked for what §17.4 asks of the values (range, shape, distinctness, sameness), and Spark for
 giving the reference's very values.
@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from cep import CepSemanticError, compile_query
-from cep import reference as R
+from cep.engines import reference as R
 
 EX = "http://example.org/r#"
 PREFIX = f"PREFIX : <{EX}>\n"
@@ -88,7 +88,7 @@ def test_arguments_and_continuous_plans():
         compile_query(PREFIX + "SELECT * WHERE { ?s :p ?o FILTER(RAND(1) < 1) }")
     with pytest.raises(CepSemanticError, match="BNODE takes 0 to 1 argument"):
         compile_query(PREFIX + "SELECT * WHERE { ?s :p ?o FILTER(isBlank(BNODE(?o, ?s))) }")
-    from cep.continuous import ContinuousError, plan
+    from cep.continuous.plan import ContinuousError, plan
 
     windowed = (f"SELECT ?s FROM NAMED WINDOW :W ON <{EX}st> [RANGE 5] WHERE {{ WINDOW :W {{ ?s :p ?o }} "
                 "FILTER(CONDITION) }")

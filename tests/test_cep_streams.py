@@ -1,4 +1,4 @@
-"""cep.streams.read_stream: JSON Lines and timestamped N-Triples stream files.
+"""cep.io.streams.read_stream: JSON Lines and timestamped N-Triples stream files.
 
 Spark work is batched: one JSON Lines file and one timestamped N-Triples file hold every good and
 bad case, each is read once (module fixtures) and the tests look at the collected rows by line.
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cep.streams import ITEM, STREAM_COLUMNS, _ticks, detect_stream_format, read_stream
-from reasoner.hashing import term_id
-from reasoner.loading import RDFLoadError
-from reasoner.schema import ID, LINE, O, P, REASON, S, T_END, T_START, TERM
-from reasoner.vocab import RDF_TYPE
+from cep.io.streams import ITEM, STREAM_COLUMNS, _ticks, detect_stream_format, read_stream
+from rdfcore.hashing import term_id
+from rdfcore.loading import RDFLoadError
+from rdfcore.schema import ID, LINE, O, P, REASON, S, T_END, T_START, TERM
+from rdfcore.vocab import RDF_TYPE
 
 EX = "http://example.org/vienna#"
 XSD = "http://www.w3.org/2001/XMLSchema#"

@@ -1,7 +1,7 @@
 """Expected failures print one ``error:`` line (exit 2); programming errors keep their traceback (exit 1).
 
 Spark-free: the failures are injected into ``rsp-sidecar setup`` (``jobs.jars.run``) by replacing
-``reasoner.jars.resolve``, in a subprocess so the exit code and stderr are the real ones.
+``rdfcore.jars.resolve``, in a subprocess so the exit code and stderr are the real ones.
 """
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from jobs.errors import run_cli
-from reasoner.errors import SidecarError
+from rdfcore.errors import SidecarError
 
 ROOT = Path(__file__).resolve().parents[1]
 
 _DRIVER = """
 import sys
-from reasoner import jars
+from rdfcore import jars
 from reasoner.store import StoreError
 def boom():
     raise {exc}
@@ -73,11 +73,11 @@ def test_expected_classes_derive_from_sidecar_error():
     from paths.compiler import PathIterationLimit
     from paths.local import LocalTooLarge
     from reasoner.closure import FixpointError, GraphFramesUnavailable
-    from reasoner.dictionary import HashCollisionError
-    from reasoner.jars import JarUnavailable
-    from reasoner.loading import RDFLoadError
+    from rdfcore.dictionary import HashCollisionError
+    from rdfcore.jars import JarUnavailable
+    from rdfcore.loading import RDFLoadError
     from reasoner.materialize import SchemaTooLarge
-    from reasoner.schema import MissingColumnsError
+    from rdfcore.schema import MissingColumnsError
     from reasoner.store import StoreError
 
     for cls, builtin in [(RDFLoadError, ValueError), (StoreError, RuntimeError), (HashCollisionError, RuntimeError),

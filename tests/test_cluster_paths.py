@@ -15,9 +15,10 @@ import pytest
 
 from jobs import package
 from jobs.cli import main as cli
-from reasoner import resources, store
-from reasoner.fs import HadoopPath
-from reasoner.locations import LocationError, local_path, location
+from rdfcore import resources
+from reasoner import store
+from rdfcore.fs import HadoopPath
+from rdfcore.locations import LocationError, local_path, location
 
 EXAMPLE = ("vienna_schema.ttl", "vienna_example.ttl")
 
@@ -99,7 +100,7 @@ def test_local_path_reads_file_urls_and_refuses_other_filesystems():
 
 
 def test_a_filesystem_spark_lacks_writes_nothing(spark, tmp_path, capsys, monkeypatch):
-    """A URL is a Hadoop path (``reasoner.fs``); a scheme without a filesystem on Spark's classpath
+    """A URL is a Hadoop path (``rdfcore.fs``); a scheme without a filesystem on Spark's classpath
     is one error line naming the connector to add, and nothing is written locally (no directory
     named after the scheme, as ``pathlib`` once made of ``hdfs://``)."""
     monkeypatch.chdir(tmp_path)
@@ -160,7 +161,7 @@ def test_lineage_cut_is_reliable_off_local_mode(spark, tmp_path, monkeypatch):
     context has no checkpoint directory yet): the rows survive, and their files are there."""
     from urllib.parse import urlsplit
 
-    from reasoner import sparkutil
+    from rdfcore import sparkutil
 
     monkeypatch.setattr(sparkutil, "is_local", lambda session: False)
     monkeypatch.setenv("RSP_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
@@ -178,7 +179,7 @@ def test_no_checkpoint_directory_every_node_sees_is_one_clear_error(spark, monke
     """A cluster whose default filesystem is the local disk (a standalone cluster without HDFS)
     and no checkpoint directory named: refused with what to set, not a failure inside Spark's
     checkpoint (each node would write to its own disk); named, it is used as given."""
-    from reasoner import sparkutil
+    from rdfcore import sparkutil
 
     monkeypatch.delenv("RSP_CHECKPOINT_DIR", raising=False)
     assert spark.conf.get("spark.checkpoint.dir", None) is None

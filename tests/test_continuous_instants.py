@@ -1,8 +1,8 @@
-"""Continuous C-SPARQL and RSEP-QL (``cep.instants``) against the reference evaluator.
+"""Continuous C-SPARQL and RSEP-QL (``cep.continuous.instants``) against the reference evaluator.
 
-The equivalence (``cep.instants`` module doc): over a finite stream cut into micro-batches, the
-continuous output is ``cep.reference.evaluate_sequence`` at the evaluation instants of the whole
-stream (``cep.continuous.evaluation_instants`` from the first to the last event time), reported
+The equivalence (``cep.continuous.instants`` module doc): over a finite stream cut into micro-batches, the
+continuous output is ``cep.engines.reference.evaluate_sequence`` at the evaluation instants of the whole
+stream (``cep.continuous.plan.evaluation_instants`` from the first to the last event time), reported
 as Rstream (every answer at every instant), Istream (each (mapping, interval) once, at its first
 instant) or Dstream (the answers an instant drops). The schedule itself is checked by hand below.
 """
@@ -17,10 +17,10 @@ from dataclasses import replace
 import pytest
 
 from cep import algebra as A
-from cep import reference as R
-from cep.continuous import ContinuousError, evaluation_instants, keep_from, plan
-from cep.lower import compile_query
-from cep.timeline import MIN_TIME
+from cep.engines import reference as R
+from cep.continuous.plan import ContinuousError, evaluation_instants, keep_from, plan
+from cep.lowering.translate import compile_query
+from cep.algebra.timeline import MIN_TIME
 
 EX = "http://example.org/ci#"
 S1, S2 = f"<{EX}S>", f"<{EX}S2>"
@@ -150,7 +150,7 @@ def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=Non
     """Run ``text`` over ``streams`` ({IRI: items}, each cut into 3 files by time — the same
     ranges for every stream, so that no stream's items arrive late — one file per batch);
     returns (rows, the items relabeled with the runtime's ids, metrics lines)."""
-    from cep.stream import CallbackSink, FileSource, StaticFiles, run
+    from cep.continuous.runner import CallbackSink, FileSource, StaticFiles, run
     from tests.test_cep_continuous import relabeled, runtime_ids
 
     top = max(t1 for items in streams.values() for (_i, _g, t1, _t2) in items)
@@ -294,15 +294,15 @@ def test_continuous_instants_on_spark_and_switching_engines(spark, tmp_path, mon
     consumed triples, emitted keys — passes from one to the other). C-SPARQL takes the same Spark
     path as RSEP-QL (``evaluate_sequence`` at the instants); EP-SPARQL its own (one evaluation per
     instant over the events of its horizon)."""
-    import cep.instants
+    import cep.continuous.instants
 
-    decide, calls = cep.instants.InstantsRunner._local_first, []
+    decide, calls = cep.continuous.instants.InstantsRunner._local_first, []
 
     def alternate(runner, meta):
         calls.append(None)
         return decide(runner, meta) and len(calls) % 2 == 0
 
-    monkeypatch.setattr(cep.instants.InstantsRunner, "_local_first", alternate)
+    monkeypatch.setattr(cep.continuous.instants.InstantsRunner, "_local_first", alternate)
     rng = random.Random(zlib.crc32(label.encode()) + seed)   # a seed with answers
     streams = {S1: random_stream(rng, 12, 12) if horizon is None else random_stream(rng, 10, 10)}
     if "S2" in text:
@@ -336,7 +336,7 @@ def test_continuous_rsepql_resumes_from_its_checkpoint(spark, tmp_path):
     """A second run over the same checkpoint (new files since) goes on where the first stopped: the
     consumed triples, the emitted keys and the items kept cross the restart, so the two runs
     together print what one run over all the files prints."""
-    from cep.stream import CallbackSink, FileSource, run
+    from cep.continuous.runner import CallbackSink, FileSource, run
     from tests.test_cep_continuous import relabeled, runtime_ids
 
     label, emit, text = RSEPQL[0]       # chronological: consumes

@@ -20,12 +20,12 @@ from pyspark.sql import functions as F
 
 from cep import CepSemanticError, CepSyntaxError, compile_query, parse
 from cep import algebra as A
-from cep import reference as R
-from cep.lower import detect_language
-from cep.columns import var_column
-from cep.filters import ORDER
-from cep.spark import evaluate
-from reasoner.hashing import term_id
+from cep.engines import reference as R
+from cep.lowering.translate import detect_language
+from cep.engines.columns import var_column
+from cep.engines.spark.filters import ORDER
+from cep.engines.spark.evaluate import evaluate
+from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
 from tests.test_cep_differential import stream_frame, tagged_results
 
@@ -398,7 +398,7 @@ CASES = {
 
 def _spark_frames(spark, cases):
     """Each case evaluated on Spark, and a decode function covering every id involved."""
-    from reasoner.schema import ID, TERM
+    from rdfcore.schema import ID, TERM
 
     frames, computed, words = {}, [], set()
     for key, (text, background, streams, at, _expected) in cases.items():

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ontologies import plants
-from reasoner.vocab import RDF_NS, RDFS_NS, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, RDF_TYPE, XSD_NS
+from rdfcore.vocab import RDF_NS, RDFS_NS, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF, RDF_TYPE, XSD_NS
 from tests.hypothesis_profiles import examples
 from tests.rdfhelpers import graph_triples, parse_turtle, tables_for
 

@@ -24,7 +24,7 @@ CONSTRUCT rule whose WHERE is a sub-query ``{ SELECT ?prevcount + 1 AS ?count ..
 over the stream, its triples fed back into it (the Q-closure of §4.2); (6) selects ``?sum / ?count
 AS ?average`` over that closure. Both write ``expr AS ?v`` without the parentheses SPARQL 1.1 asks
 for (the 2009 SPARQL draft's form), which the grammar reads. The sub-query's projection and the
-``AS`` (an Extend, as BIND) keep each solution's interval (``cep.lower._Lowering.ep_sub_select``).
+``AS`` (an Extend, as BIND) keep each solution's interval (``cep.lowering.translate._Lowering.ep_sub_select``).
 """
 from __future__ import annotations
 
@@ -40,12 +40,12 @@ from pyspark.sql import functions as F
 
 from cep import CepSemanticError, CepSyntaxError, compile_query, evaluate, parse
 from cep import algebra as A
-from cep import reference as R
-from cep.columns import T_END, T_START, column_var
-from cep.literals import DAY_TIME_DURATION_PATTERN
-from cep.lower import detect_language
-from reasoner.hashing import term_id
-from reasoner.schema import ID, O, P, S, TERM
+from cep.engines import reference as R
+from cep.engines.columns import T_END, T_START, column_var
+from cep.terms.literals import DAY_TIME_DURATION_PATTERN
+from cep.lowering.translate import detect_language
+from rdfcore.hashing import term_id
+from rdfcore.schema import ID, O, P, S, TERM
 from tests.hypothesis_profiles import examples
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS
 from tests.test_cep_differential import assert_same_sets, mapping_frame, stream_frame, tagged_results
@@ -372,7 +372,7 @@ def test_interval_functions_bind_duration_and_time_terms(name):
 
 
 def test_interval_functions_bind_the_same_terms_on_spark(spark):
-    """Spark's BIND runs ``cep.bind.term_value`` over the rows' intervals: the same terms as the
+    """Spark's BIND runs ``cep.terms.numbers.term_value`` over the rows' intervals: the same terms as the
     reference (decoded with the terms Spark hands back), compared by later FILTERs as there."""
     frames, computed, known = {}, [], {}
     for name, (text, items, unit, _expected) in sorted(BOUND_TIME_CASES.items()):   # one Spark job
@@ -397,7 +397,7 @@ def test_interval_functions_bind_the_same_terms_on_spark(spark):
 def test_canonical_day_time_duration(seconds, lexical):
     """XSD 1.1's canonical dayTimeDuration (days, then T and the hours, minutes, seconds that are not
     zero; PT0S for zero; no trailing fraction zeros), read back by ``temporal_value`` exactly."""
-    from cep.literals import canonical_day_time_duration, duration_term, temporal_value
+    from cep.terms.literals import canonical_day_time_duration, duration_term, temporal_value
 
     assert canonical_day_time_duration(seconds) == lexical
     assert re.match(DAY_TIME_DURATION_PATTERN, lexical)
@@ -405,7 +405,7 @@ def test_canonical_day_time_duration(seconds, lexical):
 
 
 def test_canonical_day_time_duration_refuses_inexact_values():
-    from cep.literals import canonical_day_time_duration
+    from cep.terms.literals import canonical_day_time_duration
 
     with pytest.raises(TypeError, match="Decimal or an int"):
         canonical_day_time_duration(0.1)
@@ -509,7 +509,7 @@ mappings = st.lists(st.tuples(st.integers(0, 2), st.sampled_from([None, 1, 2]), 
                                                                              HealthCheck.too_slow])
 @given(o1=mappings, o2=mappings)
 def test_operators_spark_equal_reference(spark, o1, o2):
-    from cep import intervals as I
+    from cep.engines.spark import intervals as I
 
     d1, d2 = mapping_frame(spark, o1), mapping_frame(spark, o2)
 
@@ -601,7 +601,7 @@ def test_rules_on_spark_equal_the_reference(spark):
 
 
 def test_rules_errors():
-    from cep.rules import RulesError
+    from cep.engines.rules import RulesError
 
     items = {STREAM_IRI: CHAIN_ITEMS}
     growing = compile_query(CHAIN + "CONSTRUCT { [] :next ?x } WHERE { ?x :next ?y }", lang="epsparql")
@@ -747,10 +747,10 @@ def _known_terms(items, queries, computed) -> dict:
 
 def test_sliding_average_on_spark(spark):
     """The same at 12 on Spark (``--at T``), over the closure under rule (5) (the reference's,
-    ``cep.rules.close``: iterating it on Spark, ``close_spark``, costs a minute here): the rule
+    ``cep.engines.rules.close``: iterating it on Spark, ``close_spark``, costs a minute here): the rule
     evaluated once over it gives back every point derived (the fixpoint), and (6), as printed and
     fixed, its answers."""
-    from cep.rules import close
+    from cep.engines.rules import close
 
     rule = compile_query(Q5)
     closed = close([rule], {}, {STREAM_IRI: AVG_ITEMS}, 12, "d")
@@ -784,7 +784,7 @@ def test_sliding_average_continuously(spark, tmp_path, capsys):
 
 
 def test_bind_and_sub_query_continuously_on_spark(spark, tmp_path):
-    """The continuous runtime's Spark engine (``--engine spark``: ``cep.spark.evaluate`` at each
+    """The continuous runtime's Spark engine (``--engine spark``: ``cep.engines.spark.evaluate.evaluate`` at each
     instant) on a sub-query with ``expr AS ?v`` SEQ a group with BIND. By hand: :a's "abc"@1 (3
     characters) then :a :q :b@2 → one answer over [1, 2], first at 2; :c's "d"@3 has no :q after it."""
     from jobs import query as job
@@ -839,8 +839,8 @@ def ep_extended(draw):
                                                                              HealthCheck.too_slow])
 @given(items=ep_streams(), cases=st.lists(st.tuples(ep_extended(), st.integers(0, 14)), min_size=4, max_size=4))
 def test_bind_and_sub_queries_spark_equal_reference(spark, items, cases):
-    """BIND and sub-queries over the stream on Spark (``cep.spark``: Extend through
-    ``cep.bind.term_value``, SubSelect's projection) against the reference, four cases as one
+    """BIND and sub-queries over the stream on Spark (``cep.engines.spark.evaluate``: Extend through
+    ``cep.terms.numbers.term_value``, SubSelect's projection) against the reference, four cases as one
     Spark job; the terms BIND computes decoded with the terms Spark hands back."""
     stream = stream_frame(spark, items)
     dictionary = spark.createDataFrame(sorted(TERMS.items()), f"{ID} long, {TERM} string")
@@ -940,7 +940,7 @@ def test_query_job_errors(tmp_path, capsys):
 
 
 def test_continuous_plan_needs_a_horizon():
-    from cep.continuous import ContinuousError, plan
+    from cep.continuous.plan import ContinuousError, plan
 
     with pytest.raises(ContinuousError, match="give --horizon D"):
         plan(compile_query(Q1), streams=["<http://s>"])

@@ -1,5 +1,5 @@
 """Inputs, the store and outputs on a real HDFS (issue 15): Hadoop's mini cluster on loopback
-(``jobs.hadoop_cluster``, the session's ``hadoop`` fixture in ``tests/conftest.py``), the jobs run in-process on the
+(``devcluster.hadoop_cluster``, the session's ``hadoop`` fixture in ``tests/conftest.py``), the jobs run in-process on the
 shared local session, reaching HDFS through its Hadoop FileSystem API. Every answer is compared
 with the same run on local files.
 
@@ -13,9 +13,10 @@ import pytest
 from jobs import materialize as materialize_job
 from jobs import paths as paths_job
 from jobs import query as query_job
-from reasoner import resources, store
-from reasoner.fs import HadoopPath, append_text, atomic_writer, lock
-from reasoner.schema import TABLE_COLUMNS
+from rdfcore import resources
+from reasoner import store
+from rdfcore.fs import HadoopPath, append_text, atomic_writer, lock
+from rdfcore.schema import TABLE_COLUMNS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -186,7 +187,7 @@ def test_tracheobionta_service_with_everything_on_hdfs(spark, hdfs, inputs, tmp_
     store, stream, checkpoint, answers and rejects on HDFS: the stream files are not local, so the
     batch's lines come through Spark rather than the driver's file reader; the answers and
     rejects are those of the run on local directories (the driver's reader)."""
-    from cep.stream import DirectorySink, FileSource
+    from cep.continuous.runner import DirectorySink, FileSource
     from reasoner.publish import materialize_sources
     from scenarios.membership import run
 
@@ -221,7 +222,7 @@ def test_milan_routing_service_with_everything_on_hdfs(spark, hdfs, tmp_path):
     independent replay of tests/test_milan_routing.py."""
     import random
 
-    from cep.stream import DirectorySink, FileSource
+    from cep.continuous.runner import DirectorySink, FileSource
     from scenarios.milan_routing import run
     from tests.test_milan_routing import as_replay, random_day, replay, small_network
 

@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from reasoner import store
-from reasoner.hashing import term_id
-from reasoner.loading import RDFLoadError, load, parse_with_rdflib
+from rdfcore.hashing import term_id
+from rdfcore.loading import RDFLoadError, load, parse_with_rdflib
 from reasoner.publish import materialize_sources
 
 ROOT = Path(__file__).resolve().parent.parent

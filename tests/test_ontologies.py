@@ -29,7 +29,7 @@ from ontologies.plants import (
     write_hierarchy,
     write_instances,
 )
-from reasoner.vocab import RDF_TYPE, RDFS_SUBCLASSOF, XSD_NS
+from rdfcore.vocab import RDF_TYPE, RDFS_SUBCLASSOF, XSD_NS
 
 ONTOLOGIES = Path(plants.__file__).resolve().parent
 VIENNA = Namespace("http://example.org/vienna#")

@@ -12,7 +12,7 @@ from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Pl
 from paths.named import SC_STAR, SP_STAR, TYPE, property_pairs
 from paths.reference import evaluate
 from paths import syntax as S
-from reasoner.vocab import RDF_TYPE, RDFS_SUBCLASSOF, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
+from rdfcore.vocab import RDF_TYPE, RDFS_SUBCLASSOF, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER
 from tests.hypothesis_profiles import examples
 from tests.path_cases import domains, kinds, recursive_paths
 

@@ -14,7 +14,7 @@ from paths import lower, parse
 from paths.algebra import AxisKind, axis, plus
 from paths.compiler import PathIterationLimit
 from paths.local import LocalGraph, LocalTooLarge, evaluate
-from reasoner.hashing import term_id
+from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
 from tests.path_cases import ABSENT, EX, TERMS, decode, e, ends, expected, graphs, paths, set_ends
 from tests.test_paths_reference import V, background_d, v

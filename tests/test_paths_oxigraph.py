@@ -12,8 +12,8 @@ from pyspark.sql import functions as F
 
 from paths import PathGraph, evaluate, lower, parse
 from paths.spark import END, START
-from reasoner.dictionary import encode_triples
-from reasoner.hashing import term_id
+from rdfcore.dictionary import encode_triples
+from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
 from tests.test_paths_reference import EX, OX_CONSTANTS, _oxigraph_pairs, _store, ox_graphs, sparql_paths
 

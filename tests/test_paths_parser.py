@@ -391,7 +391,7 @@ def test_round_trip(tree):
 
 def test_syntax_errors_are_expected_failures():
     """A syntax error is a SidecarError (the CLI prints it as one line) and still a ValueError."""
-    from reasoner.errors import SidecarError
+    from rdfcore.errors import SidecarError
 
     with pytest.raises(PathSyntaxError) as caught:
         parse(":p/", {"": "http://ex/"})

@@ -26,11 +26,11 @@ from paths import PathGraph, evaluate
 from paths.named import TYPE
 from paths.spark import END, START
 from reasoner.api import closure_tables
-from reasoner.dictionary import encode_triples
-from reasoner.hashing import term_id
-from reasoner.loading import TRIPLE_SCHEMA
-from reasoner.schema import CLASS, INSTANCE, TYPES
-from reasoner.vocab import (OWL_NS, RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF,
+from rdfcore.dictionary import encode_triples
+from rdfcore.hashing import term_id
+from rdfcore.loading import TRIPLE_SCHEMA
+from rdfcore.schema import CLASS, INSTANCE, TYPES
+from rdfcore.vocab import (OWL_NS, RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF,
                             RDFS_SUBPROPERTYOF)
 from tests.rdfhelpers import graph_triples
 

@@ -12,7 +12,7 @@ from paths import syntax as S
 from paths.algebra import Axis, AxisKind, Domain, Identity, SelfTerm, Star
 from paths.named import SC_STAR, TYPE, property_pairs
 from paths.reference import evaluate
-from reasoner.vocab import (RDF_TYPE, RDFS_DOMAIN, RDFS_LABEL, RDFS_RANGE, RDFS_SUBCLASSOF,
+from rdfcore.vocab import (RDF_TYPE, RDFS_DOMAIN, RDFS_LABEL, RDFS_RANGE, RDFS_SUBCLASSOF,
                             RDFS_SUBPROPERTYOF)
 from tests.hypothesis_profiles import examples
 

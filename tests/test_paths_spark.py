@@ -20,9 +20,9 @@ from paths import spark as spark_paths
 from paths.algebra import AxisKind, Domain, axis, inverse, plus, star
 from paths.named import SC_PLUS, SC_STAR, SP_PLUS, SP_STAR, TYPE
 from paths.spark import END, START, PathIterationLimit
-from reasoner.dictionary import encode_triples
-from reasoner.hashing import term_id
-from reasoner.vocab import RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+from rdfcore.dictionary import encode_triples
+from rdfcore.hashing import term_id
+from rdfcore.vocab import RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 from tests.hypothesis_profiles import examples
 from tests.path_cases import ABSENT, EX, TERMS, decode, e, ends, expected, graphs, paths, set_ends
 
@@ -215,7 +215,7 @@ def store(spark, tmp_path_factory):
 
 def test_closure_probes_equal_iteration(spark, store):
     """Paths answered by probing the store's closure tables give what iterating the steps gives."""
-    from reasoner.schema import INFERRED
+    from rdfcore.schema import INFERRED
 
     probing = PathGraph.from_store(store)
     plain = PathGraph(store.table(INFERRED))

@@ -14,7 +14,7 @@ from paths.local import LocalGraph, evaluate
 from paths.parser import parse
 from paths.lowering import lower
 from paths.weighted import Network
-from reasoner.hashing import term_id
+from rdfcore.hashing import term_id
 
 V = "http://example.org/vienna#"
 

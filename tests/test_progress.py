@@ -1,11 +1,11 @@
-"""reasoner.progress: phase lines on a terminal only; the JSON summary stays the only stdout line."""
+"""rdfcore.progress: phase lines on a terminal only; the JSON summary stays the only stdout line."""
 from __future__ import annotations
 
 import io
 import json
 
 from ontologies import chain
-from reasoner.progress import Progress
+from rdfcore.progress import Progress
 
 
 class _Tty(io.StringIO):

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reasoner import local, store
-from reasoner.loading import load, load_local
+from rdfcore.loading import load, load_local
 from reasoner.publish import choose_engine, materialize_sources
 from reasoner.rules import rdfs5
-from reasoner.vocab import OWL_NS, RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+from rdfcore.vocab import OWL_NS, RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 from tests.hypothesis_profiles import examples
 from tests.rdfhelpers import tables_for
 from tests.test_differential_owlrl import ontology, owlrl_closure, rho_df
@@ -168,8 +168,8 @@ def test_local_reader_equals_spark_reader(spark, tmp_path):
     """Same triples and same rejects (file, line, reason, raw) on tricky and random lines, with
     \\n, \\r\\n and \\r line ends, in two files (blank-node scopes); read directly and through a
     staging table (whose id columns are the terms' ids)."""
-    from reasoner.hashing import term_id
-    from reasoner.loading import ID_COLUMNS
+    from rdfcore.hashing import term_id
+    from rdfcore.loading import ID_COLUMNS
 
     rng = random.Random(7)
     lines = TRICKY + [_random_line(rng) if rng.random() < 0.5 else _random_statement(rng) for _ in range(400)]
@@ -258,7 +258,7 @@ def test_spark_closure_by_squaring_gives_the_same_tables(spark, monkeypatch):
 def test_hash_collisions_are_refused_on_both_engines(spark, monkeypatch):
     """Two terms with one id would merge in every table: both dictionaries refuse them, naming
     the id and the terms."""
-    from reasoner.dictionary import HashCollisionError, checked_dictionary
+    from rdfcore.dictionary import HashCollisionError, checked_dictionary
 
     parts = [spark.createDataFrame([(1, "<a>"), (2, "<c>"), (1, "<b>"), (2, "<c>")], "id long, term string")]
     with pytest.raises(HashCollisionError, match="<a>.*<b>") as caught:
@@ -278,7 +278,7 @@ def test_a_file_and_its_prefix_hashed_in_one_pass(tmp_path_factory, data, chunk,
     import hashlib
 
     from reasoner.incremental import _prefix
-    from reasoner.loading import hash_file
+    from rdfcore.loading import hash_file
 
     path = tmp_path_factory.mktemp("hash") / "f.nt"
     path.write_bytes(data)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.results import parse_term, write_results
-from reasoner.terms import literal
+from rdfcore.terms import literal
 from tests.hypothesis_profiles import examples
 
 XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"

@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 
 from cep import CepSemanticError, CepSyntaxError, compile_query, parse
 from cep import algebra as A
-from cep import reference as R
-from cep.columns import T_END, T_START, column_var
-from cep.lower import detect_language
-from cep.spark import evaluate_sequence
-from reasoner.hashing import term_id
+from cep.engines import reference as R
+from cep.engines.columns import T_END, T_START, column_var
+from cep.lowering.translate import detect_language
+from cep.engines.spark.evaluate import evaluate_sequence
+from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
 from tests.test_cep_differential import stream_frame
 

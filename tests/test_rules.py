@@ -7,8 +7,8 @@ import pytest
 from pyspark.sql import DataFrame
 
 from reasoner import rules
-from reasoner.hashing import term_id
-from reasoner.schema import CLASS, ID, INSTANCE, O, P, S, SUB, SUP
+from rdfcore.hashing import term_id
+from rdfcore.schema import CLASS, ID, INSTANCE, O, P, S, SUB, SUP
 from tests.rdfhelpers import parse_turtle, t, tables_for
 
 pytestmark = pytest.mark.spark

@@ -7,7 +7,7 @@ Answers are sets in ``cep`` (a projection drops duplicate rows; SPARQL's are bag
 queries below are written so that they have no duplicates (DISTINCT, or projecting enough).
 Ordering is compared where SPARQL defines it (numbers, strings, IRIs, each on their own): the
 sequence of the keys' values, since SPARQL leaves the order of equal keys open (we break ties by
-the answers' ids, which is what makes LIMIT deterministic here; ``cep.algebra.Modifiers``).
+the answers' ids, which is what makes LIMIT deterministic here; ``cep.algebra.patterns.Modifiers``).
 
 Aggregate values are compared by value where the two write one value differently (pyoxigraph
 writes a decimal sum of 4 as "4", we as XSD's canonical "4.0"; a double as "3.5", we as "3.5E0";
@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from cep import CepSemanticError, compile_query
 from cep import algebra as A
-from cep import reference as R
-from cep.literals import number_kind, parse_literal
+from cep.engines import reference as R
+from cep.terms.literals import number_kind, parse_literal
 from tests.hypothesis_profiles import examples
 
 EX = "http://example.org/g#"

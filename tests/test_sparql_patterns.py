@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from cep import CepSemanticError, CepSyntaxError, compile_query
 from cep import algebra as A
-from cep import reference as R
-from cep.literals import parse_literal
+from cep.engines import reference as R
+from cep.terms.literals import parse_literal
 from tests.hypothesis_profiles import examples
 from tests.test_cep_differential import tagged_results
 from tests.test_csparql import _spark_frames
@@ -171,7 +171,7 @@ def test_blank_node_syntax_errors():
     with pytest.raises(PathSyntaxError, match="right after the path element"):   # a nested test: no space
         parse_path(":p [:q]", {"": EX})
     assert str(parse_path(":p[:q]", {"": EX})) == ":p[:q]"
-    from cep.continuous import plan   # continuously too: named as at given instants (test_cep_continuous)
+    from cep.continuous.plan import plan   # continuously too: named as at given instants (test_cep_continuous)
 
     assert plan(compile_query(PREFIX + f"CONSTRUCT {{ [] :p ?o }} WHERE {{ WINDOW :W ON <{EX}s> [RANGE 3] "
                                        f"{{ ?s :p ?o }} }}")).streams == (f"<{EX}s>",)
@@ -179,7 +179,7 @@ def test_blank_node_syntax_errors():
 
 # --- Spark = reference ---------------------------------------------------------------------------
 
-#: the queries whose Spark plans differ (each code path of cep.sparql once: MINUS with shared,
+#: the queries whose Spark plans differ (each code path of cep.engines.spark.graphpatterns once: MINUS with shared,
 #: no shared and OPTIONAL-bound variables; VALUES with UNDEF and trailing; EXISTS correlated,
 #: uncorrelated, reading an outer variable in its FILTER, nested, with OPTIONAL and MINUS inside,
 #: correlated on a variable OPTIONAL may leave unbound; sub-queries with an aggregate and with
@@ -257,7 +257,7 @@ def test_continuous_with_them_in_the_background(spark, tmp_path):
     Istream equals the union over every instant of the reference's answers."""
     import random
 
-    from cep.stream import StaticFiles
+    from cep.continuous.runner import StaticFiles
     from tests.stream_terms import EX as SX
     from tests.stream_terms import STREAM_IRI
     from tests.test_cep_continuous import as_answers, chunked, random_items, reference_union, relabeled, run_continuous
@@ -445,7 +445,7 @@ def _by_value(term, any_type: bool = False):
     writes a decimal 3 as "3" and we as XSD's canonical "3.0" (and doubles with more digits)."""
     from decimal import Decimal
 
-    from cep.literals import number_kind
+    from cep.terms.literals import number_kind
 
     lit = parse_literal(term) if term is not None else None
     kind = number_kind(lit[2]) if lit else None

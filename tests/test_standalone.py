@@ -1,5 +1,5 @@
 """Jobs on a Spark standalone cluster whose executors do not see the driver's files (issue 15):
-a master and a worker on loopback (``jobs.standalone_cluster``), the worker in its own mount
+a master and a worker on loopback (``devcluster.standalone_cluster``), the worker in its own mount
 namespace where this project, the shared data and the test's scratch directories are empty
 tmpfs — as on another host. The jobs run with ``spark-submit --master spark://...`` in client
 mode, as users run them, every input and output on HDFS (the ``hadoop`` fixture); their results
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs.standalone_cluster import StandaloneCluster, can_hide
-from reasoner import jars, resources, store
-from reasoner.fs import HadoopPath
-from reasoner.schema import TABLE_COLUMNS
+from devcluster.standalone_cluster import StandaloneCluster, can_hide
+from rdfcore import jars, resources
+from reasoner import store
+from rdfcore.fs import HadoopPath
+from rdfcore.schema import TABLE_COLUMNS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -61,7 +62,7 @@ def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoi
 
 
 def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, hadoop, standalone, tmp_path):
-    from cep.stream import ClosureStore, DirectorySink, FileSource, run
+    from cep.continuous.runner import ClosureStore, DirectorySink, FileSource, run
     from reasoner.publish import materialize_sources
 
     # what the executors see: nothing of this project, nor of the test's files

@@ -1,6 +1,6 @@
 """The Tracheobionta service (``scenarios.membership``, ``jobs/tracheobionta.py``).
 
-Oracles, independent of the code under test: Spark's stream parser (``cep.streams.read_stream``,
+Oracles, independent of the code under test: Spark's stream parser (``cep.io.streams.read_stream``,
 the one definition of the formats) for what each line says, and the taxonomy CSV walked in Python
 (``ontologies.plants.descendants``) for which classes are below the target — not the reasoner's
 closure the service reads.
@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 
 from ontologies.plants import TRACHEOBIONTA_ID, class_iri, descendants, read_taxonomy, taxonomy_path
-from reasoner.vocab import RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
-from scenarios import tsnt
+from rdfcore.vocab import RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
+from cep.io import tsnt
 
 pytestmark = pytest.mark.spark
 
@@ -42,9 +42,9 @@ SHAPES = ["{s} {p} {o} {t} .", "{s} {p} {o} {t}", "{s} {p} {o} . {t}", "{s} {p} 
 def spark_parse(spark, paths, prefixes: dict | None = None):
     """Spark's reading of stream files (one path or several, read together):
     ([(s, p, o, t_start, file, line)], [(file, line, reason)])."""
-    from cep.streams import parse_lines
-    from reasoner.loading import read_lines, with_line_numbers
-    from reasoner.schema import FILE, LINE, RAW
+    from cep.io.streams import parse_lines
+    from rdfcore.loading import read_lines, with_line_numbers
+    from rdfcore.schema import FILE, LINE, RAW
 
     lines = read_lines(spark, [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)])
     numbered = with_line_numbers(lines, lines).select(FILE, LINE, RAW)
@@ -62,7 +62,7 @@ def random_line(rng: random.Random) -> str:
 
 
 def test_plain_lines_split_as_spark_parses_them(spark, tmp_path):
-    from cep.lineparse import bnode_scope
+    from cep.io.lineparse import bnode_scope
 
     rng = random.Random(11)
     lines = [random_line(rng) for _ in range(3000)]
@@ -125,7 +125,7 @@ def test_the_compiled_scanner_reads_exactly_the_lines_of_the_strict_expression()
 
     import pyarrow.compute as pc
 
-    from scenarios import tsntscan
+    from cep.io import tsntscan
 
     rng = random.Random(23)
 
@@ -171,7 +171,7 @@ def test_the_scanners_term_sets_find_exactly_their_terms():
     """``TermSet`` against a Python set: many random terms (most of one length, sharing a long
     prefix: hash collisions and full probes), terms of 1-7 bytes, a term over 65,535 bytes (its
     length stored beside it), non-ASCII terms; looked up as the objects of plain lines."""
-    from scenarios import tsntscan
+    from cep.io import tsntscan
 
     rng = random.Random(31)
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789é"
@@ -201,7 +201,7 @@ def test_the_scanners_answer_lines_are_those_built_column_wise():
 
     import numpy as np
 
-    from scenarios import tsntscan
+    from cep.io import tsntscan
     from scenarios.membership import _Answers, _json_pieces
 
     rng = random.Random(8)
@@ -339,7 +339,7 @@ def tricky_files(directory: Path) -> list[Path]:
 
 @pytest.mark.parametrize("engine", ["auto", "spark"])
 def test_answers_and_rejects_are_those_the_semantics_defines(spark, taxa, closure, tmp_path, engine):
-    from cep.stream import DirectorySink, FileSource
+    from cep.continuous.runner import DirectorySink, FileSource
     from scenarios.membership import run
     from scenarios.plant_stream import Mix, generate
 
@@ -367,7 +367,7 @@ def test_restart_continues_exactly_once_and_a_refreshed_closure_is_picked_up(spa
     """Two runs on one checkpoint, a new closure version published between them: no answer
     twice, none lost, and the second run's batches answer with the new version — where a
     taxon unknown before is now a subclass of the target."""
-    from cep.stream import DirectorySink, FileSource
+    from cep.continuous.runner import DirectorySink, FileSource
     from reasoner.publish import materialize_sources
     from scenarios.membership import run
     from scenarios.plant_stream import Mix, generate
@@ -409,7 +409,7 @@ def test_restart_continues_exactly_once_and_a_refreshed_closure_is_picked_up(spa
 def test_many_batches_read_their_files_from_the_compacted_source_log(spark, taxa, closure, tmp_path):
     """Spark compacts its file-source log every 10 batches; the driver path still finds each
     batch's files there (no batch falls back to collecting through Spark)."""
-    from cep.stream import DirectorySink, FileSource
+    from cep.continuous.runner import DirectorySink, FileSource
     from scenarios.membership import run
     from scenarios.plant_stream import generate
 

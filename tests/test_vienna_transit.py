@@ -1,7 +1,7 @@
 """The Vienna transit service (``jobs/vienna_transit.py``) on the paper's example and on the real network.
 
-Oracle: the reference evaluator (``cep.reference``) at every minute of the stream; the service's
-output must be the union of its answers, each once (the Istream of ``cep.continuous``).
+Oracle: the reference evaluator (``cep.engines.reference``) at every minute of the stream; the service's
+output must be the union of its answers, each once (the Istream of ``cep.continuous.plan``).
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def test_the_real_network_answers_as_the_reference_does_at_every_minute(spark, s
     """The background handed to the reference is cut to what the query can touch — the subway
     connections (``:means :subway``) with their ``:beg``/``:end``, and the fleet's types — which
     leaves its answers unchanged and keeps it fast; the service reads the whole network."""
-    from cep import reference
-    from cep.lower import compile_query
+    from cep.engines import reference
+    from cep.lowering.translate import compile_query
     from jobs.vienna_transit import main
     from scenarios import vienna_transit as vt
 

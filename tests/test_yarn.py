@@ -15,10 +15,11 @@ import sysconfig
 import pytest
 
 from jobs import package
-from reasoner import jars, resources, store
-from reasoner.fs import HadoopPath
+from rdfcore import jars, resources
+from reasoner import store
+from rdfcore.fs import HadoopPath
 from reasoner.publish import materialize_sources
-from reasoner.schema import TABLE_COLUMNS
+from rdfcore.schema import TABLE_COLUMNS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 

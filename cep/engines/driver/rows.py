@@ -1,0 +1,495 @@
+"""The lifetimes operators (``cep.engines.spark.lifetimes``) on the driver, over Python rows: the definition of
+the continuous runtime's driver engine, which runs them over numpy columns (``cep.engines.driver.columnar``,
+tested against this module and the reference).
+
+A micro-batch of ``cep.continuous.runner`` evaluates the query over the items some window can still hold —
+usually a few hundred or thousand rows. On Spark that costs a fixed handful of jobs (seconds on
+2 cores) whatever the size; here it costs milliseconds. ``cep.continuous.runner`` uses this module when the
+state and the static side are small enough and the query is supported (``unsupported``), and
+Spark otherwise; both give the same rows (``tests/test_cep_local.py`` checks this module against
+the reference evaluator at every instant, ``tests/test_cep_continuous.py`` runs both runtimes).
+
+Same definitions as ``cep.engines.spark.lifetimes`` (read its module doc): a row is a mapping with an interval
+[t1, t2] and a lifetime [a, b], the instants at which it is in ⟦node, t⟧; each operator is the
+one-instant operator applied pointwise in t; a negation subtracts the lifetimes of the rows that
+block a candidate. Only the data structures differ:
+
+* a relation (``Rel``) is a tuple of variable names (sorted) and a set of rows
+  ``(value per variable..., t1, t2, a, b)``; values are term ids (ints), ``None`` = unbound;
+* JOIN/SEQ/negations hash the right side on the variables both sides bind (a row with an unbound
+  shared variable is compared with every row: it is compatible with any value);
+* a negation collects, per candidate, the blocking lifetimes clipped to its own and emits the
+  free runs (sorted sweep) — the same runs ``cep.engines.spark.lifetimes._subtract`` builds with joins.
+
+The static side (background patterns, eq. 17) is evaluated by Spark once per closure version and
+handed in as relations (``background``); paths stay on Spark. A FILTER and an OPTIONAL's
+condition keep a row (a pair) when the condition holds for its mapping and interval: that is
+the one-instant FILTER applied at every instant of its lifetime, since the mapping and interval
+do not change with the instant. Conditions are evaluated by the reference's expression code
+(``cep.engines.reference.eval_expr``) over the terms (``terms``: ids → N-Triples terms), once per
+distinct combination of the values they read; a condition with EXISTS, timestamp() or NOW() is
+left to Spark (``unsupported``).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from cep import algebra as A
+from cep.algebra import windows as W
+from cep.engines.columns import var_column
+from cep.engines.spark.lifetimes import OPEN_END
+from rdfcore.hashing import term_id
+
+__all__ = ["Rel", "Item", "unsupported", "evaluate", "answer_form", "window", "join", "union", "seq", "seq_wo", "no_head",
+           "no_tail", "left_join"]
+
+#: a stream triple: (item, s, p, o, t1, t2), ids
+Item = tuple
+
+
+@dataclass(frozen=True)
+class Rel:
+    """Mappings with intervals and lifetimes: ``vars`` (variable column names, sorted) and rows
+    ``(*values, t1, t2, a, b)``."""
+
+    vars: tuple[str, ...]
+    rows: frozenset
+
+    @staticmethod
+    def of(vars_: Iterable[str], rows: Iterable[tuple]) -> "Rel":
+        vars_ = tuple(vars_)
+        order = sorted(range(len(vars_)), key=lambda i: vars_[i])
+        if order == list(range(len(vars_))):
+            return Rel(vars_, frozenset(rows))
+        n = len(vars_)
+        return Rel(tuple(vars_[i] for i in order),
+                   frozenset(tuple(r[i] for i in order) + tuple(r[n:]) for r in rows))
+
+
+def _outside_background(node):
+    """``node`` and its sub-patterns, not those of a ``Background`` (Spark evaluates those once and
+    hands them in as relations)."""
+    yield node
+    if not isinstance(node, A.Background):
+        for child in A.children(node):
+            yield from _outside_background(child)
+
+
+def unsupported(query: A.Query) -> str | None:
+    """Why this module cannot evaluate ``query`` (then ``cep.continuous.runner`` uses Spark), or None."""
+    for node in _outside_background(query.form):
+        if isinstance(node, (A.Values, A.Minus, A.SubSelect, A.Extend)):
+            return "VALUES, MINUS, BIND and sub-queries outside the background (on Spark)"
+        condition = node.condition if isinstance(node, (A.Filter, A.LeftJoin)) else None
+        if condition is not None and any(
+                isinstance(e, (A.Exists, A.Timestamp, A.PatternTimestamp))
+                or (isinstance(e, A.Builtin) and e.name == "NOW") for e in A.subexpressions(condition)):
+            return "EXISTS, timestamp() and NOW() in a condition (on Spark)"
+    return None
+
+
+# --- the shared machinery ------------------------------------------------------------------------
+
+def _plan_merge(left: Rel, right: Rel):
+    """The output variables of a pair, and how to read each from (left row, right row)."""
+    out = tuple(sorted(set(left.vars) | set(right.vars)))
+    li = {v: i for i, v in enumerate(left.vars)}
+    ri = {v: i for i, v in enumerate(right.vars)}
+    shared = [v for v in left.vars if v in ri]
+    return out, li, ri, shared
+
+
+def _merged(out, li, ri, lrow, rrow) -> tuple:
+    values = []
+    for v in out:
+        a = lrow[li[v]] if v in li else None
+        values.append(a if a is not None else (rrow[ri[v]] if v in ri else None))
+    return tuple(values)
+
+
+def _pairs(left: Rel, right: Rel):
+    """Every (left row, right row) whose mappings are compatible (equal where both bind)."""
+    out, li, ri, shared = _plan_merge(left, right)
+    lidx = [li[v] for v in shared]
+    ridx = [ri[v] for v in shared]
+    index: dict = defaultdict(list)
+    wild = []
+    for r in right.rows:
+        key = tuple(r[i] for i in ridx)
+        (wild if None in key else index[key]).append(r)
+    for l in left.rows:
+        key = tuple(l[i] for i in lidx)
+        if None in key:
+            candidates = [r for r in right.rows if all(a is None or b is None or a == b
+                                                       for a, b in zip(key, (r[i] for i in ridx)))]
+        else:
+            candidates = index.get(key, [])
+            if wild:
+                candidates = candidates + [r for r in wild if all(b is None or a == b
+                                                                  for a, b in zip(key, (r[i] for i in ridx)))]
+        for r in candidates:
+            yield l, r
+    return
+
+
+def _alive_both(l, r):
+    return max(l[-2], r[-2]), min(l[-1], r[-1])
+
+
+def join(left: Rel, right: Rel) -> Rel:
+    """JOIN: the intersection of the intervals, where both rows are alive."""
+    out, li, ri, _ = _plan_merge(left, right)
+    rows = set()
+    for l, r in _pairs(left, right):
+        start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
+        lo, hi = _alive_both(l, r)
+        if start <= end and lo <= hi:
+            rows.add(_merged(out, li, ri, l, r) + (start, end, lo, hi))
+    return Rel(out, frozenset(rows))
+
+
+def seq(left: Rel, right: Rel) -> Rel:
+    """SEQ: the left ends before the right starts; interval [t1, t4]."""
+    out, li, ri, _ = _plan_merge(left, right)
+    rows = set()
+    for l, r in _pairs(left, right):
+        lo, hi = _alive_both(l, r)
+        if l[-3] < r[-4] and lo <= hi:
+            rows.add(_merged(out, li, ri, l, r) + (l[-4], r[-3], lo, hi))
+    return Rel(out, frozenset(rows))
+
+
+def union(left: Rel, right: Rel) -> Rel:
+    """OR: the rows of both, a variable of one side unbound in the other's rows."""
+    out = tuple(sorted(set(left.vars) | set(right.vars)))
+
+    def widen(rel: Rel):
+        idx = {v: i for i, v in enumerate(rel.vars)}
+        for r in rel.rows:
+            yield tuple(r[idx[v]] if v in idx else None for v in out) + r[-4:]
+
+    return Rel(out, frozenset(set(widen(left)) | set(widen(right))))
+
+
+def _free_runs(a: int, b: int, blocks: list[tuple[int, int]]):
+    """The maximal runs of [a, b] that no block [x, y] covers."""
+    at = a
+    for x, y in sorted(blocks):
+        if y < at:
+            continue
+        if x > at:
+            yield at, min(x - 1, b)
+        at = max(at, y + 1)
+        if at > b:
+            return
+    if at <= b:
+        yield at, b
+
+
+def _subtract(rows: Iterable[tuple], blocks_of) -> set:
+    """Each row at the instants of its lifetime no blocker covers (``blocks_of(row)``: the
+    [from, to] lifetimes of its blockers), one row per free run."""
+    out = set()
+    for row in rows:
+        a, b = row[-2], row[-1]
+        blocks = [(max(x, a), min(y, b)) for x, y in blocks_of(row) if x <= b and y >= a and x <= y]
+        for lo, hi in _free_runs(a, b, blocks):
+            out.add(row[:-2] + (lo, hi))
+    return out
+
+
+def _blockers(rows: Rel, negated: Rel):
+    """{row: [negated rows compatible with it]}."""
+    found: dict = defaultdict(list)
+    for r, n in _pairs(rows, negated):
+        found[r].append(n)
+    return found
+
+
+def no_head(negated: Rel, right: Rel) -> Rel:
+    """NO_HEAD(Ω1, Ω2): an Ω2 row where no compatible Ω1 row that ended before it started is alive."""
+    found = _blockers(right, negated)
+    return Rel(right.vars, frozenset(_subtract(
+        right.rows, lambda r: [(n[-2], n[-1]) for n in found.get(r, ()) if n[-3] < r[-4]])))
+
+
+def no_tail(left: Rel, negated: Rel) -> Rel:
+    """NO_TAIL(Ω1, Ω2, t): an Ω1 row where no compatible later Ω2 row has ended by t (a blocker
+    blocks from max(its lifetime's start, its end t4))."""
+    found = _blockers(left, negated)
+    return Rel(left.vars, frozenset(_subtract(
+        left.rows, lambda r: [(max(n[-2], n[-3]), n[-1]) for n in found.get(r, ()) if r[-3] < n[-4]])))
+
+
+def seq_wo(left: Rel, negated: Rel, right: Rel) -> Rel:
+    """SEQ_WO(Ω1, Ω2, Ω3): Ω1-then-Ω3 pairs where no compatible Ω2 row within [t2, t5] is alive."""
+    out, li, ri, _ = _plan_merge(left, right)
+    gaps: dict = {}
+    for l, r in _pairs(left, right):
+        lo, hi = _alive_both(l, r)
+        if l[-3] < r[-4] and lo <= hi:
+            row = _merged(out, li, ri, l, r) + (l[-4], r[-3], lo, hi)
+            gaps.setdefault(row, set()).add((l[-3], r[-4]))
+    # a row may come from pairs with different gaps [t2, t5]: each is its own candidate, as the
+    # Spark plan keeps the gap columns until the subtraction
+    candidates = Rel(out + ("\0gap_start", "\0gap_end"), frozenset(
+        row[:-4] + (g2, g5) + row[-4:] for row, gs in gaps.items() for g2, g5 in gs))
+    found = _blockers(candidates, negated)
+
+    def blocks(r):
+        g2, g5 = r[-6], r[-5]
+        return [(n[-2], n[-1]) for n in found.get(r, ()) if n[-4] >= g2 and n[-3] <= g5]
+
+    rows = {r[:-6] + r[-4:] for r in _subtract(candidates.rows, blocks)}
+    return Rel(out, frozenset(rows))
+
+
+def left_join(left: Rel, right: Rel, keep=None) -> Rel:
+    """OPTIONAL: the JOIN pairs (those ``keep`` keeps: the condition), and each left row where no
+    such pair is alive."""
+    pairs = join(left, right)
+    out, li, ri, _ = _plan_merge(left, right)
+    if keep is not None:
+        pairs = keep(pairs)
+    matched: dict = defaultdict(list)
+    for l, r in _pairs(left, right):
+        start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
+        lo, hi = _alive_both(l, r)
+        if start <= end and lo <= hi and (keep is None or _merged(out, li, ri, l, r) + (start, end, lo, hi)
+                                          in pairs.rows):
+            matched[l].append((lo, hi))
+    unmatched = Rel(left.vars, frozenset(_subtract(left.rows, lambda r: matched.get(r, ()))))
+    return union(pairs, unmatched)
+
+
+def condition_keys(condition, vars_: tuple[str, ...]) -> tuple[list[int], bool]:
+    """What a condition reads of a row of ``vars_``: the positions of its variables (all of them
+    for RAND/UUID/STRUUID/BNODE, which draw from the whole solution) and whether the interval."""
+    from cep.engines.columns import column_var
+
+    whole = any(isinstance(e, A.Builtin) and e.name in A.SOLUTION_BUILTINS for e in A.subexpressions(condition))
+    names = {v.name for v in A.expr_variables(condition)}
+    at = [i for i, c in enumerate(vars_) if whole or column_var(c) in names]
+    return at, whole or A.uses_interval(condition)
+
+
+def condition_holds(condition, vars_: Iterable[str], keys: list[tuple], terms, time_unit: str) -> list[bool]:
+    """Whether ``condition`` holds for each key ``(*values, t1, t2)`` (values: ids of ``vars_``,
+    None unbound): the reference's expression code over the terms (``terms``: ids → {id: term})."""
+    from cep.engines.columns import column_var
+    from cep.engines.reference import ebv, eval_expr
+
+    if terms is None:
+        raise TypeError("a condition needs the terms of its values (terms=)")
+    names = [column_var(c) for c in vars_]
+    decoded = terms({v for k in keys for v in k[:-2] if v is not None}) if keys else {}
+    out = []
+    for k in keys:
+        mu = {n: decoded[v] for n, v in zip(names, k[:-2]) if v is not None}
+        out.append(ebv(eval_expr(condition, mu, (k[-2], k[-1]), time_unit)) is True)
+    return out
+
+
+def filter_rel(rel: Rel, condition, terms, time_unit: str) -> Rel:
+    """FILTER: the rows for whose mapping and interval ``condition`` holds (module doc)."""
+    at, interval = condition_keys(condition, rel.vars)
+    keys = {}
+    for r in rel.rows:
+        keys.setdefault(tuple(r[i] for i in at) + ((r[-4], r[-3]) if interval else (0, 0)), []).append(r)
+    ordered = list(keys)
+    holds = condition_holds(condition, [rel.vars[i] for i in at], ordered, terms, time_unit)
+    return Rel(rel.vars, frozenset(r for k, ok in zip(ordered, holds) if ok for r in keys[k]))
+
+
+# --- windows (§4.1): an item's lifetimes, as cep.engines.spark.lifetimes.window -------------------------------
+
+def _range(stream: Iterable[Item], T: int):
+    for (item, s, p, o, t1, t2) in stream:
+        if t2 - t1 <= T:
+            yield (item, s, p, o, t1, t2, t2, t1 + T)
+        if t2 > t1:
+            for t in range(t1, t2):                       # growing: [max(t1, t−T), t]
+                yield (item, s, p, o, max(t1, t - T), t, t, t)
+            for t in range(max(t2, t1 + T + 1), t2 + T + 1):   # shrinking: [t−T, t2]
+                yield (item, s, p, o, t - T, t2, t, t)
+
+
+def _triples(stream: Iterable[Item], n: int):
+    ordered = sorted(stream, key=lambda r: (r[4], r[5], r[0], r[1], r[2], r[3]))
+    for i, (item, s, p, o, t1, t2) in enumerate(ordered):
+        last = ordered[i + n][4] - 1 if i + n < len(ordered) else OPEN_END
+        if max(t1, t2) <= last:
+            yield (item, s, p, o, t1, t2, max(t1, t2), last)
+        for t in range(t1, min(t2 - 1, last) + 1):
+            yield (item, s, p, o, t1, t, t, t)
+
+
+def _step(stream: Iterable[Item], T: int, step: int):
+    for (item, s, p, o, t1, t2) in stream:
+        if t1 == t2:
+            c1, c2 = t1 + (-t1) % step, (t1 + T) - (t1 + T) % step
+            if c1 <= c2:
+                yield (item, s, p, o, t1, t2, c1, c2 + step - 1)
+        else:
+            first, last = t1 + (-t1) % step, (t2 + T) - (t2 + T) % step
+            spans: dict = {}
+            for c in range(first, last + 1, step):
+                key = (max(t1, c - T), min(t2, c))
+                lo, hi = spans.get(key, (c, c))
+                spans[key] = (min(lo, c), max(hi, c))
+            for (a, b), (lo, hi) in spans.items():
+                yield (item, s, p, o, a, b, lo, hi + step - 1)
+
+
+def window(stream: Iterable[Item], spec, time_unit: str = "ms") -> list[tuple]:
+    """The lifetimes of the triples of ``stream`` in window ``spec``: rows
+    ``(item, s, p, o, t1, t2, a, b)`` (``cep.engines.spark.lifetimes.window``)."""
+    match spec:
+        case W.Now():
+            return list(_range(stream, 0))
+        case W.Triples(n=n):
+            return list(_triples(stream, n))
+        case W.All():                 # TRIPLES n with n past the last triple: no triple ever leaves
+            rows = list(stream)
+            return list(_triples(rows, len(rows)))
+        case W.Range(step=None, tumbling=False):
+            return list(_range(stream, spec.range.ticks(time_unit)))
+        case W.Range():
+            return list(_step(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit)))
+    raise TypeError(f"window {spec!r} is not evaluated here")
+
+
+# --- the walk -------------------------------------------------------------------------------------
+
+def _bgp_in_window(node: A.BGP, content: list[tuple]) -> Rel:
+    """eq. 16: the triple patterns matched inside one item, alive where all their triples are."""
+    if not node.patterns:
+        return Rel((), frozenset((r[4], r[5], r[6], r[7]) for r in content))
+    acc: dict | None = None   # (item, t1, t2, mapping) -> list of (a, b)
+    acc_vars: tuple = ()
+    for tp in node.patterns:
+        if isinstance(tp, A.PathPattern):
+            from cep.engines.errors import UnsupportedQueryError
+            raise UnsupportedQueryError(
+                f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
+        consts = {i: term_id(part) for i, part in enumerate((tp.s, tp.p, tp.o)) if not isinstance(part, A.Var)}
+        names: dict[str, int] = {}
+        repeats = []
+        for i, part in enumerate((tp.s, tp.p, tp.o)):
+            if isinstance(part, A.Var):
+                if part.name in names:
+                    repeats.append((names[part.name], i))
+                else:
+                    names[part.name] = i
+        vars_ = tuple(sorted(names))
+        matches: dict = defaultdict(list)
+        for (item, s, p, o, t1, t2, a, b) in content:
+            spo = (s, p, o)
+            if any(spo[i] != c for i, c in consts.items()) or any(spo[i] != spo[j] for i, j in repeats):
+                continue
+            matches[(item, t1, t2, tuple(spo[names[v]] for v in vars_))].append((a, b))
+        if acc is None:
+            acc, acc_vars = matches, vars_
+            continue
+        shared = [v for v in vars_ if v in acc_vars]
+        out_vars = tuple(sorted(set(acc_vars) | set(vars_)))
+        ai = {v: i for i, v in enumerate(acc_vars)}
+        bi = {v: i for i, v in enumerate(vars_)}
+        by_key: dict = defaultdict(list)
+        for (item, t1, t2, values), lives in matches.items():
+            by_key[(item, t1, t2, tuple(values[bi[v]] for v in shared))].append((values, lives))
+        joined: dict = defaultdict(list)
+        for (item, t1, t2, values), lives in acc.items():
+            for other, other_lives in by_key.get((item, t1, t2, tuple(values[ai[v]] for v in shared)), ()):
+                merged = tuple(values[ai[v]] if v in ai else other[bi[v]] for v in out_vars)
+                for a, b in lives:
+                    for c, d in other_lives:
+                        if max(a, c) <= min(b, d):
+                            joined[(item, t1, t2, merged)].append((max(a, c), min(b, d)))
+        acc, acc_vars = joined, out_vars
+    columns = tuple(var_column(v) for v in acc_vars)
+    rows = {values + (t1, t2, a, b) for (item, t1, t2, values), lives in acc.items() for a, b in lives}
+    return Rel.of(columns, rows)
+
+
+def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapping, time_unit: str,
+             fresh: dict | None = None, terms=None) -> Rel:
+    """⟦Q, t⟧ at every instant: the query's result rows (projected variable columns in the
+    query's order — not sorted — then t1, t2, a, b). ``streams``: {stream IRI: items as
+    ``(item, s, p, o, t1, t2)`` ids}; ``background``: {``A.Background`` node: its ``Rel``}.
+    ``fresh``: receives {id: term} of the blank nodes a CONSTRUCT template names per solution
+    (``cep.engines.reference.fresh_blank``: the solution's term ids and interval, as the other runtimes).
+    ``terms``: {id: term} of a set of ids, for FILTER and OPTIONAL conditions (module doc)."""
+    def ev(node, content) -> Rel:
+        """⟦node⟧ where ``content`` is the window's lifetimes rows (None: outside every window)."""
+        match node:
+            case A.BGP() if content is not None:
+                return _bgp_in_window(node, content)
+            case A.Join(left=left, right=right):
+                return join(ev(left, content), ev(right, content))
+            case A.Union(left=left, right=right):
+                return union(ev(left, content), ev(right, content))
+            case A.LeftJoin(left=left, right=right, condition=condition):
+                keep = None if condition is None else (lambda rel: filter_rel(rel, condition, terms, time_unit))
+                return left_join(ev(left, content), ev(right, content), keep)
+            case A.Filter(condition=condition, inner=inner):
+                return filter_rel(ev(inner, content), condition, terms, time_unit)
+            case A.Background():
+                return background[node]
+            case A.StreamPattern():
+                return ev(node.pattern, window(streams.get(node.stream, ()), node.window, time_unit))
+            case A.Sequence(left=left, right=right):
+                return seq(ev(left, content), ev(right, content))
+            case A.SeqWithout(left=left, negated=negated, right=right):
+                return seq_wo(ev(left, content), ev(negated, content), ev(right, content))
+            case A.NoHead(negated=negated, right=right):
+                return no_head(ev(negated, content), ev(right, content))
+            case A.NoTail(left=left, negated=negated):
+                return no_tail(ev(left, content), ev(negated, content))
+        raise TypeError(f"cannot evaluate {type(node).__name__} here")
+
+    return answer_form(query.form, ev(query.form.inner, None), fresh)
+
+
+def answer_form(form, omega: Rel, fresh: dict | None = None) -> Rel:
+    """The query form over its pattern's rows ``omega``: SELECT's projected columns in the query's
+    order, or CONSTRUCT's triples (``fresh``: as in ``evaluate``)."""
+    idx = {v: i for i, v in enumerate(omega.vars)}
+    match form:
+        case A.Project(variables=variables):
+            cols = [idx.get(var_column(v.name)) for v in variables]
+            rows = {tuple(r[i] if i is not None else None for i in cols) + r[-4:] for r in omega.rows}
+            return Rel(tuple(var_column(v.name) for v in variables), frozenset(rows))
+        case A.Construct(template=template):
+            from cep.engines.columns import column_var
+            from cep.engines.reference import fresh_blank_of_ids
+
+            names = {column_var(c): i for i, c in enumerate(omega.vars)}
+            rows = set()
+            for tp in template:
+                picks = []
+                for part in (tp.s, tp.p, tp.o):
+                    if isinstance(part, A.Var):
+                        picks.append(("v", idx.get(var_column(part.name))))
+                    elif isinstance(part, str) and part.startswith("_:"):
+                        picks.append(("b", part[2:]))
+                    else:
+                        picks.append(("c", term_id(part)))
+                for r in omega.rows:
+                    spo = []
+                    for k, x in picks:
+                        if k == "v":
+                            spo.append(r[x] if x is not None else None)
+                        elif k == "c":
+                            spo.append(x)
+                        else:      # a fresh blank node of this solution ⟨μ, [t1, t2]⟩
+                            node = fresh_blank_of_ids(x, {n: r[i] for n, i in names.items()}, r[-4], r[-3])
+                            spo.append(term_id(node))
+                            if fresh is not None:
+                                fresh[spo[-1]] = node
+                    if None not in spo:
+                        rows.add(tuple(spo) + r[-4:])
+            return Rel(("s", "p", "o"), frozenset(rows))
+    raise TypeError(f"not a query form: {form!r}")

@@ -1,0 +1,881 @@
+"""Evaluation of a CQELS-CEP query at a time t on Spark (CQELS-CEP §4.3, equations (1)-(17)).
+
+``evaluate(query, background, streams, at=t)`` walks the algebra (``cep.algebra.patterns``) and builds one
+Spark plan of the operators of ``cep.engines.spark.intervals``; ``cep.engines.reference.evaluate`` is the same walk in
+pure Python (the oracle).
+
+* ``Project`` / ``Construct`` (eq. 1): the result mappings restricted to the projected variables.
+  Results are sets, as the paper's eq. (1) (``{<μ|V, [t1,t2]> | ...}``): ``SELECT`` and
+  ``SELECT DISTINCT`` both return distinct (mapping, interval) rows.
+* ``Join`` / ``Union`` / ``Sequence`` / ``SeqWithout`` / ``NoHead`` / ``NoTail``: the operators
+  JOIN, OR, SEQ, SEQ_WO, NO_HEAD, NO_TAIL(·, ·, t) of §4.2 (eq. 2-8, 10-15). Sequences arrive
+  already right-associated and with the negated element placed by ``cep.algebra.patterns.sequence``.
+* ``StreamPattern`` (eq. 9, 16): the stream is windowed at t (``window``) and the pattern's BGPs
+  are matched inside ONE stream item each: the triple patterns of a BGP are joined on the item
+  (and its interval), so μ(P) ⊆ g for one <g, [t1, t2]> of the window; the mapping gets that
+  item's (clipped) interval.
+* ``Background`` (eq. 17): the pattern is evaluated on the static graph with ordinary SPARQL
+  semantics (BGP joins on ids, property paths by ``paths.spark.evaluate``, OPTIONAL, UNION,
+  FILTER) and every mapping gets the interval [t1, t], t1 = the time since which the background
+  has not changed. A static file or a published store version carries no such time, so by default
+  t1 = ``MIN_TIME`` (the smallest 64-bit time: "unchanged since ever"); JOIN with the event
+  clauses then keeps the events' intervals — the running example's [10, 16] at t=16. Pass
+  ``since=`` (one time, or a dict per graph) when the background's change time is known (e.g. a
+  refresh that publishes a new version).
+* ``Filter``: SPARQL 1.1 §17 compiled to Spark columns by ``cep.engines.spark.filters`` (ids compared directly
+  where a constant IRI is compared with a variable, else the terms decoded through the dictionary).
+* One walk for the whole algebra: what a ``BGP`` means depends on where it stands (``_Scope``):
+  inside a window (eq. 16), inside a background graph (eq. 17), or nowhere (an error). The other
+  operators are the same everywhere; on a background every mapping carries the same interval, so
+  JOIN / OR / OPTIONAL / FILTER reduce to SPARQL's Join / Union / LeftJoin / Filter.
+* ``Occurrences`` (EP-SPARQL §4.2): the pattern over every item of every stream given that has
+  ended by t (``cep.engines.spark.intervals.occurrences``); a BGP there matches each triple pattern in any item
+  and covers their intervals (``cep.engines.spark.intervals.cover_join``), and the EP-SPARQL operators are those
+  of ``cep.engines.spark.intervals``. Continuously, EP-SPARQL runs one such evaluation per evaluation instant
+  (``cep.continuous.plan``'s INSTANTS mode, over a ``--horizon``); the lifetimes runtime
+  (``Ops`` other than ``cep.engines.spark.intervals``) refuses its operators.
+* Background graphs are looked up by the IRI of ``Background.graph`` (``FROM <g>``); when that IRI
+  was not given but a default graph (key ``None``) was, the default graph is used (a caller that
+  loads the FROM file passes it as the default graph).
+
+Time: ``at`` and the stream's ``t_start``/``t_end`` are integers in ``time_unit`` ticks; window
+durations are converted with ``Duration.ticks(time_unit)``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from cep import algebra as A
+from cep.engines.spark import intervals as I
+from cep.engines.columns import ITEM, STREAM_COLUMNS, T_END, T_START, var_column, var_columns
+from cep.engines.errors import CepInputError, DictionaryRequiredError, MissingInputError, UnsupportedQueryError
+from cep.engines.spark.filters import filter_mappings
+from cep.algebra.timeline import MIN_TIME
+from rdfcore.hashing import term_id
+from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
+
+__all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
+
+
+def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms", *,
+             dictionary: DataFrame | None = None, since=None, prefixes=None,
+             terms: list | None = None, rules=()) -> DataFrame:
+    """⟦Q, t⟧ (eq. 1) as a DataFrame.
+
+    ``query``: query text (compiled with ``cep.compile_query``) or a ``cep.algebra.patterns.Query``.
+    ``background``: {graph IRI term or None (default graph): DataFrame (s, p, o) of ids}, or a
+    ``reasoner.store.Materialized`` (the default graph = its ``inferred`` table; paths may probe
+    its closure tables; its dictionary decodes FILTER values).
+    ``streams``: {stream IRI term: DataFrame (item, s, p, o, t_start, t_end) of ids}.
+    ``dictionary``: a DataFrame (id, term) covering the terms FILTER expressions look at (needed
+    only by filters that inspect values; unioned with a store's dictionary).
+    ``since``: the time since which the background is unchanged (int, or {graph: int});
+    default ``MIN_TIME``.
+    ``terms``: a list the (id, term) DataFrames of the terms the query computes are appended to
+    (aggregates: counts, sums, ...); decode the result with them too. They are cached:
+    ``unpersist()`` them when done.
+    ``rules``: EP-SPARQL CONSTRUCT rules (compiled queries): the query reads the streams' Q-closure
+    (``cep.engines.rules.close_spark``; the terms the rules compute go to ``terms`` too).
+
+    Returns one long column per projected variable (``cep.engines.columns.var_column(name)``) plus
+    ``T_START``, ``T_END`` (and ``cep.engines.spark.filters.ORDER``, each answer's position, for a query with
+    ORDER BY / LIMIT / OFFSET); a CONSTRUCT returns (s, p, o, t_start, t_end).
+
+    Expected failures (``cep.engines.errors``, all ``SidecarError``s) are raised while the plan is built:
+    ``MissingInputError`` (a stream or graph the query reads was not given; also a KeyError),
+    ``CepInputError`` (no input at all), ``DictionaryRequiredError`` (a FILTER inspects values and
+    no dictionary was given), ``UnsupportedQueryError`` (a path inside a WINDOW, a CONSTRUCT blank
+    node, a REGEX with a non-constant pattern).
+    """
+    if isinstance(query, str):
+        from cep.lowering.translate import compile_query
+        query = compile_query(query, prefixes)
+    if not isinstance(query, A.Query):
+        raise TypeError(f"evaluate() needs query text or a cep.algebra.patterns.Query, got {type(query).__name__}")
+    if rules:
+        from cep.engines.rules import check_rules, close_spark
+
+        computed: list = []
+        streams = close_spark(check_rules(query, rules), background, streams, int(at), time_unit,
+                              dictionary=dictionary, terms=computed)
+        for extra in computed:
+            extra = extra.select(ID, TERM)
+            dictionary = extra if dictionary is None else dictionary.unionByName(extra)
+        if terms is not None:
+            terms.extend(computed)
+    runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+    runtime.keep_terms = terms is not None
+    result = runtime.query(query)
+    if terms is not None:
+        terms.extend(runtime.terms)
+    return result
+
+
+def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str = "ms", *,
+                      dictionary: DataFrame | None = None, since=None, prefixes=None,
+                      terms: list | None = None, consumed: DataFrame | None = None,
+                      consumed_out: list | None = None) -> list[DataFrame]:
+    """:func:`evaluate` at each of the instants ``times`` (increasing), in order; the answers are
+    collected at each instant (one Spark job) so that an RSEP-QL MATCH with a consuming policy
+    (chronological, recent; RSEP-QL §4.4) no longer sees, at later instants, the stream triples
+    its answers used. Returns one (cached) DataFrame per instant. ``consumed``: what earlier
+    evaluations consumed (``cep.engines.spark.rsepql.USED_COLUMNS``; the continuous runtime's state); the
+    consumed set after the last instant is appended to ``consumed_out`` (None: nothing consumed)."""
+    from cep.engines.spark.rsepql import USED_COLUMNS
+
+    if isinstance(query, str):
+        from cep.lowering.translate import compile_query
+        query = compile_query(query, prefixes)
+    out, last = [], None
+    for at in times:
+        if last is not None and at <= last:
+            raise ValueError(f"evaluation instants must increase, got {at} after {last}")
+        last = at
+        runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+        runtime.keep_terms = terms is not None
+        runtime.consumed = consumed
+        result = runtime.query(query).cache()
+        result.count()
+        out.append(result)
+        if terms is not None:
+            terms.extend(runtime.terms)
+        if runtime.used:
+            used = runtime.used[0]
+            for more in runtime.used[1:]:
+                used = used.unionByName(more)
+            rows = used.distinct().collect()
+            if rows:
+                new = runtime.spark.createDataFrame(
+                    [tuple(r) for r in rows], f"window string, {ITEM} long, {S} long, {P} long, {O} long")
+                consumed = new if consumed is None else consumed.unionByName(new)
+                consumed = consumed.select(*USED_COLUMNS).distinct().cache()
+    if consumed_out is not None:
+        consumed_out.append(consumed)
+    return out
+
+
+#: The content of a window at time t (``cep.engines.spark.intervals.window``).
+window = I.window
+
+
+class Prepared:
+    """A query with its static side prepared once (the continuous runtime's "tables the stream
+    probes"): each background pattern (eq. 17) — its BGPs and property paths over the published
+    graph or closure — is evaluated the first time it is needed and kept (persisted) for every
+    later :func:`evaluate_lifetimes` call. Build a new one when the background changes (a new
+    closure version) and ``unpersist()`` the old one."""
+
+    def __init__(self, query, background, time_unit: str = "ms", *, dictionary: DataFrame | None = None,
+                 since=None, prefixes=None):
+        if isinstance(query, str):
+            from cep.lowering.translate import compile_query
+            query = compile_query(query, prefixes)
+        if not isinstance(query, A.Query):
+            raise TypeError(f"Prepared needs query text or a cep.algebra.patterns.Query, got {type(query).__name__}")
+        self.query, self.background, self.time_unit = query, background, time_unit
+        self.dictionary, self.since = dictionary, since
+        self.cache: dict = {}
+        #: (id, term) DataFrames of the terms the background computes (a sub-query's aggregates),
+        #: cached: decode answers with them too
+        self.terms: list[DataFrame] = []
+
+    def unpersist(self) -> None:
+        for df in list(self.cache.values()) + self.terms:
+            df.unpersist()
+        self.cache.clear()
+        self.terms.clear()
+
+    def runtime(self, streams: Mapping, dictionary: DataFrame | None = None) -> "_Runtime":
+        """A lifetimes runtime over the prepared background (its results and computed terms kept)."""
+        from cep.engines.spark import lifetimes as L
+
+        runtime = _Runtime(self.background, streams, None, self.time_unit, dictionary, self.since, ops=L,
+                           cache=self.cache)
+        runtime.keep_terms = True
+        runtime.terms = self.terms   # what a first evaluation of a background computes stays here
+        runtime.dictionaries.extend(self.terms)
+        return runtime
+
+    def background_lifetimes(self) -> dict:
+        """{``A.Background`` node of the query: its mappings with lifetimes (``cep.engines.spark.lifetimes``
+        columns)}, evaluated once and kept (what ``cep.engines.driver.rows`` joins the stream with)."""
+        runtime = self.runtime({}, self.dictionary)
+        nodes = dict.fromkeys(n for n in A.walk(self.query.form) if isinstance(n, A.Background))
+        return {node: runtime.background_pattern(node) for node in nodes}
+
+
+def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: DataFrame | None = None,
+                       computed: list | None = None) -> DataFrame:
+    """⟦Q, t⟧ at every instant t at once (``cep.engines.spark.lifetimes``): the rows of :func:`evaluate`'s
+    result, each with the instants ``LIFE_FROM`` ≤ t ≤ ``LIFE_TO`` at which it is an answer; an
+    interval end ``cep.engines.spark.lifetimes.OPEN_END`` reads "t" (a background-only answer, eq. 17).
+    ``dictionary`` adds terms for FILTERs (e.g. the streams' terms) to the prepared one;
+    ``computed`` receives (id, term) frames of the terms the evaluation made (a CONSTRUCT
+    template's blank nodes), to decode the result with."""
+    dictionaries = [d for d in (prepared.dictionary, dictionary) if d is not None]
+    merged = None
+    for d in dictionaries:
+        merged = d if merged is None else merged.unionByName(d)
+    runtime = prepared.runtime(streams, merged)
+    runtime.template_terms = computed if computed is not None else []
+    return runtime.query(prepared.query)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """Inside a ``StreamPattern``: a BGP matches inside one item of the window content (eq. 16)."""
+
+    items: DataFrame
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """Inside a ``Background``: a BGP matches the static graph ``triples`` (named ``name``) and its
+    mappings carry ``interval`` = [t1, t] (eq. 17)."""
+
+    name: object
+    triples: DataFrame
+    interval: tuple[int, int]
+    #: C-SPARQL's snapshot: the triples with their latest window times (``cep.engines.spark.csparql.TAU`` ...)
+    times: DataFrame | None = None
+    #: ... and with the triples only FROM NAMED STREAM windows hold (what GRAPH reads; None: ``times``)
+    named: DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class _Occurrences:
+    """Inside EP-SPARQL's ``Occurrences``: each triple pattern matches in any item (§4.2)."""
+
+    items: DataFrame
+
+
+#: where a pattern stands: in a window, in a background graph, on EP-SPARQL's stream, or neither
+#: (None: no BGP allowed)
+_Scope = _Window | _Graph | _Occurrences | None
+
+
+class _Runtime:
+    """One walk of the algebra, building a plan from an operator family: ``cep.engines.spark.intervals`` (⟦Q, t⟧
+    at one instant ``at``) or ``cep.engines.spark.lifetimes`` (every instant at once; ``at`` unused). ``cache``:
+    background pattern results kept across runtimes (``Prepared``)."""
+
+    def __init__(self, background, streams, at, time_unit, dictionary, since, *, ops=I, cache: dict | None = None):
+        from reasoner.store import Materialized
+
+        self.store = None
+        dictionaries = [dictionary] if dictionary is not None else []
+        if isinstance(background, Materialized):
+            self.store = background
+            dictionaries.append(background.table(DICTIONARY))
+            background = {None: background.table(INFERRED)}
+        self.background = dict(background or {})
+        self.streams = dict(streams or {})
+        self.at, self.unit = at, time_unit
+        self.since = since
+        self.ops, self.cache = ops, cache
+        self.dictionaries = dictionaries
+        self.consumed: DataFrame | None = None   # RSEP-QL: stream triples earlier answers used
+        self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
+        self.terms: list[DataFrame] = []         # (id, term) of the terms C-SPARQL's aggregates computed
+        self.keep_terms = False                  # cache them (the caller asked for them)
+        #: where a CONSTRUCT template's fresh blank nodes go (None: ``terms``); the lifetimes runtime
+        #: keeps them apart from the prepared background's terms, which outlive one evaluation
+        self.template_terms: list | None = None
+        self.correlation = None                  # inside EXISTS: its seed (cep.engines.spark.graphpatterns)
+        self.depth = 0                           # ... and how deeply EXISTS are nested
+        frames = list(self.background.values()) + list(self.streams.values()) + dictionaries
+        if not frames:
+            raise CepInputError("evaluate() needs at least one background graph or stream (a DataFrame)")
+        self.spark = frames[0].sparkSession
+
+    # --- query forms (eq. 1) -------------------------------------------------------------------
+    def query(self, query: "A.Query | A.SubSelect", scope: "_Scope" = None) -> DataFrame:
+        form = query.form
+        omega = self.eval(form.inner, scope)
+        extra = self.ops.EXTRA
+        match form:
+            case A.Project(variables=variables):
+                present = set(var_columns(omega))
+                cols = []
+                for v in variables:
+                    c = var_column(v.name)
+                    cols.append(F.col(c) if c in present else F.lit(None).cast("long").alias(c))
+                if query.modifiers is not None and self.ops is not I:
+                    raise UnsupportedQueryError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant "
+                                                "(query --at T1,T2,...); not in continuous evaluation")
+                from cep.engines.spark.filters import order_answers, order_solutions
+                from cep.engines.reference import reads_only
+                if query.modifiers is not None and not reads_only(query.modifiers, [v.name for v in variables]):
+                    return order_solutions(omega, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
+                answers = omega.select(*cols, T_START, T_END, *self.ops.EXTRA).distinct()
+                if query.modifiers is None:
+                    return answers
+                return order_answers(answers, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
+            case A.Construct(template=template):
+                for terms in _template_terms(template, omega):   # fresh blank nodes: decoded with these
+                    if self.template_terms is not None:
+                        self.template_terms.append(terms)
+                    else:
+                        self.terms.append(terms.persist() if self.keep_terms else terms)
+                parts = [omega.select(*_template_columns(tp, omega.columns), T_START, T_END, *extra)
+                         .dropna(subset=[S, P, O]) for tp in template]
+                out = parts[0]
+                for part in parts[1:]:
+                    out = out.unionByName(part)
+                return out.distinct()
+        raise TypeError(f"not a query form: {form!r}")
+
+    # --- patterns ------------------------------------------------------------------------------
+    def eval(self, node, scope: _Scope) -> DataFrame:
+        """⟦node, t⟧ where ``node`` stands in ``scope`` (module docstring)."""
+        match node:
+            case A.BGP():
+                return self.bgp(node, scope)
+            case A.Join(left=left, right=right):                                   # eq. 2
+                return self.ops.join(self.eval(left, scope), self.eval(right, scope))
+            case A.Union(left=left, right=right):
+                return self.ops.union(self.eval(left, scope), self.eval(right, scope))
+            case A.LeftJoin(left=left, right=right, condition=condition):
+                keep = None if condition is None else (lambda df: self.filter(condition, df, scope=scope))
+                return self.ops.left_join(self.eval(left, scope), self.eval(right, scope), keep)
+            case A.Filter(condition=condition, inner=inner) if (isinstance(scope, _Graph) and scope.times is not None
+                                                                and A.uses_timestamp(condition)):
+                from cep.engines.spark.csparql import timed_filter
+                return timed_filter(self, condition, inner, scope)                 # C-SPARQL §3.3
+            case A.Filter(condition=condition, inner=inner):
+                return self.filter(condition, self.eval(inner, scope), scope=scope)
+            case A.GraphPattern(graph=A.Var(name=g), pattern=pattern, streams=streams) if (
+                    isinstance(scope, _Graph) and scope.times is not None):        # GRAPH ?g, SPARQL 1.1 §18.6
+                c, out = var_column(g), None
+                for stream in streams:
+                    part, gid = self.eval(A.GraphPattern(stream, pattern), scope), F.lit(term_id(stream)).cast("long")
+                    if c in part.columns:
+                        part = part.filter(F.col(c).isNull() | (F.col(c) == gid))
+                    part = part.withColumn(c, gid)
+                    out = part if out is None else self.ops.union(out, part)
+                return out if out is not None else self.nothing(A.variables(node), scope)
+            case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
+                from cep.engines.spark.csparql import stream_graph
+                times = stream_graph(scope.named if scope.named is not None else scope.times, name)   # C-SPARQL §2.3
+                return self.eval(pattern, _Graph(name, times.select(S, P, O), scope.interval, times))
+            case A.Minus(left=left, right=right):                                  # SPARQL 1.1 §18.5
+                from cep.engines.spark.graphpatterns import minus
+                keys = self.correlation.keys if self.correlation is not None else None
+                return minus(self.eval(left, scope), self.eval(right, scope), keys)
+            case A.Extend(inner=inner, var=var, expr=expr):                        # SPARQL 1.1 §18.5
+                return self.extend(self.eval(inner, scope), var, expr)
+            case A.NamedGraph() if isinstance(scope, _Graph):                      # SPARQL 1.1 §13.3
+                return self.named_graph(node, scope)
+            case A.Values() if scope is None or isinstance(scope, _Graph):
+                return self.values(node, scope)
+            case A.SubSelect():
+                from cep.engines.spark.filters import ORDER
+                out = self.query(node, scope)
+                return out.drop(ORDER) if ORDER in out.columns else out
+            case _ if isinstance(scope, _Graph) and not isinstance(node, A.Aggregate):
+                raise TypeError(f"{type(node).__name__} cannot occur in a background pattern")
+            case A.StreamPattern():                                                # eq. 9, 16
+                return self.eval(node.pattern, _Window(self.window_content(node)))
+            case A.WindowGraph(name=name, stream=stream, window=spec, pattern=pattern):   # RSEP-QL eq. 3
+                from cep.engines.spark.rsepql import rsep_window
+
+                if self.ops is not I:
+                    raise UnsupportedQueryError("RSEP-QL's WINDOW graph pattern is evaluated at evaluation instants "
+                                                "(evaluate_sequence; continuously: cep.continuous.instants)")
+                if stream not in self.streams:
+                    raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
+                merged = rsep_window(self.streams[stream], spec, self.at, self.unit).select(S, P, O).distinct()
+                return self.eval(pattern, _Graph(name, merged, (MIN_TIME, self.at)))
+            case A.Background():                                                   # eq. 17
+                return self.background_pattern(node)
+            case A.Sequence(left=left, right=right):                               # eq. 4, 11
+                return self.ops.seq(self.eval(left, scope), self.eval(right, scope))
+            case A.SeqWithout(left=left, negated=negated, right=right):            # eq. 8, 15
+                return self.ops.seq_wo(self.eval(left, scope), self.eval(negated, scope), self.eval(right, scope))
+            case A.NoHead(negated=negated, right=right):                           # eq. 6, 13
+                return self.ops.no_head(self.eval(negated, scope), self.eval(right, scope))
+            case A.NoTail(left=left, negated=negated):                             # eq. 7, 14
+                return self.ops.no_tail(self.eval(left, scope), self.eval(negated, scope), self.at)
+            case A.Match():                                                        # RSEP-QL §4.2
+                return self.match(node)
+            case A.Snapshot():                                                     # C-SPARQL §3.2
+                return self.eval(node.pattern, self.snapshot(node))
+            case A.Aggregate(inner=inner, specs=specs):                            # C-SPARQL §3.1
+                from cep.engines.spark.csparql import aggregate
+                interval = scope.interval if isinstance(scope, _Graph) else self.empty_interval(inner)
+                omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries, interval)
+                if terms is not None:
+                    if self.keep_terms:   # the caller decodes with them too: computed once
+                        terms = terms.cache()
+                    self.dictionaries.append(terms)
+                    self.terms.append(terms)
+                return omega
+            case A.GroupCover(inner=inner):                                        # GROUP BY over events
+                from cep.engines.spark.graphpatterns import group_cover
+                if self.ops is not I:
+                    raise UnsupportedQueryError("GROUP BY / aggregates over event clauses are evaluated per instant "
+                                                "(at=t; a continuous run evaluates them at its windows' content "
+                                                "changes), not for every instant at once")
+                omega, terms = group_cover(self.eval(inner, scope), node, self.dictionaries, self.at)
+                if terms is not None:
+                    if self.keep_terms:
+                        terms = terms.cache()
+                    self.dictionaries.append(terms)
+                    self.terms.append(terms)
+                return omega
+            case A.Occurrences(pattern=pattern):                                   # EP-SPARQL §4.2
+                return self.eval(pattern, _Occurrences(self.occurrences()))
+            case A.CoverJoin(left=left, right=right):
+                return self.ep().cover_join(self.eval(left, scope), self.eval(right, scope))
+            case A.EqJoin(left=left, right=right):
+                return self.ep().eq_join(self.eval(left, scope), self.eval(right, scope))
+            case A.CoverLeftJoin(left=left, optional=optional, condition=condition):
+                return self.optional(left, optional, "left", condition, scope)
+            case A.EqLeftJoin(left=left, optional=optional, condition=condition):
+                return self.optional(left, optional, "equal", condition, scope)
+            case A.SeqRightJoin(optional=optional, right=right, condition=condition):
+                return self.optional(right, optional, "seq", condition, scope)
+        raise TypeError(f"cannot evaluate {type(node).__name__}")
+
+    def match(self, node: A.Match) -> DataFrame:
+        from cep.engines.spark.rsepql import match_events, used_triples
+
+        if self.ops is not I:
+            raise UnsupportedQueryError("RSEP-QL's MATCH is evaluated at evaluation instants (evaluate_sequence; "
+                                        "continuously: cep.continuous.instants), not for every instant at once")
+        for pattern in A.event_patterns(node):
+            if pattern.stream not in self.streams:
+                raise MissingInputError(f"no stream {pattern.stream} was given; streams: {sorted(self.streams)}")
+            require_columns(self.streams[pattern.stream], STREAM_COLUMNS, f"stream {pattern.stream}")
+        events = match_events(node, self.streams, self.at, self.unit, self.consumed)
+        if node.policy in A.CONSUMING_POLICIES:
+            events = events.cache()
+            self.used.append(used_triples(events))
+        return I.canonical(events).distinct()
+
+    def ep(self):
+        """The EP-SPARQL operators: one instant only (``cep.engines.spark.intervals``)."""
+        if self.ops is not I:
+            raise UnsupportedQueryError("EP-SPARQL patterns are evaluated per instant (query --at T, or "
+                                        "continuously one evaluation per instant), not as lifetimes")
+        return I
+
+    def optional(self, mandatory, optional, order, condition, scope) -> DataFrame:
+        keep = None if condition is None else (lambda df: self.filter(condition, df))
+        return self.ep().optional_join(self.eval(mandatory, scope), self.eval(optional, scope), order, keep)
+
+    def occurrences(self) -> DataFrame:
+        self.ep()
+        if not self.streams:
+            raise MissingInputError("an EP-SPARQL query reads the streams given (--stream); none was given")
+        for iri, stream in self.streams.items():
+            require_columns(stream, STREAM_COLUMNS, f"stream {iri}")
+        return I.occurrences(self.streams.values(), self.at)
+
+    def bgp(self, node: A.BGP, scope: _Scope) -> DataFrame:
+        match scope:
+            case _Window(items=items):
+                return _bgp_in_items(node, items, self.ops)
+            case _Graph():
+                return self.static_bgp(node, scope)
+            case _Occurrences(items=items):
+                return _bgp_over_occurrences(node, items)
+        raise ValueError(f"basic graph pattern {node} is neither in a WINDOW nor in the background")
+
+    def filter(self, condition, omega: DataFrame, stamps: dict | None = None, scope: "_Scope" = None) -> DataFrame:
+        found = list(dict.fromkeys(e for e in A.subexpressions(condition) if isinstance(e, A.Exists)))
+        if not found:
+            return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps,
+                                   instant=self.at)
+        from cep.engines.columns import scratch
+        flags = {}
+        flagged = omega
+        for i, e in enumerate(found):
+            flags[e] = scratch("exists", str(self.depth), str(i))
+            flagged = self.exists(e.pattern, flagged, scope, flags[e])
+        kept = filter_mappings(condition, flagged, self.dictionaries, time_unit=self.unit, stamps=stamps,
+                               exists=flags, instant=self.at)
+        return kept.select(*omega.columns)
+
+    def exists(self, pattern, omega: DataFrame, scope: "_Scope", flag: str) -> DataFrame:
+        """``omega`` with ``flag``: whether EXISTS { pattern } holds for each row (``cep.engines.spark.graphpatterns``)."""
+        from cep.engines.spark import graphpatterns as sparql
+
+        corr = sparql.seed(omega, pattern, self.depth)
+        saved = self.correlation
+        self.correlation, self.depth = corr, self.depth + 1
+        try:
+            solutions = self.eval(pattern, scope)
+        finally:
+            self.correlation, self.depth = saved, self.depth - 1
+        return sparql.exists_flags(omega, corr, solutions, flag)
+
+    def named_graph(self, node: A.NamedGraph, scope: _Graph) -> DataFrame:
+        """GRAPH <g> / ?g { P } (``cep.algebra.patterns.NamedGraph``); the graphs' IRIs are handed to the
+        caller as computed terms (``terms=``), so that ?g decodes."""
+        name, graphs = node.name, node.graphs
+
+        def over(g) -> DataFrame:
+            if g not in self.background:
+                raise MissingInputError(f"no named graph {g} was given; graphs: "
+                                        + (", ".join("default" if k is None else k for k in self.background) or "none"))
+            triples = self.background[g]
+            require_columns(triples, (S, P, O), f"named graph {g}")
+            return self.eval(node.pattern, _Graph(g, triples.select(S, P, O), scope.interval))
+
+        if not isinstance(name, A.Var):
+            if (graphs is not None and name not in graphs) or (graphs is None and name not in self.background):
+                return self.nothing(A.variables(node), scope)   # not a named graph of the dataset
+            return over(name)
+        candidates = list(graphs) if graphs is not None else [g for g in self.background if g is not None]
+        if not candidates:
+            return self.nothing(A.variables(node), scope)
+        terms = self.spark.createDataFrame([(term_id(g), g) for g in candidates], f"{ID} long, {TERM} string")
+        if self.keep_terms:
+            terms = terms.cache()
+        self.dictionaries.append(terms)
+        self.terms.append(terms)
+        c = var_column(name.name)
+        out = None
+        for g in candidates:
+            part, gid = over(g), F.lit(term_id(g)).cast("long")
+            if c in part.columns:   # the pattern binds ?g too, or EXISTS substituted it
+                part = part.filter(F.col(c).isNull() | (F.col(c) == gid))
+            part = part.withColumn(c, gid)
+            out = part if out is None else self.ops.union(out, part)
+        return out
+
+    def extend(self, omega: DataFrame, var: A.Var, expr) -> DataFrame:
+        """BIND: ``var`` bound to the term of ``expr`` per row (``cep.terms.numbers.term_value``, the very
+        function the reference uses, run over Arrow batches of the decoded terms: exact typed
+        arithmetic that Spark SQL's decimals cannot give). The terms computed are handed to the
+        caller (``terms=``) and to later FILTERs."""
+        import pyarrow as pa
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        from cep.terms.numbers import term_value
+        from cep.engines.columns import column_var, is_var_column, scratch
+
+        needed = sorted(c for c in {var_column(v.name) for v in A.expr_variables(expr)} if c in omega.columns)
+        df = omega
+        if needed:
+            if not self.dictionaries:
+                raise DictionaryRequiredError(f"BIND {expr} needs term values but evaluate() got no dictionary "
+                                              "(pass dictionary=DataFrame(id, term))")
+            dictionary = self.dictionaries[0].select(ID, TERM)
+            for d in self.dictionaries[1:]:
+                dictionary = dictionary.unionByName(d.select(ID, TERM))
+            dictionary = dictionary.dropDuplicates([ID])
+            for c in needed:
+                lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(scratch("term", c)))
+                df = df.join(lookup, F.col(c) == F.col(scratch("id", c)), "left").drop(scratch("id", c))
+        names = {scratch("term", c): column_var(c) for c in needed}
+        value, unit, at = scratch("bound"), self.unit, self.at
+        schema = StructType(df.schema.fields + [StructField(value, StringType(), True)])
+        # RAND(), BNODE() ... draw from the whole solution (cep.engines.reference.solution_hash), of which
+        # the terms decoded here are a part: its hash from the variables' ids, per row
+        drawn = any(isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS for x in A.subexpressions(expr))
+        solution = sorted((c for c in omega.columns if is_var_column(c)), key=column_var) if drawn else []
+
+        def compute(batches):
+            from cep.engines.reference import EVALUATION_INSTANT, SOLUTION_SEED
+            from rdfcore.hashing import hash_longs
+
+            instant = EVALUATION_INSTANT.set(at)
+            try:
+                for batch in batches:
+                    terms = {n: batch.column(n).to_pylist() for n in names}
+                    starts, ends = batch.column(T_START).to_pylist(), batch.column(T_END).to_pylist()
+                    ids = [batch.column(c).to_pylist() for c in solution]
+                    out = []
+                    for i in range(batch.num_rows):
+                        mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
+                        seed = SOLUTION_SEED.set(hash_longs(*(column[i] for column in ids), starts[i], ends[i])
+                                                 if drawn else None)
+                        try:
+                            out.append(term_value(expr, mu, (starts[i], ends[i]), unit))
+                        finally:
+                            SOLUTION_SEED.reset(seed)
+                    yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(out, pa.string())],
+                                                     names=batch.schema.names + [value])
+            finally:
+                EVALUATION_INSTANT.reset(instant)
+
+        extended = df.mapInArrow(compute, schema)
+        if self.keep_terms:   # the terms and the rows read it: computed once (the terms are cached too)
+            extended = extended.persist()
+        ident = F.when(F.col(value).isNotNull(), F.xxhash64(F.col(value)))
+        terms = extended.select(ident.alias(ID), F.col(value).alias(TERM)).filter(F.col(TERM).isNotNull()).distinct()
+        if self.keep_terms:
+            terms = terms.cache()
+        self.dictionaries.append(terms)
+        self.terms.append(terms)
+        return extended.select(*[c for c in omega.columns if c != var_column(var.name)],
+                               ident.alias(var_column(var.name)))
+
+    def nothing(self, variables, scope: _Graph) -> DataFrame:
+        """No mapping, with the columns of ``variables`` and the scope's interval columns."""
+        columns = sorted(var_column(v.name) for v in variables)
+        empty = self.spark.createDataFrame([], ", ".join([f"{c} long" for c in columns] or ["_none long"]))
+        out = self.ops.constant(empty.select(*columns), *scope.interval)
+        if self.correlation is not None:
+            from cep.engines.spark.graphpatterns import correlate
+            out = correlate(out, self.correlation, nullable=False)
+        return out
+
+    def values(self, node: A.Values, scope: "_Scope") -> DataFrame:
+        """VALUES: one mapping per row, with the scope's interval (``cep.algebra.patterns.Values``)."""
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        from cep.engines.spark.graphpatterns import correlate, values_rows
+
+        columns, rows = values_rows(node)
+        schema = StructType([StructField(c, LongType(), True) for c in columns])
+        if columns:
+            df = self.spark.createDataFrame(rows, schema)
+        else:
+            df = self.spark.range(len(rows)).select()
+        lo, hi = scope.interval if isinstance(scope, _Graph) else (self.since_for(None), self.at)
+        out = self.ops.constant(df, MIN_TIME if not isinstance(scope, _Graph) else lo, hi)
+        if self.correlation is not None:
+            out = correlate(out, self.correlation, nullable=True)
+        return out
+
+    def empty_interval(self, inner) -> tuple[int, int]:
+        """The interval an answer of ``inner`` has at this evaluation (``cep.engines.reference``)."""
+        found = A.snapshots(inner)
+        if found:
+            c = found[0].instant(self.at, self.unit)
+            return (c, c)
+        graphs = [b.graph for b in A.walk(inner) if isinstance(b, A.Background)]
+        return (self.since_for(graphs[0] if graphs else None), self.at)
+
+    def snapshot(self, node: A.Snapshot) -> _Graph:
+        """C-SPARQL's merged graph at this evaluation's instant (``cep.engines.spark.csparql``)."""
+        from cep.engines.spark.csparql import snapshot_graph
+
+        if self.ops is not I:
+            raise UnsupportedQueryError("C-SPARQL queries are evaluated at evaluation instants (evaluate_sequence; "
+                                        "continuously: cep.continuous.instants), not for every instant at once")
+        c = node.instant(self.at, self.unit)
+        static = self.graph(node.graph) if (node.graph is not None or None in self.background) else None
+        times = snapshot_graph(node, static, self.streams, c, self.unit, self.spark)
+        if not node.named:
+            return _Graph(node.graph, times.select(S, P, O), (c, c), times)
+        from cep.engines.spark.csparql import IN_DEFAULT
+        everything = times.drop(IN_DEFAULT)                 # what GRAPH <s> / GRAPH ?g read
+        default = times.filter(F.col(IN_DEFAULT) == 1).drop(IN_DEFAULT)
+        return _Graph(node.graph, default.select(S, P, O), (c, c), default, everything)
+
+    def window_content(self, node: A.StreamPattern) -> DataFrame:
+        if node.stream not in self.streams:
+            raise MissingInputError(f"no stream {node.stream} was given; streams: {sorted(self.streams)}")
+        stream = self.streams[node.stream]
+        require_columns(stream, STREAM_COLUMNS, f"stream {node.stream}")
+        return self.ops.window(stream, node.window, self.at, self.unit)
+
+    # --- background (eq. 17) -------------------------------------------------------------------
+    def graph(self, name) -> DataFrame:
+        if isinstance(name, tuple):   # several FROMs: their merge (none: the empty graph)
+            if not name:
+                return self.spark.createDataFrame([], f"{S} long, {P} long, {O} long")
+            out = self.graph(name[0]).select(S, P, O)
+            for g in name[1:]:
+                out = out.unionByName(self.graph(g).select(S, P, O))
+            return out.distinct()
+        if name not in self.background and name is not None and None in self.background:
+            name = None  # FROM <g> names the default graph's source; the caller loaded it as default
+        if name not in self.background:
+            shown = ", ".join("default" if g is None else g for g in self.background) or "none"
+            raise MissingInputError(
+                f"no background graph {'default' if name is None else name} was given; graphs: {shown}")
+        g = self.background[name]
+        require_columns(g, (S, P, O), f"background graph {name}")
+        return g
+
+    def since_for(self, name) -> int:
+        if self.since is None:
+            return MIN_TIME
+        if isinstance(name, tuple):   # a merge changed when one of its graphs did
+            return max((self.since_for(g) for g in name), default=MIN_TIME)
+        if isinstance(self.since, Mapping):
+            return int(self.since.get(name, MIN_TIME))
+        return int(self.since)
+
+    def background_pattern(self, node: A.Background) -> DataFrame:
+        if self.cache is None or self.correlation is not None:
+            return self.eval(node.pattern, self.background_scope(node))
+        if node not in self.cache:
+            self.cache[node] = self.eval(node.pattern, self.background_scope(node)).persist()
+        return self.cache[node]
+
+    def background_scope(self, node: A.Background) -> _Graph:
+        return _Graph(node.graph, self.graph(node.graph), (self.since_for(node.graph), self.at))
+
+    def static_bgp(self, node: A.BGP, scope: _Graph) -> DataFrame:
+        """The BGP's SPARQL solutions over the static graph, each with the scope's interval."""
+        parts = []
+        for tp in node.patterns:
+            if isinstance(tp, A.PathPattern):
+                parts.append(self.path_part(tp, scope.name, scope.triples))
+            else:
+                parts.append(_triple_part(tp, scope.triples, ()))
+        lo, hi = scope.interval
+        if not parts:
+            out = self.spark.range(1).select()
+        else:
+            out = parts[0]
+            for part in parts[1:]:
+                shared = sorted(set(var_columns(out)) & set(var_columns(part)))
+                out = out.join(part, shared, "inner") if shared else out.crossJoin(part)
+        out = self.ops.constant(out, lo, hi).distinct()
+        if self.correlation is not None:                                       # inside EXISTS
+            from cep.engines.spark.graphpatterns import correlate
+            out = correlate(out, self.correlation, nullable=False)
+        return out
+
+    def path_part(self, tp: A.PathPattern, name, triples: DataFrame) -> DataFrame:
+        from paths.spark import END, START, PathGraph
+        from paths.spark import evaluate as path_evaluate
+
+        if self.store is not None and name is None:
+            graph = PathGraph(triples, closures=self.store)
+        else:
+            graph = PathGraph(triples)
+        s_var, o_var = isinstance(tp.s, A.Var), isinstance(tp.o, A.Var)
+        pairs = path_evaluate(graph, tp.path, start=None if s_var else tp.s, end=None if o_var else tp.o)
+        cols = []
+        if s_var and o_var and tp.s == tp.o:
+            pairs = pairs.filter(F.col(START) == F.col(END))
+            cols.append(F.col(START).alias(var_column(tp.s.name)))
+        else:
+            if s_var:
+                cols.append(F.col(START).alias(var_column(tp.s.name)))
+            if o_var:
+                cols.append(F.col(END).alias(var_column(tp.o.name)))
+        out = pairs.select(*cols)
+        out = out.filter(_all_not_null(var_columns(out)))
+        return out.select(*[_non_null(c).alias(c) for c in var_columns(out)]).distinct()
+
+
+def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
+    """The (s, p, o) columns of one CONSTRUCT template triple over mappings with ``columns``
+    (an unbound variable gives null: the triple is not produced, SPARQL 1.1 §16.2); a template
+    blank node is its fresh term's id (``_fresh_blank``)."""
+    cols = []
+    for part, name in ((tp.s, S), (tp.p, P), (tp.o, O)):
+        match part:
+            case A.Var(name=var):
+                c = var_column(var)
+                col = F.col(c) if c in columns else F.lit(None).cast("long")
+            case str() if part.startswith("_:"):
+                col = F.xxhash64(_fresh_blank(part[2:], columns))
+            case _:
+                col = F.lit(term_id(part))
+        cols.append(col.alias(name))
+    return cols
+
+
+def _fresh_blank(label: str, columns) -> Column:
+    """The blank node a CONSTRUCT template's ``_:label`` stands for in one solution (SPARQL 1.1
+    §16.2: a fresh one per solution): ``cep.engines.reference.fresh_blank``'s term — the solution's hash
+    (``cep.engines.spark.filters.solution_seed``: its variables by name, nulls skipped, and its interval), as
+    that function computes it — so both runtimes name it alike."""
+    from cep.engines.spark.filters import solution_seed
+
+    return F.concat(F.lit(f"_:{label}_"), F.lpad(F.lower(F.hex(solution_seed(columns))), 16, "0"))
+
+
+def _template_terms(template, omega: DataFrame) -> list[DataFrame]:
+    """(id, term) of the fresh blank nodes ``template`` gives over ``omega`` (to decode with)."""
+    out = []
+    for label in sorted({x[2:] for tp in template for x in (tp.s, tp.p, tp.o) if isinstance(x, str)
+                         and x.startswith("_:")}):
+        term = _fresh_blank(label, omega.columns)
+        out.append(omega.select(F.xxhash64(term).alias(ID), term.alias(TERM)).distinct())
+    return out
+
+
+def _all_not_null(columns) -> Column:
+    cond = F.lit(True)
+    for c in columns:
+        cond = cond & F.col(c).isNotNull()
+    return cond
+
+
+def triple_match(tp: A.TriplePattern) -> tuple[Column, dict[str, str]]:
+    """The condition a triple (columns s, p, o) meets to match ``tp`` — constants compared by id,
+    a repeated variable compared within the triple, every variable's column not null — and
+    {variable name: the column that binds it}."""
+    cond = F.lit(True)
+    first: dict[str, str] = {}
+    for part, column in ((tp.s, S), (tp.p, P), (tp.o, O)):
+        if isinstance(part, A.Var):
+            if part.name in first:
+                cond = cond & (F.col(column) == F.col(first[part.name]))
+            else:
+                first[part.name] = column
+                cond = cond & F.col(column).isNotNull()
+        else:
+            cond = cond & (F.col(column) == F.lit(term_id(part)))
+    return cond, first
+
+
+def _triple_part(tp: A.TriplePattern, triples: DataFrame, keep: tuple[str, ...]) -> DataFrame:
+    """The matches of one triple pattern: constants compared by id, a repeated variable compared
+    within the triple, one column per variable (filtered not null and marked non-nullable, see
+    ``_non_null``, so later joins on it are plain equi-joins); ``keep``: extra columns kept."""
+    cond, first = triple_match(tp)
+    cols = [_non_null(column).alias(var_column(name)) for name, column in first.items()]
+    return triples.filter(cond).select(*keep, *cols)
+
+
+def _non_null(column: str) -> Column:
+    """``column`` after a ``isNotNull`` filter, marked non-nullable in the DataFrame's schema.
+
+    Spark clears the nullable flag of a filtered column only in the physical plan; the coalesce
+    (whose default is never taken: the rows with a null are gone) clears it in the schema, which
+    is what ``cep.engines.spark.intervals`` reads to join on plain equality (a hash/sort-merge key) instead of
+    the null-aware compatibility test.
+    """
+    return F.coalesce(F.col(column), F.lit(0).cast("long"))
+
+
+def _bgp_in_items(node: A.BGP, items: DataFrame, ops) -> DataFrame:
+    """eq. 16: {<μ, [t1,t2]> | dom(μ) = var(P), μ(P) ⊆ g, <g, [t1,t2]> in the window}: the triple
+    patterns are joined on the stream item (and its interval) and their shared variables
+    (``ops.within_item``)."""
+    key = (ITEM, T_START, T_END)
+    if not node.patterns:
+        return items.select(T_START, T_END, *ops.EXTRA).distinct()
+    out = None
+    for tp in node.patterns:
+        if isinstance(tp, A.PathPattern):
+            raise UnsupportedQueryError(
+                f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
+        part = _triple_part(tp, items, key + ops.EXTRA)
+        if out is None:
+            out = part
+        else:
+            shared = sorted(set(var_columns(out)) & set(var_columns(part)))
+            out = ops.within_item(out, part, list(key) + shared)
+    return ops.canonical(out).distinct()
+
+
+def _bgp_over_occurrences(node: A.BGP, items: DataFrame) -> DataFrame:
+    """EP-SPARQL §4.2 "BGP(list of triples)": each triple pattern matches in any occurrence; the
+    solution covers the occurrences' intervals (``cep.engines.spark.intervals.cover_join`` of the parts)."""
+    if not node.patterns:
+        raise UnsupportedQueryError("an empty group over the stream has no interval (EP-SPARQL §4.2)")
+    out = None
+    for tp in node.patterns:
+        if isinstance(tp, A.PathPattern):
+            raise UnsupportedQueryError(f"property path {tp} over a stream: paths are evaluated on "
+                                        "background graphs only")
+        part = I.canonical(_triple_part(tp, items, (T_START, T_END))).distinct()
+        out = part if out is None else I.cover_join(out, part)
+    return out

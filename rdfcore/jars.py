@@ -1,0 +1,287 @@
+"""Fetch and cache the JVM jars the project needs (GraphFrames' core) from Maven Central.
+
+GraphFrames' Python package (``graphframes-py``) only wraps the JVM library; the jar itself is
+published on Maven Central as ``io.graphframes:graphframes-spark4_2.13``. ``resolve`` downloads it
+with its runtime (compile-scope) dependencies, skipping what Spark already ships (Spark, Scala,
+slf4j), into a cache directory; ``jobs.spark.build_session`` puts every cached jar on the
+classpath and ``rsp-sidecar setup`` (``jobs.jars``) fetches them. This module sits in the library
+(below the CLI) because ``reasoner.closure`` names the artifact and its remedy when it is missing.
+When the jar cannot be had, :class:`JarUnavailable` says which artifact, from where, why, and how
+to supply it by hand on a cluster.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from rdfcore.errors import SidecarError
+
+MAVEN_REPO = os.environ.get("RSP_MAVEN_REPO", "https://repo1.maven.org/maven2")
+GRAPHFRAMES_VERSION = "0.10.0"  # pinned with pyspark 4.0.1 / graphframes-py 0.10.0 in pyproject
+
+
+@dataclasses.dataclass(frozen=True)
+class Artifact:
+    group: str
+    name: str
+    version: str
+
+    @property
+    def coordinate(self) -> str:
+        return f"{self.group}:{self.name}:{self.version}"
+
+    @property
+    def jar_name(self) -> str:
+        return f"{self.name}-{self.version}.jar"
+
+    def url(self, repo: str, ext: str) -> str:
+        return f"{repo}/{self.group.replace('.', '/')}/{self.name}/{self.version}/{self.name}-{self.version}.{ext}"
+
+
+GRAPHFRAMES = Artifact("io.graphframes", "graphframes-spark4_2.13", GRAPHFRAMES_VERSION)
+
+# Spark's own distribution provides these groups; fetching them again would shadow Spark's jars.
+_PROVIDED_GROUPS = ("org.apache.spark", "org.scala-lang", "org.slf4j", "org.apache.logging.log4j")
+
+
+class JarUnavailable(SidecarError, RuntimeError):
+    """A required JVM jar is neither cached nor downloadable."""
+
+    def __init__(self, artifact: Artifact, reason: str, cache: Path):
+        self.artifact = artifact
+        self.reason = reason
+        if artifact.name != GRAPHFRAMES.name:
+            what = KAFKA_WHAT.get(artifact.name, "JVM library")
+            super().__init__(
+                f"{what} {artifact.coordinate} is not available: {reason}.\n"
+                f"Supply it in one of these ways:\n"
+                f"  * run `rsp-sidecar setup` where Maven Central (or $RSP_MAVEN_REPO) is reachable: it "
+                f"caches the jar and its dependencies in {cache};\n"
+                f"  * on a cluster: spark-submit --packages {artifact.coordinate} ...;\n"
+                f"  * or put the jars into {cache} by hand (RSP_JAR_CACHE names another directory).")
+            return
+        super().__init__(
+            f"GraphFrames JVM library {artifact.coordinate} is not available: {reason}.\n"
+            f"GraphFrames' Python package does not contain it. Supply it in one of these ways:\n"
+            f"  * on a cluster: spark-submit --packages {artifact.coordinate} ...  "
+            f"(or --jars /path/to/{artifact.jar_name} with its dependencies, "
+            f"or the Spark settings spark.jars / spark.jars.packages);\n"
+            f"  * locally: put {artifact.jar_name} and its dependency jars into {cache} "
+            f"(or set RSP_JAR_CACHE to a directory holding them), or set RSP_MAVEN_REPO to a "
+            f"reachable Maven repository and run `rsp-sidecar setup`."
+        )
+
+
+def cache_dir() -> Path:
+    """Where downloaded jars live: $RSP_JAR_CACHE, else ~/.cache/rsp-sidecar/jars."""
+    explicit = os.environ.get("RSP_JAR_CACHE")
+    return Path(explicit) if explicit else Path.home() / ".cache" / "rsp-sidecar" / "jars"
+
+
+def cached_jars() -> list[str]:
+    """All jars in the cache, as absolute paths (empty when nothing was fetched)."""
+    directory = cache_dir()
+    return sorted(str(p) for p in directory.glob("*.jar")) if directory.is_dir() else []
+
+
+def _download(url: str, timeout: float) -> bytes:
+    request = urllib.request.Request(url, headers={"User-Agent": "rsp-sidecar"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.read()
+
+
+def _dependencies(pom: bytes, owner: Artifact) -> list[Artifact]:
+    """Compile/runtime-scope dependencies declared in a POM, minus what Spark provides."""
+    root = ET.fromstring(pom)
+    ns = {"m": root.tag[1:].split("}")[0]} if root.tag.startswith("{") else {"m": ""}
+    prefix = "m:" if ns["m"] else ""
+    found = []
+    for dep in root.findall(f"{prefix}dependencies/{prefix}dependency", ns):
+        def text(tag: str) -> str:
+            node = dep.find(f"{prefix}{tag}", ns)
+            return (node.text or "").strip() if node is not None else ""
+
+        scope, optional = text("scope") or "compile", text("optional") == "true"
+        group, name, version = text("groupId"), text("artifactId"), text("version")
+        if scope not in ("compile", "runtime") or optional or group.startswith(_PROVIDED_GROUPS):
+            continue
+        version = version.replace("${project.version}", owner.version)
+        if not version or "${" in version:
+            raise ValueError(f"{owner.coordinate}: cannot resolve the version of dependency {group}:{name} ({version!r})")
+        found.append(Artifact(group, name, version))
+    return found
+
+
+def resolve(artifact: Artifact = GRAPHFRAMES, *, repo: str = MAVEN_REPO, timeout: float = 30.0) -> list[Path]:
+    """Download ``artifact`` and its runtime dependencies into the cache; return their paths.
+
+    Already cached jars are not downloaded again. Raises :class:`JarUnavailable` on any failure.
+    """
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    todo, seen, paths = [artifact], set(), []
+    while todo:
+        current = todo.pop()
+        if current.coordinate in seen:
+            continue
+        seen.add(current.coordinate)
+        target = directory / current.jar_name
+        try:
+            pom = _download(current.url(repo, "pom"), timeout)
+            todo.extend(_dependencies(pom, current))
+            if not target.exists():
+                data = _download(current.url(repo, "jar"), timeout)
+                partial = target.with_suffix(".jar.part")
+                partial.write_bytes(data)
+                partial.replace(target)
+        except urllib.error.HTTPError as exc:
+            raise JarUnavailable(artifact, f"{current.url(repo, 'pom')} answered HTTP {exc.code}", directory) from None
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise JarUnavailable(artifact, f"cannot reach {repo} ({exc})", directory) from None
+        except (ET.ParseError, ValueError) as exc:
+            raise JarUnavailable(artifact, f"bad POM for {current.coordinate}: {exc}", directory) from None
+        paths.append(target)
+    return paths
+
+
+# --- Kafka: the Structured Streaming connector and, for tests and demos, a broker ----------------
+
+#: the Spark Kafka connector; 4.0.0 because 4.0.1's spark-token-provider POM does not resolve from
+#: Maven Central as reached here (4.0.0 runs on pyspark 4.0.1: same minor release)
+KAFKA_CONNECTOR = Artifact("org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.0.0")
+#: Apache Kafka's broker (KRaft mode), the version of the connector's kafka-clients
+KAFKA_BROKER = Artifact("org.apache.kafka", "kafka_2.13", "3.9.0")
+#: Hadoop's test clusters (HDFS, YARN) in one JVM, for the cluster tests (``devcluster.hadoop_cluster``); its
+#: version is that of the Hadoop client PySpark bundles (see :func:`hadoop_version`)
+HADOOP_MINICLUSTER_NAME = "hadoop-client-minicluster"
+KAFKA_WHAT = {KAFKA_CONNECTOR.name: "The Spark Kafka connector", KAFKA_BROKER.name: "The Kafka broker",
+              HADOOP_MINICLUSTER_NAME: "Hadoop's mini cluster"}
+#: where the broker's own classpath is cached (never on Spark's classpath: its Scala and Jackson differ)
+BROKER_DIR = "kafka-broker"
+
+
+def spark_jars_dir() -> Path:
+    """The jars of the installed PySpark (what a Spark session has on its classpath already)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def _unversioned(jar: Path) -> str:
+    """``org.apache.kafka__kafka-clients-3.9.0.jar`` / ``kafka-clients-3.9.0.jar`` -> ``kafka-clients``."""
+    name = jar.name.split("__", 1)[-1][: -len(".jar")]
+    parts = name.split("-")
+    while len(parts) > 1 and parts[-1][:1].isdigit():
+        parts.pop()
+    return "-".join(parts)
+
+
+def java_command() -> str:
+    """The ``java`` to run helper JVMs with: $JAVA_HOME's, else the one on PATH."""
+    return str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if os.environ.get("JAVA_HOME") else "java"
+
+
+def ivy_resolve(artifact: Artifact, directory: Path, *, skip_spark_provided: bool, repo: str = MAVEN_REPO,
+                timeout: float = 600.0) -> list[Path]:
+    """``artifact`` with its whole runtime closure (parent POMs, properties, dependency management:
+    Apache Ivy, which PySpark ships, does the Maven resolution) into ``directory``; with
+    ``skip_spark_provided`` the jars PySpark already has (by artifact name) are left out. A second
+    call finds the marker file and downloads nothing. Raises :class:`JarUnavailable`."""
+    import subprocess
+    import tempfile
+
+    marker = directory / f".resolved-{artifact.name}-{artifact.version}"
+    if marker.exists():
+        return [directory / line for line in marker.read_text(encoding="utf-8").split()]
+    ivy = sorted(spark_jars_dir().glob("ivy-*.jar"))
+    if not ivy:
+        raise JarUnavailable(artifact, f"no Apache Ivy jar in {spark_jars_dir()} to resolve it with", directory)
+    java = java_command()
+    with tempfile.TemporaryDirectory(prefix="rsp-ivy-") as work:
+        settings = Path(work) / "ivysettings.xml"
+        settings.write_text(
+            '<ivysettings><settings defaultResolver="central"/><resolvers>'
+            f'<ibiblio name="central" m2compatible="true" root="{repo}"/></resolvers></ivysettings>\n',
+            encoding="utf-8")
+        retrieved = Path(work) / "jars"
+        command = [str(java), "-cp", str(ivy[-1]), "org.apache.ivy.Main", "-settings", str(settings),
+                   "-cache", str(cache_dir() / ".ivy-cache"), "-dependency", artifact.group, artifact.name,
+                   artifact.version, "-confs", "default",
+                   "-retrieve", str(retrieved / "[organisation]__[artifact]-[revision](-[classifier]).[ext]")]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise JarUnavailable(artifact, f"could not run Apache Ivy ({exc})", directory) from None
+        jars = sorted(retrieved.glob("*.jar")) if retrieved.is_dir() else []
+        if done.returncode != 0 or not any(j.name.startswith(f"{artifact.group}__{artifact.name}-") for j in jars):
+            problems = [line.strip(" :\t") for line in (done.stdout + done.stderr).splitlines()
+                        if "UNRESOLVED DEPENDENCIES" not in line and ("UNRESOLVED" in line or "not found" in line or "unresolved" in line.lower()
+                        or "Exception" in line)]
+            reason = "; ".join(dict.fromkeys(problems[:4])) or f"Apache Ivy exited with {done.returncode}"
+            raise JarUnavailable(artifact, f"cannot resolve it from {repo} ({reason})", directory)
+        provided = {_unversioned(j) for j in spark_jars_dir().glob("*.jar")} if skip_spark_provided else set()
+        directory.mkdir(parents=True, exist_ok=True)
+        kept = []
+        for jar in jars:
+            if _unversioned(jar) in provided:
+                continue
+            target = directory / jar.name.split("__", 1)[-1]
+            if not target.exists():
+                shutil.copyfile(jar, target.with_suffix(".jar.part"))
+                target.with_suffix(".jar.part").replace(target)
+            kept.append(target)
+    marker.write_text("\n".join(p.name for p in kept) + "\n", encoding="utf-8")
+    return kept
+
+
+def resolve_kafka_connector(*, repo: str = MAVEN_REPO) -> list[Path]:
+    """The Kafka connector's jars (those PySpark lacks) into the cache, which sessions put on their
+    classpath (``jobs.spark.build_session``)."""
+    return ivy_resolve(KAFKA_CONNECTOR, cache_dir(), skip_spark_provided=True, repo=repo)
+
+
+def kafka_connector_cached() -> bool:
+    return (cache_dir() / f".resolved-{KAFKA_CONNECTOR.name}-{KAFKA_CONNECTOR.version}").exists()
+
+
+def hadoop_version() -> str:
+    """The Hadoop version of PySpark's own client jar (``hadoop-client-api-X.Y.Z.jar``)."""
+    found = sorted(spark_jars_dir().glob("hadoop-client-api-*.jar"))
+    if not found:
+        raise JarUnavailable(Artifact("org.apache.hadoop", "hadoop-client-api", "?"),
+                             f"PySpark's jars ({spark_jars_dir()}) hold no Hadoop client", cache_dir())
+    return found[-1].name[len("hadoop-client-api-"):-len(".jar")]
+
+
+def hadoop_minicluster() -> Artifact:
+    return Artifact("org.apache.hadoop", HADOOP_MINICLUSTER_NAME, hadoop_version())
+
+
+def _bouncycastle_version() -> str:
+    found = sorted(spark_jars_dir().glob("bcprov-jdk18on-*.jar"))
+    return found[-1].name[len("bcprov-jdk18on-"):-len(".jar")] if found else "1.80"
+
+
+def resolve_hadoop_minicluster(*, repo: str = MAVEN_REPO) -> list[Path]:
+    """Hadoop's mini cluster (beside PySpark's own Hadoop client jars, which it runs with) in its
+    own directory under the cache: never on a Spark session's classpath. YARN's services also need
+    Bouncy Castle's PKIX classes (at the version of PySpark's bcprov) and JAXB 2.3, which neither
+    jar set has."""
+    directory = cache_dir() / "hadoop-minicluster"
+    found = ivy_resolve(hadoop_minicluster(), directory, skip_spark_provided=True, repo=repo)
+    for extra in (Artifact("org.bouncycastle", "bcpkix-jdk18on", _bouncycastle_version()),
+                  Artifact("javax.xml.bind", "jaxb-api", "2.3.1"),
+                  Artifact("org.glassfish.jaxb", "jaxb-runtime", "2.3.9")):
+        found += ivy_resolve(extra, directory, skip_spark_provided=extra.group == "org.bouncycastle", repo=repo)
+    return list(dict.fromkeys(found))
+
+
+def resolve_kafka_broker(*, repo: str = MAVEN_REPO) -> list[Path]:
+    """Apache Kafka's broker with its whole classpath (for tests and the demo of ``--continuous``
+    over Kafka), in its own directory under the cache."""
+    return ivy_resolve(KAFKA_BROKER, cache_dir() / BROKER_DIR, skip_spark_provided=False, repo=repo)

@@ -1,0 +1,36 @@
+"""RDF terms as N-Triples strings: conversion from rdflib terms and small predicates.
+
+The canonical form follows RDF 1.1 N-Triples: IRIs in angle brackets, literals with only
+``"``, ``\\``, LF and CR escaped, ``xsd:string`` literals written as simple literals, language
+tags lower-cased (as rdflib normalises them).
+"""
+from __future__ import annotations
+
+from rdflib import BNode, Literal, URIRef
+from rdflib.term import Node
+
+from rdfcore.vocab import XSD_STRING
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
+
+
+def literal(lexical: str, *, lang: str | None = None, datatype: str | None = None) -> str:
+    """N-Triples form of a literal; ``datatype`` is given in N-Triples form (``<iri>``)."""
+    body = '"' + lexical.translate(_ESCAPES) + '"'
+    if lang:
+        return f"{body}@{lang.lower()}"
+    if datatype and datatype != XSD_STRING:
+        return f"{body}^^{datatype}"
+    return body
+
+
+def from_rdflib(node: Node, bnode_scope: str = "") -> str:
+    """N-Triples form of an rdflib term; blank-node labels get ``bnode_scope`` as a prefix."""
+    if isinstance(node, URIRef):
+        return f"<{node}>"
+    if isinstance(node, BNode):
+        return f"_:{bnode_scope}{node}"
+    if isinstance(node, Literal):
+        return literal(str(node), lang=node.language, datatype=f"<{node.datatype}>" if node.datatype else None)
+    raise TypeError(f"not an RDF term: {node!r} ({type(node).__name__})")
+

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The project's module import graph: every ``import`` of a project module, at the top of a file or
+inside a function, is an edge. Prints the graph's strongly connected components of more than one
+module (import cycles) and exits 1 if there is any; ``--dot`` prints the graph in Graphviz form,
+``--packages`` the graph between top-level packages and sub-packages.
+
+Run: ``python3 scripts/import_graph.py [--dot] [--packages]`` from the repository root.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("cep", "paths", "reasoner", "rdfcore", "jobs", "scenarios", "ontologies", "devcluster")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        base = ROOT / package
+        if base.is_dir():
+            for path in sorted(base.rglob("*.py")):
+                found[module_name(path)] = path
+    return found
+
+
+def resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The project module ``name`` refers to: itself, or the longest prefix that is a module."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> dict[str, list[tuple[int, bool]]]:
+    """{imported module: [(line, at top level?)]} for the project modules ``module`` imports."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_package = path.name == "__init__.py"
+    top = {id(node) for node in tree.body}
+    out: dict[str, list[tuple[int, bool]]] = {}
+
+    def add(target: str | None, node: ast.AST) -> None:
+        if target and target != module:
+            out.setdefault(target, []).append((node.lineno, id(node) in top))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(resolve(alias.name, modules), node)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            for alias in node.names:
+                target = resolve(f"{prefix}.{alias.name}", modules)
+                if target is None or target == prefix and f"{prefix}.{alias.name}" not in modules:
+                    target = resolve(prefix, modules)
+                add(target, node)
+    return out
+
+
+def graph() -> dict[str, dict[str, list[tuple[int, bool]]]]:
+    modules = project_modules()
+    return {m: imports_of(m, p, modules) for m, p in modules.items()}
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 else parts[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dot", action="store_true", help="print the graph in Graphviz form")
+    parser.add_argument("--packages", action="store_true", help="the graph between (sub-)packages")
+    args = parser.parse_args(argv)
+    full = graph()
+    edges = {m: set(targets) for m, targets in full.items()}
+    if args.packages:
+        collapsed: dict[str, set[str]] = {}
+        for m, targets in edges.items():
+            collapsed.setdefault(package_of(m), set()).update(
+                package_of(t) for t in targets if package_of(t) != package_of(m))
+        edges = collapsed
+    if args.dot:
+        print("digraph imports {")
+        for m in sorted(edges):
+            for t in sorted(edges[m]):
+                print(f'  "{m}" -> "{t}";')
+        print("}")
+    cycles = strongly_connected(edges)
+    for component in cycles:
+        members = set(component)
+        print(f"import cycle among {len(component)} modules:", file=sys.stderr)
+        for m in component:
+            for t in sorted(edges[m] & members):
+                where = ", ".join(f"line {line}{'' if top else ' (in a function)'}"
+                                  for line, top in sorted(set(full.get(m, {}).get(t, [])))) if not args.packages else ""
+                print(f"  {m} -> {t}" + (f"  [{where}]" if where else ""), file=sys.stderr)
+    if not args.dot:
+        print(f"{len(edges)} {'packages' if args.packages else 'modules'}, "
+              f"{sum(len(t) for t in edges.values())} import edges, {len(cycles)} cycles")
+    return 1 if cycles else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
