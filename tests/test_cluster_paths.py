@@ -44,7 +44,7 @@ def test_the_package_runs_from_its_zip(tmp_path):
     work = tmp_path / "elsewhere"
     work.mkdir()
     ontology = work / "example.ttl"                          # the shipped example, read out of the zip
-    probe = ("import sys; from reasoner import resources; "
+    probe = ("import sys; from rdfcore import resources; "
              "sys.stdout.write(str(resources.path('ontologies', 'vienna_example.ttl')))")
     extracted = subprocess.run([sys.executable, "-S", "-c", probe], env={**zip_only_env(artifact),
                                "RSP_CACHE_DIR": str(tmp_path / "cache")}, cwd=work, capture_output=True, text=True)
