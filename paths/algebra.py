@@ -78,7 +78,7 @@ __all__ = [
     "Axis", "SelfTerm", "Identity", "Test", "NegatedSet", "Seq", "Alt", "Plus", "Star",
     "Path", "NODE_TYPES",
     "axis", "self_term", "identity", "test", "negated_set", "seq", "alt", "plus", "star", "opt",
-    "inverse", "lower", "to_algebra", "children", "walk", "literal_term", "is_term",
+    "inverse", "children", "walk", "literal_term", "is_term",
 ]
 
 Term = str
@@ -502,13 +502,3 @@ def literal_term(lexical: str, language: str | None = None, datatype: str | None
         return f"{text}^^{datatype}"
     return text
 
-
-def __getattr__(name: str):
-    """``lower`` and ``to_algebra``, where callers have always found them. The lowering (syntax
-    tree → this algebra) lives in ``paths.lowering``, as ``cep.lowering.translate`` does for cep; it builds
-    on this module, so it is imported on first use (PEP 562)."""
-    if name in ("lower", "to_algebra"):
-        from paths import lowering
-
-        return getattr(lowering, name)
-    raise AttributeError(f"module 'paths.algebra' has no attribute {name!r}")

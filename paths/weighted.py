@@ -82,9 +82,6 @@ class Network:
         self.closed.discard(i)
         return True
 
-    def is_closed(self, key) -> bool:
-        return self.index[key] in self.closed
-
     def reachable(self, source) -> set:
         """Nodes reachable from ``source`` by one or more open connections."""
         seen: set = set()

@@ -14,8 +14,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rdfcore.errors import SidecarError
-from rdfcore.schema import ID, O, P, S, TERM, require_columns
-from rdfcore.vocab import ENTAILMENT_VOCABULARY
+from rdfcore.hashing import term_id
+from rdfcore.schema import ID, ID_COLUMNS, O, P, S, TERM, require_columns
+from rdfcore.vocab import ENTAILMENT_VOCABULARY, RDF_TYPE
 
 
 class HashCollisionError(SidecarError, RuntimeError):
@@ -82,9 +83,6 @@ def bulk_dictionary(triples: DataFrame, partitions: int) -> DataFrame:
     deduplicated before the shuffle as usual; subjects and the other objects are shuffled as
     they are, into ``partitions`` partitions by id, and deduplicated after it (the partial
     aggregation then runs after the exchange, on maps ``partitions`` times smaller)."""
-    from rdfcore.loading import ID_COLUMNS
-    from reasoner.rules import TYPE
-
     require_columns(triples, (S, P, O), "bulk_dictionary")
     staged = set(ID_COLUMNS) <= set(triples.columns)
 
@@ -92,7 +90,7 @@ def bulk_dictionary(triples: DataFrame, partitions: int) -> DataFrame:
         ident = F.col(ID_COLUMNS[(S, P, O).index(term)]) if staged else encode_column(term)
         return ident.alias(ID), F.col(term).alias(TERM)
 
-    is_type = (F.col(ID_COLUMNS[1]) if staged else encode_column(P)) == TYPE
+    is_type = (F.col(ID_COLUMNS[1]) if staged else encode_column(P)) == term_id(RDF_TYPE)
     vocabulary = triples.sparkSession.createDataFrame([(v,) for v in ENTAILMENT_VOCABULARY], f"{TERM} string")
     few = (triples.select(*pairs(P))
            .unionAll(triples.filter(is_type).select(*pairs(O)))
@@ -123,7 +121,6 @@ def encode_triples(triples: DataFrame, partitions: int | None = None) -> DataFra
     its maps spilled 1.5 GB on each side at 20M triples; see :func:`bulk_dictionary`). The result
     is then partitioned by subject, so that per-subject aggregations downstream (rdfs9's count of
     base types per instance) need no shuffle of their own."""
-    from rdfcore.loading import ID_COLUMNS
 
     require_columns(triples, (S, P, O), "encode_triples")
     if set(ID_COLUMNS) <= set(triples.columns):

@@ -245,10 +245,6 @@ def resolve_kafka_connector(*, repo: str = MAVEN_REPO) -> list[Path]:
     return ivy_resolve(KAFKA_CONNECTOR, cache_dir(), skip_spark_provided=True, repo=repo)
 
 
-def kafka_connector_cached() -> bool:
-    return (cache_dir() / f".resolved-{KAFKA_CONNECTOR.name}-{KAFKA_CONNECTOR.version}").exists()
-
-
 def hadoop_version() -> str:
     """The Hadoop version of PySpark's own client jar (``hadoop-client-api-X.Y.Z.jar``)."""
     found = sorted(spark_jars_dir().glob("hadoop-client-api-*.jar"))

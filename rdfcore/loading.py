@@ -31,7 +31,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from rdfcore.errors import SidecarError
 from rdfcore.fs import spark_path
 from rdfcore.locations import location
-from rdfcore.schema import FILE, LINE, O, P, RAW, REASON, S
+from rdfcore.schema import FILE, ID_COLUMNS, LINE, O, P, RAW, REASON, S
 from rdfcore.terms import from_rdflib
 from rdfcore.vocab import OWL_IMPORTS, XSD_STRING
 
@@ -85,10 +85,6 @@ class Loaded:
     @property
     def rejected(self) -> int:
         return self.rejects.count()
-
-
-def file_sha256(path: Path) -> str:
-    return hash_file(path)[0]
 
 
 def hash_file(path: Path, mark: int | None = None,
@@ -238,9 +234,6 @@ _ASCII_IRI = r"<[!#-;=?-\[\]_a-z~]*>"
 #: that could be invalid UTF-8), so :func:`read_ntriples` splits it at its spaces instead of
 #: running the full grammar's regex.
 _PLAIN_LINE = rf"^{_ASCII_IRI} {_ASCII_IRI} {_ASCII_IRI} \.\z"
-#: The id columns (``xxhash64`` of ``s``, ``p``, ``o``: ``dictionary.encode_column``) a staged read
-#: keeps beside the terms, so that encoding the triples reads longs instead of hashing strings.
-ID_COLUMNS = ("_sid", "_pid", "_oid")
 
 
 def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[int],

@@ -53,6 +53,11 @@ TERM_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The id columns (``xxhash64`` of ``s``, ``p``, ``o``: ``rdfcore.dictionary.encode_column``) a staged read (``rdfcore.loading``)
+#: keeps beside the terms, so that encoding the triples reads longs instead of hashing strings.
+ID_COLUMNS = ("_sid", "_pid", "_oid")
+
+
 class MissingColumnsError(SidecarError, ValueError):
     """A DataFrame lacks columns an operation needs."""
 

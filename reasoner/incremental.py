@@ -38,7 +38,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from rdfcore import fs, loading
-from reasoner import rules, store
+from reasoner import local, rules, store
 from rdfcore.dictionary import HashCollisionError, dictionary_terms
 from rdfcore.locations import location
 from rdfcore.schema import (CLASS, DICTIONARY, FILE, ID, INFERRED, INSTANCE, LINE, O, P, RAW, REASON, REJECTS, S,
@@ -340,8 +340,6 @@ def apply_local(the_plan: Plan, version: store.VersionWriter, out: Path, timings
     file per table beside the previous version's linked files. No Spark job: a refresh of a few
     thousand triples costs what reading the old dictionary costs, not Spark's per-job latency."""
     import numpy as np
-
-    from reasoner import local
 
     phase = _Phases({} if timings is None else timings)
 

@@ -30,6 +30,14 @@ Pair = tuple[int, int]
 Triple = tuple[int, int, int]
 
 
+def schema_record(sp, dom, rng, inv, sym, trans, owl_classes) -> dict:
+    """The property-level schema of a run as JSON (the manifest's ``schema``): what an
+    incremental refresh (``reasoner.incremental``) needs besides the published tables."""
+    return {"sp": sorted(map(list, sp)), "dom": sorted(map(list, dom)), "rng": sorted(map(list, rng)),
+            "inv": sorted(map(list, inv)), "sym": sorted(sym), "trans": sorted(trans),
+            "owl_classes": sorted(owl_classes)}
+
+
 def transitive_closure(edges: Iterable[Pair]) -> set[Pair]:
     """The (non-reflexive) transitive closure of ``edges``; a node on a cycle gets ``(x, x)``, as
     rdfs5/rdfs11 derive it."""
@@ -241,8 +249,6 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
                   | {q for pair in schema.sp | schema.inv for q in pair} | {p for p, _ in schema.dom | schema.rng}
                   | schema.sym | schema.trans)
     subproperty = _concat([sp_cols, _pair_columns((q, q) for q in properties if q not in sp_map.get(q, ()))])
-    from reasoner.materialize import schema_record
-
     return {"subclass": subclass, "subproperty": subproperty, "types": typed, "transitive": transitive,
             "inferred": inferred, "rounds": round_,
             "schema": schema_record(schema.sp, schema.dom, schema.rng, schema.inv, schema.sym, schema.trans,

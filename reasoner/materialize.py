@@ -25,7 +25,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from reasoner import rules
+from reasoner import local, rules
 from reasoner.closure import FixpointError
 from rdfcore.errors import SidecarError
 from rdfcore.sparkutil import cut, cut_counted
@@ -46,7 +46,7 @@ class Closure:
     rounds: int
     property_iterations: int
     timings: dict[str, float]
-    schema: dict | None = None  # the property-level schema, for the manifest (``schema_record``)
+    schema: dict | None = None  # the property-level schema, for the manifest (``reasoner.local.schema_record``)
     cached: tuple = ()  # frames persisted on the way; ``release`` once the tables are written
 
     def release(self) -> None:
@@ -63,14 +63,6 @@ class Closure:
         """The inferred table from ``types`` (the types table, e.g. as just written: the bulk of
         the inferred triples is then read from Parquet, not computed twice)."""
         return _with_types(self.others, types)
-
-
-def schema_record(sp, dom, rng, inv, sym, trans, owl_classes) -> dict:
-    """The property-level schema of a run as JSON (the manifest's ``schema``): what an
-    incremental refresh (``reasoner.incremental``) needs besides the published tables."""
-    return {"sp": sorted(map(list, sp)), "dom": sorted(map(list, dom)), "rng": sorted(map(list, rng)),
-            "inv": sorted(map(list, inv)), "sym": sorted(sym), "trans": sorted(trans),
-            "owl_classes": sorted(owl_classes)}
 
 
 def _with_types(others: DataFrame, types: DataFrame) -> DataFrame:
@@ -161,8 +153,6 @@ def _schema_on_driver(spark, collected) -> _Schema:
     """:func:`_schema` from the collected schema triples (a pyarrow table), closed by
     ``reasoner.local``; the class hierarchy goes back to Spark through Arrow."""
     import pyarrow as pa
-
-    from reasoner import local
 
     columns = collected.to_pydict()
     found = local.Schema(set(zip(columns[S], columns[P], columns[O])))
@@ -269,7 +259,7 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
     subproperty = sp.unionAll(properties.select(F.col("q").alias(SUB), F.col("q").alias(SUP))).distinct()
     timings["plan_total"] = time.perf_counter() - start
     return Closure(subclass, subproperty, types, transitive, others, round_, iterations, timings,
-                   schema_record(schema.sp, schema.dom, schema.rng, schema.inv, schema.sym, schema.trans,
+                   local.schema_record(schema.sp, schema.dom, schema.rng, schema.inv, schema.sym, schema.trans,
                                  schema.owl_classes), tuple(f for f in (base_types, schema.persisted) if f is not None))
 
 

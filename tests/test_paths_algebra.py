@@ -6,9 +6,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paths import lower, parse
+from paths.lowering import to_algebra
 from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Plus, Seq, SelfTerm,
                            Star, Test, alt, axis, children, identity, inverse, literal_term,
-                           negated_set, opt, plus, self_term, seq, star, test, to_algebra, walk)
+                           negated_set, opt, plus, self_term, seq, star, test, walk)
 from paths.named import SC_STAR, SP_STAR, TYPE, property_pairs
 from paths.reference import evaluate
 from paths import syntax as S
@@ -443,10 +444,3 @@ def test_plus_is_e_then_star(graph, path):
     """DESIGN.md: exp+ = exp/exp* (nSPARQL's star), as relations; Plus is kept as its own node."""
     assert evaluate(graph, Plus(path)) == evaluate(graph, seq(path, Star(path, VOC)))
 
-
-def test_lowering_lives_in_its_own_module_and_is_still_found_in_the_algebra():
-    import paths.algebra
-    import paths.lowering
-
-    assert paths.algebra.lower is paths.lowering.lower is lower
-    assert paths.algebra.to_algebra is paths.lowering.to_algebra

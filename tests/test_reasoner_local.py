@@ -169,7 +169,7 @@ def test_local_reader_equals_spark_reader(spark, tmp_path):
     \\n, \\r\\n and \\r line ends, in two files (blank-node scopes); read directly and through a
     staging table (whose id columns are the terms' ids)."""
     from rdfcore.hashing import term_id
-    from rdfcore.loading import ID_COLUMNS
+    from rdfcore.schema import ID_COLUMNS
 
     rng = random.Random(7)
     lines = TRICKY + [_random_line(rng) if rng.random() < 0.5 else _random_statement(rng) for _ in range(400)]

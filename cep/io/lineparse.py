@@ -38,7 +38,6 @@ _TRIPLE_KEYS = frozenset(("s", "p", "o", "t", "t_end"))
 _GRAPH_KEYS = frozenset(("t", "t_end", "triples"))
 _KEYS = _TRIPLE_KEYS | _GRAPH_KEYS
 _QUOTED = {k: f'"{k}"' for k in _KEYS}
-_XSD_STRING_SUFFIX = "^^" + XSD_STRING
 
 
 def item_id(file: str, line: int) -> int:
