@@ -217,7 +217,7 @@ def test_continuous_equals_union_of_instants(spark, tmp_path, monkeypatch, label
 def test_construct_template_blank_nodes_are_those_of_each_instant(spark, tmp_path, engine):
     """A CONSTRUCT template's blank node, named from its solution and interval: the continuous
     triples (both engines, 3 micro-batches) equal ⋃_t of the reference's at every instant, blank
-    node labels included (``cep.engines.reference.fresh_blank``), each triple once; one node per solution,
+    node labels included (``cep.terms.values.fresh_blank``), each triple once; one node per solution,
     shared by the template's triples. A UNION side without a stream (an answer's interval
     [MIN_TIME, t] changes with t; only ``cep.algebra.patterns`` can build one: the syntax keeps WINDOW
     blocks at the top of WHERE) is refused with the reason."""

@@ -2,7 +2,7 @@
 function of their arguments alone.
 
 NOW() is the evaluation instant as an xsd:dateTime; the others draw from a hash of the solution
-(``cep.engines.reference.solution_hash``), so each solution gets its own value and a re-evaluated or replayed
+(``cep.terms.values.solution_hash``), so each solution gets its own value and a re-evaluated or replayed
 answer the same one. pyoxigraph cannot be the oracle here (its values are random), so the reference
 is checked for what §17.4 asks of the values (range, shape, distinctness, sameness), and Spark for
 giving the reference's very values.

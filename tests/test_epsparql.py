@@ -747,10 +747,10 @@ def _known_terms(items, queries, computed) -> dict:
 
 def test_sliding_average_on_spark(spark):
     """The same at 12 on Spark (``--at T``), over the closure under rule (5) (the reference's,
-    ``cep.engines.rules.close``: iterating it on Spark, ``close_spark``, costs a minute here): the rule
+    ``cep.engines.reference.close_rules``: iterating it on Spark, ``cep.engines.spark.evaluate.close_rules``, costs a minute here): the rule
     evaluated once over it gives back every point derived (the fixpoint), and (6), as printed and
     fixed, its answers."""
-    from cep.engines.rules import close
+    from cep.engines.reference import close_rules as close
 
     rule = compile_query(Q5)
     closed = close([rule], {}, {STREAM_IRI: AVG_ITEMS}, 12, "d")

@@ -277,7 +277,7 @@ class Builtin:
     execution, and the same on a replay), RAND(), UUID(), STRUUID() and BNODE() / BNODE(str)
     (pseudo-random: drawn from a hash of the solution — its variables' term ids and its interval —
     so that each solution gets its own value, and a replayed or re-evaluated answer the same one,
-    as exactly-once output needs; ``cep.engines.reference.solution_hash``). (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
+    as exactly-once output needs; ``cep.terms.values.solution_hash``). (IN / NOT IN are the disjunction / conjunction of comparisons §17.4.1.9 defines
     them as, built when lowering.)"""
 
     name: str
@@ -368,15 +368,11 @@ class Exists:
     """``EXISTS { P }`` (SPARQL 1.1 §17.4.1.4, §18.6 exists): true when ``substitute(P, μ)`` has a
     solution in the scope the FILTER stands in, μ the mapping the FILTER is evaluated on (each
     variable μ binds replaced by its value, in patterns and in the FILTERs inside P). ``NOT EXISTS``
-    is ``Not(Exists(P))``. ``pattern`` is a ``cep.algebra.patterns`` pattern node."""
+    is ``Not(Exists(P))``. ``pattern`` is a ``cep.algebra.patterns`` pattern node, checked where
+    the expression enters a pattern (``cep.algebra.patterns.check_condition``): the patterns build
+    on this module, not the other way round."""
 
     pattern: object
-
-    def __post_init__(self) -> None:
-        from cep.algebra.patterns import PATTERN_TYPES   # the patterns import this module
-
-        if not isinstance(self.pattern, PATTERN_TYPES):
-            raise TypeError(f"Exists.pattern must be a pattern node, got {self.pattern!r}")
 
     def __str__(self) -> str:
         return f"EXISTS {{{self.pattern}}}"

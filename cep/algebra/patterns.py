@@ -104,7 +104,7 @@ __all__ = [
     "Snapshot", "GraphPattern", "Aggregate", "GroupCover", "AggregateSpec", "AGGREGATES", "Timestamp",
     "PatternTimestamp",
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
-    "Builtin", "BUILTINS", "TERM_BUILTINS", "SOLUTION_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term",
+    "Builtin", "BUILTINS", "TERM_BUILTINS", "SOLUTION_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term", "check_condition",
     "Duration", "Range", "Triples", "Now", "All", "Window",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
     "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
@@ -116,6 +116,14 @@ __all__ = [
 ]
 
 # --- checks (Var, the expressions and the windows live in cep.algebra.expressions and cep.algebra.windows) -----
+
+def check_condition(value: object, what: str) -> None:
+    """TypeError unless ``value`` is an expression node whose EXISTS patterns are pattern nodes."""
+    check_expr(value, what)
+    for e in subexpressions(value):
+        if isinstance(e, Exists) and not isinstance(e.pattern, PATTERN_TYPES):
+            raise TypeError(f"{what}: EXISTS must hold a pattern node, got {e.pattern!r}")
+
 
 def _check_var_or_term(value: object, what: str) -> None:
     if not isinstance(value, Var):
@@ -267,7 +275,7 @@ class LeftJoin:
         _check_pattern(self.left, "LeftJoin.left")
         _check_pattern(self.right, "LeftJoin.right")
         if self.condition is not None:
-            check_expr(self.condition, "LeftJoin.condition")
+            check_condition(self.condition, "LeftJoin.condition")
 
     def __str__(self) -> str:
         extra = "" if self.condition is None else f", {self.condition}"
@@ -282,7 +290,7 @@ class Filter:
     inner: "Pattern"
 
     def __post_init__(self) -> None:
-        check_expr(self.condition, "Filter.condition")
+        check_condition(self.condition, "Filter.condition")
         _check_pattern(self.inner, "Filter.inner")
 
     def __str__(self) -> str:
@@ -470,7 +478,7 @@ class EqJoin:
 
 def _check_condition(condition, what: str) -> None:
     if condition is not None:
-        check_expr(condition, what)
+        check_condition(condition, what)
 
 
 @dataclass(frozen=True)
@@ -924,7 +932,7 @@ class Extend:
         _check_pattern(self.inner, "Extend.inner")
         if not isinstance(self.var, Var):
             raise TypeError(f"Extend.var must be a Var, got {self.var!r}")
-        check_expr(self.expr, "Extend.expr")
+        check_condition(self.expr, "Extend.expr")
 
     def __str__(self) -> str:
         return f"EXTEND({self.inner}, {self.var} := {self.expr})"
@@ -1010,7 +1018,7 @@ class OrderKey:
     descending: bool = False
 
     def __post_init__(self) -> None:
-        check_expr(self.expr, "OrderKey.expr")
+        check_condition(self.expr, "OrderKey.expr")
 
     def __str__(self) -> str:
         return f"{'DESC' if self.descending else 'ASC'}({self.expr})"
@@ -1036,6 +1044,10 @@ class Modifiers:
             raise ValueError(f"Modifiers.limit must be a non-negative int or None, got {self.limit!r}")
         if isinstance(self.offset, bool) or not isinstance(self.offset, int) or self.offset < 0:
             raise ValueError(f"Modifiers.offset must be a non-negative int, got {self.offset!r}")
+
+    def reads_only(self, names) -> bool:
+        """Whether every ORDER BY key reads only the variables ``names``."""
+        return all(v.name in names for k in self.order for v in expr_variables(k.expr))
 
     def __str__(self) -> str:
         parts = ["ORDER BY " + " ".join(map(str, self.order))] if self.order else []

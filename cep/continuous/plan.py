@@ -95,6 +95,7 @@ from dataclasses import dataclass, replace
 from cep import algebra as A
 from cep.algebra.timeline import MIN_TIME, close_instant
 from rdfcore.errors import SidecarError
+from cep.engines.rules import RulesError, check_rules
 
 __all__ = ["ContinuousError", "WindowRule", "ContinuousPlan", "plan", "EMITS", "ISTREAM", "RSTREAM", "DSTREAM",
            "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from", "keep_bounds", "LANDMARK"]
@@ -224,8 +225,6 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     if emit not in EMITS:
         raise ContinuousError(f"unknown output stream {emit!r}; expected one of {', '.join(EMITS)}")
     if rules:
-        from cep.engines.rules import RulesError, check_rules
-
         try:
             rules = check_rules(query, rules)
         except RulesError as exc:

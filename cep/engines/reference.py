@@ -77,24 +77,20 @@ the implicit group of nothing over [t, t].
 """
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Iterable, Mapping as TMapping
+from collections.abc import Iterable, Mapping as TMapping, Sequence
 from dataclasses import dataclass
-from contextvars import ContextVar
 from typing import Any
 
 from cep import algebra as A
-from cep.algebra.expressions import SOLUTION_BUILTINS, TERM_BUILTINS
 from cep.engines.errors import MissingInputError
-from cep.terms.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, LITERAL_RE, NUMBER_LEXICAL, NUMERIC_DATATYPES,
-                          XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, canonical_decimal,
-                          canonical_double, datetime_term, number_kind, numeric_value, parse_literal, temporal_value,
-                          DATETIME_PATTERN, XSD_DATETIME, XSD_DAYTIMEDURATION)
-from cep.terms.numbers import Number, comparable, number, numeric
-from cep.algebra.windows import TIME_UNITS
+from cep.engines.rules import DERIVED, MAX_ROUNDS, check_rules, derived_item, no_fixpoint
+from cep.terms.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, XSD_BOOLEAN, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER,
+                                canonical_decimal, canonical_double, parse_literal)
+from cep.terms.numbers import Number, literal_number, simple_string
+from cep.terms.values import (ERROR, EVALUATION_INSTANT, Temporal, ebv, eval_expr, float_value, fresh_blank,
+                              temporal, term_value)
 from cep.algebra.timeline import MIN_TIME, close_instant
-from rdfcore.hashing import fast_xxh64, hash_longs, term_id
+from rdfcore.hashing import term_id
 
 __all__ = [
     "Mapping", "Element", "Item", "MIN_TIME",
@@ -103,7 +99,7 @@ __all__ = [
     "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence", "evaluate_instants",
     "csparql_window", "aggregate", "aggregate_value", "group_cover", "order_key", "ordered",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
-    "match_bgp_in_items", "evaluate", "solution_hash", "solution_value", "EVALUATION_INSTANT", "SOLUTION_SEED",
+    "match_bgp_in_items", "evaluate",
 ]
 
 Mapping = frozenset  # of (variable, term) pairs
@@ -375,11 +371,27 @@ def evaluate(query, background: TMapping, streams: TMapping, at: int, time_unit:
     ``((s, p, o), t1, t2)`` for CONSTRUCT.
     """
     if rules:
-        from cep.engines.rules import check_rules, close
-
-        streams = close(check_rules(query, rules), background, streams, at, time_unit)
+        streams = close_rules(check_rules(query, rules), background, streams, at, time_unit)
     evaluator = _Evaluator({g: set(ts) for g, ts in background.items()}, streams, at, time_unit)
     return evaluator.query(query)
+
+
+def close_rules(rules: Sequence[A.Query], background: Mapping, streams: Mapping, at: int, time_unit: str = "ms",
+          max_rounds: int = MAX_ROUNDS) -> dict:
+    """The streams plus ``DERIVED``, the occurrences the rules derive at ``at`` (the reference)."""
+    derived: dict = {}
+    for _round in range(max_rounds):
+        current = {**streams, DERIVED: [(item, frozenset({triple}), t1, t2)
+                                        for (triple, t1, t2), item in derived.items()]}
+        new = {}
+        for rule in rules:
+            for (triple, t1, t2) in evaluate(rule, background, current, at, time_unit):
+                if (triple, t1, t2) not in derived:
+                    new[(triple, t1, t2)] = derived_item(triple, t1, t2)
+        if not new:
+            return current
+        derived.update(new)
+    raise no_fixpoint(rules, at, max_rounds)
 
 
 def evaluate_sequence(query, background: TMapping, streams: TMapping, times, time_unit: str = "ms") -> list[set]:
@@ -406,22 +418,6 @@ def evaluate_instants(query, background: TMapping, streams: TMapping, times, tim
         out.append(evaluator.query(query))
         consumed = consumed | evaluator.used
     return out, consumed
-
-
-def fresh_blank(label: str, mu: TMapping, t1: int, t2: int) -> str:
-    """The blank node a CONSTRUCT template's ``_:label`` stands for in the solution ⟨μ, [t1, t2]⟩
-    (SPARQL 1.1 §16.2: fresh per solution): ``_:label_`` + 16 hex digits of XXH64 chained, as
-    Spark's ``xxhash64(cols...)`` chains (seed 42; a null skipped), over the ids of μ's terms by
-    variable name and then t1 and t2. The same solution always gives the same node, so a replayed
-    or re-evaluated answer is the same triple, and ``cep.engines.spark.evaluate`` names it alike."""
-    return fresh_blank_of_ids(label, {name: None if term is None else term_id(term) for name, term in mu.items()},
-                              t1, t2)
-
-
-def fresh_blank_of_ids(label: str, ids: TMapping, t1: int, t2: int) -> str:
-    """:func:`fresh_blank` from the ids of the solution's terms ({variable name: id or None})."""
-    h = hash_longs(*(ids[name] for name in sorted(ids)), t1, t2)
-    return f"_:{label}_{h & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
 def rsep_window(stream: Iterable[Item], spec, t: int, time_unit: str = "ms") -> list[Item]:
@@ -451,32 +447,13 @@ def csparql_window(stream: Iterable[Item], spec, c: int, time_unit: str = "ms") 
 # ---------------------------------------------------------------------------------------------
 # C-SPARQL's aggregates (§3.1)
 
-def _number(term):
-    """(kind, value) of a numeric literal an aggregate can read, else None: "integer" / "decimal"
-    values are exact decimal(38, 18) (None beyond 10^20), "double" values floats."""
-    from decimal import ROUND_HALF_UP, Decimal, localcontext
-
-    lit = parse_literal(term)
-    kind = number_kind(lit[2]) if lit is not None else None
-    if kind is None or not re.match(NUMBER_LEXICAL[kind], lit[0]):
-        return None
-    if kind == "double":
-        return kind, float(lit[0])
-    with localcontext() as ctx:   # 20 integer and 18 fraction digits: past the default 28
-        ctx.prec = 80
-        value = Decimal(lit[0]).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE), rounding=ROUND_HALF_UP)
-    if value == 0:
-        value = abs(value)   # "-0.0" is 0
-    return (kind, value) if abs(value) < AGGREGATE_LIMIT else None
-
-
 def _order_key(term):
     """MIN / MAX order of a group whose values are not all numbers: blank nodes, then IRIs, then
     literals; the numbers among the literals first, by value (as ``<`` orders them: 2 before
     12345678901234), the other literals after them; each tie by the term's N-Triples text (code
     points)."""
     rank = 0 if term.startswith("_:") else 1 if term.startswith("<") else 2
-    number = _number(term) if rank == 2 else None
+    number = literal_number(term) if rank == 2 else None
     return (rank, 1, 0.0, term) if number is None else (rank, 0, float(number[1]), term)
 
 
@@ -499,7 +476,7 @@ def aggregate_value(function: str, distinct: bool, values: list, rows: int):
     if function in ("MIN", "MAX"):
         if not values:
             return None
-        numbers = [_number(v) for v in values]
+        numbers = [literal_number(v) for v in values]
         if all(n is not None for n in numbers):
             keyed = [(float(n[1]), v) for n, v in zip(numbers, values)]
         else:
@@ -507,7 +484,7 @@ def aggregate_value(function: str, distinct: bool, values: list, rows: int):
         return (min if function == "MIN" else max)(keyed)[1]
     if not values:
         return f'"0"^^<{XSD_INTEGER}>'
-    numbers = [_number(v) for v in values]
+    numbers = [literal_number(v) for v in values]
     if any(n is None for n in numbers):
         return None
     kinds = {k for k, _ in numbers}
@@ -593,28 +570,28 @@ def order_key(value) -> tuple:
     from decimal import Decimal
 
     zero = Decimal(0)
-    if value is _ERROR or value is None:
+    if value is ERROR or value is None:
         return (0, 0, 0.0, zero, "")
     if isinstance(value, bool):
         return (3, 1, float(value), zero, "")
     if isinstance(value, Number):
         return (3, 0, float(value.value), zero, "")
-    if isinstance(value, _Temporal):
+    if isinstance(value, Temporal):
         return (3, 2 if value.kind == "dateTime" else 3, 0.0, value.seconds, "")
     if value.startswith("_:"):
         return (1, 0, 0.0, zero, value)
     if value.startswith("<"):
         return (2, 0, 0.0, zero, value)
-    number = _num(value)
+    number = float_value(value)
     if number is not None:
         return (3, 0, number, zero, value)
     lit = parse_literal(value)
     if lit is not None and lit[2] == XSD_BOOLEAN:
         return (3, 1, 1.0 if lit[0] in ("true", "1") else 0.0, zero, value)
-    temporal = _temporal(value)
-    if temporal is not None:
-        return (3, 2 if temporal.kind == "dateTime" else 3, 0.0, temporal.seconds, value)
-    simple = _simple_string(value)
+    found = temporal(value)
+    if found is not None:
+        return (3, 2 if found.kind == "dateTime" else 3, 0.0, found.seconds, value)
+    simple = simple_string(value)
     if simple is not None:
         return (3, 4, 0.0, zero, simple)
     return (3, 5, 0.0, zero, value)
@@ -630,11 +607,6 @@ def ordered(answers, modifiers, names, unit: str = "ms") -> list:
                   reverse=key.descending)
     end = None if modifiers.limit is None else modifiers.offset + modifiers.limit
     return rows[modifiers.offset:end]
-
-
-def reads_only(modifiers, names) -> bool:
-    """Whether every ORDER BY key reads only the variables ``names``."""
-    return all(v.name in names for k in modifiers.order for v in A.expr_variables(k.expr))
 
 
 def ordered_solutions(omega, modifiers, names, unit: str = "ms") -> list:
@@ -730,7 +702,7 @@ class _Evaluator:
                 names = [v.name for v in variables]
                 omega = self.eval(inner, scope)
                 modifiers = query.modifiers if isinstance(query, (A.Query, A.SubSelect)) else None
-                if modifiers is not None and not reads_only(modifiers, names):
+                if modifiers is not None and not modifiers.reads_only(names):
                     return ordered_solutions(omega, modifiers, names, self.unit)
                 answers = {(frozenset((k, v) for k, v in mu if k in names), t1, t2) for (mu, t1, t2) in omega}
                 return answers if modifiers is None else ordered(answers, modifiers, names, self.unit)
@@ -781,7 +753,6 @@ class _Evaluator:
             case A.Minus(left=left, right=right):
                 return minus(self.eval(left, scope), self.eval(right, scope))
             case A.Extend(inner=inner, var=var, expr=expr):                     # §18.5 Extend
-                from cep.terms.numbers import term_value
                 out = set()
                 for (mu, t1, t2) in self.eval(inner, scope):
                     value = term_value(expr, {**self.outer, **dict(mu)}, (t1, t2), self.unit,
@@ -1089,470 +1060,6 @@ class _Evaluator:
                 d[tp.o.name] = y
             out.append(frozenset(d.items()))
         return out
-
-
-# ---------------------------------------------------------------------------------------------
-# FILTER expressions (SPARQL 1.1 §17), values as N-Triples terms; errors are ``_ERROR``
-
-class _Error:
-    def __repr__(self):
-        return "error"
-
-
-_ERROR = _Error()
-
-
-@dataclass(frozen=True)
-class _Temporal:
-    """A duration or a dateTime, in exact seconds (``cep.terms.literals.temporal_value``)."""
-
-    kind: str
-    seconds: Any
-
-
-def _simple_string(term):
-    lit = parse_literal(term)
-    if lit is not None and lit[1] is None and lit[2] == XSD_STRING:
-        return lit[0]
-    return None
-
-
-def ebv(value):
-    """Effective boolean value (§17.2.2): True, False or _ERROR."""
-    if value is _ERROR or value is None:
-        return _ERROR
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, Number):
-        return not (value.value == 0 or (value.kind in ("float", "double") and math.isnan(value.value)))
-    lit = parse_literal(value)
-    if lit is None:
-        return _ERROR
-    if lit[2] == XSD_BOOLEAN:
-        return lit[0] in ("true", "1") if lit[0] in ("true", "false", "1", "0") else False
-    if lit[2] in NUMERIC_DATATYPES:
-        n = numeric_value(value)
-        return False if n is None else not (n == 0 or math.isnan(n))
-    if lit[2] == XSD_STRING:
-        return lit[0] != ""
-    return _ERROR
-
-
-def _num(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, Number):
-        return float(value.value)
-    return numeric_value(value) if isinstance(value, str) else None
-
-
-def _term_of(value):
-    """A value as an N-Triples term (booleans and numbers from expressions become literals)."""
-    if isinstance(value, bool):
-        return f'"{"true" if value else "false"}"^^<{XSD_BOOLEAN}>'
-    if isinstance(value, Number):
-        return value.term()
-    return value
-
-
-def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stamp=None, exists=None):
-    """Value of expression ``e`` (a ``cep.algebra.patterns`` expression) under mapping ``mu``: a term
-    string, a bool, a ``cep.terms.numbers.Number``, a duration/dateTime, or _ERROR (SPARQL 1.1 §17). ``interval``: the
-    solution's (t1, t2) in ``unit`` ticks, which getDURATION() / getSTARTTIME() / getENDTIME() read
-    (EP-SPARQL §4.2, σ_{tα tω}). ``stamp(e, mu)``: the time (ticks) a timestamp() call ``e``
-    yields for ``mu``, or None (C-SPARQL §3.3; no ``stamp``: an error). ``exists(pattern, mu)``:
-    whether EXISTS { pattern } holds for ``mu`` (no ``exists``: an error)."""
-    def sub(x):
-        return eval_expr(x, mu, interval, unit, stamp, exists)
-
-    if numeric(e):
-        n = number(e, sub, lambda: solution_value("RAND", [], mu, interval, unit))
-        return _ERROR if n is None else n
-    match e:
-        case A.Exists(pattern=pattern):
-            return _ERROR if exists is None else exists(pattern, mu)
-        case A.Builtin(name=name, args=args) if name in SOLUTION_BUILTINS:
-            return solution_value(name, [sub(a) for a in args], mu, interval, unit)
-        case A.Builtin(name=name, args=args):
-            return _builtin(name, args, sub)
-        case A.IntervalFn(kind=kind):
-            if interval is None:
-                return _ERROR
-            from decimal import Decimal
-            per_tick = Decimal(TIME_UNITS[unit]) / 1000
-            t1, t2 = interval
-            if kind == "DURATION":
-                return _Temporal("duration", (Decimal(t2) - Decimal(t1)) * per_tick)
-            return _Temporal("dateTime", Decimal(t1 if kind == "STARTTIME" else t2) * per_tick)
-        case A.Timestamp() | A.PatternTimestamp():
-            t = None if stamp is None else stamp(e, mu)
-            if t is None:
-                return _ERROR
-            from decimal import Decimal
-            return _Temporal("dateTime", Decimal(t) * Decimal(TIME_UNITS[unit]) / 1000)
-        case A.Var(name=name):
-            return mu.get(name, _ERROR)
-        case A.Const(term=term):
-            return term
-        case A.Bound(var=var):
-            return var.name in mu
-        case A.Not(expr=inner):
-            v = ebv(sub(inner))
-            return _ERROR if v is _ERROR else not v
-        case A.And(left=left, right=right):
-            a, b = ebv(sub(left)), ebv(sub(right))
-            if a is False or b is False:
-                return False
-            return _ERROR if (a is _ERROR or b is _ERROR) else True
-        case A.Or(left=left, right=right):
-            a, b = ebv(sub(left)), ebv(sub(right))
-            if a is True or b is True:
-                return True
-            return _ERROR if (a is _ERROR or b is _ERROR) else False
-        case A.Neg(expr=inner):
-            n = _num(sub(inner))
-            return _ERROR if n is None else -n
-        case A.Arith(op=op, left=left, right=right):
-            a, b = _num(sub(left)), _num(sub(right))
-            if a is None or b is None:
-                return _ERROR
-            if op == "+":
-                return a + b
-            if op == "-":
-                return a - b
-            if op == "*":
-                return a * b
-            return _ERROR if b == 0 else a / b
-        case A.Compare(op=op, left=left, right=right):
-            return _compare(op, sub(left), sub(right))
-        case A.Str(expr=inner):
-            t = _term_of(sub(inner))
-            if not isinstance(t, str):
-                return _ERROR
-            if t.startswith("<"):
-                return '"' + t[1:-1].replace("\\", "\\\\").replace('"', '\\"') + '"'
-            m = LITERAL_RE.match(t)
-            return '"' + m.group(1) + '"' if m else _ERROR
-        case A.Lang(expr=inner):
-            lit = _literal_of(sub(inner))
-            return _ERROR if lit is None else f'"{lit[1] or ""}"'
-        case A.Datatype(expr=inner):
-            lit = _literal_of(sub(inner))
-            return _ERROR if lit is None else f"<{lit[2]}>"
-        case A.Regex(text=text, pattern=pattern, flags=flags):
-            lit = _literal_of(sub(text))
-            pat = parse_literal(_term_of(sub(pattern)) or "")
-            letters = parse_literal(_term_of(sub(flags)) or "") if flags is not None else ("", None, None)
-            if lit is None or pat is None or letters is None:
-                return _ERROR
-            prefix = "".join(f"(?{f})" for f in letters[0] if f in "imsx")
-            return re.search(prefix + pat[0], lit[0]) is not None
-    raise TypeError(f"unknown expression {type(e).__name__}")
-
-
-_STRINGS = (XSD_STRING, "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
-
-
-def _string_literal(value):
-    """(lexical, lang or None) of a string literal (simple, xsd:string, language-tagged), else None."""
-    lit = _literal_of(value)
-    if lit is None or lit[2] not in _STRINGS:
-        return None
-    return lit[0], lit[1]
-
-
-def _escape(lex: str) -> str:
-    return lex.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-
-
-#: the evaluation instant NOW() reads (set by each evaluation; a Spark task evaluating BIND sets it)
-EVALUATION_INSTANT: ContextVar = ContextVar("evaluation_instant", default=None)
-#: the solution's hash, where the mapping at hand holds only some of the solution's variables (Spark's
-#: BIND sees the terms its expression reads); None: ``solution_hash`` of the mapping and interval
-SOLUTION_SEED: ContextVar = ContextVar("solution_seed", default=None)
-#: the salts that make each solution-dependent built-in draw its own bits from the solution's hash
-SALTS = {"RAND": 1, "UUID": (2, 3), "STRUUID": (2, 3), "BNODE": 4, "BNODE_ARG": 5}
-
-
-def solution_hash(mu: TMapping, interval: tuple | None) -> int:
-    """The hash RAND(), UUID(), STRUUID() and BNODE() draw from: Spark's ``xxhash64`` chained (seed
-    42, nulls skipped) over the term ids of the solution's variables by name, then its interval's
-    ends — as ``fresh_blank`` names a template's blank nodes, and as ``cep.engines.spark.filters`` computes it
-    from a solution's columns. Same solution, same values: a replayed answer is the same answer."""
-    seed = SOLUTION_SEED.get()
-    if seed is not None:
-        return seed
-    t1, t2 = interval if interval is not None else (None, None)
-    return hash_longs(*(None if mu[name] is None else term_id(mu[name]) for name in sorted(mu)), t1, t2)
-
-
-def uuid_text(h1: int, h2: int) -> str:
-    """A version-4 UUID's text (RFC 4122) from two hashes' 128 bits: the version digit set to 4 and
-    the variant's two bits to 10 (``cep.engines.spark.filters`` builds the same from columns)."""
-    digits = f"{h1 & 0xFFFFFFFFFFFFFFFF:016x}{h2 & 0xFFFFFFFFFFFFFFFF:016x}"
-    variant = "89ab"[int(digits[16], 16) & 3]
-    return f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{variant}{digits[17:20]}-{digits[20:]}"
-
-
-def solution_value(name: str, values: list, mu: TMapping, interval: tuple | None, unit: str):
-    """NOW, RAND, UUID, STRUUID and BNODE (``cep.algebra.expressions.SOLUTION_BUILTINS``), given their
-    arguments' values, under solution ``mu`` with ``interval``."""
-    if name == "NOW":                                            # §17.4.5.1
-        at = EVALUATION_INSTANT.get()
-        if at is None:
-            return _ERROR
-        from decimal import Decimal
-        term = datetime_term(Decimal(at) * Decimal(TIME_UNITS[unit]) / 1000)
-        return _ERROR if term is None else term
-    seed = solution_hash(mu, interval)
-    if name == "RAND":                                           # §17.4.4.5: a double in [0, 1)
-        h = hash_longs(seed, SALTS["RAND"])
-        return ((h & 0xFFFFFFFFFFFFFFFF) >> 11) * 2.0 ** -53
-    if name in ("UUID", "STRUUID"):                              # §17.4.3.x, §17.4.2.12
-        text = uuid_text(*(hash_longs(seed, salt) for salt in SALTS["UUID"]))
-        return f"<urn:uuid:{text}>" if name == "UUID" else f'"{text}"'
-    if not values:                                               # BNODE(), §17.4.2.9
-        h = hash_longs(seed, SALTS["BNODE"])
-    else:                                                        # BNODE(simple literal or xsd:string)
-        if any(v is _ERROR for v in values):
-            return _ERROR
-        text = _string_literal(values[0])
-        if text is None or text[1] is not None:
-            return _ERROR
-        h = fast_xxh64(text[0].encode("utf-8"), hash_longs(seed, SALTS["BNODE_ARG"]) & 0xFFFFFFFFFFFFFFFF)
-    return f"_:b{h & 0xFFFFFFFFFFFFFFFF:016x}"
-
-
-def _builtin(name, args, sub):
-    """SPARQL 1.1 §17.4 built-ins (``cep.algebra.expressions.BUILTINS``)."""
-    if name == "IF":                                             # §17.4.1.2
-        cond = ebv(sub(args[0]))
-        return _ERROR if cond is _ERROR else sub(args[1] if cond else args[2])
-    if name == "COALESCE":                                       # §17.4.1.4
-        for arg in args:
-            value = sub(arg)
-            if value is not _ERROR and value is not None:
-                return value
-        return _ERROR
-    values = [sub(a) for a in args]
-    if any(v is _ERROR for v in values):
-        return _ERROR
-    if name in ("STRSTARTS", "STRENDS", "CONTAINS"):             # §17.4.3.8-10, compatibility §17.4.3.1.3
-        a, b = _string_literal(values[0]), _string_literal(values[1])
-        if a is None or b is None or (b[1] is not None and a[1] != b[1]):
-            return _ERROR
-        return {"STRSTARTS": a[0].startswith, "STRENDS": a[0].endswith,
-                "CONTAINS": a[0].__contains__}[name](b[0])
-    if name == "CONCAT":                                         # §17.4.3.12
-        parts = [_string_literal(v) for v in values]
-        if any(p is None for p in parts):
-            return _ERROR
-        langs = {p[1] for p in parts}
-        lang = langs.pop() if len(langs) == 1 else None
-        return f'"{_escape("".join(p[0] for p in parts))}"' + (f"@{lang}" if lang else "")
-    if name == "SUBSTR":                                         # §17.4.3.3, fn:substring
-        a = _string_literal(values[0])
-        start = _integer(values[1])
-        length = _integer(values[2]) if len(values) == 3 else None
-        if a is None or start is None or (len(values) == 3 and length is None):
-            return _ERROR
-        first = start
-        end = math.inf if length is None else first + length
-        text = "".join(ch for p, ch in enumerate(a[0], 1) if first <= p < end)
-        return f'"{_escape(text)}"' + (f"@{a[1]}" if a[1] else "")
-    if name in ("STRBEFORE", "STRAFTER"):                        # §17.4.3.9-10
-        a, b = _string_literal(values[0]), _string_literal(values[1])
-        if a is None or b is None or (b[1] is not None and a[1] != b[1]):
-            return _ERROR
-        at = a[0].find(b[0])
-        if at < 0:
-            return '""'
-        text = a[0][:at] if name == "STRBEFORE" else a[0][at + len(b[0]):]
-        return f'"{_escape(text)}"' + (f"@{a[1]}" if a[1] else "")
-    if name == "REPLACE":                                        # §17.4.3.15, fn:replace
-        a = _string_literal(values[0])
-        pattern, replacement = parse_literal(_term_of(values[1]) or ""), parse_literal(_term_of(values[2]) or "")
-        flags = parse_literal(_term_of(values[3]) or "") if len(values) == 4 else ("", None, None)
-        if a is None or pattern is None or replacement is None or flags is None:
-            return _ERROR
-        prefix = "".join(f"(?{f})" for f in flags[0] if f in "imsx")
-        python = re.sub(r"\\([$\\])|\$([0-9])", lambda m: m.group(1).replace("\\", "\\\\") if m.group(1)
-                        else f"\\g<{m.group(2)}>", replacement[0])
-        try:
-            text = re.sub(prefix + pattern[0], python, a[0])
-        except (re.error, IndexError):
-            return _ERROR
-        return f'"{_escape(text)}"' + (f"@{a[1]}" if a[1] else "")
-    if name in TERM_BUILTINS:
-        return _term_builtin(name, values)
-    if name in ("UCASE", "LCASE"):
-        a = _string_literal(values[0])
-        if a is None:
-            return _ERROR
-        lex = a[0].upper() if name == "UCASE" else a[0].lower()
-        return f'"{_escape(lex)}"' + (f"@{a[1]}" if a[1] else "")
-    term = _term_of(values[0])
-    if name in ("ISIRI", "ISURI"):
-        return isinstance(term, str) and term.startswith("<")
-    if name == "ISBLANK":
-        return isinstance(term, str) and term.startswith("_:")
-    if name == "ISLITERAL":
-        return isinstance(term, str) and term.startswith('"') or isinstance(values[0], bool)
-    if name == "ISNUMERIC":
-        return _num(values[0]) is not None
-    if name == "SAMETERM":
-        a, b = _term_of(values[0]), _term_of(values[1])
-        return _ERROR if not (isinstance(a, str) and isinstance(b, str)) else a == b
-    raise TypeError(f"unknown built-in {name}")
-
-
-_HASHES = {"MD5": "md5", "SHA1": "sha1", "SHA256": "sha256", "SHA384": "sha384", "SHA512": "sha512"}
-#: RFC 3986 unreserved characters: what ENCODE_FOR_URI leaves as they are
-_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
-def resolve_iri(base: str, reference: str) -> str:
-    """``reference`` resolved against ``base`` (RFC 3986 §5.2, as the parser resolves relative
-    ``<iri>`` references: ``urllib.parse.urljoin``)."""
-    from urllib.parse import urldefrag, urljoin
-
-    return urldefrag(base)[0] if reference == "" else urljoin(base, reference)   # urljoin keeps the fragment
-
-
-#: an absolute IRI IRI() accepts: a scheme, no character N-Triples forbids in an IRI
-ABSOLUTE_IRI = r"^[A-Za-z][A-Za-z0-9+.\-]*:[^<>\"{}|^`\\\x00-\x20]*$"
-
-
-def _term_builtin(name, values):
-    """§17.4.2-17.4.6: terms from strings (LANGMATCHES, STRDT, STRLANG, IRI, ENCODE_FOR_URI, the
-    hash functions) and a dateTime's time zone (TIMEZONE, TZ)."""
-    import hashlib
-
-    if name in ("TIMEZONE", "TZ"):                               # §17.4.5.8-9
-        lit = _literal_of(values[0])
-        m = re.match(DATETIME_PATTERN, lit[0]) if lit is not None and lit[2] == XSD_DATETIME else None
-        if m is None:
-            return _ERROR
-        zone = m.group(3)
-        if name == "TZ":
-            return f'"{zone or ""}"'
-        if zone is None:
-            return _ERROR
-        if zone == "Z":
-            return f'"PT0S"^^<{XSD_DAYTIMEDURATION}>'
-        hours, minutes = int(zone[1:3]), int(zone[4:6])
-        text = ("-" if zone[0] == "-" and (hours or minutes) else "") + "PT" + (f"{hours}H" if hours else "") + (
-            f"{minutes}M" if minutes else "") + ("" if hours or minutes else "0S")
-        return f'"{text}"^^<{XSD_DAYTIMEDURATION}>'
-    if name in ("IRI", "URI"):                                   # §17.4.2.8
-        term = _term_of(values[0])
-        if isinstance(term, str) and term.startswith("<"):
-            return term
-        lex = _simple_string(term) if isinstance(term, str) else None
-        if lex is not None and len(values) > 1 and not re.match(ABSOLUTE_IRI, lex):
-            lex = resolve_iri(values[1][1:-1], lex)             # the query's BASE (cep.lowering.translate adds it)
-        return f"<{lex}>" if lex is not None and re.match(ABSOLUTE_IRI, lex) else _ERROR
-    a = _string_literal(values[0])
-    if a is None:
-        return _ERROR
-    if name == "ENCODE_FOR_URI":                                 # §17.4.3.11
-        return '"' + "".join(ch if ch in _UNRESERVED else "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
-                             for ch in a[0]) + '"'
-    if name in _HASHES:                                          # §17.4.6: simple literals and xsd:strings
-        if a[1] is not None:
-            return _ERROR
-        return f'"{hashlib.new(_HASHES[name], a[0].encode("utf-8")).hexdigest()}"'
-    b = _term_of(values[1])
-    if name == "LANGMATCHES":                                    # §17.4.3.16, RFC 4647 basic filtering
-        tag, lrange = (a[0] if a[1] is None else None), (_simple_string(b) if isinstance(b, str) else None)
-        if tag is None or lrange is None:
-            return _ERROR
-        if lrange == "*":
-            return tag != ""
-        return tag.lower() == lrange.lower() or tag.lower().startswith(lrange.lower() + "-")
-    if a[1] is not None:                                         # STRDT, STRLANG: a simple literal
-        return _ERROR
-    if name == "STRDT":                                          # §17.4.3.17
-        if not (isinstance(b, str) and b.startswith("<")):
-            return _ERROR
-        return f'"{_escape(a[0])}"' + ("" if b == f"<{XSD_STRING}>" else f"^^{b}")
-    lang = _simple_string(b) if isinstance(b, str) else None    # STRLANG, §17.4.3.18
-    if not lang or not re.fullmatch(r"[a-zA-Z]+(-[a-zA-Z0-9]+)*", lang):
-        return _ERROR
-    return f'"{_escape(a[0])}"@{lang.lower()}'
-
-
-def _integer(value):
-    """An xsd:integer argument (SUBSTR's, §17.4.3.3) as an int, else None (a computed number: when
-    an xsd:integer, as a stored one)."""
-    if isinstance(value, Number):
-        return int(value.value) if value.kind == "integer" else None
-    lit = _literal_of(value)
-    if lit is None or number_kind(lit[2]) != "integer":
-        return None
-    n = _num(value)
-    return None if n is None or not float(n).is_integer() else int(n)
-
-
-def _literal_of(value):
-    """``parse_literal`` of a value as a term (None when it is no literal, or an error)."""
-    t = _term_of(value)
-    return parse_literal(t) if isinstance(t, str) else None
-
-
-def _understood(term: str) -> bool:
-    """Whether a literal's value is known (a string, a valid boolean / number / time), so that a
-    different literal is known to be a different value; an IRI or blank node always is. Two
-    different literals compare as an error (RDFterm-equal, §17.4.1.7) unless both are understood
-    or one has a language tag (a language-tagged string equals no other kind of literal)."""
-    lit = parse_literal(term)
-    if lit is None:
-        return True
-    if lit[2] in _STRINGS:
-        return True
-    if lit[2] == XSD_BOOLEAN:
-        return lit[0] in ("true", "false", "1", "0")
-    if lit[2] in NUMERIC_DATATYPES:
-        return numeric_value(term) is not None
-    return temporal_value(term) is not None
-
-
-def _temporal(value):
-    if isinstance(value, _Temporal):
-        return value
-    if isinstance(value, str):
-        found = temporal_value(value)
-        return None if found is None else _Temporal(*found)
-    return None
-
-
-def _compare(op, a, b):
-    if a is _ERROR or b is _ERROR:
-        return _ERROR
-    ta, tb = _temporal(a), _temporal(b)
-    if isinstance(a, _Temporal) or isinstance(b, _Temporal) or (ta is not None and tb is not None):
-        if ta is None or tb is None or ta.kind != tb.kind:
-            return _ERROR
-        x, y = ta.seconds, tb.seconds
-        return {"=": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
-    na, nb = comparable(a), comparable(b)
-    if na is not None and nb is not None:   # exact unless a double is involved (XPath's promotion)
-        exact = na[0] in ("integer", "decimal") and nb[0] in ("integer", "decimal")
-        x, y = (na[1], nb[1]) if exact else (float(na[1]), float(nb[1]))
-    else:
-        sa, sb = _simple_string(_term_of(a)), _simple_string(_term_of(b))
-        if sa is not None and sb is not None:
-            x, y = sa, sb
-        elif op in ("=", "!="):
-            ta, tb = _term_of(a), _term_of(b)
-            if ta is None or tb is None:
-                return _ERROR
-            la, lb = parse_literal(ta), parse_literal(tb)
-            if ta != tb and la is not None and lb is not None and not (la[1] or lb[1]) \
-                    and not (_understood(ta) and _understood(tb)):
-                return _ERROR   # RDFterm-equal (§17.4.1.7): two literals it cannot tell apart
-            return (ta == tb) if op == "=" else (ta != tb)
-        else:
-            return _ERROR
-    return {"=": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
 
 
 # ---------------------------------------------------------------------------------------------

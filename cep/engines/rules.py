@@ -12,12 +12,13 @@ with t, and answers stay timewise monotone): round after round, each rule is eva
 stream plus what the rules derived so far, until a round derives nothing new. A derived
 occurrence is an item of its own, in the stream ``DERIVED`` (EP-SPARQL merges every stream), its
 id ``xxhash64(s, p, o, t, t')`` of the triple's term ids and interval — the same on Spark and in
-the reference. A template blank node is named from its solution (``cep.engines.reference.fresh_blank``),
+the reference. A template blank node is named from its solution (``cep.terms.values.fresh_blank``),
 so a rule that keeps deriving new blank nodes from its own output never reaches a fixpoint: after
 ``MAX_ROUNDS`` rounds that is an error naming the rules, not a silent cut.
 
-``close`` is the reference (pure Python), ``close_spark`` the same on DataFrames; ``cep.engines.reference
-.evaluate`` and ``cep.engines.spark.evaluate.evaluate`` take ``rules=`` and call them.
+This module holds what every engine shares (the checks, the derived stream, the item ids); the
+closure itself is ``cep.engines.reference.close_rules`` (pure Python) and
+``cep.engines.spark.evaluate.close_rules`` (DataFrames); both ``evaluate`` functions take ``rules=``.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from cep import algebra as A
 from rdfcore.errors import SidecarError
 from rdfcore.hashing import hash_longs, term_id
 
-__all__ = ["DERIVED", "MAX_ROUNDS", "RulesError", "check_rules", "close", "close_spark", "derived_item"]
+__all__ = ["DERIVED", "MAX_ROUNDS", "RulesError", "check_rules", "derived_item", "no_fixpoint"]
 
 #: the stream the derived occurrences are added to
 DERIVED = "<urn:rsp-sidecar:q-closure>"
@@ -59,73 +60,7 @@ def derived_item(triple, t1: int, t2: int) -> int:
     return hash_longs(*(term_id(x) for x in triple), t1, t2)
 
 
-def close(rules: Sequence[A.Query], background: Mapping, streams: Mapping, at: int, time_unit: str = "ms",
-          max_rounds: int = MAX_ROUNDS) -> dict:
-    """The streams plus ``DERIVED``, the occurrences the rules derive at ``at`` (the reference)."""
-    from cep.engines.reference import evaluate
-
-    derived: dict = {}
-    for _round in range(max_rounds):
-        current = {**streams, DERIVED: [(item, frozenset({triple}), t1, t2)
-                                        for (triple, t1, t2), item in derived.items()]}
-        new = {}
-        for rule in rules:
-            for (triple, t1, t2) in evaluate(rule, background, current, at, time_unit):
-                if (triple, t1, t2) not in derived:
-                    new[(triple, t1, t2)] = derived_item(triple, t1, t2)
-        if not new:
-            return current
-        derived.update(new)
-    raise _no_fixpoint(rules, at, max_rounds)
-
-
-def close_spark(rules: Sequence[A.Query], background, streams: Mapping, at: int, time_unit: str = "ms", *,
-                dictionary=None, terms: list | None = None, max_rounds: int = MAX_ROUNDS) -> dict:
-    """``close`` on Spark: {stream: DataFrame (item, s, p, o, t_start, t_end)} plus ``DERIVED``. One
-    plan per rule and round, one count per round. The (id, term) rows of the terms the rules
-    compute (blank nodes, aggregates) are appended to ``terms``: decode with them."""
-    from pyspark.sql import functions as F
-
-    from cep.engines.columns import ITEM
-    from cep.engines.spark.evaluate import evaluate
-    from rdfcore.schema import ID, O, P, S, T_END, T_START, TERM
-
-    terms = [] if terms is None else terms
-    first = next(iter(streams.values()), None)
-    spark = first.sparkSession if first is not None else dictionary.sparkSession
-    derived = spark.createDataFrame([], f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
-    count = 0
-    known = dictionary
-    for _round in range(max_rounds):
-        current = {**streams, DERIVED: derived}
-        found_terms: list = []
-        parts = [evaluate(rule, background, current, at, time_unit, dictionary=known, terms=found_terms)
-                 .select(S, P, O, T_START, T_END) for rule in rules]
-        found = parts[0]
-        for part in parts[1:]:
-            found = found.unionByName(part)
-        grown = (found.select(F.xxhash64(S, P, O, T_START, T_END).alias(ITEM), S, P, O, T_START, T_END)
-                 .unionByName(derived).distinct().localCheckpoint())
-        n = grown.count()
-        if found_terms:
-            # the terms this round computed (BIND, a sub-query's expr AS ?v, blank nodes), cut
-            # from their plan: a term computed by BIND reads the dictionary, which holds the
-            # earlier rounds' terms, so their plans would nest round into round
-            extra = found_terms[0].select(ID, TERM)
-            for more in found_terms[1:]:
-                extra = extra.unionByName(more.select(ID, TERM))
-            extra = extra.distinct().localCheckpoint()
-            for more in found_terms:
-                more.unpersist()
-            terms.append(extra)
-            known = extra if known is None else known.unionByName(extra)
-        if n == count:
-            return current
-        derived, count = grown, n
-    raise _no_fixpoint(rules, at, max_rounds)
-
-
-def _no_fixpoint(rules, at, max_rounds) -> RulesError:
+def no_fixpoint(rules, at, max_rounds) -> RulesError:
     return RulesError(f"the CONSTRUCT rules derive new occurrences at instant {at} after {max_rounds} rounds: they "
                       f"never reach a fixpoint (a rule whose template blank node is fed back to it makes a new one "
                       f"each round); rules: " + "; ".join(str(r.form)[:120] for r in rules))

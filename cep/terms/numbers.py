@@ -5,12 +5,12 @@ aggregate of an expression aggregates, and what FILTER compares.
 ``term_value(expr, μ)`` is the term ``expr`` evaluates to under μ, or None where SPARQL's
 evaluation is an error (the variable is then left unbound, §18.5 Extend). The value of a numeric
 expression (``numeric``) is a ``Number``: its XPath type and its exact value (op:numeric-add etc.,
-SPARQL 1.1 §17.3), which FILTER compares as it is (``cep.engines.reference.eval_expr``) and BIND writes as
+SPARQL 1.1 §17.3), which FILTER compares as it is (``cep.terms.values.eval_expr``) and BIND writes as
 a term:
 
 * integer op integer → xsd:integer (``/`` → xsd:decimal); with a decimal → xsd:decimal; with a
   double or float → xsd:double. Integers and decimals are exact decimal(38, 18) values (the
-  C-SPARQL aggregates' ``cep.engines.reference._number``): a result beyond 10^20 or a division by zero is
+  C-SPARQL aggregates' ``cep.terms.numbers.literal_number``): a result beyond 10^20 or a division by zero is
   an error; decimals have 18 fraction digits, rounded half up (XPath asks for at least 18);
 * ABS, CEIL, FLOOR, ROUND keep the type (ROUND halves toward positive infinity, fn:round);
   STRLEN, YEAR, MONTH, DAY, HOURS, MINUTES are xsd:integers, SECONDS an xsd:decimal, RAND an
@@ -37,11 +37,13 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
 
 from cep import algebra as A
-from cep.terms.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, DATETIME_PATTERN, XSD_BOOLEAN, XSD_DATETIME, XSD_DECIMAL,
-                          XSD_DOUBLE, XSD_FLOAT, XSD_INTEGER, canonical_decimal, canonical_double, datetime_term,
-                          duration_term)
+from cep.terms.literals import (AGGREGATE_LIMIT, AGGREGATE_SCALE, DATETIME_PATTERN, NUMBER_LEXICAL, XSD_BOOLEAN,
+                                XSD_DATETIME, XSD_DECIMAL, XSD_DOUBLE, XSD_FLOAT, XSD_INTEGER, XSD_STRING,
+                                canonical_decimal, canonical_double, datetime_term, duration_term, number_kind,
+                                numeric_value, parse_literal)
 
-__all__ = ["term_value", "temporal_term", "numeric", "Number", "number", "comparable"]
+__all__ = ["temporal_term", "numeric", "Number", "number", "comparable", "term_of", "literal_of",
+           "string_literal", "simple_string", "literal_number", "STRINGS"]
 
 _NUMERIC_BUILTINS = ("ABS", "CEIL", "FLOOR", "ROUND", "STRLEN", "YEAR", "MONTH", "DAY", "HOURS", "MINUTES", "SECONDS",
                      "RAND")
@@ -69,26 +71,8 @@ def numeric(e) -> bool:
     return isinstance(e, (A.Arith, A.Neg)) or (isinstance(e, A.Builtin) and e.name in _NUMERIC_BUILTINS)
 
 
-def term_value(e, mu: dict, interval: tuple | None = None, unit: str = "ms", exists=None) -> str | None:
-    """The term ``e`` evaluates to under ``mu`` (variable name → term), or None (an error).
-    ``interval``: the solution's (t1, t2) in ``unit`` ticks, which getDURATION() / getSTARTTIME() /
-    getENDTIME() read as FILTER reads them (``cep.engines.reference.eval_expr``)."""
-    from cep.engines.reference import _Temporal, eval_expr
-
-    value = eval_expr(e, mu, interval, unit, None, exists)
-    if isinstance(value, bool):
-        return f'"{"true" if value else "false"}"^^<{XSD_BOOLEAN}>'
-    if isinstance(value, Number):
-        return value.term()
-    if isinstance(value, str):
-        return value
-    if isinstance(value, _Temporal):
-        return temporal_term(value.kind, value.seconds)
-    return None   # an error
-
-
 def temporal_term(kind: str, seconds) -> str | None:
-    """The term of a time value (``cep.engines.reference.eval_expr``'s, in exact seconds): a "duration" as
+    """The term of a time value (``cep.terms.values.eval_expr``'s, in exact seconds): a "duration" as
     an xsd:dayTimeDuration in canonical form (``cep.terms.literals.duration_term``: P1DT2H, PT0.5S), a
     "dateTime" (since 1970-01-01T00:00:00Z) as an xsd:dateTime in UTC (``cep.terms.literals.datetime_term``;
     None, an error, outside years 1-9999). ``cep.terms.literals.temporal_value`` reads either back to the
@@ -105,8 +89,6 @@ def comparable(value) -> tuple | None:
     (INF / NaN too) — or None: "integer" / "decimal" values as exact decimal(38, 18) (beyond
     10^20, a literal reads as a double), "double" values as floats. Two exact values compare
     exactly; with a double, both compare as doubles."""
-    from cep.terms.literals import numeric_value
-
     if isinstance(value, Number):
         return value.kind, value.value
     if not isinstance(value, str) or not value.startswith('"'):
@@ -119,9 +101,6 @@ def comparable(value) -> tuple | None:
 
 
 def _literal_operand(term: str) -> tuple | None:
-    from cep.terms.literals import number_kind, parse_literal
-    from cep.engines.reference import _number as literal_number
-
     found = literal_number(term)
     lit = parse_literal(term) if found is None or found[0] == "double" else None
     if found is None and lit is not None and number_kind(lit[2]) == "double" and lit[0] in _SPECIAL_DOUBLES:
@@ -129,6 +108,56 @@ def _literal_operand(term: str) -> tuple | None:
     if found is not None and lit is not None and lit[2] == XSD_FLOAT:   # read as a double, kept a float
         return "float", _single(found[1])
     return found
+
+
+STRINGS = (XSD_STRING, "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString")
+
+
+def string_literal(value):
+    """(lexical, lang or None) of a string literal (simple, xsd:string, language-tagged), else None."""
+    lit = literal_of(value)
+    if lit is None or lit[2] not in STRINGS:
+        return None
+    return lit[0], lit[1]
+
+
+def simple_string(term):
+    lit = parse_literal(term)
+    if lit is not None and lit[1] is None and lit[2] == XSD_STRING:
+        return lit[0]
+    return None
+
+
+def term_of(value):
+    """A value as an N-Triples term (booleans and numbers from expressions become literals)."""
+    if isinstance(value, bool):
+        return f'"{"true" if value else "false"}"^^<{XSD_BOOLEAN}>'
+    if isinstance(value, Number):
+        return value.term()
+    return value
+
+
+def literal_of(value):
+    """``parse_literal`` of a value as a term (None when it is no literal, or an error)."""
+    t = term_of(value)
+    return parse_literal(t) if isinstance(t, str) else None
+
+
+def literal_number(term):
+    """(kind, value) of a numeric literal an aggregate can read, else None: "integer" / "decimal"
+    values are exact decimal(38, 18) (None beyond 10^20), "double" values floats."""
+    lit = parse_literal(term)
+    kind = number_kind(lit[2]) if lit is not None else None
+    if kind is None or not re.match(NUMBER_LEXICAL[kind], lit[0]):
+        return None
+    if kind == "double":
+        return kind, float(lit[0])
+    with localcontext() as ctx:   # 20 integer and 18 fraction digits: past the default 28
+        ctx.prec = 80
+        value = Decimal(lit[0]).quantize(Decimal(1).scaleb(-AGGREGATE_SCALE), rounding=ROUND_HALF_UP)
+    if value == 0:
+        value = abs(value)   # "-0.0" is 0
+    return (kind, value) if abs(value) < AGGREGATE_LIMIT else None
 
 
 def _single(x: float) -> float:
@@ -148,8 +177,7 @@ def _operand(value) -> tuple | None:
 
 def number(e, sub, rand) -> Number | None:
     """The value of numeric expression ``e``, or None (an error). ``sub(x)``: the value of a
-    subexpression (``cep.engines.reference.eval_expr``'s); ``rand()``: the solution's RAND() double."""
-    from cep.engines.reference import _literal_of, _string_literal
+    subexpression (``cep.terms.values.eval_expr``'s); ``rand()``: the solution's RAND() double."""
 
     match e:
         case A.Neg(expr=inner):
@@ -185,7 +213,7 @@ def number(e, sub, rand) -> Number | None:
                 value = value.quantize(_QUANTUM, rounding=ROUND_HALF_UP) + 0   # + 0: no negative zero
             return Number(kind, value) if abs(value) < AGGREGATE_LIMIT else None
         case A.Builtin(name="YEAR" | "MONTH" | "DAY" | "HOURS" | "MINUTES" | "SECONDS" as name, args=(arg,)):
-            lit = _literal_of(sub(arg))
+            lit = literal_of(sub(arg))
             m = re.match(DATETIME_PATTERN, lit[0]) if lit is not None and lit[2] == XSD_DATETIME else None
             if m is None:
                 return None
@@ -198,7 +226,7 @@ def number(e, sub, rand) -> Number | None:
             value = rand()
             return Number("double", value) if isinstance(value, float) else None
         case A.Builtin(name="STRLEN", args=(arg,)):
-            text = _string_literal(sub(arg))
+            text = string_literal(sub(arg))
             return None if text is None else Number("integer", Decimal(len(text[0])))
         case A.Builtin(name=name, args=(arg,)):
             n = _operand(sub(arg))

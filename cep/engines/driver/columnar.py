@@ -39,6 +39,7 @@ from cep.algebra import windows as W
 from cep.engines.columns import var_column
 from cep.engines.spark.lifetimes import OPEN_END
 from rdfcore.hashing import term_id
+from cep.engines.errors import UnsupportedQueryError
 
 __all__ = ["NULL", "Table", "first_instants", "pairs", "join", "seq", "union", "seq_wo", "no_head", "no_tail", "left_join",
            "window", "evaluate"]
@@ -460,7 +461,6 @@ def _bgp_in_window(node: A.BGP, content: np.ndarray, allowed: dict) -> Table:
     acc, acc_vars = None, ()          # columns: item, t1, t2, *acc_vars, a, b
     for tp in node.patterns:
         if isinstance(tp, A.PathPattern):
-            from cep.engines.errors import UnsupportedQueryError
             raise UnsupportedQueryError(
                 f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
         mask = np.ones(len(content), dtype=bool)

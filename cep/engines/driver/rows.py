@@ -26,7 +26,7 @@ handed in as relations (``background``); paths stay on Spark. A FILTER and an OP
 condition keep a row (a pair) when the condition holds for its mapping and interval: that is
 the one-instant FILTER applied at every instant of its lifetime, since the mapping and interval
 do not change with the instant. Conditions are evaluated by the reference's expression code
-(``cep.engines.reference.eval_expr``) over the terms (``terms``: ids → N-Triples terms), once per
+(``cep.terms.values.eval_expr``) over the terms (``terms``: ids → N-Triples terms), once per
 distinct combination of the values they read; a condition with EXISTS, timestamp() or NOW() is
 left to Spark (``unsupported``).
 """
@@ -38,9 +38,11 @@ from dataclasses import dataclass
 
 from cep import algebra as A
 from cep.algebra import windows as W
-from cep.engines.columns import var_column
+from cep.engines.columns import column_var, var_column
+from cep.terms.values import ebv, eval_expr, fresh_blank_of_ids
 from cep.engines.spark.lifetimes import OPEN_END
 from rdfcore.hashing import term_id
+from cep.engines.errors import UnsupportedQueryError
 
 __all__ = ["Rel", "Item", "unsupported", "evaluate", "answer_form", "window", "join", "union", "seq", "seq_wo", "no_head",
            "no_tail", "left_join"]
@@ -267,8 +269,6 @@ def left_join(left: Rel, right: Rel, keep=None) -> Rel:
 def condition_keys(condition, vars_: tuple[str, ...]) -> tuple[list[int], bool]:
     """What a condition reads of a row of ``vars_``: the positions of its variables (all of them
     for RAND/UUID/STRUUID/BNODE, which draw from the whole solution) and whether the interval."""
-    from cep.engines.columns import column_var
-
     whole = any(isinstance(e, A.Builtin) and e.name in A.SOLUTION_BUILTINS for e in A.subexpressions(condition))
     names = {v.name for v in A.expr_variables(condition)}
     at = [i for i, c in enumerate(vars_) if whole or column_var(c) in names]
@@ -278,9 +278,6 @@ def condition_keys(condition, vars_: tuple[str, ...]) -> tuple[list[int], bool]:
 def condition_holds(condition, vars_: Iterable[str], keys: list[tuple], terms, time_unit: str) -> list[bool]:
     """Whether ``condition`` holds for each key ``(*values, t1, t2)`` (values: ids of ``vars_``,
     None unbound): the reference's expression code over the terms (``terms``: ids → {id: term})."""
-    from cep.engines.columns import column_var
-    from cep.engines.reference import ebv, eval_expr
-
     if terms is None:
         raise TypeError("a condition needs the terms of its values (terms=)")
     names = [column_var(c) for c in vars_]
@@ -371,7 +368,6 @@ def _bgp_in_window(node: A.BGP, content: list[tuple]) -> Rel:
     acc_vars: tuple = ()
     for tp in node.patterns:
         if isinstance(tp, A.PathPattern):
-            from cep.engines.errors import UnsupportedQueryError
             raise UnsupportedQueryError(
                 f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
         consts = {i: term_id(part) for i, part in enumerate((tp.s, tp.p, tp.o)) if not isinstance(part, A.Var)}
@@ -420,7 +416,7 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
     query's order — not sorted — then t1, t2, a, b). ``streams``: {stream IRI: items as
     ``(item, s, p, o, t1, t2)`` ids}; ``background``: {``A.Background`` node: its ``Rel``}.
     ``fresh``: receives {id: term} of the blank nodes a CONSTRUCT template names per solution
-    (``cep.engines.reference.fresh_blank``: the solution's term ids and interval, as the other runtimes).
+    (``cep.terms.values.fresh_blank``: the solution's term ids and interval, as the other runtimes).
     ``terms``: {id: term} of a set of ids, for FILTER and OPTIONAL conditions (module doc)."""
     def ev(node, content) -> Rel:
         """⟦node⟧ where ``content`` is the window's lifetimes rows (None: outside every window)."""
@@ -463,9 +459,6 @@ def answer_form(form, omega: Rel, fresh: dict | None = None) -> Rel:
             rows = {tuple(r[i] if i is not None else None for i in cols) + r[-4:] for r in omega.rows}
             return Rel(tuple(var_column(v.name) for v in variables), frozenset(rows))
         case A.Construct(template=template):
-            from cep.engines.columns import column_var
-            from cep.engines.reference import fresh_blank_of_ids
-
             names = {column_var(c): i for i, c in enumerate(omega.vars)}
             rows = set()
             for tp in template:

@@ -27,6 +27,9 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep.engines.columns import STREAM_COLUMNS, T_END, T_START, scratch, var_column, var_columns
 from cep.engines.errors import DictionaryRequiredError, MissingInputError
+from cep.engines.spark import intervals as I
+from cep.engines.spark.rsepql import rsep_window
+from cep.engines.spark.triples import non_null, triple_part
 from cep.terms.literals import (AGGREGATE_SCALE, DOUBLE_CANONICAL_PATTERN, LITERAL_JAVA_RE, NUMBER_LEXICAL,
                           NUMERIC_DATATYPES, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, RDF_LANGSTRING)
 from rdfcore.hashing import term_id
@@ -44,8 +47,6 @@ _DEC = f"decimal(38,{AGGREGATE_SCALE})"
 def csparql_window(stream: DataFrame, spec, c: int, time_unit: str = "ms") -> DataFrame:
     """``cep.engines.reference.csparql_window`` on Spark: RSEP-QL's (c' − ρ, c'] for logical windows,
     the last n triples for ``TRIPLES n``."""
-    from cep.engines.spark import intervals as I
-    from cep.engines.spark.rsepql import rsep_window
 
     if isinstance(spec, A.Triples):
         return I.w_triples(stream, c, spec.n)
@@ -123,8 +124,6 @@ def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, 
 def timed_filter(runtime, condition, inner, scope) -> DataFrame:
     """⟦FILTER(condition) inner⟧ in a snapshot, ``condition`` calling timestamp(): the solutions
     with one column per timestamp() call (``stamps``), filtered, then those columns dropped."""
-    from cep.engines.spark import intervals as I
-    from cep.engines.spark.evaluate import _non_null, _triple_part
 
     calls = list(dict.fromkeys(e for e in A.subexpressions(condition) if isinstance(e, (A.Timestamp, A.PatternTimestamp))))
     stamps = {e: scratch("ts", str(i)) for i, e in enumerate(calls)}
@@ -138,7 +137,7 @@ def timed_filter(runtime, condition, inner, scope) -> DataFrame:
             else:
                 columns = [TAU] + [_tau(e.stream) for e in calls if isinstance(e, A.Timestamp) and e.stream]
                 columns = list(dict.fromkeys(columns))
-                part = _triple_part(tp, scope.times, tuple(columns))
+                part = triple_part(tp, scope.times, tuple(columns))
                 part = part.select(*var_columns(part), *[F.col(c).alias(f"{c}_{i}") for c in columns])
             taus.append((tp, {c: f"{c}_{i}" for c in columns}))
             if out is None:
@@ -155,7 +154,7 @@ def timed_filter(runtime, condition, inner, scope) -> DataFrame:
                 value = (F.greatest(*[F.col(c) for c in cols]) if len(cols) > 1
                          else F.col(cols[0]) if cols else F.lit(None).cast("long"))
                 out = out.withColumn(stamps[e], value)
-        out = out.select(*[_non_null(c).alias(c) for c in var_columns(out)],
+        out = out.select(*[non_null(c).alias(c) for c in var_columns(out)],
                          *[c for c in stamps.values() if c in out.columns],
                          F.lit(int(lo)).cast("long").alias(T_START), F.lit(int(hi)).cast("long").alias(T_END))
     else:

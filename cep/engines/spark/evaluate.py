@@ -43,19 +43,29 @@ durations are converted with ``Duration.ticks(time_unit)``.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
-from cep.engines.spark import intervals as I
-from cep.engines.columns import ITEM, STREAM_COLUMNS, T_END, T_START, var_column, var_columns
-from cep.engines.errors import CepInputError, DictionaryRequiredError, MissingInputError, UnsupportedQueryError
-from cep.engines.spark.filters import filter_mappings
 from cep.algebra.timeline import MIN_TIME
-from rdfcore.hashing import term_id
+from cep.engines.columns import (ITEM, STREAM_COLUMNS, T_END, T_START, column_var, is_var_column, scratch, var_column,
+                                 var_columns)
+from cep.engines.errors import CepInputError, DictionaryRequiredError, MissingInputError, UnsupportedQueryError
+from cep.engines.rules import DERIVED, MAX_ROUNDS, check_rules, no_fixpoint
+from cep.engines.spark import graphpatterns as sparql
+from cep.engines.spark import intervals as I
+from cep.engines.spark import lifetimes as L
+from cep.engines.spark.csparql import IN_DEFAULT, aggregate, snapshot_graph, stream_graph, timed_filter
+from cep.engines.spark.filters import ORDER, filter_mappings, order_answers, order_solutions, solution_seed
+from cep.engines.spark.graphpatterns import correlate, group_cover, minus, values_rows
+from cep.engines.spark.rsepql import USED_COLUMNS, match_events, rsep_window, used_triples
+from cep.engines.spark.triples import non_null, triple_part
+from cep.lowering.translate import compile_query
+from cep.terms.values import EVALUATION_INSTANT, SOLUTION_SEED, term_value
+from rdfcore.hashing import hash_longs, term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 
 __all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
@@ -79,7 +89,7 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     (aggregates: counts, sums, ...); decode the result with them too. They are cached:
     ``unpersist()`` them when done.
     ``rules``: EP-SPARQL CONSTRUCT rules (compiled queries): the query reads the streams' Q-closure
-    (``cep.engines.rules.close_spark``; the terms the rules compute go to ``terms`` too).
+    (``close_rules``; the terms the rules compute go to ``terms`` too).
 
     Returns one long column per projected variable (``cep.engines.columns.var_column(name)``) plus
     ``T_START``, ``T_END`` (and ``cep.engines.spark.filters.ORDER``, each answer's position, for a query with
@@ -92,15 +102,13 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     node, a REGEX with a non-constant pattern).
     """
     if isinstance(query, str):
-        from cep.lowering.translate import compile_query
         query = compile_query(query, prefixes)
     if not isinstance(query, A.Query):
         raise TypeError(f"evaluate() needs query text or a cep.algebra.patterns.Query, got {type(query).__name__}")
     if rules:
-        from cep.engines.rules import check_rules, close_spark
 
         computed: list = []
-        streams = close_spark(check_rules(query, rules), background, streams, int(at), time_unit,
+        streams = close_rules(check_rules(query, rules), background, streams, int(at), time_unit,
                               dictionary=dictionary, terms=computed)
         for extra in computed:
             extra = extra.select(ID, TERM)
@@ -125,10 +133,7 @@ def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str
     its answers used. Returns one (cached) DataFrame per instant. ``consumed``: what earlier
     evaluations consumed (``cep.engines.spark.rsepql.USED_COLUMNS``; the continuous runtime's state); the
     consumed set after the last instant is appended to ``consumed_out`` (None: nothing consumed)."""
-    from cep.engines.spark.rsepql import USED_COLUMNS
-
     if isinstance(query, str):
-        from cep.lowering.translate import compile_query
         query = compile_query(query, prefixes)
     out, last = [], None
     for at in times:
@@ -172,7 +177,6 @@ class Prepared:
     def __init__(self, query, background, time_unit: str = "ms", *, dictionary: DataFrame | None = None,
                  since=None, prefixes=None):
         if isinstance(query, str):
-            from cep.lowering.translate import compile_query
             query = compile_query(query, prefixes)
         if not isinstance(query, A.Query):
             raise TypeError(f"Prepared needs query text or a cep.algebra.patterns.Query, got {type(query).__name__}")
@@ -191,8 +195,6 @@ class Prepared:
 
     def runtime(self, streams: Mapping, dictionary: DataFrame | None = None) -> "_Runtime":
         """A lifetimes runtime over the prepared background (its results and computed terms kept)."""
-        from cep.engines.spark import lifetimes as L
-
         runtime = _Runtime(self.background, streams, None, self.time_unit, dictionary, self.since, ops=L,
                            cache=self.cache)
         runtime.keep_terms = True
@@ -307,9 +309,7 @@ class _Runtime:
                 if query.modifiers is not None and self.ops is not I:
                     raise UnsupportedQueryError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant "
                                                 "(query --at T1,T2,...); not in continuous evaluation")
-                from cep.engines.spark.filters import order_answers, order_solutions
-                from cep.engines.reference import reads_only
-                if query.modifiers is not None and not reads_only(query.modifiers, [v.name for v in variables]):
+                if query.modifiers is not None and not query.modifiers.reads_only([v.name for v in variables]):
                     return order_solutions(omega, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
                 answers = omega.select(*cols, T_START, T_END, *self.ops.EXTRA).distinct()
                 if query.modifiers is None:
@@ -344,7 +344,6 @@ class _Runtime:
                 return self.ops.left_join(self.eval(left, scope), self.eval(right, scope), keep)
             case A.Filter(condition=condition, inner=inner) if (isinstance(scope, _Graph) and scope.times is not None
                                                                 and A.uses_timestamp(condition)):
-                from cep.engines.spark.csparql import timed_filter
                 return timed_filter(self, condition, inner, scope)                 # C-SPARQL §3.3
             case A.Filter(condition=condition, inner=inner):
                 return self.filter(condition, self.eval(inner, scope), scope=scope)
@@ -359,11 +358,9 @@ class _Runtime:
                     out = part if out is None else self.ops.union(out, part)
                 return out if out is not None else self.nothing(A.variables(node), scope)
             case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
-                from cep.engines.spark.csparql import stream_graph
                 times = stream_graph(scope.named if scope.named is not None else scope.times, name)   # C-SPARQL §2.3
                 return self.eval(pattern, _Graph(name, times.select(S, P, O), scope.interval, times))
             case A.Minus(left=left, right=right):                                  # SPARQL 1.1 §18.5
-                from cep.engines.spark.graphpatterns import minus
                 keys = self.correlation.keys if self.correlation is not None else None
                 return minus(self.eval(left, scope), self.eval(right, scope), keys)
             case A.Extend(inner=inner, var=var, expr=expr):                        # SPARQL 1.1 §18.5
@@ -373,7 +370,6 @@ class _Runtime:
             case A.Values() if scope is None or isinstance(scope, _Graph):
                 return self.values(node, scope)
             case A.SubSelect():
-                from cep.engines.spark.filters import ORDER
                 out = self.query(node, scope)
                 return out.drop(ORDER) if ORDER in out.columns else out
             case _ if isinstance(scope, _Graph) and not isinstance(node, A.Aggregate):
@@ -381,8 +377,6 @@ class _Runtime:
             case A.StreamPattern():                                                # eq. 9, 16
                 return self.eval(node.pattern, _Window(self.window_content(node)))
             case A.WindowGraph(name=name, stream=stream, window=spec, pattern=pattern):   # RSEP-QL eq. 3
-                from cep.engines.spark.rsepql import rsep_window
-
                 if self.ops is not I:
                     raise UnsupportedQueryError("RSEP-QL's WINDOW graph pattern is evaluated at evaluation instants "
                                                 "(evaluate_sequence; continuously: cep.continuous.instants)")
@@ -405,7 +399,6 @@ class _Runtime:
             case A.Snapshot():                                                     # C-SPARQL §3.2
                 return self.eval(node.pattern, self.snapshot(node))
             case A.Aggregate(inner=inner, specs=specs):                            # C-SPARQL §3.1
-                from cep.engines.spark.csparql import aggregate
                 interval = scope.interval if isinstance(scope, _Graph) else self.empty_interval(inner)
                 omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries, interval)
                 if terms is not None:
@@ -415,7 +408,6 @@ class _Runtime:
                     self.terms.append(terms)
                 return omega
             case A.GroupCover(inner=inner):                                        # GROUP BY over events
-                from cep.engines.spark.graphpatterns import group_cover
                 if self.ops is not I:
                     raise UnsupportedQueryError("GROUP BY / aggregates over event clauses are evaluated per instant "
                                                 "(at=t; a continuous run evaluates them at its windows' content "
@@ -442,8 +434,6 @@ class _Runtime:
         raise TypeError(f"cannot evaluate {type(node).__name__}")
 
     def match(self, node: A.Match) -> DataFrame:
-        from cep.engines.spark.rsepql import match_events, used_triples
-
         if self.ops is not I:
             raise UnsupportedQueryError("RSEP-QL's MATCH is evaluated at evaluation instants (evaluate_sequence; "
                                         "continuously: cep.continuous.instants), not for every instant at once")
@@ -491,7 +481,6 @@ class _Runtime:
         if not found:
             return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps,
                                    instant=self.at)
-        from cep.engines.columns import scratch
         flags = {}
         flagged = omega
         for i, e in enumerate(found):
@@ -503,8 +492,6 @@ class _Runtime:
 
     def exists(self, pattern, omega: DataFrame, scope: "_Scope", flag: str) -> DataFrame:
         """``omega`` with ``flag``: whether EXISTS { pattern } holds for each row (``cep.engines.spark.graphpatterns``)."""
-        from cep.engines.spark import graphpatterns as sparql
-
         corr = sparql.seed(omega, pattern, self.depth)
         saved = self.correlation
         self.correlation, self.depth = corr, self.depth + 1
@@ -557,9 +544,6 @@ class _Runtime:
         import pyarrow as pa
         from pyspark.sql.types import StringType, StructField, StructType
 
-        from cep.terms.numbers import term_value
-        from cep.engines.columns import column_var, is_var_column, scratch
-
         needed = sorted(c for c in {var_column(v.name) for v in A.expr_variables(expr)} if c in omega.columns)
         df = omega
         if needed:
@@ -576,15 +560,12 @@ class _Runtime:
         names = {scratch("term", c): column_var(c) for c in needed}
         value, unit, at = scratch("bound"), self.unit, self.at
         schema = StructType(df.schema.fields + [StructField(value, StringType(), True)])
-        # RAND(), BNODE() ... draw from the whole solution (cep.engines.reference.solution_hash), of which
+        # RAND(), BNODE() ... draw from the whole solution (cep.terms.values.solution_hash), of which
         # the terms decoded here are a part: its hash from the variables' ids, per row
         drawn = any(isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS for x in A.subexpressions(expr))
         solution = sorted((c for c in omega.columns if is_var_column(c)), key=column_var) if drawn else []
 
         def compute(batches):
-            from cep.engines.reference import EVALUATION_INSTANT, SOLUTION_SEED
-            from rdfcore.hashing import hash_longs
-
             instant = EVALUATION_INSTANT.set(at)
             try:
                 for batch in batches:
@@ -623,15 +604,12 @@ class _Runtime:
         empty = self.spark.createDataFrame([], ", ".join([f"{c} long" for c in columns] or ["_none long"]))
         out = self.ops.constant(empty.select(*columns), *scope.interval)
         if self.correlation is not None:
-            from cep.engines.spark.graphpatterns import correlate
             out = correlate(out, self.correlation, nullable=False)
         return out
 
     def values(self, node: A.Values, scope: "_Scope") -> DataFrame:
         """VALUES: one mapping per row, with the scope's interval (``cep.algebra.patterns.Values``)."""
         from pyspark.sql.types import LongType, StructField, StructType
-
-        from cep.engines.spark.graphpatterns import correlate, values_rows
 
         columns, rows = values_rows(node)
         schema = StructType([StructField(c, LongType(), True) for c in columns])
@@ -656,8 +634,6 @@ class _Runtime:
 
     def snapshot(self, node: A.Snapshot) -> _Graph:
         """C-SPARQL's merged graph at this evaluation's instant (``cep.engines.spark.csparql``)."""
-        from cep.engines.spark.csparql import snapshot_graph
-
         if self.ops is not I:
             raise UnsupportedQueryError("C-SPARQL queries are evaluated at evaluation instants (evaluate_sequence; "
                                         "continuously: cep.continuous.instants), not for every instant at once")
@@ -666,7 +642,6 @@ class _Runtime:
         times = snapshot_graph(node, static, self.streams, c, self.unit, self.spark)
         if not node.named:
             return _Graph(node.graph, times.select(S, P, O), (c, c), times)
-        from cep.engines.spark.csparql import IN_DEFAULT
         everything = times.drop(IN_DEFAULT)                 # what GRAPH <s> / GRAPH ?g read
         default = times.filter(F.col(IN_DEFAULT) == 1).drop(IN_DEFAULT)
         return _Graph(node.graph, default.select(S, P, O), (c, c), default, everything)
@@ -723,7 +698,7 @@ class _Runtime:
             if isinstance(tp, A.PathPattern):
                 parts.append(self.path_part(tp, scope.name, scope.triples))
             else:
-                parts.append(_triple_part(tp, scope.triples, ()))
+                parts.append(triple_part(tp, scope.triples, ()))
         lo, hi = scope.interval
         if not parts:
             out = self.spark.range(1).select()
@@ -734,7 +709,6 @@ class _Runtime:
                 out = out.join(part, shared, "inner") if shared else out.crossJoin(part)
         out = self.ops.constant(out, lo, hi).distinct()
         if self.correlation is not None:                                       # inside EXISTS
-            from cep.engines.spark.graphpatterns import correlate
             out = correlate(out, self.correlation, nullable=False)
         return out
 
@@ -759,7 +733,7 @@ class _Runtime:
                 cols.append(F.col(END).alias(var_column(tp.o.name)))
         out = pairs.select(*cols)
         out = out.filter(_all_not_null(var_columns(out)))
-        return out.select(*[_non_null(c).alias(c) for c in var_columns(out)]).distinct()
+        return out.select(*[non_null(c).alias(c) for c in var_columns(out)]).distinct()
 
 
 def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
@@ -782,11 +756,9 @@ def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
 
 def _fresh_blank(label: str, columns) -> Column:
     """The blank node a CONSTRUCT template's ``_:label`` stands for in one solution (SPARQL 1.1
-    §16.2: a fresh one per solution): ``cep.engines.reference.fresh_blank``'s term — the solution's hash
+    §16.2: a fresh one per solution): ``cep.terms.values.fresh_blank``'s term — the solution's hash
     (``cep.engines.spark.filters.solution_seed``: its variables by name, nulls skipped, and its interval), as
     that function computes it — so both runtimes name it alike."""
-    from cep.engines.spark.filters import solution_seed
-
     return F.concat(F.lit(f"_:{label}_"), F.lpad(F.lower(F.hex(solution_seed(columns))), 16, "0"))
 
 
@@ -807,44 +779,6 @@ def _all_not_null(columns) -> Column:
     return cond
 
 
-def triple_match(tp: A.TriplePattern) -> tuple[Column, dict[str, str]]:
-    """The condition a triple (columns s, p, o) meets to match ``tp`` — constants compared by id,
-    a repeated variable compared within the triple, every variable's column not null — and
-    {variable name: the column that binds it}."""
-    cond = F.lit(True)
-    first: dict[str, str] = {}
-    for part, column in ((tp.s, S), (tp.p, P), (tp.o, O)):
-        if isinstance(part, A.Var):
-            if part.name in first:
-                cond = cond & (F.col(column) == F.col(first[part.name]))
-            else:
-                first[part.name] = column
-                cond = cond & F.col(column).isNotNull()
-        else:
-            cond = cond & (F.col(column) == F.lit(term_id(part)))
-    return cond, first
-
-
-def _triple_part(tp: A.TriplePattern, triples: DataFrame, keep: tuple[str, ...]) -> DataFrame:
-    """The matches of one triple pattern: constants compared by id, a repeated variable compared
-    within the triple, one column per variable (filtered not null and marked non-nullable, see
-    ``_non_null``, so later joins on it are plain equi-joins); ``keep``: extra columns kept."""
-    cond, first = triple_match(tp)
-    cols = [_non_null(column).alias(var_column(name)) for name, column in first.items()]
-    return triples.filter(cond).select(*keep, *cols)
-
-
-def _non_null(column: str) -> Column:
-    """``column`` after a ``isNotNull`` filter, marked non-nullable in the DataFrame's schema.
-
-    Spark clears the nullable flag of a filtered column only in the physical plan; the coalesce
-    (whose default is never taken: the rows with a null are gone) clears it in the schema, which
-    is what ``cep.engines.spark.intervals`` reads to join on plain equality (a hash/sort-merge key) instead of
-    the null-aware compatibility test.
-    """
-    return F.coalesce(F.col(column), F.lit(0).cast("long"))
-
-
 def _bgp_in_items(node: A.BGP, items: DataFrame, ops) -> DataFrame:
     """eq. 16: {<μ, [t1,t2]> | dom(μ) = var(P), μ(P) ⊆ g, <g, [t1,t2]> in the window}: the triple
     patterns are joined on the stream item (and its interval) and their shared variables
@@ -857,7 +791,7 @@ def _bgp_in_items(node: A.BGP, items: DataFrame, ops) -> DataFrame:
         if isinstance(tp, A.PathPattern):
             raise UnsupportedQueryError(
                 f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
-        part = _triple_part(tp, items, key + ops.EXTRA)
+        part = triple_part(tp, items, key + ops.EXTRA)
         if out is None:
             out = part
         else:
@@ -876,6 +810,48 @@ def _bgp_over_occurrences(node: A.BGP, items: DataFrame) -> DataFrame:
         if isinstance(tp, A.PathPattern):
             raise UnsupportedQueryError(f"property path {tp} over a stream: paths are evaluated on "
                                         "background graphs only")
-        part = I.canonical(_triple_part(tp, items, (T_START, T_END))).distinct()
+        part = I.canonical(triple_part(tp, items, (T_START, T_END))).distinct()
         out = part if out is None else I.cover_join(out, part)
     return out
+
+
+def close_rules(rules: Sequence[A.Query], background, streams: Mapping, at: int, time_unit: str = "ms", *,
+                dictionary=None, terms: list | None = None, max_rounds: int = MAX_ROUNDS) -> dict:
+    """``cep.engines.reference.close_rules`` on Spark: {stream: DataFrame (item, s, p, o, t_start, t_end)} plus ``DERIVED``. One
+    plan per rule and round, one count per round. The (id, term) rows of the terms the rules
+    compute (blank nodes, aggregates) are appended to ``terms``: decode with them."""
+    from pyspark.sql import functions as F
+
+    terms = [] if terms is None else terms
+    first = next(iter(streams.values()), None)
+    spark = first.sparkSession if first is not None else dictionary.sparkSession
+    derived = spark.createDataFrame([], f"{ITEM} long, {S} long, {P} long, {O} long, {T_START} long, {T_END} long")
+    count = 0
+    known = dictionary
+    for _round in range(max_rounds):
+        current = {**streams, DERIVED: derived}
+        found_terms: list = []
+        parts = [evaluate(rule, background, current, at, time_unit, dictionary=known, terms=found_terms)
+                 .select(S, P, O, T_START, T_END) for rule in rules]
+        found = parts[0]
+        for part in parts[1:]:
+            found = found.unionByName(part)
+        grown = (found.select(F.xxhash64(S, P, O, T_START, T_END).alias(ITEM), S, P, O, T_START, T_END)
+                 .unionByName(derived).distinct().localCheckpoint())
+        n = grown.count()
+        if found_terms:
+            # the terms this round computed (BIND, a sub-query's expr AS ?v, blank nodes), cut
+            # from their plan: a term computed by BIND reads the dictionary, which holds the
+            # earlier rounds' terms, so their plans would nest round into round
+            extra = found_terms[0].select(ID, TERM)
+            for more in found_terms[1:]:
+                extra = extra.unionByName(more.select(ID, TERM))
+            extra = extra.distinct().localCheckpoint()
+            for more in found_terms:
+                more.unpersist()
+            terms.append(extra)
+            known = extra if known is None else known.unionByName(extra)
+        if n == count:
+            return current
+        derived, count = grown, n
+    raise no_fixpoint(rules, at, max_rounds)

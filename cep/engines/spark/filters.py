@@ -38,7 +38,7 @@ drops the row, as FILTER does, §18.5 Filter):
   microsecond), constants or terms, per ``cep.terms.literals.temporal_value``; two such literals compare
   by value too. Anything else compared with them is an error.
 
-``cep.engines.reference.eval_expr`` is the same semantics in pure Python (the oracle).
+``cep.terms.values.eval_expr`` is the same semantics in pure Python (the oracle).
 """
 from __future__ import annotations
 
@@ -49,13 +49,16 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
-from cep.terms.numbers import numeric
+from cep.terms.numbers import Number, numeric
+from cep.terms.values import (ABSOLUTE_IRI, ERROR, EVALUATION_INSTANT, SALTS, SOLUTION_SEED, eval_expr,
+                              term_builtin as scalar_term_builtin)
 from cep.algebra.expressions import SOLUTION_BUILTINS, TERM_BUILTINS
-from cep.engines.columns import T_END, T_START, scratch, var_column
+from cep.engines.columns import column_var, is_var_column, scratch, T_END, T_START, var_column
 from cep.engines.errors import DictionaryRequiredError, UnsupportedQueryError
-from cep.terms.literals import (AGGREGATE_SCALE, NUMBER_LEXICAL, XSD_DECIMAL, DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES, ESCAPES,
-                          LITERAL_JAVA_RE, NUMERIC_DATATYPES, RDF_LANGSTRING, XSD_BOOLEAN, XSD_DATETIME,
-                          XSD_STRING, number_kind, parse_literal)
+from cep.terms.literals import (AGGREGATE_SCALE, DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES,
+                                ESCAPES, LITERAL_JAVA_RE, NUMBER_LEXICAL, NUMERIC_DATATYPES, RDF_LANGSTRING,
+                                XSD_BOOLEAN, XSD_DATETIME, XSD_DAYTIMEDURATION, XSD_DECIMAL, XSD_STRING,
+                                datetime_term, number_kind, parse_literal, temporal_value)
 from cep.algebra.windows import TIME_UNITS
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, TERM
@@ -89,10 +92,8 @@ def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFram
 
 
 def solution_seed(columns) -> Column:
-    """``cep.engines.reference.solution_hash`` of each row: Spark's ``xxhash64`` chained over the variable
+    """``cep.terms.values.solution_hash`` of each row: Spark's ``xxhash64`` chained over the variable
     columns by variable name (a null, an unbound variable, skipped) and the interval's ends."""
-    from cep.engines.columns import column_var, is_var_column
-
     names = sorted(column_var(c) for c in columns if is_var_column(c))
     interval = [F.col(c) for c in (T_START, T_END) if c in columns]
     return F.xxhash64(*[F.col(var_column(n)) for n in names], *interval)
@@ -168,8 +169,6 @@ def _computed_columns(i: int) -> tuple[str, ...]:
 def _computed_value(e, condition, columns) -> "_Val | None":
     """A computed number's value: from its columns (``_Filter.computed``), or a constant one
     evaluated here by the reference; None when neither (Spark SQL's doubles then)."""
-    from cep.terms.numbers import Number
-    from cep.engines.reference import eval_expr
 
     if numeric(e) and _constant_number(e):
         n = eval_expr(e, {})
@@ -356,8 +355,6 @@ def _escape(lex: Column) -> Column:
 
 def _maybe_temporal(e) -> bool:
     """Whether expression ``e`` can have a duration or time value (statically)."""
-    from cep.terms.literals import temporal_value
-
     match e:
         case A.IntervalFn() | A.Var() | A.Timestamp() | A.PatternTimestamp():
             return True
@@ -371,7 +368,7 @@ def _maybe_temporal(e) -> bool:
 
 
 def _understood(term: Column, duration: Column, time: Column) -> Column:
-    """Whether a literal's value is known (``cep.engines.reference._understood``); true for IRIs."""
+    """Whether a literal's value is known (``cep.terms.values._understood``); true for IRIs."""
     dt, lex = _datatype(term), _lexical(term)
     return (~_is_literal(term) | dt.isin(*_STRING_TYPES)
             | ((dt == XSD_BOOLEAN) & lex.isin("true", "false", "1", "0"))
@@ -383,21 +380,17 @@ def _resolver(base: str):
     """IRI(term) under the query's BASE ``base`` (an IRI term) as a Spark function: the reference's
     own code in a Python UDF (RFC 3986 §5.2 is dot segments and merges; only IRI() under a BASE
     pays for it), the term read once (a Spark expression repeating it grew past the heap)."""
-    from cep.engines.reference import _ERROR, _term_builtin
 
     def iri(term):
-        value = None if term is None else _term_builtin("IRI", [term, base])
-        return None if value is _ERROR else value
+        value = None if term is None else scalar_term_builtin("IRI", [term, base])
+        return None if value is ERROR else value
 
     return F.udf(iri, "string")
 
 
 def _term_builtin(name: str, vals, args=()) -> "_Val":
-    """``cep.engines.reference._term_builtin`` as columns: LANGMATCHES, STRDT, STRLANG, IRI, ENCODE_FOR_URI,
+    """``cep.terms.values.term_builtin`` as columns: LANGMATCHES, STRDT, STRLANG, IRI, ENCODE_FOR_URI,
     the hash functions, TIMEZONE and TZ."""
-    from cep.terms.literals import XSD_DAYTIMEDURATION
-    from cep.engines.reference import ABSOLUTE_IRI
-
     if name in ("TIMEZONE", "TZ"):                               # §17.4.5.8-9
         t = _term_of(vals[0])
         lex = F.when(_datatype(t) == XSD_DATETIME, _lexical(t))
@@ -731,9 +724,6 @@ class _Filter:
         import pyarrow as pa
         from pyspark.sql.types import DecimalType, DoubleType, StringType, StructField, StructType
 
-        from cep.terms.numbers import Number
-        from cep.engines.columns import column_var
-
         exprs = _computed_numbers(self.condition)
         if not exprs:
             return df
@@ -753,7 +743,6 @@ class _Filter:
         unit, at = self.time_unit, self.instant
 
         def compute(batches):
-            from cep.engines.reference import EVALUATION_INSTANT, SOLUTION_SEED, eval_expr
 
             instant = EVALUATION_INSTANT.set(at)
             try:
@@ -898,7 +887,7 @@ class _Filter:
         raise TypeError(f"unknown expression {e!r}")
 
     def _builtin(self, name: str, args, columns) -> _Val:
-        """SPARQL 1.1 §17.4 built-ins, as ``cep.engines.reference._builtin``."""
+        """SPARQL 1.1 §17.4 built-ins, as ``cep.terms.values._builtin``."""
         if name == "IF":
             cond = _ebv(self.compile(args[0], columns))
             a, b = self.compile(args[1], columns), self.compile(args[2], columns)
@@ -999,12 +988,9 @@ class _Filter:
         return _Val(_NUM, F.when(finite, F.floor(n + F.lit(0.5)).cast("double")).otherwise(n))
 
     def _solution(self, name: str, args, columns) -> _Val:
-        """NOW, RAND, UUID, STRUUID, BNODE: ``cep.engines.reference.solution_value``, from the row's
+        """NOW, RAND, UUID, STRUUID, BNODE: ``cep.terms.values.solution_value``, from the row's
         ``solution_seed`` (the instant a constant of the plan)."""
         from decimal import Decimal
-
-        from cep.terms.literals import datetime_term
-        from cep.engines.reference import SALTS
 
         if name == "NOW":
             term = None if self.instant is None else datetime_term(

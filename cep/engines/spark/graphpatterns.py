@@ -38,6 +38,7 @@ from cep import algebra as A
 from cep.engines.columns import T_END, T_START, column_var, var_column, var_columns
 from cep.engines.spark.intervals import compatible, prefixed, side_col
 from rdfcore.hashing import term_id
+from cep.engines.spark.csparql import aggregate
 
 __all__ = ["key_column", "Correlation", "minus", "values_rows", "mentioned", "seed", "correlate",
            "exists_flags", "group_cover"]
@@ -169,8 +170,6 @@ def group_cover(omega: DataFrame, node: A.GroupCover, dictionaries, at: int) -> 
     (``cep.engines.spark.csparql.aggregate``: per member, then constant over the group, so grouping by them too
     changes nothing); over no row the implicit group gives one row of the aggregates of nothing
     over [at, at]. Returns the rows and the (id, term) rows of the terms computed (None if none)."""
-    from cep.engines.spark.csparql import aggregate
-
     present = set(var_columns(omega))
     members = omega.select(*sorted(present), T_START, T_END).distinct()   # a member is a distinct solution
     terms = None

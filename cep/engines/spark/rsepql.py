@@ -25,9 +25,10 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep.engines.columns import ITEM, T_END, T_START, scratch, var_column, var_columns
 from cep.engines.spark.intervals import compatible, merged, prefixed, side_col
-from cep.engines.spark.evaluate import triple_match
+from cep.engines.spark.triples import triple_match
 from cep.algebra.timeline import close_instant
 from rdfcore.schema import O, P, S
+from cep.engines.errors import MissingInputError
 
 __all__ = ["CTX", "HI", "USED", "WINDOW_NAME", "USED_COLUMNS", "match_events", "rsep_window", "used_triples"]
 
@@ -90,8 +91,6 @@ class _Events:
         raise TypeError(f"not an event pattern: {node!r}")
 
     def basic(self, node: A.EventPattern, ctx: DataFrame) -> DataFrame:
-        from cep.engines.errors import MissingInputError
-
         if node.stream not in self.streams:
             raise MissingInputError(f"no stream {node.stream} was given; streams: {sorted(self.streams)}")
         items = rsep_window(self.streams[node.stream], node.window, self.at, self.unit)
