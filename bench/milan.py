@@ -81,7 +81,8 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir")
     args = parser.parse_args(argv)
 
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from jobs.spark import build_session
     from ontologies import milan
     from ontologies.data import data_dir

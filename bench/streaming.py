@@ -76,7 +76,10 @@ def main(argv=None) -> int:
 
     from jobs.spark import build_session
     from scenarios import vienna_transit as vt
-    from cep.continuous.runner import CallbackSink, FileSource, StaticFiles, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import StaticFiles
     from cep.io.streams import read_stream
     from cep.engines.spark.evaluate import evaluate
     from cep.lowering.translate import compile_query
@@ -182,7 +185,9 @@ def live(spark, query, static, work: Path, rate: int, seconds: int, seed: int, w
     the event that made it final (minute t + 1) to the answer handed to the sink."""
     import threading
 
-    from cep.continuous.runner import CallbackSink, FileSource, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
 
     directory, staging = work / f"live-{per_second}", work / f"live-staging-{per_second}"
     directory.mkdir()

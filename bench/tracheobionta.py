@@ -52,7 +52,8 @@ def generate(taxa, directory: Path, n: int, per_file: int, seed: int) -> float:
 
 
 def ours(spark, directory: Path, store: Path, target: str, work: Path) -> dict:
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from scenarios.membership import run
 
     out, ckpt = work / "out", work / "ckpt"

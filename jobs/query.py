@@ -539,7 +539,8 @@ def _check_continuous(args: argparse.Namespace) -> None:
 
 def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     """Run the query continuously (``cep.continuous.runner.run``); returns the number of answers emitted."""
-    from cep.continuous.runner import ClosureStore, StaticFiles, run as run_stream
+    from cep.continuous.job import run as run_stream
+    from cep.continuous.static import ClosureStore, StaticFiles
     from jobs.spark import build_session
     from jobs.streaming import file_or_kafka_source, need_kafka, sink_for, trigger_for
 

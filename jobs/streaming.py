@@ -15,7 +15,7 @@ class StreamOptionError(SidecarError, ValueError):
 def kafka_url(url: str, option: str) -> tuple[str, str, dict]:
     """``kafka://HOST:PORT/TOPIC[?format=...]`` of option ``option`` → (bootstrap, topic, options)."""
     from cep.continuous.plan import ContinuousError
-    from cep.continuous.runner import parse_kafka_url
+    from cep.continuous.sources import parse_kafka_url
 
     try:
         return parse_kafka_url(url)
@@ -26,7 +26,7 @@ def kafka_url(url: str, option: str) -> tuple[str, str, dict]:
 def file_or_kafka_source(iri: str, where: str, max_per_trigger: int | None = None, option: str = "--stream",
                          fmt: str | None = None):
     """A directory (``FileSource``) or ``kafka://...`` (``KafkaSource``) as stream ``iri``."""
-    from cep.continuous.runner import FileSource, KafkaSource
+    from cep.continuous.sources import FileSource, KafkaSource
 
     if where.startswith("kafka:"):
         bootstrap, topic, options = kafka_url(where, option)
@@ -50,7 +50,7 @@ def not_a_directory(where: str) -> bool:
 
 def sink_for(out: str | None):
     """``--out``: console (None, ``console``, ``-``), ``kafka://HOST:PORT/TOPIC`` or a directory."""
-    from cep.continuous.runner import ConsoleSink, DirectorySink, KafkaSink
+    from cep.continuous.sinks import ConsoleSink, DirectorySink, KafkaSink
 
     if out in (None, "console", "-"):
         return ConsoleSink()
@@ -63,7 +63,8 @@ def sink_for(out: str | None):
 def need_kafka(*things) -> None:
     """Resolve the Kafka connector (cached after the first time) when a source or sink is Kafka:
     it must be on the classpath when the session starts."""
-    from cep.continuous.runner import KafkaSink, KafkaSource
+    from cep.continuous.sinks import KafkaSink
+    from cep.continuous.sources import KafkaSource
 
     if any(isinstance(x, (KafkaSource, KafkaSink)) for x in things):
         from rdfcore import jars

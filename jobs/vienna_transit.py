@@ -59,7 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cep.continuous.runner import StaticFiles, run as run_stream
+    from cep.continuous.job import run as run_stream
+    from cep.continuous.static import StaticFiles
     from jobs.query import parse_lateness
     from jobs.spark import build_session
     from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
@@ -81,3 +82,12 @@ def cut_counted(df: DataFrame) -> tuple[DataFrame, int]:
     observation = Observation()
     cutted = cut(df.observe(observation, F.count(F.lit(1)).alias("rows")))
     return cutted, int(observation.get["rows"])
+
+
+def union_all(frames: Sequence[DataFrame], allow_missing: bool = False) -> DataFrame:
+    """The union of ``frames`` by column name (at least one); ``allow_missing``: a column some frame
+    lacks is null there."""
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f, allowMissingColumns=allow_missing)
+    return out

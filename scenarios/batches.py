@@ -87,7 +87,8 @@ def numbered_lines(lines, sources):
     numbered from their blocks (``rdfcore.loading.with_line_numbers``)."""
     from pyspark.sql import functions as F
 
-    from cep.continuous.runner import KafkaSource, _union
+    from rdfcore.sparkutil import union_all
+    from cep.continuous.sources import KafkaSource
     from rdfcore.loading import with_line_numbers
 
     kinds = {isinstance(s, KafkaSource) for s in sources}
@@ -97,7 +98,7 @@ def numbered_lines(lines, sources):
     if False in kinds:
         rows = lines.filter(F.col(LINE).isNull()).drop(LINE).withColumn("_row", F.monotonically_increasing_id())
         parts.append(with_line_numbers(rows, rows).select(FILE, LINE, RAW, "_source"))
-    return _union(parts)
+    return union_all(parts)
 
 
 def parse_slow(spark, slow: list, prefixes: dict, time_unit: str) -> tuple[list, list]:
@@ -127,7 +128,9 @@ def run_batches(spark, sources, on_batch, checkpoint: Path, trigger: str, timeou
     ``cep.continuous.runner.run_micro_batches``."""
     from pyspark.sql import functions as F
 
-    from cep.continuous.runner import _union, check_sources, run_micro_batches
+    from cep.continuous.runner import run_micro_batches
+    from rdfcore.sparkutil import union_all
+    from cep.continuous.sources import check_sources
 
     check_sources(sources)
     frames = []
@@ -138,4 +141,4 @@ def run_batches(spark, sources, on_batch, checkpoint: Path, trigger: str, timeou
         if "_block" not in frame.columns:
             frame = frame.withColumn("_block", F.lit(None).cast("long"))
         frames.append(frame.select(RAW, FILE, LINE, "_block", "_source"))
-    run_micro_batches(_union(frames), on_batch, checkpoint, trigger, timeout, failure)
+    run_micro_batches(union_all(frames), on_batch, checkpoint, trigger, timeout, failure)

@@ -3,7 +3,8 @@
 EP-SPARQL's Test 2 ("is this streamed plant a Tracheobionta?") as a service, for any class:
 
     from scenarios.membership import run
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     summary = run(spark, [FileSource("<urn:plants>", "in/")], store="closure/",
                   target="<http://example.org/plants#subkingdom:Tracheobionta>",
                   sink=DirectorySink("out/"), checkpoint="ckpt/")
@@ -54,7 +55,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cep.io.lineparse import bnode_scope, parse_jsonl
-from cep.continuous.runner import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_json_lines
+from cep.continuous.sinks import write_json_lines, write_jsonl
+from cep.continuous.sources import FileSource, KafkaSource
+from cep.continuous.state import SPARK_DIR
 from cep.io.streams import JSONL, TSNT, detect_stream_format
 from reasoner import store as closure_store
 from rdfcore.errors import SidecarError
@@ -303,7 +306,7 @@ class _Service:
             self.on_answers(label, [json.loads(x) for x in answers.lines()])
         if rejects and self.rejects_dir is not None:
             self.rejects_dir.mkdir(parents=True, exist_ok=True)
-            _write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
+            write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
                          ({"file": f, "line": n, "reason": why, "raw": raw} for f, n, why, raw in sorted(rejects)))
         seconds = time.perf_counter() - started
         s = self.summary

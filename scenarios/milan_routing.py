@@ -42,7 +42,9 @@ from pathlib import Path
 from typing import TextIO
 
 from cep.io.lineparse import parse_jsonl
-from cep.continuous.runner import SPARK_DIR, FileSource, KafkaSource, _write_jsonl, write_json_lines
+from cep.continuous.sinks import write_json_lines, write_jsonl
+from cep.continuous.sources import FileSource, KafkaSource
+from cep.continuous.state import SPARK_DIR
 from cep.io.streams import JSONL, TSNT, detect_stream_format
 from paths.weighted import Network, Route
 from rdfcore.errors import SidecarError
@@ -385,7 +387,7 @@ class _Service:
     def _rejects(self, label: str, rejects: list, lines_of: dict) -> None:
         if rejects and self.rejects_dir is not None:
             self.rejects_dir.mkdir(parents=True, exist_ok=True)
-            _write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
+            write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
                          ({"file": f, "line": n, "reason": why, "raw": lines_of.get((f, n))}
                           for f, n, why, _raw in sorted(rejects, key=lambda r: (r[0], r[1]))))
 

@@ -104,7 +104,9 @@ def relabeled(items, ids):
 
 def run_continuous(spark, tmp_path: Path, query, chunks, *, lateness=0, static=None, name="run", emit="istream",
                    engine="auto"):
-    from cep.continuous.runner import CallbackSink, FileSource, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
 
     directory = tmp_path / name / "in"
     ids = runtime_ids(spark, write_stream(directory, chunks))
@@ -195,13 +197,13 @@ def test_continuous_equals_union_of_instants(spark, tmp_path, monkeypatch, label
     items = random_items(rng, 24, 16)
     assert reference_union(query, items), "the seed gives this query no answer: the test would prove nothing"
     if engine == "mixed":   # the driver for the 1st and 3rd decision, Spark for the 2nd and 4th
-        decide, calls = cep.continuous.runner._Runner._local_first, []
+        decide, calls = cep.continuous.runner.Runner._local_first, []
 
         def alternate(runner, meta):
             calls.append(None)
             return decide(runner, meta) and len(calls) % 2 == 1
 
-        monkeypatch.setattr(cep.continuous.runner._Runner, "_local_first", alternate)
+        monkeypatch.setattr(cep.continuous.runner.Runner, "_local_first", alternate)
     got, summary, ids = run_continuous(spark, tmp_path, query, chunked(items, 3),
                                        engine="auto" if engine == "mixed" else engine)
     used = {json.loads(line)["engine"] for line in (tmp_path / "run" / "ckpt" / "metrics.jsonl").read_text().splitlines()}
@@ -295,7 +297,10 @@ def test_late_items_are_rejected_with_reason_and_counted(spark, tmp_path):
 def test_running_example_continuously(spark, tmp_path):
     """DESIGN.md's running example, streamed: over all instants the one answer is ?s = :m on
     [10, 16] (t=14 gives none; t=16 gives :m)."""
-    from cep.continuous.runner import FileSource, DirectorySink, StaticFiles, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import StaticFiles
 
     stream_dir = tmp_path / "stream"
     stream_dir.mkdir()
@@ -321,7 +326,10 @@ def test_a_new_closure_version_is_used_from_the_next_batch_on(spark, tmp_path):
     micro-batches, from the answer hook) is used from the next batch on, and every answer says
     which version it was computed with. Version 1 is the example map (:h reaches :c only by
     tram); version 2 adds a subway :g → :c, so two delays of subway :d1 at :h become an answer."""
-    from cep.continuous.runner import CallbackSink, ClosureStore, FileSource, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import ClosureStore
     from reasoner.publish import materialize_sources
     from reasoner.store import current_version
 

@@ -83,7 +83,10 @@ ENGINES = [("spark", 2, 1, 3.0), ("local", 12, 2, 0.5)]
 
 @pytest.mark.parametrize("engine, files, kills, pause", ENGINES, ids=[e[0] for e in ENGINES])
 def test_sigkill_then_restart_gives_exactly_the_uninterrupted_answers(spark, tmp_path, engine, files, kills, pause):
-    from cep.continuous.runner import ClosureStore, DirectorySink, FileSource, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import ClosureStore
     from reasoner.publish import materialize_sources
 
     stream_dir = tmp_path / "in"

@@ -46,7 +46,9 @@ def consume(spark, broker, topic: str) -> list[tuple[str, dict]]:
 
 
 def run_example(spark, broker, topic, tmp_path, sink, name="ckpt"):
-    from cep.continuous.runner import KafkaSource, StaticFiles, run
+    from cep.continuous.job import run
+    from cep.continuous.sources import KafkaSource
+    from cep.continuous.static import StaticFiles
 
     query = (REPO / "ontologies" / "vienna_example_query.rq").read_text()
     return run(spark, query, [KafkaSource(STREAM, broker.bootstrap, topic)],
@@ -55,7 +57,7 @@ def run_example(spark, broker, topic, tmp_path, sink, name="ckpt"):
 
 
 def test_running_example_from_kafka_to_kafka_with_a_rejected_message(spark, broker, tmp_path):
-    from cep.continuous.runner import KafkaSink
+    from cep.continuous.sinks import KafkaSink
 
     produce(spark, broker, "events-1", EVENTS[:2] + ['{"s": ":a1", "p": ":delayAt", "o": ":m"}'] + EVENTS[2:])
     summary = run_example(spark, broker, "events-1", tmp_path, KafkaSink(broker.bootstrap, "answers-1"))
@@ -73,7 +75,7 @@ def test_restart_reads_only_new_messages_and_reports_only_new_answers(spark, bro
     """The first run sees t = 10, 12, 14 (no answer: :h is not reachable by subway, :m was
     delayed once); the second, on the same checkpoint, sees t = 16 only and reports :m on
     [10, 16] — from the first delay, kept in the state across the restart."""
-    from cep.continuous.runner import DirectorySink
+    from cep.continuous.sinks import DirectorySink
 
     out = tmp_path / "answers"
     produce(spark, broker, "events-2", EVENTS[:3])
@@ -132,7 +134,8 @@ def test_the_scenario_services_read_kafka(spark, broker, tmp_path):
     """Tracheobionta over timestamped N-Triples messages (a bad one rejected with its partition
     and offset, a blank node scoped to the partition) and Milan routing over JSON events."""
     from cep.io.lineparse import bnode_scope
-    from cep.continuous.runner import DirectorySink, KafkaSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import KafkaSource
     from reasoner.publish import materialize_sources
     from scenarios.membership import run as membership
 

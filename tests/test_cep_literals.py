@@ -43,10 +43,6 @@ def test_one_pattern_for_python_and_spark():
     assert LITERAL_JAVA_RE == "(?s)" + LITERAL_PATTERN
 
 
-def test_the_reference_reexports_the_literal_functions():
-    assert R.parse_literal is parse_literal and R.numeric_value is numeric_value
-
-
 @pytest.mark.parametrize("cls, builtin", [
     (MissingInputError, KeyError), (MissingInputError, ValueError),
     (DictionaryRequiredError, ValueError), (UnsupportedQueryError, NotImplementedError)])

@@ -150,7 +150,10 @@ def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=Non
     """Run ``text`` over ``streams`` ({IRI: items}, each cut into 3 files by time — the same
     ranges for every stream, so that no stream's items arrive late — one file per batch);
     returns (rows, the items relabeled with the runtime's ids, metrics lines)."""
-    from cep.continuous.runner import CallbackSink, FileSource, StaticFiles, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import StaticFiles
     from tests.test_cep_continuous import relabeled, runtime_ids
 
     top = max(t1 for items in streams.values() for (_i, _g, t1, _t2) in items)
@@ -336,7 +339,9 @@ def test_continuous_rsepql_resumes_from_its_checkpoint(spark, tmp_path):
     """A second run over the same checkpoint (new files since) goes on where the first stopped: the
     consumed triples, the emitted keys and the items kept cross the restart, so the two runs
     together print what one run over all the files prints."""
-    from cep.continuous.runner import CallbackSink, FileSource, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
     from tests.test_cep_continuous import relabeled, runtime_ids
 
     label, emit, text = RSEPQL[0]       # chronological: consumes

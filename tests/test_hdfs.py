@@ -187,7 +187,8 @@ def test_tracheobionta_service_with_everything_on_hdfs(spark, hdfs, inputs, tmp_
     store, stream, checkpoint, answers and rejects on HDFS: the stream files are not local, so the
     batch's lines come through Spark rather than the driver's file reader; the answers and
     rejects are those of the run on local directories (the driver's reader)."""
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from reasoner.publish import materialize_sources
     from scenarios.membership import run
 
@@ -222,7 +223,8 @@ def test_milan_routing_service_with_everything_on_hdfs(spark, hdfs, tmp_path):
     independent replay of tests/test_milan_routing.py."""
     import random
 
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from scenarios.milan_routing import run
     from tests.test_milan_routing import as_replay, random_day, replay, small_network
 

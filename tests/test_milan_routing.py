@@ -163,7 +163,8 @@ def as_replay(row: dict):
 
 
 def test_routes_are_those_an_independent_replay_gives(spark, tmp_path):
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from scenarios.milan_routing import run
 
     every = []
@@ -190,7 +191,8 @@ def test_routes_are_those_an_independent_replay_gives(spark, tmp_path):
 
 
 def test_routes_searched_on_spark_are_the_same(spark, tmp_path):
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from scenarios.milan_routing import run
 
     rng = random.Random(7)
@@ -208,7 +210,8 @@ def test_routes_searched_on_spark_are_the_same(spark, tmp_path):
 
 
 def test_bad_late_and_unknown_events_are_rejected_with_reasons(spark, tmp_path):
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from scenarios.milan_routing import run
 
     net = small_network(random.Random(4))
@@ -239,7 +242,8 @@ def test_agent_state_survives_a_restart_and_a_replayed_batch_writes_the_same(spa
     """The real network, three agents: one uninterrupted run; a second run stopped after part of
     the files and restarted; a third whose last batch Spark replays (its commit removed). The
     outputs are the same, each once."""
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from scenarios.milan_routing import router_for, run
     from scenarios.milan_stream import plan_agents, write_stream
 

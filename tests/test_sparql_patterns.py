@@ -257,7 +257,7 @@ def test_continuous_with_them_in_the_background(spark, tmp_path):
     Istream equals the union over every instant of the reference's answers."""
     import random
 
-    from cep.continuous.runner import StaticFiles
+    from cep.continuous.static import StaticFiles
     from tests.stream_terms import EX as SX
     from tests.stream_terms import STREAM_IRI
     from tests.test_cep_continuous import as_answers, chunked, random_items, reference_union, relabeled, run_continuous

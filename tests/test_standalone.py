@@ -62,7 +62,10 @@ def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoi
 
 
 def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, hadoop, standalone, tmp_path):
-    from cep.continuous.runner import ClosureStore, DirectorySink, FileSource, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import ClosureStore
     from reasoner.publish import materialize_sources
 
     # what the executors see: nothing of this project, nor of the test's files

@@ -339,7 +339,8 @@ def tricky_files(directory: Path) -> list[Path]:
 
 @pytest.mark.parametrize("engine", ["auto", "spark"])
 def test_answers_and_rejects_are_those_the_semantics_defines(spark, taxa, closure, tmp_path, engine):
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from scenarios.membership import run
     from scenarios.plant_stream import Mix, generate
 
@@ -367,7 +368,8 @@ def test_restart_continues_exactly_once_and_a_refreshed_closure_is_picked_up(spa
     """Two runs on one checkpoint, a new closure version published between them: no answer
     twice, none lost, and the second run's batches answer with the new version — where a
     taxon unknown before is now a subclass of the target."""
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from reasoner.publish import materialize_sources
     from scenarios.membership import run
     from scenarios.plant_stream import Mix, generate
@@ -409,7 +411,8 @@ def test_restart_continues_exactly_once_and_a_refreshed_closure_is_picked_up(spa
 def test_many_batches_read_their_files_from_the_compacted_source_log(spark, taxa, closure, tmp_path):
     """Spark compacts its file-source log every 10 batches; the driver path still finds each
     batch's files there (no batch falls back to collecting through Spark)."""
-    from cep.continuous.runner import DirectorySink, FileSource
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
     from scenarios.membership import run
     from scenarios.plant_stream import generate
 

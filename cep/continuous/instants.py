@@ -46,8 +46,9 @@ from cep import algebra as A
 from cep.engines.columns import ITEM, T_END, T_START
 from cep.continuous.plan import COUNT, DSTREAM, ISTREAM, RSTREAM, evaluation_instants, keep_bounds
 from cep.engines.spark.rsepql import USED_COLUMNS, WINDOW_NAME
-from cep.continuous.runner import (OUT_AT, OUT_END, OUT_START, OUT_VERSION, STREAM,
-                        _EMITTED, _ITEM_COLUMNS, _ITEMS, _LAST, _TERMS, _Meta, _Runner, _rows_table, _table_rows)
+from cep.continuous.runner import Runner
+from cep.continuous.state import (EMITTED, ITEMS, ITEM_COLUMNS, LAST, OUT_AT, OUT_END, OUT_START, OUT_VERSION, STREAM,
+                                  TERM_COLUMNS, Meta, rows_table, table_rows)
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM
 
@@ -60,7 +61,7 @@ _CONSUMED = "consumed"
 LOCAL_MAX_SNAPSHOT = 20_000
 
 
-class InstantsRunner(_Runner):
+class InstantsRunner(Runner):
     """``cep.continuous.runner``'s runner with one evaluation per evaluation instant (module doc)."""
 
     too_large = f"the background has more than {LOCAL_MAX_SNAPSHOT} triples"
@@ -109,30 +110,30 @@ class InstantsRunner(_Runner):
         self.background_ref = (version, out)
         return out
 
-    def _advance_local(self, state, previous: str | None, meta: _Meta, upto: int | None, label: str,
+    def _advance_local(self, state, previous: str | None, meta: Meta, upto: int | None, label: str,
                        max_time, closed: bool):
         """The instants up to ``upto`` by the reference evaluator over the ``state`` items (a
         pyarrow table, as ``cep.continuous.runner`` hands it)."""
         from cep.engines.reference import evaluate, evaluate_instants
 
         self.used = "local"
-        rows = _table_rows(state, _ITEM_COLUMNS)
-        at = {c: i for i, c in enumerate(_ITEM_COLUMNS)}
+        rows = table_rows(state, ITEM_COLUMNS)
+        at = {c: i for i, c in enumerate(ITEM_COLUMNS)}
         terms: dict = {}
         items: dict = {}
         for r in rows:
             for c in (S, P, O):
-                terms[r[at[c]]] = r[at[_TERMS[c]]]
+                terms[r[at[c]]] = r[at[TERM_COLUMNS[c]]]
             key = (r[at[STREAM]], r[at[ITEM]])
             if key not in items:
                 items[key] = ([], r[at[T_START]], r[at[T_END]])
-            items[key][0].append((r[at[_TERMS[S]]], r[at[_TERMS[P]]], r[at[_TERMS[O]]]))
+            items[key][0].append((r[at[TERM_COLUMNS[S]]], r[at[TERM_COLUMNS[P]]], r[at[TERM_COLUMNS[O]]]))
         streams: dict = {s: [] for s in self.plan.streams}
         for (stream, item), (triples, t1, t2) in items.items():
             streams.setdefault(stream, []).append((item, frozenset(triples), t1, t2))
         known = {item for (_s, item) in items}
         consumed = {(w, item, (terms[s], terms[p], terms[o]))
-                    for (w, item, s, p, o) in _table_rows(self.state.table(previous, _CONSUMED), USED_COLUMNS)
+                    for (w, item, s, p, o) in table_rows(self.state.table(previous, _CONSUMED), USED_COLUMNS)
                     if item in known}
         instants = self._instants({s: [t1 for (_i, _g, t1, _t2) in mine] for s, mine in streams.items()}, meta, upto,
                                   {s: [t2 for (_i, _g, _t1, t2) in mine] for s, mine in streams.items()})
@@ -160,17 +161,17 @@ class InstantsRunner(_Runner):
         kept_items = {r[at[ITEM]] for r in kept}
         oldest = min((r[at[T_START]] for r in kept), default=None)
         self.state_rows = len(kept)
-        item_schema = _schema([(c, "string" if c in (STREAM, *_TERMS.values()) else "long") for c in _ITEM_COLUMNS])
+        item_schema = _schema([(c, "string" if c in (STREAM, *TERM_COLUMNS.values()) else "long") for c in ITEM_COLUMNS])
         consumed_rows = sorted({(w, item, term_id(s), term_id(p), term_id(o)) for (w, item, (s, p, o)) in consumed
                                 if item in kept_items})
-        tables = {_ITEMS: _rows_table(kept, item_schema), _CONSUMED: _rows_table(consumed_rows, _consumed_schema()),
+        tables = {ITEMS: rows_table(kept, item_schema), _CONSUMED: rows_table(consumed_rows, _consumed_schema()),
                   **self._answer_tables(emitted, last, oldest, upto)}
-        self.state.write(label, tables, _Meta(max_time=max_time, first=meta.first, done=upto, version=version,
+        self.state.write(label, tables, Meta(max_time=max_time, first=meta.first, done=upto, version=version,
                                               closed=closed, state_rows=len(kept)))
         return None, n, None, None
 
     # -- the Spark engine (cep.engines.spark.evaluate.evaluate_sequence) -------------------------------------------
-    def _evaluate(self, items: DataFrame | None, previous: str | None, meta: _Meta, upto: int | None, label: str):
+    def _evaluate(self, items: DataFrame | None, previous: str | None, meta: Meta, upto: int | None, label: str):
         from cep.engines.spark.filters import ORDER
         from cep.engines.spark.evaluate import evaluate, evaluate_sequence
         from rdfcore.dictionary import decode
@@ -239,11 +240,11 @@ class InstantsRunner(_Runner):
             condition = condition | ((F.col(STREAM) == F.lit(stream)) & keep)
         return items.filter(condition)
 
-    def _write_state(self, label, previous_name, kept, answers, meta: _Meta, max_time, upto, closed: bool) -> None:
+    def _write_state(self, label, previous_name, kept, answers, meta: Meta, max_time, upto, closed: bool) -> None:
         oldest, self.state_rows = None, 0
         tables: dict = {}
         if kept is not None:
-            kept = self.state.put(label, _ITEMS, kept)
+            kept = self.state.put(label, ITEMS, kept)
             stats = kept.agg(F.min(T_START).alias("oldest"), F.count(F.lit(1)).alias("n")).first()
             oldest, self.state_rows = stats["oldest"], stats["n"]
         if self.pending is not None:
@@ -256,7 +257,7 @@ class InstantsRunner(_Runner):
         if consumed is not None and kept is not None:
             tables[_CONSUMED] = consumed.select(*USED_COLUMNS).join(kept.select(ITEM).distinct(), ITEM, "left_semi")
         version = self.prepared[0] if self.prepared is not None else meta.version
-        self.state.write(label, tables, _Meta(max_time=max_time, first=meta.first, done=upto, version=version,
+        self.state.write(label, tables, Meta(max_time=max_time, first=meta.first, done=upto, version=version,
                                               closed=closed, state_rows=self.state_rows))
         self.pending = None
 
@@ -265,7 +266,7 @@ class InstantsRunner(_Runner):
         return None
 
     # -- shared by both engines ---------------------------------------------------------------------
-    def _instants(self, starts, meta: _Meta, upto: int | None, ends) -> list[int]:
+    def _instants(self, starts, meta: Meta, upto: int | None, ends) -> list[int]:
         if upto is None or meta.first is None:
             return []
         lo = meta.first if meta.done is None else max(meta.done + 1, meta.first)
@@ -282,9 +283,9 @@ class InstantsRunner(_Runner):
 
     def _answer_sets(self, previous: str | None) -> tuple[set, list]:
         key_columns = [*self.columns, T_START, T_END]
-        emitted = {(tuple(r[:-2]), r[-2], r[-1]) for r in _table_rows(self.state.table(previous, _EMITTED),
+        emitted = {(tuple(r[:-2]), r[-2], r[-1]) for r in table_rows(self.state.table(previous, EMITTED),
                                                                        key_columns)}
-        last = [(tuple(r[:-2]), r[-2], r[-1]) for r in _table_rows(self.state.table(previous, _LAST), key_columns)]
+        last = [(tuple(r[:-2]), r[-2], r[-1]) for r in table_rows(self.state.table(previous, LAST), key_columns)]
         return emitted, last
 
     def _emit(self, label: str, results, previous: str | None, version) -> tuple[int, set, list]:
@@ -328,9 +329,9 @@ class InstantsRunner(_Runner):
 
         schema = _schema([(c, "string") for c in self.columns] + [(T_START, "long"), (T_END, "long")])
         flat = lambda keys: [(*values, t1, t2) for (values, t1, t2) in keys]   # noqa: E731
-        tables = {_LAST: _rows_table(flat(last if self.plan.emit == DSTREAM else []), schema)}
+        tables = {LAST: rows_table(flat(last if self.plan.emit == DSTREAM else []), schema)}
         if self.plan.emit == ISTREAM:
-            tables[_EMITTED] = _rows_table(flat(sorted((k for k in emitted if recurs(k)), key=_order)), schema)
+            tables[EMITTED] = rows_table(flat(sorted((k for k in emitted if recurs(k)), key=_order)), schema)
         return tables
 
 

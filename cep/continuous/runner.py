@@ -1,6 +1,9 @@
 """Continuous CQELS-CEP on Spark Structured Streaming: the same queries, answered as events arrive.
 
-    from cep.continuous.runner import DirectorySink, FileSource, StaticFiles, run
+    from cep.continuous.job import run
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import StaticFiles
     summary = run(spark, query_text,
                   sources=[FileSource("<http://example.org/publicTransport>", "in/")],
                   static=StaticFiles({None: ["vienna_example.ttl"]}),
@@ -66,439 +69,54 @@ import contextlib
 import functools
 import gc
 import json
-import os
-import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from cep.continuous.sinks import write_jsonl
+from cep.continuous.sources import SOURCE
+from cep.continuous.state import (EMITTED, ITEMS, ITEM_COLUMNS, LAST, LINES, METRICS_FILE, NEW, OUT_AT, OUT_END,
+                                  OUT_START, OUT_VERSION, SPARK_DIR, STREAM, TERM_COLUMNS, Meta, StateStore,
+                                  item_schema, rows_table, state_items, table_rows)
+from cep.continuous.static import StaticSide
 from cep import algebra as A
 from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
-from cep.continuous.plan import DSTREAM, ISTREAM, LIFETIMES, ContinuousError, ContinuousPlan, plan as make_plan
+from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan
 from cep.engines.spark.lifetimes import OPEN_END
 from rdfcore.hashing import term_id
 from rdfcore import fs
 from rdfcore.fs import spark_path
-from rdfcore.locations import Location, location
+from rdfcore.locations import location
 from rdfcore.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
-from rdfcore.sparkutil import cut
+from rdfcore.sparkutil import union_all
 
-__all__ = ["FileSource", "KafkaSource", "StaticFiles", "ClosureStore", "DirectorySink", "ConsoleSink", "KafkaSink",
-           "CallbackSink", "RunSummary", "run", "parse_kafka_url", "STREAM", "write_json_lines", "run_micro_batches",
-           "check_sources"]
 
-#: the stream IRI of a state item
-STREAM = "_stream"
-_TERMS = {S: "_s_term", P: "_p_term", O: "_o_term"}
-#: output keys besides the projected variables
-OUT_START, OUT_END, OUT_VERSION, OUT_AT = "_start", "_end", "_version", "_at"
+__all__ = ["Runner", "RunSummary", "run_micro_batches", "keep_items", "ENGINES", "LOCAL_MAX_ROWS", "LOCAL_MAX_BATCH",
+           "LOCAL_MAX_BACKGROUND"]
 
-STATE_DIR, SPARK_DIR, METRICS_FILE = "state", "spark", "metrics.jsonl"
-_ITEMS, _EMITTED, _LAST, _META = "items", "emitted", "last", "meta.json"
-#: staged inputs of a batch (dropped with its state directory)
-_LINES, _NEW = "_lines", "_new"
-_CLOSED = "-closed"
+
 #: ``engine="auto"`` evaluates a batch on the driver (``cep.engines.driver.columnar``) while the state holds at
 #: most LOCAL_MAX_ROWS triples (a pyarrow table and numpy columns: ~100 bytes a triple, plus the
 #: pairs a SEQ forms), the batch at most LOCAL_MAX_BATCH lines (parsed into Python objects) and the
 #: static side's background patterns at most LOCAL_MAX_BACKGROUND rows; larger ones go to Spark
 LOCAL_MAX_ROWS = 2_000_000
+
 LOCAL_MAX_BATCH = 500_000
+
+
 LOCAL_MAX_BACKGROUND = 500_000
+
 ENGINES = ("auto", "spark", "local")
-#: which source a line came from (its index in the run's sources)
-_SOURCE = "_source"
+
+
 #: the instant an answer is reported at (the ``_at`` output key)
 _AT = scratch("at")
 
-
-# --- sources ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FileSource:
-    """The files of stream ``stream`` (an IRI term) as they appear in ``directory``: each new file is
-    read whole in one micro-batch (JSON Lines or timestamped N-Triples, by extension; ``fmt``
-    forces one)."""
-
-    stream: str
-    directory: str
-    fmt: str | None = None
-    max_files_per_trigger: int | None = None
-
-    #: lines carry a file block and are numbered per batch (``rdfcore.loading.with_line_numbers``)
-    numbered = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "directory", str(location(self.directory, f"stream {self.stream}")))
-
-    def lines(self, spark: SparkSession) -> DataFrame:
-        reader = spark.readStream.format("text")
-        if self.max_files_per_trigger:
-            reader = reader.option("maxFilesPerTrigger", str(self.max_files_per_trigger))
-        file_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
-        return reader.load(spark_path(self.directory)).select(
-            F.col("value").alias(RAW), file_path.alias(FILE),
-            F.col("_metadata.file_block_start").alias("_block"), F.lit(self.stream).alias(STREAM))
-
-
-@dataclass(frozen=True)
-class KafkaSource:
-    """The messages of a Kafka topic as stream ``stream``: one item per message, its value one JSON
-    event (``fmt="jsonl"``, the default) or one timestamped N-Triples line (``fmt="tsnt"``), in the
-    formats of ``cep.io.streams``. An item's id is ``xxhash64("kafka:TOPIC/PARTITION", offset)``:
-    stable on replay; rejects name the message as file ``kafka:TOPIC/PARTITION``, line = its
-    offset. Blank nodes are scoped to the partition. Empty messages are skipped, as blank lines
-    are. ``starting_offsets``: ``earliest`` (default) or ``latest`` for a new checkpoint (a restart
-    continues from the checkpoint's offsets); ``options``: more ``kafka.*`` or source options
-    (``maxOffsetsPerTrigger``, ``failOnDataLoss``, security settings)."""
-
-    stream: str
-    bootstrap: str
-    topic: str
-    fmt: str = "jsonl"
-    starting_offsets: str = "earliest"
-    options: tuple = ()     # ((key, value), ...)
-
-    numbered = True
-
-    def lines(self, spark: SparkSession) -> DataFrame:
-        reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
-                  .option("subscribe", self.topic).option("startingOffsets", self.starting_offsets))
-        for key, value in self.options:
-            reader = reader.option(key, str(value))
-        try:
-            frame = reader.load()
-        except Exception as exc:  # noqa: BLE001 - Spark raises its own AnalysisException type
-            raise _kafka_missing(exc) from None
-        return frame.select(
-            F.coalesce(F.col("value").cast("string"), F.lit("")).alias(RAW),
-            F.concat(F.lit("kafka:"), F.col("topic"), F.lit("/"), F.col("partition").cast("string")).alias(FILE),
-            F.col("offset").alias(LINE), F.lit(self.stream).alias(STREAM))
-
-
-def parse_kafka_url(text: str) -> tuple[str, str, dict]:
-    """``kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?format=jsonl|tsnt]`` → (bootstrap servers, topic,
-    {"format": ...}); raises ``ContinuousError`` saying what is wrong."""
-    from urllib.parse import parse_qs, urlsplit
-
-    parts = urlsplit(text)
-    topic = parts.path.lstrip("/")
-    if parts.scheme != "kafka" or not parts.netloc or not topic or "/" in topic:
-        raise ContinuousError(f"{text!r}: expected kafka://HOST:PORT/TOPIC (several brokers: "
-                              f"kafka://H1:P1,H2:P2/TOPIC; optional ?format=jsonl|tsnt)")
-    for server in parts.netloc.split(","):
-        host, _, port = server.rpartition(":")
-        if not host or not port.isdigit():
-            raise ContinuousError(f"{text!r}: broker {server!r} is not HOST:PORT")
-    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-    unknown = sorted(set(query) - {"format"})
-    if unknown:
-        raise ContinuousError(f"{text!r}: unknown option(s) {', '.join(unknown)}; only ?format=jsonl|tsnt")
-    if query.get("format", "jsonl") not in ("jsonl", "tsnt"):
-        raise ContinuousError(f"{text!r}: format {query['format']!r}; expected jsonl or tsnt")
-    return parts.netloc, topic, query
-
-
-def _kafka_missing(exc: BaseException) -> BaseException:
-    """Spark's "data source kafka not found" as the jar cache's clear error; anything else as is."""
-    from rdfcore.jars import KAFKA_CONNECTOR, JarUnavailable, cache_dir
-
-    text = str(exc)
-    if "DATA_SOURCE_NOT_FOUND" in text or re.search(r"Failed to find (the )?data source: kafka", text):
-        return JarUnavailable(KAFKA_CONNECTOR, "its classes are not on this Spark session's classpath", cache_dir())
-    return exc
-
-
-# --- the static side ----------------------------------------------------------------------------
-
-@dataclass
-class StaticSide:
-    """One version of the background: graphs for ``cep.engines.spark.evaluate``, its dictionary, its version name."""
-
-    version: str
-    background: object               # {graph: DataFrame(s, p, o)} or a reasoner Materialized
-    dictionary: DataFrame | None     # (id, term)
-
-
-class StaticFiles:
-    """Background graphs from files ({graph IRI or None: [files]}), closed with the reasoner once
-    (as ``query --at`` does). Its version is ``files:`` + a hash of the files' names and sizes."""
-
-    def __init__(self, graphs: Mapping[str | None, Sequence[str | Path]]):
-        self.graphs = {g: [location(f, "static graph file") for f in files] for g, files in graphs.items()}
-        self._side: StaticSide | None = None
-
-    def version(self) -> str:
-        import hashlib
-
-        h = hashlib.sha256()
-        for g in sorted(self.graphs, key=lambda x: x or ""):
-            for f in self.graphs[g]:
-                st = f.stat()
-                h.update(f"{g}|{f.resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-        return "files:" + h.hexdigest()[:12]
-
-    def current(self, spark: SparkSession) -> StaticSide:
-        if self._side is None:
-            from reasoner.api import encoded_closure
-            from rdfcore.dictionary import checked_dictionary
-            from rdfcore.loading import load
-
-            background, dictionaries = {}, []
-            for graph, files in self.graphs.items():
-                closure, dictionary = encoded_closure(load(spark, files).triples)
-                background[graph] = cut(closure.inferred)
-                dictionaries.append(dictionary)
-            if None not in background:
-                background[None] = spark.createDataFrame([], f"{S} long, {P} long, {O} long")
-            dictionary = checked_dictionary(dictionaries)[0] if dictionaries else None
-            self._side = StaticSide(self.version(), background, dictionary)
-        return self._side
-
-
-class ClosureStore:
-    """The current version of a reasoner store (``materialize --out DIR``): checked at every
-    micro-batch, so a refresh that publishes a new version is picked up without a restart."""
-
-    def __init__(self, directory: str | Path):
-        self.directory = location(directory, "the closure store")
-
-    def version(self) -> str:
-        from reasoner.store import StoreError, current_version
-
-        version = current_version(self.directory)
-        if version is None:
-            raise StoreError(f"{self.directory}: no current version (run materialize --out {self.directory} first)")
-        return version
-
-    def current(self, spark: SparkSession) -> StaticSide:
-        from rdfcore.schema import DICTIONARY
-        from reasoner.store import open_version
-
-        store = open_version(spark, self.directory, self.version())
-        return StaticSide(store.version, store, store.table(DICTIONARY))
-
-
-class _NoStatic:
-    def version(self) -> str:
-        return "none"
-
-    def current(self, spark: SparkSession) -> StaticSide:
-        return StaticSide("none", {None: spark.createDataFrame([], f"{S} long, {P} long, {O} long")}, None)
-
-
-# --- sinks --------------------------------------------------------------------------------------
-
-class DirectorySink:
-    """Answers as JSON Lines files in ``directory``, one file per micro-batch (``part-<batch>.jsonl``),
-    written to a temporary name and renamed: a replayed batch replaces its file (exactly once)."""
-
-    def __init__(self, directory: str | Path):
-        self.directory = location(directory, "the output directory")
-
-    def write(self, label: str, rows) -> int:
-        return self.write_lines(label, (json.dumps(row, ensure_ascii=False) for row in rows))
-
-    def write_lines(self, label: str, lines) -> int:
-        """Answers already serialised (one JSON object per string)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        return fs.write_lines(self.directory / f"part-{label}.jsonl", lines)
-
-    def write_blobs(self, label: str, blobs) -> None:
-        """Answers already serialised as bytes (JSON lines, newlines included), chunk by chunk."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with fs.atomic_writer(self.directory / f"part-{label}.jsonl", binary=True) as out:
-            for blob in blobs:
-                out.write(blob)
-
-
-class ConsoleSink:
-    """Answers as JSON Lines on a text stream (stdout by default); at least once across restarts."""
-
-    def __init__(self, out: TextIO | None = None):
-        self.out = out
-
-    def write(self, label: str, rows) -> int:
-        return self.write_lines(label, (json.dumps(row, ensure_ascii=False) for row in rows))
-
-    def write_lines(self, label: str, lines) -> int:
-        out = self.out or sys.stdout
-        n = 0
-        for line in lines:
-            out.write(line + "\n")
-            n += 1
-        out.flush()
-        return n
-
-
-class KafkaSink:
-    """Answers as Kafka messages on ``topic``: the value one answer as JSON, the key
-    ``<batch label>/<index>``. Kafka's producer is at-least-once: a batch replayed after a crash
-    sends its answers again with the same keys, so a consumer that must see each answer once
-    de-duplicates by key (or use ``DirectorySink``, which is exactly once)."""
-
-    def __init__(self, bootstrap: str, topic: str, options: Mapping[str, str] | None = None):
-        self.bootstrap, self.topic, self.options = bootstrap, topic, dict(options or {})
-        self.spark: SparkSession | None = None
-
-    def bind(self, spark: SparkSession) -> None:
-        self.spark = spark
-
-    def write(self, label: str, rows) -> int:
-        return self.write_lines(label, (json.dumps(row, ensure_ascii=False) for row in rows))
-
-    def write_lines(self, label: str, lines) -> int:
-        messages = [(f"{label}/{i}", line) for i, line in enumerate(lines)]
-        if not messages:
-            return 0
-        spark = self.spark or SparkSession.getActiveSession()
-        writer = (spark.createDataFrame(messages, "key string, value string").write.format("kafka")
-                  .option("kafka.bootstrap.servers", self.bootstrap).option("topic", self.topic))
-        for key, value in self.options.items():
-            writer = writer.option(key, value)
-        try:
-            writer.save()
-        except Exception as exc:  # noqa: BLE001
-            raise _kafka_missing(exc) from None
-        return len(messages)
-
-
-class CallbackSink:
-    """``fn(label, rows)`` per micro-batch: ``rows`` a list of answer dicts (a service's hook)."""
-
-    def __init__(self, fn: Callable[[str, list[dict]], None]):
-        self.fn = fn
-
-    def write(self, label: str, rows) -> int:
-        rows = list(rows)
-        self.fn(label, rows)
-        return len(rows)
-
-
-def write_json_lines(sink, label: str, lines) -> int:
-    """Serialised answers (JSON strings) to any sink: as they are where the sink takes text
-    (``write_lines``), parsed back into dicts for the others (``CallbackSink``)."""
-    if hasattr(sink, "write_lines"):
-        return sink.write_lines(label, lines)
-    return sink.write(label, [json.loads(line) for line in lines])
-
-
-def _write_jsonl(path, rows) -> int:
-    return fs.write_lines(path, (json.dumps(row, ensure_ascii=False) for row in rows))
-
-
-# --- state --------------------------------------------------------------------------------------
-
-@dataclass
-class _Meta:
-    max_time: int | None = None   # largest event time accepted so far
-    first: int | None = None      # smallest event time accepted: the first instant evaluated
-    done: int | None = None       # every instant ≤ done has been evaluated
-    version: str | None = None    # the static side's version used last
-    closed: bool = False
-    state_rows: int | None = None  # items kept (the driver-side path's size test)
-
-    def to_json(self) -> str:
-        return json.dumps(self.__dict__)
-
-
-class _StateStore:
-    """``CHECKPOINT/state/<label>/``: items, emitted, last (Parquet) and meta.json per batch."""
-
-    def __init__(self, spark: SparkSession, root: Location):
-        self.spark, self.root = spark, root / STATE_DIR
-
-    @staticmethod
-    def label(batch_id: int, closed: bool = False) -> str:
-        return f"{batch_id:010d}" + (_CLOSED if closed else "")
-
-    def _labels(self) -> list[tuple[int, bool, str]]:
-        if not self.root.is_dir():
-            return []
-        out = []
-        for p in self.root.iterdir():
-            name = p.name
-            if name.startswith(".") or not (p / _META).exists():
-                continue
-            closed = name.endswith(_CLOSED)
-            out.append((int(name[:10]), closed, name))
-        return sorted(out)
-
-    def latest_before(self, batch_id: int | None) -> tuple[str | None, _Meta]:
-        """The newest state written by a batch before ``batch_id`` (None: the newest of all)."""
-        found = [x for x in self._labels() if batch_id is None or x[0] < batch_id]
-        if not found:
-            return None, _Meta()
-        name = found[-1][2]
-        return name, _Meta(**json.loads((self.root / name / _META).read_text(encoding="utf-8")))
-
-    def frame(self, name: str | None, table: str) -> DataFrame | None:
-        if name is None or not (self.root / name / table).exists():
-            return None
-        return self.spark.read.parquet(spark_path(self.root / name / table))
-
-    def staging(self, label: str) -> Location:
-        """A fresh directory the batch ``label`` writes into; ``write`` renames it into place."""
-        tmp = self.root / f".tmp-{label}-{os.getpid()}"
-        fs.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        return tmp
-
-    def _tmp(self, label: str) -> Location:
-        tmp = self.root / f".tmp-{label}-{os.getpid()}"
-        return tmp if tmp.is_dir() else self.staging(label)
-
-    def put(self, label: str, table: str, df: DataFrame) -> DataFrame:
-        """Write one table of batch ``label``'s state (staged until ``write``); read it back."""
-        path = str(self._tmp(label) / table)
-        df.write.mode("overwrite").parquet(path)
-        return self.spark.read.parquet(spark_path(path))
-
-    def table(self, name: str | None, table: str):
-        """A state table as a pyarrow Table (the driver-side path, ``cep.engines.driver.rows``), or None."""
-        if name is None or not (self.root / name / table).exists():
-            return None
-        try:
-            return fs.read_parquet(self.root / name / table)
-        except FileNotFoundError:      # no part file: nothing kept
-            return None
-
-    def write(self, label: str, tables: Mapping[str, object], meta: _Meta) -> None:
-        """Stage ``tables`` (DataFrames, or pyarrow Tables from the driver-side path: the same
-        Parquet either way, so consecutive batches may take different paths) and ``meta``, then
-        rename the batch's directory into place."""
-        import pyarrow as pa
-
-        tmp = self._tmp(label)
-        for name, df in tables.items():
-            if isinstance(df, pa.Table):
-                fs.rmtree(tmp / name, ignore_errors=True)
-                (tmp / name).mkdir()
-                fs.write_parquet(df, tmp / name / "part-00000.parquet")
-            elif df is not None:
-                df.write.mode("overwrite").parquet(str(tmp / name))
-        (tmp / _META).write_text(meta.to_json(), encoding="utf-8")
-        final = self.root / label
-        if final.exists():  # a replayed batch: the same content again
-            fs.rmtree(final)
-        tmp.rename(final)
-        for staged in (_LINES, _NEW):  # read by this batch only; its kept items are in ITEMS now
-            fs.rmtree(final / staged, ignore_errors=True)
-
-    def prune(self, keep_from: int) -> None:
-        """Drop the states of batches before ``keep_from`` (the previous one stays for a replay)."""
-        for batch, _closed, name in self._labels():
-            if batch < keep_from:
-                fs.rmtree(self.root / name, ignore_errors=True)
-
-
-# --- the run ------------------------------------------------------------------------------------
 
 @dataclass
 class RunSummary:
@@ -515,85 +133,6 @@ class RunSummary:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink, checkpoint: str | Path,
-        static=None, trigger: str = "available-now", lateness: int = 0, emit: str = ISTREAM,
-        time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
-        metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
-        timeout: float | None = None, engine: str = "auto", horizon: int | None = None,
-        rules=(), every: int | None = None) -> RunSummary:
-    """Run ``query`` continuously over ``sources`` (see the module doc).
-
-    ``query``: text or a ``cep.algebra.patterns.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
-    stream the query reads. ``static``: ``StaticFiles``, ``ClosureStore`` or None
-    (no background). ``sink``: ``DirectorySink``/``ConsoleSink``/``CallbackSink``; ``on_answers``:
-    also call ``fn(label, rows)`` per batch. ``trigger``: ``available-now`` (process what is there,
-    close the input up to its largest event time, stop) or ``interval:SECONDS`` (run until stopped
-    or ``timeout`` seconds). ``lateness`` in ticks of ``time_unit``. ``rejects``: a directory for
-    rejected rows (JSON Lines per batch). ``metrics``: where the per-batch metric lines go (stderr
-    by default; they are also appended to ``CHECKPOINT/metrics.jsonl``). ``engine``: where a batch
-    evaluates the query — ``auto`` (default: on the driver, ``cep.engines.driver.rows``, while the state and the
-    static side are small and the query allows it; on Spark otherwise), ``spark`` or ``local``.
-    ``horizon`` (EP-SPARQL, ticks): each instant sees the events started in its last ``horizon``
-    (an EP-SPARQL query has no window; ``cep.continuous.instants``). ``rules``: EP-SPARQL CONSTRUCT rules
-    (compiled queries, ``cep.engines.rules``): each instant reads the Q-closure of its events. ``every``
-    (ticks; C-SPARQL, RSEP-QL, EP-SPARQL): evaluate at its multiples (the report policy), not at
-    each content change. A landmark ([ALL]) window's warning (``ContinuousPlan.warnings``) is
-    printed to ``metrics`` (stderr by default) before the first batch.
-    """
-    if isinstance(query, str):
-        from cep.lowering.translate import compile_query
-
-        query = compile_query(query, prefixes)
-    cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources],
-                      rules=rules, every=every)
-    if engine not in ENGINES:
-        raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
-    if engine == "local" and cplan.mode == LIFETIMES:
-        from cep.engines.driver.rows import unsupported
-
-        why = unsupported(query) or (None if emit == ISTREAM else f"--emit {emit}")
-        if why:
-            raise ContinuousError(f"the driver-side engine cannot run this query ({why}); use engine auto or spark")
-    read = set(cplan.streams)
-    given = {s.stream for s in sources}
-    missing = [s for s in cplan.streams if s not in given]
-    if missing:
-        raise ContinuousError(f"the query reads stream(s) {', '.join(missing)} but no source was given for them "
-                              f"(sources: {', '.join(sorted(given)) or 'none'})")
-    used = [s for s in sources if s.stream in read]
-    checkpoint = location(checkpoint, "the checkpoint")
-    check_sources(used)
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    if isinstance(sink, DirectorySink):
-        sink.directory.mkdir(parents=True, exist_ok=True)
-    if cplan.mode == LIFETIMES:
-        runner_class = _Runner
-    else:   # C-SPARQL, RSEP-QL: one evaluation per evaluation instant
-        from cep.continuous.instants import InstantsRunner as runner_class
-    runner = runner_class(spark, cplan, static or _NoStatic(), sink, checkpoint, rejects, on_answers, metrics,
-                          dict(query.prefixes) if prefixes is None else dict(prefixes), engine)
-    if hasattr(sink, "bind"):
-        sink.bind(spark)
-    runner.sources = used
-    for warning in cplan.warnings:
-        print(f"warning: {warning}", file=metrics or sys.stderr, flush=True)
-    lines = _union([source.lines(spark).withColumn(_SOURCE, F.lit(i)) for i, source in enumerate(used)],
-                   allow_missing=True)
-    run_micro_batches(lines, runner.batch, checkpoint, trigger, timeout, lambda: runner.error)
-    if trigger == "available-now":
-        runner.close()
-    return runner.summary
-
-
-def check_sources(sources) -> None:
-    """Each file source's directory exists, wherever it is: a filesystem Spark lacks or an
-    unreachable namenode is one clear error before the stream starts, not a failure inside the
-    first batch (a local directory is also checked by the jobs before Spark starts)."""
-    for source in sources:
-        if isinstance(source, FileSource) and not location(source.directory).is_dir():
-            raise ContinuousError(f"{source.directory}: no such directory (the files of stream {source.stream})")
 
 
 def run_micro_batches(lines: DataFrame, on_batch: Callable, checkpoint: str | Path, trigger: str,
@@ -623,7 +162,7 @@ def run_micro_batches(lines: DataFrame, on_batch: Callable, checkpoint: str | Pa
         raise failure() or RuntimeError(f"the streaming query failed: {streaming.exception()}")
 
 
-class _Runner:
+class Runner:
     #: why the static side cannot go to the driver-side engine (``_background_local`` gave None)
     too_large = f"the static side has more than {LOCAL_MAX_BACKGROUND} rows"
     #: the largest state the driver-side engine takes (``engine="auto"``)
@@ -636,7 +175,7 @@ class _Runner:
         self.checkpoint = checkpoint
         self.rejects_dir = location(rejects, "the rejects directory") if rejects else None
         self.on_answers, self.metrics_out, self.prefixes = on_answers, metrics, prefixes
-        self.state = _StateStore(spark, checkpoint)
+        self.state = StateStore(spark, checkpoint)
         self.summary = RunSummary()
         self.prepared = None  # (version, cep.engines.spark.evaluate.Prepared)
         self.error: BaseException | None = None
@@ -678,12 +217,12 @@ class _Runner:
         # The batch's lines go to Parquet first (one job over the source): everything after reads a
         # plain scan, so no later plan drags the streaming lineage along (re-analysing it made
         # every step of a batch cost seconds), and a rejected line's text is at hand.
-        self._numbered(lines).write.parquet(str(staging / _LINES))
-        numbered = self.spark.read.parquet(spark_path(staging / _LINES))
+        self._numbered(lines).write.parquet(str(staging / LINES))
+        numbered = self.spark.read.parquet(spark_path(staging / LINES))
         terms, rejects = self._parsed(numbered)
-        _encode(_union(terms)).write.parquet(str(staging / _NEW))
-        items = self.spark.read.parquet(spark_path(staging / _NEW))
-        bad = _union(rejects)
+        _encode(union_all(terms)).write.parquet(str(staging / NEW))
+        items = self.spark.read.parquet(spark_path(staging / NEW))
+        bad = union_all(rejects)
         stats = items.agg(F.max(T_START).alias("m"), F.min(T_START).alias("f"),
                           F.countDistinct(ITEM).alias("n"), F.min(T_START).alias("lo")).first()
         # late items: at or below an instant already evaluated (cep.continuous.plan "Watermark")
@@ -701,8 +240,8 @@ class _Runner:
         upto = meta.done
         if watermark is not None and (upto is None or watermark - 1 > upto):
             upto = watermark - 1
-        items = items.select(*_ITEM_COLUMNS)
-        previous = self.state.frame(name, _ITEMS)
+        items = items.select(*ITEM_COLUMNS)
+        previous = self.state.frame(name, ITEMS)
         state_items = items if previous is None else previous.unionByName(items)
         answers = self._evaluate(state_items, name, meta, upto, label)
         kept = self._keep(state_items, upto)
@@ -725,7 +264,7 @@ class _Runner:
         if local is not None:
             answers = self._advance_local(local, name, meta, upto, label, meta.max_time, closed=True)
         else:
-            state_items = self.state.frame(name, _ITEMS)
+            state_items = self.state.frame(name, ITEMS)
             answers = self._evaluate(state_items, name, meta, upto, label)
             kept = self._keep(state_items, upto) if state_items is not None else None
             self._write_state(label, name, kept, answers, meta, meta.max_time, upto, closed=True)
@@ -734,11 +273,11 @@ class _Runner:
 
     # -- input ---------------------------------------------------------------------------------
     def _numbered(self, lines: DataFrame) -> DataFrame:
-        """The batch's lines as (FILE, LINE, RAW, STREAM, _SOURCE): Kafka's offset is the line,
+        """The batch's lines as (FILE, LINE, RAW, STREAM, SOURCE): Kafka's offset is the line,
         file lines are numbered from their blocks."""
         from rdfcore.loading import with_line_numbers
 
-        columns = (FILE, LINE, RAW, STREAM, _SOURCE)
+        columns = (FILE, LINE, RAW, STREAM, SOURCE)
         kinds = {s.numbered for s in self.sources}
         parts = []
         if True in kinds:
@@ -748,7 +287,7 @@ class _Runner:
             mine = lines if kinds == {False} else lines.filter(F.col(LINE).isNull()).drop(LINE)
             mine = mine.withColumn("_row", F.monotonically_increasing_id())
             parts.append(with_line_numbers(mine, mine).select(*columns))
-        return _union(parts)
+        return union_all(parts)
 
     def _parsed(self, numbered: DataFrame) -> tuple[list[DataFrame], list[DataFrame]]:
         """Each source's lines parsed with its format: ([terms per source], [rejects per source])."""
@@ -756,14 +295,14 @@ class _Runner:
 
         terms, rejects = [], []
         for i, source in enumerate(self.sources):
-            mine = numbered.filter(F.col(_SOURCE) == i).select(FILE, LINE, RAW)
+            mine = numbered.filter(F.col(SOURCE) == i).select(FILE, LINE, RAW)
             t, r = parse_lines(mine, self.prefixes, self.plan.time_unit, source.fmt)
             terms.append(t.withColumn(STREAM, F.lit(source.stream)))
             rejects.append(r)
         return terms, rejects
 
     # -- the driver-side path (cep.engines.driver.rows) -------------------------------------------------------
-    def _local_first(self, meta: _Meta) -> bool:
+    def _local_first(self, meta: Meta) -> bool:
         """Whether to try this batch on the driver: allowed, the state small enough."""
         if not self.local_ok:
             return False
@@ -778,7 +317,7 @@ class _Runner:
 
     def _collect_batch(self, lines: DataFrame):
         """The batch's items and rejected lines on the driver: ``(items, rejects)``, items as a
-        pyarrow table of ``_ITEM_COLUMNS`` + (FILE, LINE), rejects as (file, line, reason, raw)
+        pyarrow table of ``ITEM_COLUMNS`` + (FILE, LINE), rejects as (file, line, reason, raw)
         tuples; None when ``engine="auto"`` and the batch has more than LOCAL_MAX_BATCH lines (it
         then takes the Spark path, which reads the micro-batch again).
 
@@ -796,17 +335,17 @@ class _Runner:
 
         none = F.lit(None).cast("long")
         if "_block" not in lines.columns:           # Kafka only: the offset is the line
-            raw = lines.select(RAW, FILE, LINE, none.alias("_block"), none.alias("_row"), _SOURCE)
+            raw = lines.select(RAW, FILE, LINE, none.alias("_block"), none.alias("_row"), SOURCE)
         else:                                       # file lines carry their block and row
             line = F.col(LINE) if LINE in lines.columns else none
             raw = lines.select(RAW, FILE, line.alias(LINE), "_block",
-                               F.monotonically_increasing_id().alias("_row"), _SOURCE)
+                               F.monotonically_increasing_id().alias("_row"), SOURCE)
         # through Arrow: a Row object per line cost more than parsing the line
         collected = (raw.limit(LOCAL_MAX_BATCH + 1) if self.engine == "auto" else raw).toArrow()
         if self.engine == "auto" and collected.num_rows > LOCAL_MAX_BATCH:
             return None
         files = collected.column(FILE).combine_chunks()
-        sources = collected.column(_SOURCE).to_numpy().astype(np.int64)
+        sources = collected.column(SOURCE).to_numpy().astype(np.int64)
         numbers = _line_numbers(files, collected.column(LINE), collected.column("_block"), collected.column("_row"))
         # each (source, file)'s format, and where JSON Lines are
         encoded = files.dictionary_encode()
@@ -840,7 +379,7 @@ class _Runner:
                 ITEM: linescan.item_ids(files.take(pa.array(at, pa.int64())), numbers[at]),
                 S: plain.ids["s"], P: plain.ids["p"], O: plain.ids["o"],
                 T_START: plain.t1, T_END: plain.t2,
-                _TERMS[S]: plain.terms["s"], _TERMS[P]: plain.terms["p"], _TERMS[O]: plain.terms["o"],
+                TERM_COLUMNS[S]: plain.terms["s"], TERM_COLUMNS[P]: plain.terms["p"], TERM_COLUMNS[O]: plain.terms["o"],
                 FILE: files.take(pa.array(at, pa.int64())), LINE: numbers[at]}))
             slow_rows.append(rows[kind == linescan.SLOW])
         slow_rows = np.sort(np.concatenate(slow_rows))
@@ -860,23 +399,23 @@ class _Runner:
                         ids[t] = term_id(t)
                 items.append((stream, item, ids[s_], ids[p_], ids[o_], t1, t2, s_, p_, o_, file, line))
         if slow:
-            frame = self.spark.createDataFrame(slow, f"{FILE} string, {LINE} long, {RAW} string, {_SOURCE} int")
+            frame = self.spark.createDataFrame(slow, f"{FILE} string, {LINE} long, {RAW} string, {SOURCE} int")
             terms, bad = self._parsed(frame)
-            parsed_items = _encode(_union(terms)).select(*_ITEM_COLUMNS, FILE, LINE,
+            parsed_items = _encode(union_all(terms)).select(*ITEM_COLUMNS, FILE, LINE,
                                                          F.lit(None).cast("string").alias(REASON))
-            bad_rows = _union(bad).select(*[F.lit(None).cast("string" if c in (STREAM, *_TERMS.values()) else "long")
-                                            .alias(c) for c in _ITEM_COLUMNS], FILE, LINE, REASON, RAW)
+            bad_rows = union_all(bad).select(*[F.lit(None).cast("string" if c in (STREAM, *TERM_COLUMNS.values()) else "long")
+                                            .alias(c) for c in ITEM_COLUMNS], FILE, LINE, REASON, RAW)
             for r in parsed_items.withColumn(RAW, F.lit(None).cast("string")).unionByName(bad_rows).collect():
                 if r[REASON] is not None:
                     rejects.append((r[FILE], r[LINE], r[REASON], r[RAW]))
                 else:
-                    items.append(tuple(r[c] for c in _ITEM_COLUMNS) + (r[FILE], r[LINE]))
+                    items.append(tuple(r[c] for c in ITEM_COLUMNS) + (r[FILE], r[LINE]))
         schema = _located_schema()
-        parts.append(_rows_table(items, schema))
+        parts.append(rows_table(items, schema))
         table = pa.concat_tables([t.cast(schema) for t in parts])
         return table, rejects
 
-    def _batch_local(self, rows, lines: DataFrame, batch_id: int, label: str, name: str | None, meta: _Meta,
+    def _batch_local(self, rows, lines: DataFrame, batch_id: int, label: str, name: str | None, meta: Meta,
                      started: float) -> None:
         """A micro-batch on the driver: ``rows`` from ``_collect_batch``; ``lines`` is read again
         only for the text of late lines (rare)."""
@@ -904,17 +443,17 @@ class _Runner:
         upto = meta.done
         if watermark is not None and (upto is None or watermark - 1 > upto):
             upto = watermark - 1
-        items = _state_items(self.state.table(name, _ITEMS), parsed.select(list(_ITEM_COLUMNS)))
+        items = state_items(self.state.table(name, ITEMS), parsed.select(list(ITEM_COLUMNS)))
         answers = self._advance_local(items, name, meta, upto, label, max_time, closed=False)
         self.state.prune(batch_id - 1)
         self._report(batch_id, started, len(COL.sorted_unique(parsed.column(ITEM).to_numpy())), reject_counts, answers,
                      max_time, watermark)
 
-    def _local_state(self, previous: str | None, meta: _Meta):
+    def _local_state(self, previous: str | None, meta: Meta):
         """The state items (a pyarrow table) when the end-of-input close runs on the driver, else None."""
         if not self._local_first(meta):
             return None
-        return _state_items(self.state.table(previous, _ITEMS))
+        return state_items(self.state.table(previous, ITEMS))
 
     def _background_local(self):
         """The static side's background patterns as ``cep.engines.driver.columnar`` tables with their terms,
@@ -947,10 +486,10 @@ class _Runner:
         self.background_local = (version, rels, terms)
         return rels
 
-    def _advance_local(self, items, previous: str | None, meta: _Meta, upto: int | None, label: str,
+    def _advance_local(self, items, previous: str | None, meta: Meta, upto: int | None, label: str,
                        max_time, closed: bool):
         """``_evaluate`` + ``_keep`` + ``_write_state`` on the driver (``cep.engines.driver.columnar``), over the
-        state items as a pyarrow table (``_item_schema``): no Python object per item."""
+        state items as a pyarrow table (``item_schema``): no Python object per item."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -967,11 +506,11 @@ class _Runner:
         for name in names:
             by_stream[name] = (matrix if len(names) == 1
                                else matrix[pc.equal(items.column(STREAM), name).to_numpy(zero_copy_only=False)])
-        emitted_table = self.state.table(previous, _EMITTED)
+        emitted_table = self.state.table(previous, EMITTED)
         key_columns = [*self.columns, T_START, T_END]
         emitted = set()
         if emitted_table is not None:
-            emitted = set(_table_rows(emitted_table, key_columns))
+            emitted = set(table_rows(emitted_table, key_columns))
         new_keys: dict = {}
         windows: dict = {}      # (stream, window) → its lifetimes, for the evaluation and the state
         n = 0
@@ -1024,10 +563,10 @@ class _Runner:
         keys = {k for k in keys if k[-1] == OPEN_END or (oldest is not None and k[-2] >= oldest)}
         self.state_rows = kept.num_rows
         key_schema = pa.schema([(c, pa.int64()) for c in key_columns])
-        emitted_out = _rows_table(sorted(keys, key=repr), key_schema)
+        emitted_out = rows_table(sorted(keys, key=repr), key_schema)
         version = self.prepared[0] if self.prepared is not None else meta.version
-        self.state.write(label, {_ITEMS: kept, _EMITTED: emitted_out},
-                         _Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed,
+        self.state.write(label, {ITEMS: kept, EMITTED: emitted_out},
+                         Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed,
                                state_rows=kept.num_rows))
         return None, n, None, None
 
@@ -1046,12 +585,12 @@ class _Runner:
                 break
             at = np.nonzero(COL.member(ids[c], missing))[0]
             found, first = np.unique(ids[c][at], return_index=True)     # one row per id
-            terms.update(zip(found.tolist(), items.column(_TERMS[c]).take(at[first]).to_pylist()))
+            terms.update(zip(found.tolist(), items.column(TERM_COLUMNS[c]).take(at[first]).to_pylist()))
             missing = missing[~COL.member(missing, found)]
         return terms
 
     # -- pieces ----------------------------------------------------------------------------------
-    def _late_rejects(self, numbered: DataFrame, late: DataFrame | None, meta: _Meta) -> DataFrame | None:
+    def _late_rejects(self, numbered: DataFrame, late: DataFrame | None, meta: Meta) -> DataFrame | None:
         if late is None:
             return None
         reason = F.concat(F.lit("late: event time "), F.col(T_START).cast("string"),
@@ -1073,7 +612,7 @@ class _Runner:
         any) and counted by reason."""
         if self.rejects_dir is not None:
             self.rejects_dir.mkdir(parents=True, exist_ok=True)
-            _write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
+            write_jsonl(self.rejects_dir / f"part-{label}.jsonl",
                          ({"file": f, "line": n, "reason": why, "raw": raw} for f, n, why, raw in rows))
         counts: dict = {}
         for _f, _n, why, _raw in rows:
@@ -1100,7 +639,7 @@ class _Runner:
                                                     dictionary=side.dictionary), side)
         return self.prepared
 
-    def _evaluate(self, items: DataFrame | None, previous: str | None, meta: _Meta, upto: int | None, label: str):
+    def _evaluate(self, items: DataFrame | None, previous: str | None, meta: Meta, upto: int | None, label: str):
         """The answers to report for the instants in (meta.done, upto] (``cep.continuous.plan``, "Output"),
         written to the sink; returns (the new Istream keys, persisted, or None; how many rows)."""
         from cep.engines.spark.evaluate import evaluate_lifetimes
@@ -1124,11 +663,11 @@ class _Runner:
         last = None
         if self.plan.emit == ISTREAM:
             new = rows.groupBy(*key).agg(F.min(LIFE_FROM).alias(_AT))
-            emitted = self.state.frame(previous, _EMITTED)
+            emitted = self.state.frame(previous, EMITTED)
             if emitted is not None:
                 new = _minus(new, emitted, key)
         else:
-            before = self.state.frame(previous, _LAST)
+            before = self.state.frame(previous, LAST)
             if before is None:
                 before = rows.limit(0).select(*key)
             new = _changes(rows, before, key, lo, upto, self.plan.emit)
@@ -1143,21 +682,21 @@ class _Runner:
         return (new if self.plan.emit == ISTREAM else None), n, new, last
 
     def _dictionary(self, items: DataFrame, side: StaticSide) -> DataFrame:
-        parts = [items.select(F.col(c).alias(ID), F.col(_TERMS[c]).alias(TERM)) for c in (S, P, O)]
+        parts = [items.select(F.col(c).alias(ID), F.col(TERM_COLUMNS[c]).alias(TERM)) for c in (S, P, O)]
         if self.constants:  # a literal relation: no Python rows to ship to the executors
             parts.append(self.spark.range(1).select(F.inline(F.array(*[
                 F.struct(F.lit(term_id(t)).cast("long").alias(ID), F.lit(t).alias(TERM)) for t in self.constants]))))
         if side.dictionary is not None:
             parts.append(side.dictionary.select(ID, TERM))
         parts += [t.select(ID, TERM) for t in self._static()[1].terms]   # the background's computed terms
-        return _union(parts).dropDuplicates([ID])
+        return union_all(parts).dropDuplicates([ID])
 
     def _decode(self, new: DataFrame, items: DataFrame, side: StaticSide, computed: list = ()) -> DataFrame:
         from rdfcore.dictionary import decode
 
         dictionary = self._dictionary(items, side)
         if computed:
-            dictionary = _union([dictionary, *[t.select(ID, TERM) for t in computed]]).dropDuplicates([ID])
+            dictionary = union_all([dictionary, *[t.select(ID, TERM) for t in computed]]).dropDuplicates([ID])
         return decode(new, dictionary, tuple(self.columns)).orderBy(
             _AT, *[F.col(c).asc_nulls_first() for c in self.columns], T_START, T_END)
 
@@ -1169,15 +708,15 @@ class _Runner:
         if answers is not None:
             answers[2].unpersist()
 
-    def _write_state(self, label, previous_name, kept, answers, meta: _Meta, max_time, upto, closed: bool) -> None:
-        last = self.state.frame(previous_name, _LAST) if answers is None else answers[3]
-        emitted = self.state.frame(previous_name, _EMITTED)
+    def _write_state(self, label, previous_name, kept, answers, meta: Meta, max_time, upto, closed: bool) -> None:
+        last = self.state.frame(previous_name, LAST) if answers is None else answers[3]
+        emitted = self.state.frame(previous_name, EMITTED)
         if answers is not None and answers[0] is not None:
             keys = answers[0].select(*self.columns, T_START, T_END)
             emitted = keys if emitted is None else emitted.unionByName(keys)
         oldest, self.state_rows = None, 0
         if kept is not None:
-            kept = self.state.put(label, _ITEMS, kept)
+            kept = self.state.put(label, ITEMS, kept)
             stats = kept.agg(F.min(T_START).alias("oldest"), F.count(F.lit(1)).alias("n")).first()
             oldest, self.state_rows = stats["oldest"], stats["n"]
         if emitted is not None and kept is not None:
@@ -1186,8 +725,8 @@ class _Runner:
             open_end = F.col(T_END) == F.lit(OPEN_END)
             emitted = emitted.filter(open_end if oldest is None else open_end | (F.col(T_START) >= F.lit(oldest)))
         version = self.prepared[0] if self.prepared is not None else meta.version
-        self.state.write(label, {_EMITTED: emitted, _LAST: last},
-                         _Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed,
+        self.state.write(label, {EMITTED: emitted, LAST: last},
+                         Meta(max_time=max_time, first=meta.first, done=upto, version=version, closed=closed,
                                state_rows=self.state_rows))
 
     def _report(self, batch, started, input_items, rejects, answers, max_time, watermark) -> None:
@@ -1210,8 +749,6 @@ class _Runner:
         fs.append_text(self.checkpoint / METRICS_FILE, text + "\n")
 
 
-# --- the plan's rules on DataFrames (cep.continuous.plan) --------------------------------------------
-
 def keep_items(items: DataFrame, cplan: ContinuousPlan, upto: int | None) -> DataFrame:
     """The items some window can still hold at an instant after ``upto`` (``cep.continuous.plan``,
     "State"): an item whose lifetime in every window of its stream ends by ``upto`` can no longer
@@ -1225,7 +762,7 @@ def keep_items(items: DataFrame, cplan: ContinuousPlan, upto: int | None) -> Dat
         mine = items.filter(F.col(STREAM) == pattern.stream).select(ITEM, S, P, O, T_START, T_END)
         alive = L.window(mine, pattern.window, None, cplan.time_unit)
         parts.append(alive.filter(F.col(LIFE_TO) > F.lit(upto)).select(ITEM))
-    return items.join(_union(parts).distinct(), ITEM, "left_semi")
+    return items.join(union_all(parts).distinct(), ITEM, "left_semi")
 
 
 def _changes(rows: DataFrame, last: DataFrame, key: list[str], lo: int, upto: int, emit: str) -> DataFrame:
@@ -1256,16 +793,10 @@ def _changes(rows: DataFrame, last: DataFrame, key: list[str], lo: int, upto: in
     return now.join(changed, c, "left_semi")
 
 
-# --- helpers ------------------------------------------------------------------------------------
-
-#: the columns of a state item
-_ITEM_COLUMNS = (STREAM, ITEM, S, P, O, T_START, T_END, *_TERMS.values())
-
-
 def _encode(terms: DataFrame) -> DataFrame:
-    """Parsed items → state items (``_ITEM_COLUMNS``) plus where each came from (FILE, LINE)."""
+    """Parsed items → state items (``ITEM_COLUMNS``) plus where each came from (FILE, LINE)."""
     return terms.select(F.col(STREAM), ITEM, *[F.xxhash64(F.col(c)).alias(c) for c in (S, P, O)], T_START, T_END,
-                        *[F.col(c).alias(_TERMS[c]) for c in (S, P, O)], FILE, LINE)
+                        *[F.col(c).alias(TERM_COLUMNS[c]) for c in (S, P, O)], FILE, LINE)
 
 
 @contextlib.contextmanager
@@ -1284,19 +815,11 @@ def _no_cyclic_gc():
 
 
 @functools.cache
-def _item_schema():
-    """The state items as the driver-side path holds them: ``_ITEM_COLUMNS`` as a pyarrow schema."""
-    import pyarrow as pa
-
-    return pa.schema([(c, pa.string() if c in (STREAM, *_TERMS.values()) else pa.int64()) for c in _ITEM_COLUMNS])
-
-
-@functools.cache
 def _located_schema():
-    """``_item_schema`` plus where each item came from (FILE, LINE): the driver path's parsed lines."""
+    """``item_schema`` plus where each item came from (FILE, LINE): the driver path's parsed lines."""
     import pyarrow as pa
 
-    return pa.schema([*_item_schema(), (FILE, pa.string()), (LINE, pa.int64())])
+    return pa.schema([*item_schema(), (FILE, pa.string()), (LINE, pa.int64())])
 
 
 def _line_numbers(files, lines, blocks, rows):
@@ -1317,38 +840,6 @@ def _line_numbers(files, lines, blocks, rows):
     sorted_codes = codes[order]
     first = np.searchsorted(sorted_codes, sorted_codes, side="left")     # each group's first position
     out[missing[order]] = np.arange(len(order)) - first + 1
-    return out
-
-
-def _state_items(old, new=None):
-    """The state items read back (a pyarrow table, or None) and the batch's new ones, as one table
-    of ``_item_schema``."""
-    import pyarrow as pa
-
-    parts = [t.select(list(_ITEM_COLUMNS)).cast(_item_schema()) for t in (old, new) if t is not None]
-    return pa.concat_tables(parts) if parts else _item_schema().empty_table()
-
-
-def _table_rows(table, columns) -> list[tuple]:
-    """A pyarrow table's rows as tuples of ``columns`` (column-wise: no dict per row)."""
-    if table is None:
-        return []
-    return list(zip(*(table.column(c).to_pylist() for c in columns))) if table.num_rows else []
-
-
-def _rows_table(rows, schema):
-    """Tuples in the order of ``schema``'s fields → a pyarrow table."""
-    import pyarrow as pa
-
-    columns = list(zip(*rows)) if rows else [[] for _ in schema.names]
-    return pa.table({name: pa.array(list(values), type=schema.field(name).type)
-                     for name, values in zip(schema.names, columns)}, schema=schema)
-
-
-def _union(frames: Sequence[DataFrame], allow_missing: bool = False) -> DataFrame:
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f, allowMissingColumns=allow_missing)
     return out
 
 

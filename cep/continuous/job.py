@@ -1,0 +1,91 @@
+"""A continuous query as a job: its sources, its static side, its runner (``cep.continuous.runner``
+for answers with lifetimes, ``cep.continuous.instants`` for the per-instant languages), its sinks
+and its checkpoint."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from cep.continuous.instants import InstantsRunner
+from cep.continuous.runner import ENGINES, Runner, RunSummary, run_micro_batches
+from rdfcore.sparkutil import union_all
+from cep.continuous.sinks import DirectorySink
+from cep.continuous.sources import FileSource, KafkaSource, SOURCE, check_sources
+from cep.continuous.static import NoStatic
+from cep.continuous.plan import ISTREAM, LIFETIMES, ContinuousError, plan as make_plan
+from rdfcore.locations import location
+
+
+def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink, checkpoint: str | Path,
+        static=None, trigger: str = "available-now", lateness: int = 0, emit: str = ISTREAM,
+        time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
+        metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
+        timeout: float | None = None, engine: str = "auto", horizon: int | None = None,
+        rules=(), every: int | None = None) -> RunSummary:
+    """Run ``query`` continuously over ``sources`` (see the module doc).
+
+    ``query``: text or a ``cep.algebra.patterns.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
+    stream the query reads. ``static``: ``StaticFiles``, ``ClosureStore`` or None
+    (no background). ``sink``: ``DirectorySink``/``ConsoleSink``/``CallbackSink``; ``on_answers``:
+    also call ``fn(label, rows)`` per batch. ``trigger``: ``available-now`` (process what is there,
+    close the input up to its largest event time, stop) or ``interval:SECONDS`` (run until stopped
+    or ``timeout`` seconds). ``lateness`` in ticks of ``time_unit``. ``rejects``: a directory for
+    rejected rows (JSON Lines per batch). ``metrics``: where the per-batch metric lines go (stderr
+    by default; they are also appended to ``CHECKPOINT/metrics.jsonl``). ``engine``: where a batch
+    evaluates the query — ``auto`` (default: on the driver, ``cep.engines.driver.rows``, while the state and the
+    static side are small and the query allows it; on Spark otherwise), ``spark`` or ``local``.
+    ``horizon`` (EP-SPARQL, ticks): each instant sees the events started in its last ``horizon``
+    (an EP-SPARQL query has no window; ``cep.continuous.instants``). ``rules``: EP-SPARQL CONSTRUCT rules
+    (compiled queries, ``cep.engines.rules``): each instant reads the Q-closure of its events. ``every``
+    (ticks; C-SPARQL, RSEP-QL, EP-SPARQL): evaluate at its multiples (the report policy), not at
+    each content change. A landmark ([ALL]) window's warning (``ContinuousPlan.warnings``) is
+    printed to ``metrics`` (stderr by default) before the first batch.
+    """
+    if isinstance(query, str):
+        from cep.lowering.translate import compile_query
+
+        query = compile_query(query, prefixes)
+    cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources],
+                      rules=rules, every=every)
+    if engine not in ENGINES:
+        raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    if engine == "local" and cplan.mode == LIFETIMES:
+        from cep.engines.driver.rows import unsupported
+
+        why = unsupported(query) or (None if emit == ISTREAM else f"--emit {emit}")
+        if why:
+            raise ContinuousError(f"the driver-side engine cannot run this query ({why}); use engine auto or spark")
+    read = set(cplan.streams)
+    given = {s.stream for s in sources}
+    missing = [s for s in cplan.streams if s not in given]
+    if missing:
+        raise ContinuousError(f"the query reads stream(s) {', '.join(missing)} but no source was given for them "
+                              f"(sources: {', '.join(sorted(given)) or 'none'})")
+    used = [s for s in sources if s.stream in read]
+    checkpoint = location(checkpoint, "the checkpoint")
+    check_sources(used)
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    if isinstance(sink, DirectorySink):
+        sink.directory.mkdir(parents=True, exist_ok=True)
+    if cplan.mode == LIFETIMES:
+        runner_class = Runner
+    else:   # C-SPARQL, RSEP-QL: one evaluation per evaluation instant
+        runner_class = InstantsRunner
+    runner = runner_class(spark, cplan, static or NoStatic(), sink, checkpoint, rejects, on_answers, metrics,
+                          dict(query.prefixes) if prefixes is None else dict(prefixes), engine)
+    if hasattr(sink, "bind"):
+        sink.bind(spark)
+    runner.sources = used
+    for warning in cplan.warnings:
+        print(f"warning: {warning}", file=metrics or sys.stderr, flush=True)
+    lines = union_all([source.lines(spark).withColumn(SOURCE, F.lit(i)) for i, source in enumerate(used)],
+                   allow_missing=True)
+    run_micro_batches(lines, runner.batch, checkpoint, trigger, timeout, lambda: runner.error)
+    if trigger == "available-now":
+        runner.close()
+    return runner.summary

@@ -1,0 +1,89 @@
+"""The static side of a continuous query: background graphs from files (``StaticFiles``) or the
+reasoner's published closure (``ClosureStore``), each with the version a batch reads."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from rdfcore.locations import location
+from rdfcore.schema import O, P, S
+from rdfcore.sparkutil import cut
+
+
+@dataclass
+class StaticSide:
+    """One version of the background: graphs for ``cep.engines.spark.evaluate``, its dictionary, its version name."""
+
+    version: str
+    background: object               # {graph: DataFrame(s, p, o)} or a reasoner Materialized
+    dictionary: DataFrame | None     # (id, term)
+
+
+class StaticFiles:
+    """Background graphs from files ({graph IRI or None: [files]}), closed with the reasoner once
+    (as ``query --at`` does). Its version is ``files:`` + a hash of the files' names and sizes."""
+
+    def __init__(self, graphs: Mapping[str | None, Sequence[str | Path]]):
+        self.graphs = {g: [location(f, "static graph file") for f in files] for g, files in graphs.items()}
+        self._side: StaticSide | None = None
+
+    def version(self) -> str:
+        import hashlib
+
+        h = hashlib.sha256()
+        for g in sorted(self.graphs, key=lambda x: x or ""):
+            for f in self.graphs[g]:
+                st = f.stat()
+                h.update(f"{g}|{f.resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        return "files:" + h.hexdigest()[:12]
+
+    def current(self, spark: SparkSession) -> StaticSide:
+        if self._side is None:
+            from reasoner.api import encoded_closure
+            from rdfcore.dictionary import checked_dictionary
+            from rdfcore.loading import load
+
+            background, dictionaries = {}, []
+            for graph, files in self.graphs.items():
+                closure, dictionary = encoded_closure(load(spark, files).triples)
+                background[graph] = cut(closure.inferred)
+                dictionaries.append(dictionary)
+            if None not in background:
+                background[None] = spark.createDataFrame([], f"{S} long, {P} long, {O} long")
+            dictionary = checked_dictionary(dictionaries)[0] if dictionaries else None
+            self._side = StaticSide(self.version(), background, dictionary)
+        return self._side
+
+
+class ClosureStore:
+    """The current version of a reasoner store (``materialize --out DIR``): checked at every
+    micro-batch, so a refresh that publishes a new version is picked up without a restart."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = location(directory, "the closure store")
+
+    def version(self) -> str:
+        from reasoner.store import StoreError, current_version
+
+        version = current_version(self.directory)
+        if version is None:
+            raise StoreError(f"{self.directory}: no current version (run materialize --out {self.directory} first)")
+        return version
+
+    def current(self, spark: SparkSession) -> StaticSide:
+        from rdfcore.schema import DICTIONARY
+        from reasoner.store import open_version
+
+        store = open_version(spark, self.directory, self.version())
+        return StaticSide(store.version, store, store.table(DICTIONARY))
+
+
+class NoStatic:
+    def version(self) -> str:
+        return "none"
+
+    def current(self, spark: SparkSession) -> StaticSide:
+        return StaticSide("none", {None: spark.createDataFrame([], f"{S} long, {P} long, {O} long")}, None)
