@@ -380,8 +380,8 @@ def apply_local(the_plan: Plan, version: store.VersionWriter, out: Path, timings
     if readers & {rules.TYPE, rules.SC, rules.SP}:
         raise Refused("the schema's rules read rdf:type / subClassOf / subPropertyOf as properties")
     # rdfs7, prp-inv, prp-symp over the added triples alone, to a fixpoint
-    sp = local._by_first((a, b) for a, b in schema["sp"] if a != b)
-    inv, sym = local._by_first(tuple(x) for x in schema["inv"]), set(schema["sym"])
+    sp = local.by_first((a, b) for a, b in schema["sp"] if a != b)
+    inv, sym = local.by_first(tuple(x) for x in schema["inv"]), set(schema["sym"])
     with_props, frontier = set(triples), set(triples)
     for _ in range(200):
         derived = set()
@@ -399,7 +399,7 @@ def apply_local(the_plan: Plan, version: store.VersionWriter, out: Path, timings
     trans = set(schema["trans"])
     if trans and any(p in trans for _s, p, _o in with_props):
         raise Refused("the added triples use a transitive property (prp-trp joins them with old triples)")
-    dom, rng = local._by_first(tuple(x) for x in schema["dom"]), local._by_first(tuple(x) for x in schema["rng"])
+    dom, rng = local.by_first(tuple(x) for x in schema["dom"]), local.by_first(tuple(x) for x in schema["rng"])
     base = set()
     for s, p, o in with_props:
         if p == rules.TYPE:

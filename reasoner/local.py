@@ -141,7 +141,7 @@ class Schema:
         self.owl_classes = frozenset(set(owl) | {a for a, sups in self.sc.items() if not sups.isdisjoint(owl)})
 
 
-def _by_first(pairs: Iterable[Pair]) -> dict[int, list[int]]:
+def by_first(pairs: Iterable[Pair]) -> dict[int, list[int]]:
     out: dict[int, list[int]] = defaultdict(list)
     for a, b in pairs:
         out[a].append(b)
@@ -155,7 +155,7 @@ def _property_fixpoint(triples: set[Triple], schema: Schema, literals: set[int],
     if not active:
         return set(), 0
     targets = active | {o for _, o in schema.sp}
-    sp, inv = _by_first(schema.sp), _by_first(schema.inv)
+    sp, inv = by_first(schema.sp), by_first(schema.inv)
     known = {t for t in triples if t[1] in targets}
     by_subject: dict[tuple[int, int], set[int]] = defaultdict(set)   # (p, s) -> o, transitive p
     by_object: dict[tuple[int, int], set[int]] = defaultdict(set)    # (p, o) -> s
@@ -201,7 +201,7 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
         schema = Schema(current)
         added, _ = _property_fixpoint(current, schema, literals, max_iterations)
         with_props = current | added if added else current
-        dom, rng = _by_first(schema.dom), _by_first(schema.rng)
+        dom, rng = by_first(schema.dom), by_first(schema.rng)
         base_types: set[Pair] = set()
         for s, p, o in with_props:
             if p == rules.TYPE:
@@ -214,7 +214,7 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
         types = set(base_types)
         for x, c in base_types:
             types.update((x, d) for d in schema.sc.get(c, ()))
-        sp_map = {a: frozenset(b) for a, b in _by_first(schema.sp).items()}
+        sp_map = {a: frozenset(b) for a, b in by_first(schema.sp).items()}
         # the hierarchy part of inferred: the closures, plus subClassOf/subPropertyOf triples the
         # property rules derived this round that the closures do not hold yet (then another round)
         extra = {t for t in with_props if (t[1] == rules.SC and t[2] not in schema.sc.get(t[0], ()))

@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
-"""The project's module import graph: every ``import`` of a project module, at the top of a file or
-inside a function, is an edge. Prints the graph's strongly connected components of more than one
-module (import cycles) and exits 1 if there is any; ``--dot`` prints the graph in Graphviz form,
-``--packages`` the graph between top-level packages and sub-packages.
+"""The project's module import graph, and the layout rules it must keep (exit 1 when one breaks):
+
+* no import cycle: every ``import`` of a project module, at the top of a file or inside a function,
+  is an edge, so a function-local import cannot hide a cycle;
+* no private name (``_x``) of a project module imported or read by another module;
+* the oracle (``cep.engines.reference``) imports only the algebra, the value semantics
+  (``cep.terms``), the engines' shared definitions (``cep.engines.errors``, ``cep.engines.rules``)
+  and term ids; no runtime module imports it (``ORACLE_USERS`` lists the known exceptions, each
+  with the issue that removes it);
+* the front end (``cep.syntax``, ``cep.lowering``, ``cep.algebra``, ``cep.terms``, ``paths``'
+  parser and algebra) does not import pyspark, not even through another module.
+
+``--dot`` prints the graph in Graphviz form, ``--packages`` the graph between (sub-)packages.
 
 Run: ``python3 scripts/import_graph.py [--dot] [--packages]`` from the repository root.
 """
@@ -127,6 +136,79 @@ def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+ORACLE = "cep.engines.reference"
+#: what the oracle may import: the algebra, the value semantics, the engines' shared definitions
+ORACLE_MAY_IMPORT = ("cep.algebra", "cep.terms", "cep.engines.errors", "cep.engines.rules", "rdfcore.hashing",
+                     "rdfcore.errors", "rdfcore.vocab", "paths.reference", "paths.algebra", "paths.named")
+#: runtime modules that still import the oracle, and why (each is a known gap, not a licence)
+ORACLE_USERS = {
+    "cep.continuous.instants": "the per-instant languages' driver path evaluates with the reference; issue 37 "
+                               "moves it onto the driver engine",
+}
+FRONT_END = ("cep.syntax", "cep.lowering", "cep.algebra", "cep.terms", "paths.syntax", "paths.parser",
+             "paths.algebra", "paths.lowering")
+
+
+def private_uses(modules: dict[str, Path]) -> list[str]:
+    """``from m import _x`` and ``m._x`` where m is another project module."""
+    found = []
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level and resolve(node.module, modules):
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    if full in modules:
+                        aliases[alias.asname or alias.name] = full
+                    elif alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{module} line {node.lineno}: from {node.module} import {alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if resolve(alias.name, modules):
+                        aliases[alias.asname or alias.name.split(".")[0]] = alias.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and isinstance(node.value, ast.Name) and node.value.id in aliases):
+                found.append(f"{module} line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def imports_pyspark(path: Path) -> bool:
+    tree = ast.parse(path.read_text(), str(path))
+    for node in tree.body:
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if any(n == "pyspark" or n.startswith("pyspark.") for n in names):
+            return True
+    return False
+
+
+def rule_breaks(full, modules: dict[str, Path]) -> list[str]:
+    out = [f"private name used outside its module: {p}" for p in private_uses(modules)]
+    for target in full.get(ORACLE, {}):
+        if not target.startswith(ORACLE_MAY_IMPORT):
+            out.append(f"the oracle {ORACLE} imports {target}")
+    for module, targets in full.items():
+        if ORACLE in targets and module not in ORACLE_USERS and module != ORACLE:
+            out.append(f"runtime module {module} imports the oracle {ORACLE}")
+    top = {m: {t for t, uses in targets.items() if any(at_top for _line, at_top in uses)} for m, targets in full.items()}
+    for module in full:
+        if not module.startswith(FRONT_END):
+            continue
+        seen, stack = set(), [module]
+        while stack:
+            m = stack.pop()
+            if m in seen:
+                continue
+            seen.add(m)
+            if imports_pyspark(modules[m]):
+                out.append(f"front-end module {module} imports pyspark" + ("" if m == module else f" through {m}"))
+                break
+            stack.extend(top.get(m, ()))
+    return out
+
+
 def package_of(module: str) -> str:
     parts = module.split(".")
     return ".".join(parts[:2]) if len(parts) > 2 else parts[0]
@@ -160,10 +242,17 @@ def main(argv: list[str] | None = None) -> int:
                 where = ", ".join(f"line {line}{'' if top else ' (in a function)'}"
                                   for line, top in sorted(set(full.get(m, {}).get(t, [])))) if not args.packages else ""
                 print(f"  {m} -> {t}" + (f"  [{where}]" if where else ""), file=sys.stderr)
+    breaks = [] if args.packages else rule_breaks(full, project_modules())
+    for line in breaks:
+        print(line, file=sys.stderr)
     if not args.dot:
         print(f"{len(edges)} {'packages' if args.packages else 'modules'}, "
-              f"{sum(len(t) for t in edges.values())} import edges, {len(cycles)} cycles")
-    return 1 if cycles else 0
+              f"{sum(len(t) for t in edges.values())} import edges, {len(cycles)} cycles, "
+              f"{len(breaks)} layout rules broken")
+        if not args.packages:
+            for module, why in ORACLE_USERS.items():
+                print(f"known: {module} imports the oracle ({why})")
+    return 1 if cycles or breaks else 0
 
 
 if __name__ == "__main__":

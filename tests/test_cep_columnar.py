@@ -14,7 +14,7 @@ from cep import algebra as A
 from cep.engines.driver import columnar as C
 from cep.engines.driver import rows as L
 from cep.algebra import windows as W
-from cep.engines.spark.lifetimes import OPEN_END
+from cep.algebra.timeline import OPEN_END
 from cep.algebra.timeline import MIN_TIME
 
 VARS = ("?a", "?b", "?c")

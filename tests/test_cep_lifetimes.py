@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep.engines import reference as R
 from cep.engines.columns import LIFE_FROM, LIFE_TO, T_END, T_START, column_var
-from cep.engines.spark.lifetimes import OPEN_END
+from cep.algebra.timeline import OPEN_END
 from cep.engines.spark.evaluate import Prepared, evaluate_lifetimes
 from tests.hypothesis_profiles import examples
 from tests.test_cep_differential import (SPLIT_GRAPH, STREAM_IRI, TERMS, WINDOW_IRI, stream_frame,

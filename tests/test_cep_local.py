@@ -20,7 +20,7 @@ from cep.algebra import expressions as E
 from cep.engines.driver import rows as L
 from cep.engines import reference as R
 from cep.engines.columns import var_column
-from cep.engines.spark.lifetimes import OPEN_END
+from cep.algebra.timeline import OPEN_END
 from cep.algebra.timeline import MIN_TIME
 from rdfcore.hashing import term_id
 from tests.stream_terms import EX, OBJECTS, PREDICATES, SUBJECTS

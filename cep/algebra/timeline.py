@@ -4,11 +4,13 @@ the reference evaluator ``cep.engines.reference``.
 """
 from __future__ import annotations
 
-__all__ = ["MIN_TIME", "close_instant"]
+__all__ = ["MIN_TIME", "OPEN_END", "close_instant"]
 
 #: The smallest representable time (a signed 64-bit long). A static background has been unchanged
 #: "since forever": without a known change time its mappings carry [MIN_TIME, t] (eq. 17).
 MIN_TIME = -(1 << 63)
+#: The largest 64-bit time: an interval end that is "the evaluation instant", a lifetime with no end.
+OPEN_END = (1 << 63) - 1
 
 
 def close_instant(t: int, step: int) -> int:

@@ -35,7 +35,7 @@ Semantics (README "Continuous queries")
     one-instant semantics says, and it is why a long interval event costs rows per tick;
   - *background-only answers* (eq. 17: interval [since, t] at t, ``since`` = MIN_TIME unless the
     background's change time is given) would be a new answer at every instant; the key is the mapping plus ``since``
-    with an open end (``cep.engines.spark.lifetimes.OPEN_END``), reported once, with ``_end`` = ``_at``.
+    with an open end (``cep.algebra.timeline.OPEN_END``), reported once, with ``_end`` = ``_at``.
 
   Rstream (``emit="rstream"``) reports all of ⟦Q, t⟧ at each instant t where it differs from
   ⟦Q, t − 1⟧; Dstream (``emit="dstream"``) reports ⟦Q, t − 1⟧ − ⟦Q, t⟧ at t. NO_TAIL answers are

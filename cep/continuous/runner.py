@@ -87,7 +87,7 @@ from cep.continuous.static import StaticSide
 from cep import algebra as A
 from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
 from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan
-from cep.engines.spark.lifetimes import OPEN_END
+from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
 from rdfcore import fs
 from rdfcore.fs import spark_path

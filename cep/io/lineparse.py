@@ -42,11 +42,11 @@ _QUOTED = {k: f'"{k}"' for k in _KEYS}
 
 def item_id(file: str, line: int) -> int:
     """Spark's ``xxhash64(file, line)``: the long hashed with the string's hash as seed."""
-    return fast_xxh64(int(line).to_bytes(8, "little", signed=True), _file_seed(file) & ((1 << 64) - 1))
+    return fast_xxh64(int(line).to_bytes(8, "little", signed=True), file_seed(file) & ((1 << 64) - 1))
 
 
 @functools.lru_cache(maxsize=1024)
-def _file_seed(file: str) -> int:
+def file_seed(file: str) -> int:
     return fast_xxh64(file.encode("utf-8"))
 
 
@@ -92,7 +92,7 @@ def _term(text, position: str, prefixes: Mapping[str, str], scope: str) -> str |
     return _expand(m.group(1), m.group(2), prefixes) if m else None
 
 
-def _cached(text, position: str, prefixes: Mapping[str, str], scope: str, terms: dict) -> str | None:
+def cached_term(text, position: str, prefixes: Mapping[str, str], scope: str, terms: dict) -> str | None:
     if not isinstance(text, str):
         return None
     key = (text, position, scope)
@@ -173,8 +173,8 @@ def parse_jsonl(raw: str, file: str, line: int, prefixes: Mapping[str, str], ter
         try:
             st, pt, ot = terms[s, "s", scope], terms[p, "p", scope], terms[o, "o", scope]
         except (KeyError, TypeError):     # not read yet, or not even a string
-            st, pt, ot = (_cached(s, "s", prefixes, scope, terms), _cached(p, "p", prefixes, scope, terms),
-                          _cached(o, "o", prefixes, scope, terms))
+            st, pt, ot = (cached_term(s, "s", prefixes, scope, terms), cached_term(p, "p", prefixes, scope, terms),
+                          cached_term(o, "o", prefixes, scope, terms))
         if st is None or pt is None or ot is None:
             return None
         out.append((item, st, pt, ot, t1, t2))

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 import pyarrow as pa
 
-from cep.io.lineparse import _cached, _file_seed, bnode_scope
+from cep.io.lineparse import cached_term, file_seed, bnode_scope
 from rdfcore.bytekernels import hash_bytes, jit, same_bytes, xxh64_long
 from rdfcore.hashing import term_id
 
@@ -235,7 +235,7 @@ def _item_ids(lines, seeds):
 def item_ids(files: pa.Array, lines: np.ndarray) -> np.ndarray:
     """``cep.io.lineparse.item_id`` of every (file, line), as int64."""
     encoded = files.dictionary_encode() if not pa.types.is_dictionary(files.type) else files
-    seeds = np.array([_file_seed(f) & ((1 << 64) - 1) for f in encoded.dictionary.to_pylist()], np.uint64)
+    seeds = np.array([file_seed(f) & ((1 << 64) - 1) for f in encoded.dictionary.to_pylist()], np.uint64)
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return _item_ids(np.ascontiguousarray(lines, np.int64), seeds[codes] if len(seeds) else np.zeros(0, np.uint64))
 
@@ -307,7 +307,7 @@ def _plain(raw, files, data, kind, spans, times, prefixes, cache) -> tuple[np.nd
         inverse = inverse.ravel().astype(np.int64)
         ok &= _verify(data, starts, ends, codes[at], first, inverse)
         texts = [bytes(data[starts[j]:ends[j]]).decode("utf-8") for j in first.tolist()]
-        converted = [_cached(text, position, prefixes, bnode_scope(names[codes[at[j]]]), cache)
+        converted = [cached_term(text, position, prefixes, bnode_scope(names[codes[at[j]]]), cache)
                      for text, j in zip(texts, first.tolist())]
         known = np.array([t is not None for t in converted], np.bool_)
         ok &= known[inverse]

@@ -37,7 +37,7 @@ from cep import algebra as A
 from cep.engines.driver import rows as L
 from cep.algebra import windows as W
 from cep.engines.columns import var_column
-from cep.engines.spark.lifetimes import OPEN_END
+from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
 from cep.engines.errors import UnsupportedQueryError
 
@@ -421,7 +421,7 @@ def window(stream: np.ndarray, spec, time_unit: str = "ms") -> np.ndarray:
     if not any_spans:
         return lives
     # an interval event's contents, tick by tick
-    return np.concatenate([lives, _rows(L._range(map(tuple, stream[spans].tolist()), size))])
+    return np.concatenate([lives, _rows(L.range_lives(map(tuple, stream[spans].tolist()), size))])
 
 
 def _step(stream: np.ndarray, size: int, step: int) -> np.ndarray:
@@ -432,7 +432,7 @@ def _step(stream: np.ndarray, size: int, step: int) -> np.ndarray:
     parts = [np.column_stack([point[closes], c1[closes], c2[closes] + step - 1])]
     spans = stream[stream[:, 5] > stream[:, 4]]
     if len(spans):
-        parts.append(_rows(L._step(map(tuple, spans.tolist()), size, step)))
+        parts.append(_rows(L.step_lives(map(tuple, spans.tolist()), size, step)))
     return np.concatenate(parts)
 
 

@@ -40,7 +40,7 @@ from cep import algebra as A
 from cep.algebra import windows as W
 from cep.engines.columns import column_var, var_column
 from cep.terms.values import ebv, eval_expr, fresh_blank_of_ids
-from cep.engines.spark.lifetimes import OPEN_END
+from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
 from cep.engines.errors import UnsupportedQueryError
 
@@ -302,7 +302,7 @@ def filter_rel(rel: Rel, condition, terms, time_unit: str) -> Rel:
 
 # --- windows (§4.1): an item's lifetimes, as cep.engines.spark.lifetimes.window -------------------------------
 
-def _range(stream: Iterable[Item], T: int):
+def range_lives(stream: Iterable[Item], T: int):
     for (item, s, p, o, t1, t2) in stream:
         if t2 - t1 <= T:
             yield (item, s, p, o, t1, t2, t2, t1 + T)
@@ -323,7 +323,7 @@ def _triples(stream: Iterable[Item], n: int):
             yield (item, s, p, o, t1, t, t, t)
 
 
-def _step(stream: Iterable[Item], T: int, step: int):
+def step_lives(stream: Iterable[Item], T: int, step: int):
     for (item, s, p, o, t1, t2) in stream:
         if t1 == t2:
             c1, c2 = t1 + (-t1) % step, (t1 + T) - (t1 + T) % step
@@ -345,16 +345,16 @@ def window(stream: Iterable[Item], spec, time_unit: str = "ms") -> list[tuple]:
     ``(item, s, p, o, t1, t2, a, b)`` (``cep.engines.spark.lifetimes.window``)."""
     match spec:
         case W.Now():
-            return list(_range(stream, 0))
+            return list(range_lives(stream, 0))
         case W.Triples(n=n):
             return list(_triples(stream, n))
         case W.All():                 # TRIPLES n with n past the last triple: no triple ever leaves
             rows = list(stream)
             return list(_triples(rows, len(rows)))
         case W.Range(step=None, tumbling=False):
-            return list(_range(stream, spec.range.ticks(time_unit)))
+            return list(range_lives(stream, spec.range.ticks(time_unit)))
         case W.Range():
-            return list(_step(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit)))
+            return list(step_lives(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit)))
     raise TypeError(f"window {spec!r} is not evaluated here")
 
 

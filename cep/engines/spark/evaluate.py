@@ -214,7 +214,7 @@ def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: Data
                        computed: list | None = None) -> DataFrame:
     """⟦Q, t⟧ at every instant t at once (``cep.engines.spark.lifetimes``): the rows of :func:`evaluate`'s
     result, each with the instants ``LIFE_FROM`` ≤ t ≤ ``LIFE_TO`` at which it is an answer; an
-    interval end ``cep.engines.spark.lifetimes.OPEN_END`` reads "t" (a background-only answer, eq. 17).
+    interval end ``cep.algebra.timeline.OPEN_END`` reads "t" (a background-only answer, eq. 17).
     ``dictionary`` adds terms for FILTERs (e.g. the streams' terms) to the prepared one;
     ``computed`` receives (id, term) frames of the terms the evaluation made (a CONSTRUCT
     template's blank nodes), to decode the result with."""

@@ -35,15 +35,14 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from cep.algebra import windows as W
+from cep.algebra.timeline import OPEN_END
 from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, STREAM_COLUMNS, T_END, T_START, scratch, var_columns
 from cep.engines.spark.intervals import compatible, merged, prefixed, side_col
 from rdfcore.schema import O, P, S, require_columns
 
-__all__ = ["EXTRA", "OPEN_END", "canonical", "constant", "join", "union", "seq", "seq_wo", "no_head",
+__all__ = ["EXTRA", "canonical", "constant", "join", "union", "seq", "seq_wo", "no_head",
            "no_tail", "left_join", "window", "within_item", "alive_at"]
 
-#: the largest 64-bit time: an interval end that is "the evaluation instant", a lifetime with no end
-OPEN_END = (1 << 63) - 1
 #: the columns a row carries besides the mapping and its interval
 EXTRA = (LIFE_FROM, LIFE_TO)
 
