@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import graphlib
 import sys
 from pathlib import Path
 
@@ -88,52 +89,19 @@ def graph() -> dict[str, dict[str, list[tuple[int, bool]]]]:
     return {m: imports_of(m, p, modules) for m, p in modules.items()}
 
 
-def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Tarjan's algorithm, iterative."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-    counter = 0
-    for root in sorted(edges):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(edges[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges.get(child, ())))))
-                    advanced = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    out.append(sorted(component))
-    return out
+def cycles_of(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Import cycles, each as the modules along it (``graphlib`` finds one at a time; an edge of each
+    found cycle is set aside so that the next one shows)."""
+    remaining = {m: set(targets) for m, targets in edges.items()}
+    found = []
+    while True:
+        try:
+            graphlib.TopologicalSorter(remaining).prepare()
+            return found
+        except graphlib.CycleError as error:
+            cycle = error.args[1]            # [a, b, ..., a]: each imported by the one after it
+            found.append(cycle[:-1])
+            remaining[cycle[1]].discard(cycle[0])
 
 
 ORACLE = "cep.engines.reference"
@@ -233,15 +201,13 @@ def main(argv: list[str] | None = None) -> int:
             for t in sorted(edges[m]):
                 print(f'  "{m}" -> "{t}";')
         print("}")
-    cycles = strongly_connected(edges)
-    for component in cycles:
-        members = set(component)
-        print(f"import cycle among {len(component)} modules:", file=sys.stderr)
-        for m in component:
-            for t in sorted(edges[m] & members):
-                where = ", ".join(f"line {line}{'' if top else ' (in a function)'}"
-                                  for line, top in sorted(set(full.get(m, {}).get(t, [])))) if not args.packages else ""
-                print(f"  {m} -> {t}" + (f"  [{where}]" if where else ""), file=sys.stderr)
+    cycles = cycles_of(edges)
+    for cycle in cycles:
+        print(f"import cycle among {len(cycle)} modules:", file=sys.stderr)
+        for m, t in zip(cycle[1:] + cycle[:1], cycle):
+            where = ", ".join(f"line {line}{'' if top else ' (in a function)'}"
+                              for line, top in sorted(set(full.get(m, {}).get(t, [])))) if not args.packages else ""
+            print(f"  {m} imports {t}" + (f"  [{where}]" if where else ""), file=sys.stderr)
     breaks = [] if args.packages else rule_breaks(full, project_modules())
     for line in breaks:
         print(line, file=sys.stderr)

@@ -64,7 +64,8 @@ from cep.engines.spark.graphpatterns import correlate, group_cover, minus, value
 from cep.engines.spark.rsepql import USED_COLUMNS, match_events, rsep_window, used_triples
 from cep.engines.spark.triples import non_null, triple_part
 from cep.lowering.translate import compile_query
-from cep.terms.values import EVALUATION_INSTANT, SOLUTION_SEED, term_value
+from cep.terms import values as V
+from cep.terms.values import term_value
 from rdfcore.hashing import hash_longs, term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 
@@ -566,7 +567,7 @@ class _Runtime:
         solution = sorted((c for c in omega.columns if is_var_column(c)), key=column_var) if drawn else []
 
         def compute(batches):
-            instant = EVALUATION_INSTANT.set(at)
+            instant = V.EVALUATION_INSTANT.set(at)
             try:
                 for batch in batches:
                     terms = {n: batch.column(n).to_pylist() for n in names}
@@ -575,16 +576,16 @@ class _Runtime:
                     out = []
                     for i in range(batch.num_rows):
                         mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
-                        seed = SOLUTION_SEED.set(hash_longs(*(column[i] for column in ids), starts[i], ends[i])
+                        seed = V.SOLUTION_SEED.set(hash_longs(*(column[i] for column in ids), starts[i], ends[i])
                                                  if drawn else None)
                         try:
                             out.append(term_value(expr, mu, (starts[i], ends[i]), unit))
                         finally:
-                            SOLUTION_SEED.reset(seed)
+                            V.SOLUTION_SEED.reset(seed)
                     yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(out, pa.string())],
                                                      names=batch.schema.names + [value])
             finally:
-                EVALUATION_INSTANT.reset(instant)
+                V.EVALUATION_INSTANT.reset(instant)
 
         extended = df.mapInArrow(compute, schema)
         if self.keep_terms:   # the terms and the rows read it: computed once (the terms are cached too)

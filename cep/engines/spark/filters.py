@@ -50,7 +50,8 @@ from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.terms.numbers import Number, numeric
-from cep.terms.values import (ABSOLUTE_IRI, ERROR, EVALUATION_INSTANT, SALTS, SOLUTION_SEED, eval_expr,
+from cep.terms import values as V
+from cep.terms.values import (ABSOLUTE_IRI, SALTS, eval_expr,
                               term_builtin as scalar_term_builtin)
 from cep.algebra.expressions import SOLUTION_BUILTINS, TERM_BUILTINS
 from cep.engines.columns import column_var, is_var_column, scratch, T_END, T_START, var_column
@@ -383,7 +384,7 @@ def _resolver(base: str):
 
     def iri(term):
         value = None if term is None else scalar_term_builtin("IRI", [term, base])
-        return None if value is ERROR else value
+        return None if value is V.ERROR else value
 
     return F.udf(iri, "string")
 
@@ -744,7 +745,7 @@ class _Filter:
 
         def compute(batches):
 
-            instant = EVALUATION_INSTANT.set(at)
+            instant = V.EVALUATION_INSTANT.set(at)
             try:
                 for batch in batches:
                     terms = {n: batch.column(n).to_pylist() for n in names}
@@ -759,11 +760,11 @@ class _Filter:
                         if values is None:
                             mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
                             interval = (starts[i], ends[i]) if has_interval else None
-                            token = SOLUTION_SEED.set(seeds[i] if drawn else None)
+                            token = V.SOLUTION_SEED.set(seeds[i] if drawn else None)
                             try:
                                 values = [eval_expr(e, mu, interval, unit) for e in exprs]
                             finally:
-                                SOLUTION_SEED.reset(token)
+                                V.SOLUTION_SEED.reset(token)
                             memo[key] = values
                         for (term, lexical, lang, datatype, exact, double), n in zip(columns, values):
                             ok = isinstance(n, Number)
@@ -781,7 +782,7 @@ class _Filter:
                     yield pa.RecordBatch.from_arrays(list(batch.columns) + arrays,
                                                      names=batch.schema.names + [c for out in outputs for c in out])
             finally:
-                EVALUATION_INSTANT.reset(instant)
+                V.EVALUATION_INSTANT.reset(instant)
 
         out = source.mapInArrow(compute, schema)
         return out.drop(seed) if drawn else out
