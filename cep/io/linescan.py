@@ -1,12 +1,12 @@
 """The plain lines of a micro-batch, read in one compiled pass (numba) into item columns: JSON
 Lines (below) and timestamped N-Triples (``scan_tsnt``: the lines of ``cep.io.tsnt.STRICT``,
-read by ``cep.io.tsntscan``'s recogniser; on the Vienna benchmark's stream written as
-N-Triples, a 100,000-line batch went from ~11 s through Spark's parser to ~0.6 s).
+read by ``cep.io.tsntscan``'s recogniser instead of Spark's parser; benchmarks:
+``docs/benchmarks.md``).
 
 The continuous runtime's driver path (``cep.continuous.runner``) reads most events as lines like
 ``{"s": ":tram7", "p": ":delayAt", "o": ":stop12", "t": 42}``. ``cep.io.lineparse.parse_jsonl`` parses
-one such line in Python (~4 µs: ``json`` plus the term conversion), which was the largest part of
-a 100,000-event batch. This module reads a whole batch's Arrow string buffer at once:
+one such line in Python (~4 µs: ``json`` plus the term conversion), the largest part of a
+100,000-event batch read that way. This module reads a whole batch's Arrow string buffer at once:
 
 * ``_lines`` (compiled) recognises the commonest shape exactly: one JSON object whose keys are
   ``s``, ``p``, ``o``, ``t`` and optionally ``t_end``, each once, in any order, with JSON

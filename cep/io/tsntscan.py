@@ -10,7 +10,7 @@ timestamp's digits of the hits. Each line is one of: blank or comment, plain (a 
 *slow* (for the full parser). The kernels release the GIL, so the service's threads scan chunks
 side by side.
 
-Why compiled: as pyarrow kernels the same work took ~0.6 µs a line in five passes (an RE2 match
+Why compiled: as pyarrow kernels the same work costs ~0.6 µs a line in five passes (an RE2 match
 of the whole line, ~1.8 ns a byte; numpy splitting at spaces; a hash set of the 42,007 classes
 rebuilt for every chunk by ``is_in``; takes; a timestamp regex), the larger part of the service's
 time per line. Numba compiles the kernels on first use and caches them beside this file
