@@ -90,6 +90,15 @@ TERMINAL_WORDS = {
 """Terminal name → what it means to a reader of an error message (the path grammar's terminals)."""
 
 
+def _position(node) -> tuple[int, int]:
+    """Line and column (1-based) where a parse tree node or token starts; 1, 1 when unknown."""
+    meta = getattr(node, "meta", None)
+    if meta is not None and not getattr(meta, "empty", True):
+        return meta.line, meta.column
+    line, column = getattr(node, "line", None), getattr(node, "column", None)
+    return (line, column) if isinstance(line, int) and isinstance(column, int) else (1, 1)
+
+
 class GrammarParser:
     """The LALR(1) parser of the grammar ``name`` shipped in ``package`` — ``paths/grammar.lark``
     or a grammar that ``%import``s its rules (the ``paths`` package is on lark's import path) —
@@ -147,7 +156,11 @@ class GrammarParser:
             if isinstance(located, LocatedError):
                 raise self.error_cls(located.reason, text, located.line, located.column,
                                      located.expected) from None
-            raise
+            # anything else a rule's conversion raises (urllib on a malformed IRI, a number too
+            # large to convert): an error at the rule's text, never a traceback
+            line, column = _position(error.obj)
+            raise self.error_cls(f"cannot read this {error.rule.replace('_', ' ') if error.rule else 'part'}: "
+                                 f"{located}", text, line, column, ()) from located
 
 
 def end_position(text: str) -> tuple[int, int]:

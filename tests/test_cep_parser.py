@@ -371,3 +371,24 @@ def test_query_errors_are_expected_failures():
 
     assert issubclass(CepSyntaxError, SidecarError) and issubclass(CepSyntaxError, ValueError)
     assert issubclass(CepSemanticError, SidecarError) and issubclass(CepSemanticError, ValueError)
+
+
+@pytest.mark.parametrize("text, line, column", [
+    ("PREFIX : <http://[example.org/vienna#>\nSELECT ?x WHERE { ?x :p ?y }", 1, 1),
+    ("PREFIX : <http://example.org/>\nSELECT ?x WHERE { ?x <http://[bad/p> ?y }", 2, 22),
+])
+def test_a_conversion_failure_inside_a_rule_is_a_located_syntax_error(text, line, column):
+    """urllib raises on a malformed IRI while a rule is converted (issue 37): the caller gets the
+    project's error at the rule's line and column, not lark's VisitError."""
+    with pytest.raises(CepSyntaxError, match="Invalid IPv6 URL") as info:
+        parse(text)
+    assert (info.value.line, info.value.column) == (line, column)
+
+
+def test_a_conversion_failure_in_a_path_is_a_located_syntax_error():
+    from paths import PathSyntaxError
+    from paths import parse as parse_path
+
+    with pytest.raises(PathSyntaxError, match="Invalid IPv6 URL") as info:
+        parse_path("<http://e/q>/<http://[x/p>")
+    assert (info.value.line, info.value.column) == (1, 14)
