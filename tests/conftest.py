@@ -17,6 +17,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+    # the Spark-free tests run first, so that a broken grammar or algebra shows in seconds; then
+    # the Spark tests; the cluster tests (mini HDFS/YARN, a standalone cluster) last
+    items.sort(key=lambda item: (item.get_closest_marker("cluster") is not None,
+                                 item.get_closest_marker("spark") is not None))
 
 
 @pytest.fixture(scope="session")
