@@ -46,6 +46,7 @@ members, values and cover change with t, which no row's lifetime says).
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 from cep import algebra as A
 from cep.syntax import tree as S
@@ -231,14 +232,20 @@ class Lowering:
     def plain_expr(self, node, where: str) -> A.Expr:
         """An expression whose value is bound (BIND, SELECT (... AS ?v), an aggregate's argument):
         no EXISTS, no timestamp()."""
-        saved, self.exists_scope = self.exists_scope, ("refused", where)
-        try:
+        with self.exists_refused(where):
             expr = self.expr(node)
-        finally:
-            self.exists_scope = saved
         if A.uses_timestamp(expr):
             raise self.fail(node, f"timestamp() is not supported {where}")
         return expr
+
+    @contextmanager
+    def exists_refused(self, where: str):
+        """EXISTS is refused ``where`` (the reason the error gives) while the block runs."""
+        saved, self.exists_scope = self.exists_scope, ("refused", where)
+        try:
+            yield
+        finally:
+            self.exists_scope = saved
 
     def exists(self, node: S.ExistsCall) -> A.Expr:
         """[NOT] EXISTS { P } (SPARQL 1.1 §17.4.1.4): P matched where ``exists_scope`` says."""
@@ -476,13 +483,10 @@ class Lowering:
         else:
             out = A.Aggregate(pattern, tuple(specs)) if specs else pattern
         condition = None
-        saved, self.exists_scope = self.exists_scope, ("refused", "in HAVING")
-        try:
+        with self.exists_refused("in HAVING"):
             for h in tree.having:
                 e = self.expr(h)
                 condition = e if condition is None else A.And(condition, e)
-        finally:
-            self.exists_scope = saved
         if condition is not None:
             out = A.Filter(condition, out)
         return out   # GROUP BY without aggregates (no cover): the projection's distinct rows are the groups
@@ -560,11 +564,8 @@ class Lowering:
             return None
         keys = []
         for condition in tree.order_by:
-            saved, self.exists_scope = self.exists_scope, ("refused", "in ORDER BY")
-            try:
+            with self.exists_refused("in ORDER BY"):
                 expr = self.expr(condition.expr)
-            finally:
-                self.exists_scope = saved
             outside = sorted(v.name for v in A.expr_variables(expr) if v not in form.variables)
             top = form.inner
             while isinstance(top, A.Filter):   # HAVING / AGGREGATE clauses' FILTERs

@@ -173,11 +173,8 @@ class CqelsLowering(Lowering):
             negated = self.check_negations(body.elements)
             parts = [self.bgp(e.triples, paths_allowed=False, where=where) for e in body.elements]
             pattern = A.sequence(*parts, negated=negated)               # eq. 10-15
-        saved, self.exists_scope = self.exists_scope, ("refused", "inside a window")
-        try:
+        with self.exists_refused("inside a window"):
             condition = self.conjunction(filters)
-        finally:
-            self.exists_scope = saved
         return pattern if condition is None else A.Filter(condition, pattern)
 
     def check_negations(self, elements) -> int | None:

@@ -102,11 +102,8 @@ class EpsparqlLowering(Lowering):
         if pattern is None:
             raise self.fail(group, "an empty group over a stream has no interval (EP-SPARQL §4.2)",
                             ("triples",))
-        saved, self.exists_scope = self.exists_scope, ("refused", "over EP-SPARQL's streams")
-        try:
+        with self.exists_refused("over EP-SPARQL's streams"):
             condition = self.conjunction(filters)
-        finally:
-            self.exists_scope = saved
         return pattern if condition is None else A.Filter(condition, pattern)
 
     def ep_chain(self, chain: S.GroupChain) -> A.Pattern:
