@@ -64,12 +64,14 @@ _VARIABLE_NAME = re.compile(r"[?$]([A-Za-z_0-9\u00B7-\uFFFF][A-Za-z_0-9\u00B7-\u
 
 
 def error(tree_text: str, node: S.Node, reason: str, expected: tuple[str, ...] = ()):
+    """The ``CepSemanticError`` for ``node`` of the query ``tree_text``, at its line and column."""
     span = node.span
     return CepSemanticError(reason, tree_text, max(span.start_line, 1), max(span.start_column, 1),
                             expected)
 
 
 def position(node: S.Node) -> str:
+    """Where ``node`` stands, as an error names an earlier part: "line L, column C"."""
     return f"line {node.span.start_line}, column {node.span.start_column}"
 
 
