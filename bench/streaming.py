@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     from cep.continuous.static import StaticFiles
     from cep.io.streams import read_stream
     from cep.engines.spark.evaluate import evaluate
-    from cep.lowering.translate import compile_query
+    from cep.lowering.languages import compile_query
 
     spark = build_session("bench streaming", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",
                                               "spark.ui.enabled": "false"})

@@ -6,7 +6,7 @@ with an identity, ``e[t]`` is a sequence with a node test and ``[t]`` a node tes
 DESIGN.md "Nested regular expressions"). The nodes are built by the smart constructors of
 ``paths.algebra``, so the result is simplified as it is built.
 
-``term(node)`` is the N-Triples form of a syntax term; ``cep.lowering.translate`` uses it for the terms of a
+``term(node)`` is the N-Triples form of a syntax term; ``cep.lowering.common`` uses it for the terms of a
 query, so a term means the same in a query as in a path.
 """
 from __future__ import annotations

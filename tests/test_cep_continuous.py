@@ -20,7 +20,7 @@ from cep import algebra as A
 from cep.algebra import expressions as E
 from cep.engines import reference as R
 from cep.continuous.plan import ContinuousError, plan
-from cep.lowering.translate import compile_query
+from cep.lowering.languages import compile_query
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI
 
 pytestmark = pytest.mark.spark

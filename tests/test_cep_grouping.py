@@ -1,7 +1,7 @@
 """SPARQL 1.1 GROUP BY / HAVING / aggregates over event clauses (CQELS-CEP, RSEP-QL, EP-SPARQL;
-``A.GroupCover``; ``cep.lowering.translate`` module doc, "Grouping over event clauses"): at an instant t, the group of a key is the
-set of distinct (mapping, interval) solutions of ⟦P, t⟧ agreeing on the GROUP BY variables, and it
-gives ONE answer — the key, the aggregates, and [min t1, max t2] of its members.
+``A.GroupCover``; ``cep.lowering.common`` module doc, "Grouping over event clauses"): at an instant t, the
+group of a key is the set of distinct (mapping, interval) solutions of ⟦P, t⟧ agreeing on the GROUP BY
+variables, and it gives ONE answer — the key, the aggregates, and [min t1, max t2] of its members.
 
 * hand-derived answers on a small Vienna-like stream (delays per stop, in a RANGE window and with
   SEQ; DISTINCT, HAVING, GROUP BY without aggregates, the implicit group, empty results), checked

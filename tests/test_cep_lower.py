@@ -1,4 +1,4 @@
-"""cep.lowering.translate (and cep.algebra.patterns): sequences per equations (3)-(8) and (10)-(15), the model
+"""cep.lowering (and cep.algebra.patterns): sequences per equations (3)-(8) and (10)-(15), the model
 Q = (V, P, D, EC) of Example 7, the documented decisions and every semantic error. Spark-free."""
 from __future__ import annotations
 

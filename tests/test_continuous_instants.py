@@ -19,7 +19,7 @@ import pytest
 from cep import algebra as A
 from cep.engines import reference as R
 from cep.continuous.plan import ContinuousError, evaluation_instants, keep_from, plan
-from cep.lowering.translate import compile_query
+from cep.lowering.languages import compile_query
 from cep.algebra.timeline import MIN_TIME
 
 EX = "http://example.org/ci#"

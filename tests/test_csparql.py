@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from cep import CepSemanticError, CepSyntaxError, compile_query, parse
 from cep import algebra as A
 from cep.engines import reference as R
-from cep.lowering.translate import detect_language
+from cep.lowering.languages import detect_language
 from cep.engines.columns import var_column
 from cep.engines.spark.filters import ORDER
 from cep.engines.spark.evaluate import evaluate

@@ -24,7 +24,7 @@ CONSTRUCT rule whose WHERE is a sub-query ``{ SELECT ?prevcount + 1 AS ?count ..
 over the stream, its triples fed back into it (the Q-closure of §4.2); (6) selects ``?sum / ?count
 AS ?average`` over that closure. Both write ``expr AS ?v`` without the parentheses SPARQL 1.1 asks
 for (the 2009 SPARQL draft's form), which the grammar reads. The sub-query's projection and the
-``AS`` (an Extend, as BIND) keep each solution's interval (``cep.lowering.translate._Lowering.ep_sub_select``).
+``AS`` (an Extend, as BIND) keep each solution's interval (``cep.lowering.epsparql.EpsparqlLowering.ep_sub_select``).
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from cep import algebra as A
 from cep.engines import reference as R
 from cep.engines.columns import T_END, T_START, column_var
 from cep.terms.literals import DAY_TIME_DURATION_PATTERN
-from cep.lowering.translate import detect_language
+from cep.lowering.languages import detect_language
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM
 from tests.hypothesis_profiles import examples

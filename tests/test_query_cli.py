@@ -301,7 +301,7 @@ def _lang_run(capsys, files, text, flags):
 
 def test_detect_language_of_each_example():
     from cep import parse
-    from cep.lowering.translate import LANGUAGES, detect_language
+    from cep.lowering.languages import LANGUAGES, detect_language
 
     assert set(LANG_QUERIES) == set(LANGUAGES)
     for lang, (text, _rows) in LANG_QUERIES.items():

@@ -29,7 +29,7 @@ from cep import CepSemanticError, CepSyntaxError, compile_query, parse
 from cep import algebra as A
 from cep.engines import reference as R
 from cep.engines.columns import T_END, T_START, column_var
-from cep.lowering.translate import detect_language
+from cep.lowering.languages import detect_language
 from cep.engines.spark.evaluate import evaluate_sequence
 from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples

@@ -38,7 +38,7 @@ def test_the_real_network_answers_as_the_reference_does_at_every_minute(spark, s
     connections (``:means :subway``) with their ``:beg``/``:end``, and the fleet's types — which
     leaves its answers unchanged and keeps it fast; the service reads the whole network."""
     from cep.engines import reference
-    from cep.lowering.translate import compile_query
+    from cep.lowering.languages import compile_query
     from jobs.vienna_transit import main
     from scenarios import vienna_transit as vt
 

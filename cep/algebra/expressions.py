@@ -1,6 +1,6 @@
 """FILTER expressions of CQELS-CEP queries (SPARQL 1.1 §17): a closed set of frozen dataclasses.
 
-Part of the algebra (``cep.algebra.patterns`` re-exports every name here): ``cep.lowering.translate`` builds these nodes
+Part of the algebra (``cep.algebra.patterns`` re-exports every name here): ``cep.lowering`` builds these nodes
 from the syntax tree, the runtimes (``cep.engines.reference``, ``cep.engines.spark.evaluate``) evaluate them. Terms are
 N-Triples strings, exactly as ``paths.algebra.Term``; variables are :class:`Var` (name without
 ``?``), which patterns use too.

@@ -1,7 +1,7 @@
 """The CQELS-CEP algebra: a closed set of frozen dataclasses, built by smart constructors.
 
 This is what the runtimes see (``cep.engines.reference``, ``cep.engines.spark.evaluate.evaluate``); they never see syntax trees.
-``cep.lowering.translate`` builds it from a syntax tree (``cep.syntax.tree``). Terms are N-Triples strings, exactly as
+``cep.lowering`` builds it from a syntax tree (``cep.syntax.tree``). Terms are N-Triples strings, exactly as
 ``paths.algebra.Term``; variables are :class:`Var` (name without ``?``).
 
 Sources: Dao-Tran & Le-Phuoc, "Towards Enriching CQELS with Complex Event Processing and Path
@@ -822,7 +822,7 @@ class Aggregate:
 @dataclass(frozen=True)
 class GroupCover:
     """SPARQL 1.1 GROUP BY / aggregates over mappings with intervals (a CQELS-CEP query with event
-    clauses, an RSEP-QL or an EP-SPARQL query; ``cep.lowering.translate``): ONE answer per group, covering its
+    clauses, an RSEP-QL or an EP-SPARQL query; ``cep.lowering.common``): ONE answer per group, covering its
     members. With Ω = ⟦inner, t⟧ and
     Ω_k = {⟨μ, [t1, t2]⟩ ∈ Ω | μ[group] = k} (an unbound group variable is a value of its own):
 

@@ -47,7 +47,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     printed to ``metrics`` (stderr by default) before the first batch.
     """
     if isinstance(query, str):
-        from cep.lowering.translate import compile_query
+        from cep.lowering.languages import compile_query
 
         query = compile_query(query, prefixes)
     cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources],

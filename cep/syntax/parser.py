@@ -9,7 +9,7 @@ query as on their own.
 Every error — lexical, syntactic, an unknown prefix, a relative IRI without a base, a malformed
 ``PREFIX`` or window — is a :class:`CepSyntaxError` naming the line, the column and what was
 expected there. Errors of meaning (an undeclared window, two negated elements, ...) are found by
-``cep.lowering.translate`` and raised as :class:`CepSemanticError`, also with line and column.
+``cep.lowering`` and raised as :class:`CepSemanticError`, also with line and column.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Syntax tree of a CQELS-CEP query: what was written, with where it was written.
 
 One frozen dataclass per construct of ``cep/syntax/grammar.lark``; nothing here evaluates anything.
-``cep.lowering.translate`` turns a tree into the algebra (``cep.algebra.patterns``) and checks what the grammar cannot.
+``cep.lowering`` turns a tree into the algebra (``cep.algebra.patterns``) and checks what the grammar cannot.
 Spans (``paths.syntax.Span``) take no part in equality: two trees are equal when they say the same
 thing, wherever it was written. Terms and paths are the nodes of ``paths.syntax`` (IriRef,
 PrefixedName, StringLiteral, ..., and every path node), so a predicate may be any path.

@@ -363,7 +363,7 @@ def term_builtin(name, values):
             return term
         lex = simple_string(term) if isinstance(term, str) else None
         if lex is not None and len(values) > 1 and not re.match(ABSOLUTE_IRI, lex):
-            lex = resolve_iri(values[1][1:-1], lex)             # the query's BASE (cep.lowering.translate adds it)
+            lex = resolve_iri(values[1][1:-1], lex)             # the query's BASE (cep.lowering.common adds it)
         return f"<{lex}>" if lex is not None and re.match(ABSOLUTE_IRI, lex) else ERROR
     a = string_literal(values[0])
     if a is None:

@@ -63,7 +63,7 @@ from cep.engines.spark.filters import ORDER, filter_mappings, order_answers, ord
 from cep.engines.spark.graphpatterns import correlate, group_cover, minus, values_rows
 from cep.engines.spark.rsepql import USED_COLUMNS, match_events, rsep_window, used_triples
 from cep.engines.spark.triples import non_null, triple_part
-from cep.lowering.translate import compile_query
+from cep.lowering.languages import compile_query
 from cep.terms import values as V
 from cep.terms.values import term_value
 from rdfcore.hashing import hash_longs, term_id

@@ -413,7 +413,7 @@ def _term_builtin(name: str, vals, args=()) -> "_Val":
     if name in ("IRI", "URI"):                                   # §17.4.2.8
         t = _term_of(vals[0])
         lex = _simple_string(t)
-        if len(args) > 1:     # the query's BASE (cep.lowering.translate adds it): a relative IRI resolves against it
+        if len(args) > 1:     # the query's BASE (cep.lowering.common adds it): a relative IRI resolves against it
             return _Val(_TERM, _resolver(args[1].term)(t))
         return _Val(_TERM, F.when(t.startswith("<"), t).when(lex.rlike(ABSOLUTE_IRI), F.concat(F.lit("<"), lex,
                                                                                              F.lit(">"))))

@@ -2,7 +2,7 @@
 MINUS, VALUES and FILTER [NOT] EXISTS. ``cep.engines.spark.evaluate`` calls these; ``cep.engines.reference`` is the same
 semantics in pure Python (``minus``, ``substitute``), the oracle.
 
-They stand in background patterns and C-SPARQL's WHERE (``cep.lowering.translate``), where every mapping of
+They stand in background patterns and C-SPARQL's WHERE (``cep.lowering.common``), where every mapping of
 one evaluation has the same interval, so they are SPARQL's operators; the interval columns (and
 the lifetime columns of ``cep.engines.spark.lifetimes``) are carried along.
 
