@@ -397,21 +397,13 @@ def _rows(generated) -> np.ndarray:
 def window(stream: np.ndarray, spec, time_unit: str = "ms") -> np.ndarray:
     """The lifetimes of a stream's triples (rows ``(item, s, p, o, t1, t2)``) in window ``spec``:
     rows ``(item, s, p, o, t1, t2, a, b)`` (``cep.engines.driver.rows.window``)."""
-    stream = np.asarray(stream, dtype=np.int64).reshape(-1, 6)
+    return W.apply_window(spec, time_unit, _WINDOWS, np.asarray(stream, dtype=np.int64).reshape(-1, 6))
+
+
+def _sliding(stream: np.ndarray, size: int) -> np.ndarray:
+    """RANGE ``size`` (NOW: 0): a point event's lifetime in closed form, per column; an interval
+    event's, tick by tick (``cep.engines.driver.rows.range_lives``)."""
     spans = stream[:, 5] > stream[:, 4]
-    match spec:
-        case W.Now():
-            size = 0
-        case W.Range(step=None, tumbling=False):
-            size = spec.range.ticks(time_unit)
-        case W.Triples(n=n):
-            return _triples(stream, n)
-        case W.All():                 # TRIPLES n with n past the last triple: no triple ever leaves
-            return _triples(stream, len(stream))
-        case W.Range():
-            return _step(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
-        case _:
-            raise TypeError(f"window {spec!r} is not evaluated here")
     any_spans = spans.any()
     point = stream[~spans] if any_spans else stream
     lives = np.empty((len(point), 8), np.int64)     # (one copy: column_stack made three)
@@ -420,7 +412,6 @@ def window(stream: np.ndarray, spec, time_unit: str = "ms") -> np.ndarray:
     np.add(point[:, 4], size, out=lives[:, 7])
     if not any_spans:
         return lives
-    # an interval event's contents, tick by tick
     return np.concatenate([lives, _rows(L.range_lives(map(tuple, stream[spans].tolist()), size))])
 
 
@@ -449,6 +440,14 @@ def _triples(stream: np.ndarray, n: int) -> np.ndarray:
         parts.append(_rows((*ordered[i, :4].tolist(), t1[i], t, t, t)
                            for i in grows.tolist() for t in range(int(t1[i]), min(int(t2[i]) - 1, int(last[i])) + 1)))
     return np.concatenate(parts)
+
+
+def _landmark(stream: np.ndarray) -> np.ndarray:
+    """ALL: TRIPLES n with n past the last triple (no triple ever leaves)."""
+    return _triples(stream, len(stream))
+
+
+_WINDOWS = W.WindowFunctions(sliding=_sliding, stepped=_step, count=_triples, landmark=_landmark)
 
 
 # --- the walk -------------------------------------------------------------------------------------

@@ -340,22 +340,19 @@ def step_lives(stream: Iterable[Item], T: int, step: int):
                 yield (item, s, p, o, a, b, lo, hi + step - 1)
 
 
+def _landmark(stream: Iterable[Item]):
+    """ALL: TRIPLES n with n past the last triple (no triple ever leaves)."""
+    rows = list(stream)
+    return _triples(rows, len(rows))
+
+
+_WINDOWS = W.WindowFunctions(sliding=range_lives, stepped=step_lives, count=_triples, landmark=_landmark)
+
+
 def window(stream: Iterable[Item], spec, time_unit: str = "ms") -> list[tuple]:
     """The lifetimes of the triples of ``stream`` in window ``spec``: rows
     ``(item, s, p, o, t1, t2, a, b)`` (``cep.engines.spark.lifetimes.window``)."""
-    match spec:
-        case W.Now():
-            return list(range_lives(stream, 0))
-        case W.Triples(n=n):
-            return list(_triples(stream, n))
-        case W.All():                 # TRIPLES n with n past the last triple: no triple ever leaves
-            rows = list(stream)
-            return list(_triples(rows, len(rows)))
-        case W.Range(step=None, tumbling=False):
-            return list(range_lives(stream, spec.range.ticks(time_unit)))
-        case W.Range():
-            return list(step_lives(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit)))
-    raise TypeError(f"window {spec!r} is not evaluated here")
+    return list(W.apply_window(spec, time_unit, _WINDOWS, stream))
 
 
 # --- the walk -------------------------------------------------------------------------------------
