@@ -37,8 +37,9 @@ class Operators(Protocol[R]):
         """Why this engine cannot evaluate ``query`` (its caller then takes another), or None."""
 
     def window(self, stream: Any, spec: A.Window, t: int | None, time_unit: str = "ms", /) -> Any:
-        """The content of window ``spec`` over ``stream`` at t (``cep.algebra.windows.apply_window``
-        picks the engine's function for the kind of window): what a BGP inside it is matched in."""
+        """The content of window ``spec`` over ``stream`` at t, or at every instant with lifetimes
+        (``cep.algebra.windows.apply_window`` picks the engine's function for the kind of
+        window): what a BGP inside the window is matched in."""
 
     def join(self, left: R, right: R, /) -> R:
         """JOIN(Ω1, Ω2): compatible pairs, the intersection of their intervals (eq. 2)."""

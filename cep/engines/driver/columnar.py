@@ -512,7 +512,8 @@ def bgp_in_window(node: A.BGP, content: np.ndarray, allowed: Mapping) -> Table:
 
 def narrow(allowed: dict, static: Table) -> dict:
     """``allowed`` and, for each variable every row of ``static`` binds, the values it binds
-    (sorted: ``bgp_in_window`` keeps the matches whose values are among them)."""
+    (sorted: ``bgp_in_window`` keeps the matches whose values are among them); a variable that a
+    row of ``static`` leaves unbound (``NULL``, compatible with any value) narrows nothing."""
     out = dict(allowed)
     for i, v in enumerate(static.vars):
         column = static.data[:, i]

@@ -16,7 +16,8 @@ values it binds (``narrow``) are passed down to P's window matches (``bgp_in_win
 drop the others before the SEQs and negations pair them. Into a negated pattern a value goes only
 for a variable the positive side binds in every row (``_bound``): a blocker then blocks only rows
 with its own value. Into OPTIONAL's right side nothing goes (a right row dropped would make its
-left row unmatched). An operator set that does not narrow returns nothing from ``narrow``.
+left row unmatched). An operator set that does not narrow (``cep.engines.driver.rows``) returns
+``allowed`` as it is from ``narrow``: ``allowed`` then stays empty, and every match is kept.
 """
 from __future__ import annotations
 
