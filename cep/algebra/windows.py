@@ -3,15 +3,18 @@
 Part of the algebra (``cep.algebra.patterns`` re-exports every name here). ``Range`` is the paper's
 time-based window ``w_RANGE`` (slide 1) or C-SPARQL's ``RANGE .. STEP`` / ``TUMBLING``;
 ``Triples`` the count-based ``TRIPLES n``; ``Now`` and ``All`` CQL's NOW and UNBOUNDED windows.
-``cep.engines.spark.intervals`` evaluates them.
+Every engine evaluates them through ``apply_window``: which kind a window is and its parameters in
+ticks are decided there, once; each engine brings its own functions (``WindowFunctions``).
 """
 from __future__ import annotations
 
 import typing as _t
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-__all__ = ["TIME_UNITS", "Duration", "Range", "Triples", "Now", "All", "Window", "WINDOW_TYPES"]
+__all__ = ["TIME_UNITS", "Duration", "Range", "Triples", "Now", "All", "Window", "WINDOW_TYPES",
+           "WindowFunctions", "apply_window"]
 
 # --- windows (§4.1; C-SPARQL) ------------------------------------------------------------------
 
@@ -122,3 +125,36 @@ class All:
 Window = _t.Union[Range, Triples, Now, All]
 WINDOW_TYPES = (Range, Triples, Now, All)
 """Every window type."""
+
+
+class WindowFunctions(_t.NamedTuple):
+    """An engine's function for each kind of window. Each is called with the engine's own leading
+    arguments (``apply_window``'s ``args``: its stream, and the instant where it has one), then
+    the window's parameters in ticks."""
+
+    #: ``(*args, T)``: RANGE T sliding by one tick (§4.1 w_RANGE); NOW is RANGE 0
+    sliding: Callable
+    #: ``(*args, T, s)``: RANGE T STEP s, reported when a window closes; TUMBLING is STEP T
+    stepped: Callable
+    #: ``(*args, n)``: TRIPLES n
+    count: Callable
+    #: ``(*args)``: ALL
+    landmark: Callable
+
+
+def apply_window(spec: Window, time_unit: str, functions: WindowFunctions, *args):
+    """Window ``spec`` as an engine evaluates it: the function of ``functions`` for the kind of
+    ``spec``, called with ``args`` and the window's parameters in ``time_unit`` ticks
+    (``WindowFunctions``). The one place that maps a window to a kind and its parameters."""
+    match spec:
+        case Now():
+            return functions.sliding(*args, 0)
+        case All():
+            return functions.landmark(*args)
+        case Triples(n=n):
+            return functions.count(*args, n)
+        case Range(step=None, tumbling=False):
+            return functions.sliding(*args, spec.range.ticks(time_unit))
+        case Range():
+            return functions.stepped(*args, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
+    raise TypeError(f"unknown window {spec!r}")

@@ -55,9 +55,9 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     if engine not in ENGINES:
         raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if engine == "local" and cplan.mode == LIFETIMES:
-        from cep.engines.driver.rows import unsupported
+        from cep.engines.driver.walk import supports
 
-        why = unsupported(query) or (None if emit == ISTREAM else f"--emit {emit}")
+        why = supports(query) or (None if emit == ISTREAM else f"--emit {emit}")
         if why:
             raise ContinuousError(f"the driver-side engine cannot run this query ({why}); use engine auto or spark")
     read = set(cplan.streams)

@@ -93,6 +93,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from cep import algebra as A
+from cep.algebra import windows as W
 from cep.algebra.timeline import MIN_TIME, close_instant
 from rdfcore.errors import SidecarError
 from cep.engines.rules import RulesError, check_rules
@@ -184,27 +185,21 @@ class ContinuousPlan:
         return max(reaches) + self.lateness
 
 
+#: a window's rule, by kind (``cep.algebra.windows.apply_window``)
+_RULES = W.WindowFunctions(sliding=lambda stream, T: WindowRule(stream, SLIDING, range=T),
+                           stepped=lambda stream, T, step: WindowRule(stream, STEP, range=T, step=step),
+                           count=lambda stream, n: WindowRule(stream, COUNT, count=n),
+                           landmark=lambda stream: WindowRule(stream, LANDMARK))
+
+
 def _rule(stream: A.Term, w: A.Window, where: str, time_unit: str) -> WindowRule:
     try:
-        if isinstance(w, A.Now):
-            return WindowRule(stream, SLIDING, range=0)
-        if isinstance(w, A.Triples):
-            return WindowRule(stream, COUNT, count=w.n)
-        if isinstance(w, A.All):
-            return WindowRule(stream, LANDMARK)
-        if isinstance(w, A.Range):
-            T = w.range.ticks(time_unit)
-            if w.step is None and not w.tumbling:
-                return WindowRule(stream, SLIDING, range=T)
-            step = w.step_ticks(time_unit)
-            if step <= 0:
-                raise ContinuousError(f"{where}: a window step must be positive, got {w}")
-            return WindowRule(stream, STEP, range=T, step=step)
+        rule = W.apply_window(w, time_unit, _RULES, stream)
     except ValueError as exc:
-        if isinstance(exc, ContinuousError):
-            raise
         raise ContinuousError(f"{where}: {exc}") from None
-    raise TypeError(f"unknown window {w!r}")
+    if rule.kind == STEP and rule.step <= 0:
+        raise ContinuousError(f"{where}: a window step must be positive, got {w}")
+    return rule
 
 
 def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = ISTREAM, *,

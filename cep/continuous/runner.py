@@ -39,14 +39,15 @@ Two engines, one state. Spark's fixed cost — building and planning a handful o
 batch on 2 cores whatever its size — dominates a small batch. With ``engine="auto"`` (the default)
 a batch runs on the driver instead while it is small (state ≤ ``LOCAL_MAX_ROWS`` triples, batch ≤
 ``LOCAL_MAX_BATCH`` lines, the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows,
-collected once per closure version) and the query allows it (``cep.engines.driver.rows.unsupported``: no EXISTS, NOW() or timestamp() in a condition;
-Istream): one cheap job collects the raw lines, plain JSON Lines and timestamped N-Triples are
-read by one compiled pass over the batch (``cep.io.linescan``; the JSON lines it leaves by
-``cep.io.lineparse`` in Python, any other line by Spark's parser), the lifetimes come from ``cep.engines.driver.columnar``
-(``cep.engines.driver.rows``'s operators over numpy columns, a JOIN with the static side filtering the stream
-matches first), and the state is read and written with pyarrow as the same Parquet tables — so
-consecutive batches may switch engines as the state grows or shrinks. Both engines are tested
-against the reference evaluator, also switching mid-run (``tests/test_cep_continuous.py``).
+collected once per closure version) and the query allows it (``cep.engines.driver.walk.supports``:
+no EXISTS, NOW() or timestamp() in a condition; Istream): one cheap job collects the raw lines,
+plain JSON Lines and timestamped N-Triples are read by one compiled pass over the batch
+(``cep.io.linescan``; the JSON lines it leaves by ``cep.io.lineparse`` in Python, any other line by
+Spark's parser), the lifetimes come from ``cep.engines.driver.columnar``
+(``cep.engines.driver.rows``'s operators over numpy columns, a JOIN with the static side filtering
+the stream matches first), and the state is read and written with pyarrow as the same Parquet
+tables — so consecutive batches may switch engines as the state grows or shrinks. Both engines are
+tested against the reference evaluator, also switching mid-run (``tests/test_cep_continuous.py``).
 
 Exactly once: Spark replays an unfinished batch with the same id and the same files after a
 restart. A batch reads the state of the latest earlier batch (kept until the next one is written),
@@ -186,10 +187,10 @@ class Runner:
         self.names = [S, P, O] if self.construct else [v.name for v in query.form.variables]
         self.columns = [S, P, O] if self.construct else [var_column(n) for n in self.names]
         self.constants = sorted(A.constants(query.form))
-        from cep.engines.driver.rows import unsupported
+        from cep.engines.driver.walk import supports
 
         self.engine = engine
-        self.local_ok = engine != "spark" and unsupported(query) is None and cplan.emit == ISTREAM
+        self.local_ok = engine != "spark" and supports(query) is None and cplan.emit == ISTREAM
         #: (version, {Background node: cep.engines.driver.columnar.Table (or Rel)} or None when too large, {id: term})
         self.background_local = None
         self.used = "spark"            # the engine of the last batch (metrics)
@@ -553,7 +554,8 @@ class Runner:
                 if pattern.stream in by_stream:
                     key = (pattern.stream, pattern.window)
                     if key not in windows:
-                        windows[key] = COL.window(by_stream[pattern.stream], pattern.window, self.plan.time_unit)
+                        windows[key] = COL.window(by_stream[pattern.stream], pattern.window,
+                                                  time_unit=self.plan.time_unit)
                     lives = windows[key]
                     keep.append(lives[lives[:, -1] > upto, 0])
             kept = items.filter(pc.is_in(items.column(ITEM), value_set=pa.array(np.concatenate(keep))))

@@ -90,6 +90,7 @@ from cep.terms.numbers import Number, literal_number, simple_string
 from cep.terms.values import (ERROR, EVALUATION_INSTANT, Temporal, ebv, eval_expr, float_value, fresh_blank,
                               temporal, term_value)
 from cep.algebra.timeline import MIN_TIME, close_instant
+from cep.algebra.windows import WindowFunctions, apply_window
 from rdfcore.hashing import term_id
 
 __all__ = [
@@ -321,6 +322,10 @@ def w_step(stream: Iterable[Item], t: int, T: int, step: int) -> list[Item]:
     """RANGE T STEP s (TUMBLING: s = T), C-SPARQL report policy: at t the content is the last
     closed window, w_RANGE(S, c, T) with c = close_instant(t, s)."""
     return w_range(stream, close_instant(t, step), T)
+
+
+#: the window functions above, by kind (``cep.algebra.windows.apply_window``)
+_WINDOWS = WindowFunctions(sliding=w_range, stepped=w_step, count=w_triples, landmark=w_all)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1015,19 +1020,7 @@ class _Evaluator:
     def window(self, node):
         if node.stream not in self.streams:
             raise MissingInputError(f"no stream {node.stream}; streams are {sorted(self.streams)}")
-        stream, t = self.streams[node.stream], self.at
-        match node.window:
-            case A.Now():
-                return w_now(stream, t)
-            case A.All():
-                return w_all(stream, t)
-            case A.Triples(n=n):
-                return w_triples(stream, t, n)
-            case A.Range(range=duration, step=slide, tumbling=tumbling):
-                T = duration.ticks(self.unit)
-                step = T if tumbling else (slide.ticks(self.unit) if slide is not None else None)
-                return w_range(stream, t, T) if step is None else w_step(stream, t, T, step)
-        raise TypeError(f"unknown window {node.window!r}")
+        return apply_window(node.window, self.unit, _WINDOWS, self.streams[node.stream], self.at)
 
     def named(self, name):
         """A named graph of the dataset (no fallback to the default graph)."""

@@ -22,11 +22,17 @@ whole-column operations:
 Rarely met inputs take ``cep.engines.driver.rows``'s exact code instead of a columnar one: an unbound shared
 variable in a join key (a pair is then compatible with any value: ``cep.engines.driver.rows._pairs``), and a
 term whose id happens to be ``NULL`` (the whole evaluation then runs in ``cep.engines.driver.rows``).
+
+The walk of the algebra is ``cep.engines.driver.walk``'s, shared with ``cep.engines.driver.rows``:
+this module is the operator set it calls (``cep.engines.driver.walk.DriverOperators``), and it
+narrows (``narrow``: a JOIN with the static side filters the other side's window matches).
+
 ``tests/test_cep_local.py`` runs this module and ``cep.engines.driver.rows`` against the reference evaluator at
 every instant; ``tests/test_cep_columnar.py`` compares the two on larger random relations.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -39,10 +45,10 @@ from cep.algebra import windows as W
 from cep.engines.columns import var_column
 from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
-from cep.engines.errors import UnsupportedQueryError
+from cep.engines.driver.walk import supports, walk
 
-__all__ = ["NULL", "Table", "first_instants", "pairs", "join", "seq", "union", "seq_wo", "no_head", "no_tail", "left_join",
-           "window", "evaluate"]
+__all__ = ["NULL", "Table", "first_instants", "pairs", "join", "seq", "union", "seq_wo", "no_head", "no_tail",
+           "left_join", "window", "evaluate", "supports", "holds", "filter_rel", "keeper", "narrow", "bgp_in_window"]
 
 #: an unbound variable (a term whose id is this one sends the evaluation to ``cep.engines.driver.rows``)
 NULL = np.iinfo(np.int64).min
@@ -320,9 +326,9 @@ def no_head(negated: Table, right: Table) -> Table:
     return Table(right.vars, subtract(right.data, ri, negated.data[ni, _A], negated.data[ni, _B]))
 
 
-def no_tail(left: Table, negated: Table) -> Table:
+def no_tail(left: Table, negated: Table, t=None) -> Table:
     """NO_TAIL(Ω1, Ω2, t): an Ω1 row where no compatible later Ω2 row has ended by t (a blocker
-    blocks from max(its lifetime's start, its end t4))."""
+    blocks from max(its lifetime's start, its end t4)). ``t`` is not used (every instant at once)."""
     li, ni = pairs(left, negated)
     later = left.data[li, _T2] < negated.data[ni, _T1]
     li, ni = li[later], ni[later]
@@ -388,30 +394,32 @@ def holds(table: Table, condition, terms, time_unit: str) -> np.ndarray:
     return ok[group]
 
 
+def filter_rel(table: Table, condition, terms, time_unit: str) -> Table:
+    """FILTER: the rows for whose mapping and interval ``condition`` holds (``holds``)."""
+    return Table(table.vars, table.data[holds(table, condition, terms, time_unit)])
+
+
+def keeper(condition, terms, time_unit: str):
+    """OPTIONAL's condition as ``left_join`` reads it: a row mask of the pairs (``holds``)."""
+    return lambda table: holds(table, condition, terms, time_unit)
+
+
 # --- windows (§4.1): an item's lifetimes, as cep.engines.driver.rows.window -------------------------------------
 
 def _rows(generated) -> np.ndarray:
     return np.array(list(generated), dtype=np.int64).reshape(-1, 8)
 
 
-def window(stream: np.ndarray, spec, time_unit: str = "ms") -> np.ndarray:
+def window(stream: np.ndarray, spec, t=None, time_unit: str = "ms") -> np.ndarray:
     """The lifetimes of a stream's triples (rows ``(item, s, p, o, t1, t2)``) in window ``spec``:
-    rows ``(item, s, p, o, t1, t2, a, b)`` (``cep.engines.driver.rows.window``)."""
-    stream = np.asarray(stream, dtype=np.int64).reshape(-1, 6)
+    rows ``(item, s, p, o, t1, t2, a, b)`` (``cep.engines.driver.rows.window``); ``t`` is not used."""
+    return W.apply_window(spec, time_unit, _WINDOWS, np.asarray(stream, dtype=np.int64).reshape(-1, 6))
+
+
+def _sliding(stream: np.ndarray, size: int) -> np.ndarray:
+    """RANGE ``size`` (NOW: 0): a point event's lifetime in closed form, per column; an interval
+    event's, tick by tick (``cep.engines.driver.rows.range_lives``)."""
     spans = stream[:, 5] > stream[:, 4]
-    match spec:
-        case W.Now():
-            size = 0
-        case W.Range(step=None, tumbling=False):
-            size = spec.range.ticks(time_unit)
-        case W.Triples(n=n):
-            return _triples(stream, n)
-        case W.All():                 # TRIPLES n with n past the last triple: no triple ever leaves
-            return _triples(stream, len(stream))
-        case W.Range():
-            return _step(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
-        case _:
-            raise TypeError(f"window {spec!r} is not evaluated here")
     any_spans = spans.any()
     point = stream[~spans] if any_spans else stream
     lives = np.empty((len(point), 8), np.int64)     # (one copy: column_stack made three)
@@ -420,7 +428,6 @@ def window(stream: np.ndarray, spec, time_unit: str = "ms") -> np.ndarray:
     np.add(point[:, 4], size, out=lives[:, 7])
     if not any_spans:
         return lives
-    # an interval event's contents, tick by tick
     return np.concatenate([lives, _rows(L.range_lives(map(tuple, stream[spans].tolist()), size))])
 
 
@@ -451,18 +458,23 @@ def _triples(stream: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate(parts)
 
 
-# --- the walk -------------------------------------------------------------------------------------
+def _landmark(stream: np.ndarray) -> np.ndarray:
+    """ALL: TRIPLES n with n past the last triple (no triple ever leaves)."""
+    return _triples(stream, len(stream))
 
-def _bgp_in_window(node: A.BGP, content: np.ndarray, allowed: dict) -> Table:
+
+_WINDOWS = W.WindowFunctions(sliding=_sliding, stepped=_step, count=_triples, landmark=_landmark)
+
+
+# --- a window's BGP (eq. 16), and the query (cep.engines.driver.walk walks it) ---------------------
+
+def bgp_in_window(node: A.BGP, content: np.ndarray, allowed: Mapping) -> Table:
     """eq. 16: the triple patterns matched inside one item, alive where all their triples are;
-    only the matches whose values are ``allowed`` (``_narrow``)."""
+    only the matches whose values are ``allowed`` (``narrow``)."""
     if not node.patterns:
         return Table.of((), content[:, 4:8])
     acc, acc_vars = None, ()          # columns: item, t1, t2, *acc_vars, a, b
     for tp in node.patterns:
-        if isinstance(tp, A.PathPattern):
-            raise UnsupportedQueryError(
-                f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
         mask = np.ones(len(content), dtype=bool)
         names: dict[str, int] = {}
         for i, part in enumerate((tp.s, tp.p, tp.o)):
@@ -498,42 +510,10 @@ def _bgp_in_window(node: A.BGP, content: np.ndarray, allowed: dict) -> Table:
     return Table.of(tuple(columns[i] for i in order), data)
 
 
-# --- a JOIN with the static side narrows the other side early (sideways information passing) -----
-#
-# JOIN(P, S), S static (a background pattern, evaluated once per closure version): a row of P
-# whose variable x is bound to a value no row of S binds x to joins with nothing, and neither
-# does any row built from it on the way up — JOIN, SEQ and OR keep a bound value, a negation's
-# result is its positive side's rows. So the rows of P's window matches are filtered on those
-# values before the SEQs and negations pair them. Into a negated pattern a filter on x goes only
-# when the positive side binds x in every row (``_bound``): a blocker then blocks only rows with
-# its own x. Into OPTIONAL's right side it does not go (a right row dropped would make its left
-# row unmatched). Unbound values (NULL) always pass.
-
-def _bound(node) -> frozenset:
-    """The variable columns every row of ``node`` binds (a static, conservative answer)."""
-    match node:
-        case A.BGP():
-            return frozenset(var_column(part.name) for tp in node.patterns for part in (tp.s, tp.o, getattr(tp, "p", None))
-                             if isinstance(part, A.Var))
-        case A.Join() | A.Sequence():
-            return _bound(node.left) | _bound(node.right)
-        case A.Union():
-            return _bound(node.left) & _bound(node.right)
-        case A.LeftJoin() | A.NoTail():
-            return _bound(node.left)
-        case A.Filter():
-            return _bound(node.inner)
-        case A.NoHead():
-            return _bound(node.right)
-        case A.SeqWithout():
-            return _bound(node.left) | _bound(node.right)
-        case A.StreamPattern():
-            return _bound(node.pattern)
-    return frozenset()
-
-
-def _narrow(allowed: dict, static: Table) -> dict:
-    """``allowed`` and, for each variable every row of ``static`` binds, the values it binds."""
+def narrow(allowed: dict, static: Table) -> dict:
+    """``allowed`` and, for each variable every row of ``static`` binds, the values it binds
+    (sorted: ``bgp_in_window`` keeps the matches whose values are among them); a variable that a
+    row of ``static`` leaves unbound (``NULL``, compatible with any value) narrows nothing."""
     out = dict(allowed)
     for i, v in enumerate(static.vars):
         column = static.data[:, i]
@@ -542,10 +522,6 @@ def _narrow(allowed: dict, static: Table) -> dict:
         values = sorted_unique(column)
         out[v] = np.intersect1d(out[v], values, assume_unique=True) if v in out else values
     return out
-
-
-def _only(allowed: dict, columns: frozenset) -> dict:
-    return {v: values for v, values in allowed.items() if v in columns}
 
 
 def _has_null(streams: Mapping[str, np.ndarray], background: Mapping) -> bool:
@@ -570,49 +546,7 @@ def evaluate(query: A.Query, streams: Mapping[str, np.ndarray], background: Mapp
         rels = {k: v.to_rel() if isinstance(v, Table) else v for k, v in background.items()}
         return L.evaluate(query, rows, rels, time_unit, fresh, terms)
     tables = {k: v if isinstance(v, Table) else Table.from_rel(v) for k, v in background.items()}
-    empty = np.empty((0, 6), np.int64)
-    windows = {} if windows is None else windows
-
-    def ev(node, content, allowed: dict) -> Table:
-        """⟦node⟧; ``allowed``: values a JOIN above lets through (``_narrow``), per variable."""
-        match node:
-            case A.BGP() if content is not None:
-                return _bgp_in_window(node, content, allowed)
-            case A.Join(left=left, right=right):
-                static = [side for side in (left, right) if content is None and not A.stream_patterns(side)]
-                if static and len(static) < 2:    # the static side first: it narrows the other
-                    first = ev(static[0], content, {})
-                    other = ev(right if static[0] is left else left, content, _narrow(allowed, first))
-                    return join(first, other) if static[0] is left else join(other, first)
-                return join(ev(left, content, allowed), ev(right, content, allowed))
-            case A.Union(left=left, right=right):
-                return union(ev(left, content, allowed), ev(right, content, allowed))
-            case A.LeftJoin(left=left, right=right, condition=condition):
-                keep = None if condition is None else (lambda t: holds(t, condition, terms, time_unit))
-                return left_join(ev(left, content, allowed), ev(right, content, {}), keep)
-            case A.Filter(condition=condition, inner=inner):
-                inner_rows = ev(inner, content, allowed)
-                return Table(inner_rows.vars, inner_rows.data[holds(inner_rows, condition, terms, time_unit)])
-            case A.Background():
-                return tables[node]
-            case A.StreamPattern():
-                key = (node.stream, node.window)
-                if key not in windows:
-                    windows[key] = window(streams.get(node.stream, empty), node.window, time_unit)
-                return ev(node.pattern, windows[key], allowed)
-            case A.Sequence(left=left, right=right):
-                return seq(ev(left, content, allowed), ev(right, content, allowed))
-            case A.SeqWithout(left=left, negated=negated, right=right):
-                blocked = _bound(left) | _bound(right)
-                return seq_wo(ev(left, content, allowed), ev(negated, content, _only(allowed, blocked)),
-                              ev(right, content, allowed))
-            case A.NoHead(negated=negated, right=right):
-                return no_head(ev(negated, content, _only(allowed, _bound(right))), ev(right, content, allowed))
-            case A.NoTail(left=left, negated=negated):
-                return no_tail(ev(left, content, allowed), ev(negated, content, _only(allowed, _bound(left))))
-        raise TypeError(f"cannot evaluate {type(node).__name__} here")
-
-    omega = ev(query.form.inner, None, {})
+    omega = walk(sys.modules[__name__], query.form.inner, streams, tables, time_unit, terms, windows)
     if isinstance(query.form, A.Project):
         names = tuple(var_column(v.name) for v in query.form.variables)
         n = len(omega.data)

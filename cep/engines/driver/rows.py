@@ -5,7 +5,7 @@ tested against this module and the reference).
 A micro-batch of ``cep.continuous.runner`` evaluates the query over the items some window can still hold —
 usually a few hundred or thousand rows. On Spark that costs a fixed handful of jobs (seconds on
 2 cores) whatever the size; here it costs milliseconds. ``cep.continuous.runner`` uses this module when the
-state and the static side are small enough and the query is supported (``unsupported``), and
+state and the static side are small enough and the query is supported (``supports``), and
 Spark otherwise; both give the same rows (``tests/test_cep_local.py`` checks this module against
 the reference evaluator at every instant, ``tests/test_cep_continuous.py`` runs both runtimes).
 
@@ -28,10 +28,15 @@ the one-instant FILTER applied at every instant of its lifetime, since the mappi
 do not change with the instant. Conditions are evaluated by the reference's expression code
 (``cep.terms.values.eval_expr``) over the terms (``terms``: ids → N-Triples terms), once per
 distinct combination of the values they read; a condition with EXISTS, timestamp() or NOW() is
-left to Spark (``unsupported``).
+left to Spark (``supports``).
+
+The walk of the algebra is ``cep.engines.driver.walk``'s, shared with ``cep.engines.driver.columnar``:
+this module is the operator set it calls (``cep.engines.driver.walk.DriverOperators``), which
+does not narrow (``narrow``).
 """
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -42,10 +47,10 @@ from cep.engines.columns import column_var, var_column
 from cep.terms.values import ebv, eval_expr, fresh_blank_of_ids
 from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
-from cep.engines.errors import UnsupportedQueryError
+from cep.engines.driver.walk import supports, walk
 
-__all__ = ["Rel", "Item", "unsupported", "evaluate", "answer_form", "window", "join", "union", "seq", "seq_wo", "no_head",
-           "no_tail", "left_join"]
+__all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "window", "join", "union", "seq", "seq_wo", "no_head",
+           "no_tail", "left_join", "filter_rel", "keeper", "narrow", "bgp_in_window"]
 
 #: a stream triple: (item, s, p, o, t1, t2), ids
 Item = tuple
@@ -68,28 +73,6 @@ class Rel:
         n = len(vars_)
         return Rel(tuple(vars_[i] for i in order),
                    frozenset(tuple(r[i] for i in order) + tuple(r[n:]) for r in rows))
-
-
-def _outside_background(node):
-    """``node`` and its sub-patterns, not those of a ``Background`` (Spark evaluates those once and
-    hands them in as relations)."""
-    yield node
-    if not isinstance(node, A.Background):
-        for child in A.children(node):
-            yield from _outside_background(child)
-
-
-def unsupported(query: A.Query) -> str | None:
-    """Why this module cannot evaluate ``query`` (then ``cep.continuous.runner`` uses Spark), or None."""
-    for node in _outside_background(query.form):
-        if isinstance(node, (A.Values, A.Minus, A.SubSelect, A.Extend)):
-            return "VALUES, MINUS, BIND and sub-queries outside the background (on Spark)"
-        condition = node.condition if isinstance(node, (A.Filter, A.LeftJoin)) else None
-        if condition is not None and any(
-                isinstance(e, (A.Exists, A.Timestamp, A.PatternTimestamp))
-                or (isinstance(e, A.Builtin) and e.name == "NOW") for e in A.subexpressions(condition)):
-            return "EXISTS, timestamp() and NOW() in a condition (on Spark)"
-    return None
 
 
 # --- the shared machinery ------------------------------------------------------------------------
@@ -217,9 +200,9 @@ def no_head(negated: Rel, right: Rel) -> Rel:
         right.rows, lambda r: [(n[-2], n[-1]) for n in found.get(r, ()) if n[-3] < r[-4]])))
 
 
-def no_tail(left: Rel, negated: Rel) -> Rel:
+def no_tail(left: Rel, negated: Rel, t=None) -> Rel:
     """NO_TAIL(Ω1, Ω2, t): an Ω1 row where no compatible later Ω2 row has ended by t (a blocker
-    blocks from max(its lifetime's start, its end t4))."""
+    blocks from max(its lifetime's start, its end t4)). ``t`` is not used (every instant at once)."""
     found = _blockers(left, negated)
     return Rel(left.vars, frozenset(_subtract(
         left.rows, lambda r: [(max(n[-2], n[-3]), n[-1]) for n in found.get(r, ()) if r[-3] < n[-4]])))
@@ -300,6 +283,17 @@ def filter_rel(rel: Rel, condition, terms, time_unit: str) -> Rel:
     return Rel(rel.vars, frozenset(r for k, ok in zip(ordered, holds) if ok for r in keys[k]))
 
 
+def keeper(condition, terms, time_unit: str):
+    """OPTIONAL's condition as ``left_join`` reads it: the pairs for which it holds."""
+    return lambda rel: filter_rel(rel, condition, terms, time_unit)
+
+
+def narrow(allowed: dict, static: Rel) -> dict:
+    """``allowed`` as it is: this module, the definition, evaluates every row
+    (``cep.engines.driver.walk``'s narrowing is ``cep.engines.driver.columnar``'s)."""
+    return allowed
+
+
 # --- windows (§4.1): an item's lifetimes, as cep.engines.spark.lifetimes.window -------------------------------
 
 def range_lives(stream: Iterable[Item], T: int):
@@ -340,36 +334,32 @@ def step_lives(stream: Iterable[Item], T: int, step: int):
                 yield (item, s, p, o, a, b, lo, hi + step - 1)
 
 
-def window(stream: Iterable[Item], spec, time_unit: str = "ms") -> list[tuple]:
+def _landmark(stream: Iterable[Item]):
+    """ALL: TRIPLES n with n past the last triple (no triple ever leaves)."""
+    rows = list(stream)
+    return _triples(rows, len(rows))
+
+
+_WINDOWS = W.WindowFunctions(sliding=range_lives, stepped=step_lives, count=_triples, landmark=_landmark)
+
+
+def window(stream: Iterable[Item], spec, t=None, time_unit: str = "ms") -> list[tuple]:
     """The lifetimes of the triples of ``stream`` in window ``spec``: rows
-    ``(item, s, p, o, t1, t2, a, b)`` (``cep.engines.spark.lifetimes.window``)."""
-    match spec:
-        case W.Now():
-            return list(range_lives(stream, 0))
-        case W.Triples(n=n):
-            return list(_triples(stream, n))
-        case W.All():                 # TRIPLES n with n past the last triple: no triple ever leaves
-            rows = list(stream)
-            return list(_triples(rows, len(rows)))
-        case W.Range(step=None, tumbling=False):
-            return list(range_lives(stream, spec.range.ticks(time_unit)))
-        case W.Range():
-            return list(step_lives(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit)))
-    raise TypeError(f"window {spec!r} is not evaluated here")
+    ``(item, s, p, o, t1, t2, a, b)`` (``cep.engines.spark.lifetimes.window``); ``t`` is not used
+    (every instant at once)."""
+    return list(W.apply_window(spec, time_unit, _WINDOWS, stream))
 
 
-# --- the walk -------------------------------------------------------------------------------------
+# --- a window's BGP (eq. 16), and the query (cep.engines.driver.walk walks it) ---------------------
 
-def _bgp_in_window(node: A.BGP, content: list[tuple]) -> Rel:
-    """eq. 16: the triple patterns matched inside one item, alive where all their triples are."""
+def bgp_in_window(node: A.BGP, content: list[tuple], allowed: Mapping) -> Rel:
+    """eq. 16: the triple patterns matched inside one item, alive where all their triples are
+    (``allowed`` is empty: ``narrow``)."""
     if not node.patterns:
         return Rel((), frozenset((r[4], r[5], r[6], r[7]) for r in content))
     acc: dict | None = None   # (item, t1, t2, mapping) -> list of (a, b)
     acc_vars: tuple = ()
     for tp in node.patterns:
-        if isinstance(tp, A.PathPattern):
-            raise UnsupportedQueryError(
-                f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
         consts = {i: term_id(part) for i, part in enumerate((tp.s, tp.p, tp.o)) if not isinstance(part, A.Var)}
         names: dict[str, int] = {}
         repeats = []
@@ -418,35 +408,8 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
     ``fresh``: receives {id: term} of the blank nodes a CONSTRUCT template names per solution
     (``cep.terms.values.fresh_blank``: the solution's term ids and interval, as the other runtimes).
     ``terms``: {id: term} of a set of ids, for FILTER and OPTIONAL conditions (module doc)."""
-    def ev(node, content) -> Rel:
-        """⟦node⟧ where ``content`` is the window's lifetimes rows (None: outside every window)."""
-        match node:
-            case A.BGP() if content is not None:
-                return _bgp_in_window(node, content)
-            case A.Join(left=left, right=right):
-                return join(ev(left, content), ev(right, content))
-            case A.Union(left=left, right=right):
-                return union(ev(left, content), ev(right, content))
-            case A.LeftJoin(left=left, right=right, condition=condition):
-                keep = None if condition is None else (lambda rel: filter_rel(rel, condition, terms, time_unit))
-                return left_join(ev(left, content), ev(right, content), keep)
-            case A.Filter(condition=condition, inner=inner):
-                return filter_rel(ev(inner, content), condition, terms, time_unit)
-            case A.Background():
-                return background[node]
-            case A.StreamPattern():
-                return ev(node.pattern, window(streams.get(node.stream, ()), node.window, time_unit))
-            case A.Sequence(left=left, right=right):
-                return seq(ev(left, content), ev(right, content))
-            case A.SeqWithout(left=left, negated=negated, right=right):
-                return seq_wo(ev(left, content), ev(negated, content), ev(right, content))
-            case A.NoHead(negated=negated, right=right):
-                return no_head(ev(negated, content), ev(right, content))
-            case A.NoTail(left=left, negated=negated):
-                return no_tail(ev(left, content), ev(negated, content))
-        raise TypeError(f"cannot evaluate {type(node).__name__} here")
-
-    return answer_form(query.form, ev(query.form.inner, None), fresh)
+    omega = walk(sys.modules[__name__], query.form.inner, streams, background, time_unit, terms)
+    return answer_form(query.form, omega, fresh)
 
 
 def answer_form(form, omega: Rel, fresh: dict | None = None) -> Rel:

@@ -352,20 +352,12 @@ def w_step(stream: DataFrame, t: int, T: int, step: int) -> DataFrame:
     return w_range(stream, close_instant(t, step), T)
 
 
+_WINDOWS = W.WindowFunctions(sliding=w_range, stepped=w_step, count=w_triples, landmark=w_all)
+
+
 def window(stream: DataFrame, spec, t: int, time_unit: str = "ms") -> DataFrame:
     """The content of window ``spec`` (a ``cep.algebra.windows`` window) over ``stream`` at time t."""
-    match spec:
-        case W.Now():
-            return w_now(stream, t)
-        case W.All():
-            return w_all(stream, t)
-        case W.Triples(n=n):
-            return w_triples(stream, t, n)
-        case W.Range(step=None, tumbling=False):
-            return w_range(stream, t, spec.range.ticks(time_unit))
-        case W.Range():
-            return w_step(stream, t, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
-    raise TypeError(f"unknown window {spec!r}")
+    return W.apply_window(spec, time_unit, _WINDOWS, stream, t)
 
 
 def constant(df: DataFrame, lo: int, hi: int) -> DataFrame:

@@ -312,21 +312,13 @@ def w_step(stream: DataFrame, T: int, step: int) -> DataFrame:
     return steady.unionByName(merged_closes)
 
 
+_WINDOWS = W.WindowFunctions(sliding=w_range, stepped=w_step, count=w_triples, landmark=w_all)
+
+
 def window(stream: DataFrame, spec, t=None, time_unit: str = "ms") -> DataFrame:
     """The lifetimes of the items of ``stream`` in window ``spec`` (a ``cep.algebra.windows`` window);
     ``t`` is not used (every instant at once)."""
-    match spec:
-        case W.Now():
-            return w_range(stream, 0)
-        case W.All():
-            return w_all(stream)
-        case W.Triples(n=n):
-            return w_triples(stream, n)
-        case W.Range(step=None, tumbling=False):
-            return w_range(stream, spec.range.ticks(time_unit))
-        case W.Range():
-            return w_step(stream, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
-    raise TypeError(f"unknown window {spec!r}")
+    return W.apply_window(spec, time_unit, _WINDOWS, stream)
 
 
 def within_item(left: DataFrame, right: DataFrame, on: list[str]) -> DataFrame:
