@@ -66,6 +66,7 @@ from cep.engines.spark.triples import non_null, triple_part
 from cep.lowering.translate import compile_query
 from cep.terms import values as V
 from cep.terms.values import term_value
+from rdfcore.dictionary import merge_dictionaries
 from rdfcore.hashing import hash_longs, term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 
@@ -106,17 +107,13 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
         query = compile_query(query, prefixes)
     if not isinstance(query, A.Query):
         raise TypeError(f"evaluate() needs query text or a cep.algebra.patterns.Query, got {type(query).__name__}")
+    computed: list = []
     if rules:
-
-        computed: list = []
         streams = close_rules(check_rules(query, rules), background, streams, int(at), time_unit,
                               dictionary=dictionary, terms=computed)
-        for extra in computed:
-            extra = extra.select(ID, TERM)
-            dictionary = extra if dictionary is None else dictionary.unionByName(extra)
         if terms is not None:
             terms.extend(computed)
-    runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+    runtime = _Runtime(background, streams, int(at), time_unit, [dictionary, *computed], since)
     runtime.keep_terms = terms is not None
     result = runtime.query(query)
     if terms is not None:
@@ -141,7 +138,7 @@ def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str
         if last is not None and at <= last:
             raise ValueError(f"evaluation instants must increase, got {at} after {last}")
         last = at
-        runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+        runtime = _Runtime(background, streams, int(at), time_unit, [dictionary], since)
         runtime.keep_terms = terms is not None
         runtime.consumed = consumed
         result = runtime.query(query).cache()
@@ -194,9 +191,9 @@ class Prepared:
         self.cache.clear()
         self.terms.clear()
 
-    def runtime(self, streams: Mapping, dictionary: DataFrame | None = None) -> "_Runtime":
+    def runtime(self, streams: Mapping, dictionaries: Sequence[DataFrame | None] = ()) -> "_Runtime":
         """A lifetimes runtime over the prepared background (its results and computed terms kept)."""
-        runtime = _Runtime(self.background, streams, None, self.time_unit, dictionary, self.since, ops=L,
+        runtime = _Runtime(self.background, streams, None, self.time_unit, dictionaries, self.since, ops=L,
                            cache=self.cache)
         runtime.keep_terms = True
         runtime.terms = self.terms   # what a first evaluation of a background computes stays here
@@ -206,7 +203,7 @@ class Prepared:
     def background_lifetimes(self) -> dict:
         """{``A.Background`` node of the query: its mappings with lifetimes (``cep.engines.spark.lifetimes``
         columns)}, evaluated once and kept (what ``cep.engines.driver.rows`` joins the stream with)."""
-        runtime = self.runtime({}, self.dictionary)
+        runtime = self.runtime({}, [self.dictionary])
         nodes = dict.fromkeys(n for n in A.walk(self.query.form) if isinstance(n, A.Background))
         return {node: runtime.background_pattern(node) for node in nodes}
 
@@ -219,11 +216,7 @@ def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: Data
     ``dictionary`` adds terms for FILTERs (e.g. the streams' terms) to the prepared one;
     ``computed`` receives (id, term) frames of the terms the evaluation made (a CONSTRUCT
     template's blank nodes), to decode the result with."""
-    dictionaries = [d for d in (prepared.dictionary, dictionary) if d is not None]
-    merged = None
-    for d in dictionaries:
-        merged = d if merged is None else merged.unionByName(d)
-    runtime = prepared.runtime(streams, merged)
+    runtime = prepared.runtime(streams, [prepared.dictionary, dictionary])
     runtime.template_terms = computed if computed is not None else []
     return runtime.query(prepared.query)
 
@@ -263,14 +256,17 @@ _Scope = _Window | _Graph | _Occurrences | None
 
 class _Runtime:
     """One walk of the algebra, building a plan from an operator family: ``cep.engines.spark.intervals`` (⟦Q, t⟧
-    at one instant ``at``) or ``cep.engines.spark.lifetimes`` (every instant at once; ``at`` unused). ``cache``:
-    background pattern results kept across runtimes (``Prepared``)."""
+    at one instant ``at``) or ``cep.engines.spark.lifetimes`` (every instant at once; ``at`` unused).
+    ``dictionaries``: the (id, term) DataFrames given (None: none given), with a store's, merged where terms
+    are looked up (``rdfcore.dictionary.merge_dictionaries``). ``cache``: background pattern results kept
+    across runtimes (``Prepared``)."""
 
-    def __init__(self, background, streams, at, time_unit, dictionary, since, *, ops=I, cache: dict | None = None):
+    def __init__(self, background, streams, at, time_unit, dictionaries: Sequence[DataFrame | None], since, *,
+                 ops=I, cache: dict | None = None):
         from reasoner.store import Materialized
 
         self.store = None
-        dictionaries = [dictionary] if dictionary is not None else []
+        dictionaries = [d for d in dictionaries if d is not None]
         if isinstance(background, Materialized):
             self.store = background
             dictionaries.append(background.table(DICTIONARY))
@@ -551,10 +547,7 @@ class _Runtime:
             if not self.dictionaries:
                 raise DictionaryRequiredError(f"BIND {expr} needs term values but evaluate() got no dictionary "
                                               "(pass dictionary=DataFrame(id, term))")
-            dictionary = self.dictionaries[0].select(ID, TERM)
-            for d in self.dictionaries[1:]:
-                dictionary = dictionary.unionByName(d.select(ID, TERM))
-            dictionary = dictionary.dropDuplicates([ID])
+            dictionary = merge_dictionaries(self.dictionaries)
             for c in needed:
                 lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(scratch("term", c)))
                 df = df.join(lookup, F.col(c) == F.col(scratch("id", c)), "left").drop(scratch("id", c))
@@ -844,10 +837,7 @@ def close_rules(rules: Sequence[A.Query], background, streams: Mapping, at: int,
             # the terms this round computed (BIND, a sub-query's expr AS ?v, blank nodes), cut
             # from their plan: a term computed by BIND reads the dictionary, which holds the
             # earlier rounds' terms, so their plans would nest round into round
-            extra = found_terms[0].select(ID, TERM)
-            for more in found_terms[1:]:
-                extra = extra.unionByName(more.select(ID, TERM))
-            extra = extra.distinct().localCheckpoint()
+            extra = merge_dictionaries(found_terms).localCheckpoint()
             for more in found_terms:
                 more.unpersist()
             terms.append(extra)

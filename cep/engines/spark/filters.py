@@ -61,6 +61,7 @@ from cep.terms.literals import (AGGREGATE_SCALE, DATETIME_PATTERN, DAY_TIME_DURA
                                 XSD_BOOLEAN, XSD_DATETIME, XSD_DAYTIMEDURATION, XSD_DECIMAL, XSD_STRING,
                                 datetime_term, number_kind, parse_literal, temporal_value)
 from cep.algebra.windows import TIME_UNITS
+from rdfcore.dictionary import merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, TERM
 
@@ -801,10 +802,7 @@ class _Filter:
             raise DictionaryRequiredError(
                 f"FILTER {self.condition} needs term values but evaluate() got no dictionary "
                 f"(pass dictionary=DataFrame(id, term) or a reasoner store as background)")
-        out = self.dictionaries[0].select(ID, TERM)
-        for d in self.dictionaries[1:]:
-            out = out.unionByName(d.select(ID, TERM))
-        return out.distinct()
+        return merge_dictionaries(self.dictionaries)
 
     def compile(self, e, columns) -> _Val:
         pair = _id_compare(e)
