@@ -780,11 +780,11 @@ def _bgp_in_items(node: A.BGP, items: DataFrame, ops) -> DataFrame:
     key = (ITEM, T_START, T_END)
     if not node.patterns:
         return items.select(T_START, T_END, *ops.EXTRA).distinct()
+    refusal = A.stream_path_refusal(node)
+    if refusal:
+        raise UnsupportedQueryError(refusal)
     out = None
     for tp in node.patterns:
-        if isinstance(tp, A.PathPattern):
-            raise UnsupportedQueryError(
-                f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
         part = triple_part(tp, items, key + ops.EXTRA)
         if out is None:
             out = part
@@ -799,11 +799,11 @@ def _bgp_over_occurrences(node: A.BGP, items: DataFrame) -> DataFrame:
     solution covers the occurrences' intervals (``cep.engines.spark.intervals.cover_join`` of the parts)."""
     if not node.patterns:
         raise UnsupportedQueryError("an empty group over the stream has no interval (EP-SPARQL §4.2)")
+    refusal = A.stream_path_refusal(node, "over a stream")
+    if refusal:
+        raise UnsupportedQueryError(refusal)
     out = None
     for tp in node.patterns:
-        if isinstance(tp, A.PathPattern):
-            raise UnsupportedQueryError(f"property path {tp} over a stream: paths are evaluated on "
-                                        "background graphs only")
         part = I.canonical(triple_part(tp, items, (T_START, T_END))).distinct()
         out = part if out is None else I.cover_join(out, part)
     return out
