@@ -51,23 +51,22 @@ from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.algebra.timeline import MIN_TIME
-from cep.engines.columns import (ITEM, STREAM_COLUMNS, T_END, T_START, column_var, is_var_column, scratch, var_column,
-                                 var_columns)
+from cep.engines.columns import ITEM, STREAM_COLUMNS, T_END, T_START, column_var, scratch, var_column, var_columns
 from cep.engines.errors import CepInputError, DictionaryRequiredError, MissingInputError, UnsupportedQueryError
 from cep.engines.rules import DERIVED, MAX_ROUNDS, check_rules, no_fixpoint
 from cep.engines.spark import graphpatterns as sparql
 from cep.engines.spark import intervals as I
 from cep.engines.spark import lifetimes as L
+from cep.engines.spark.arrow import evaluate_rows, solution_seed
 from cep.engines.spark.csparql import IN_DEFAULT, aggregate, snapshot_graph, stream_graph, timed_filter
-from cep.engines.spark.filters import ORDER, filter_mappings, order_answers, order_solutions, solution_seed
+from cep.engines.spark.filters import ORDER, filter_mappings, order_answers, order_solutions
 from cep.engines.spark.graphpatterns import correlate, group_cover, minus, values_rows
 from cep.engines.spark.rsepql import USED_COLUMNS, match_events, rsep_window, used_triples
 from cep.engines.spark.triples import non_null, triple_part
 from cep.lowering.translate import compile_query
-from cep.terms import values as V
 from cep.terms.values import term_value
 from rdfcore.dictionary import merge_dictionaries
-from rdfcore.hashing import hash_longs, term_id
+from rdfcore.hashing import term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 
 __all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
@@ -535,11 +534,10 @@ class _Runtime:
 
     def extend(self, omega: DataFrame, var: A.Var, expr) -> DataFrame:
         """BIND: ``var`` bound to the term of ``expr`` per row (``cep.terms.numbers.term_value``, the very
-        function the reference uses, run over Arrow batches of the decoded terms: exact typed
-        arithmetic that Spark SQL's decimals cannot give). The terms computed are handed to the
-        caller (``terms=``) and to later FILTERs."""
-        import pyarrow as pa
-        from pyspark.sql.types import StringType, StructField, StructType
+        function the reference uses, run over Arrow batches of the decoded terms by
+        ``cep.engines.spark.arrow.evaluate_rows``: exact typed arithmetic that Spark SQL's decimals
+        cannot give). The terms computed are handed to the caller (``terms=``) and to later FILTERs."""
+        from pyspark.sql.types import StringType, StructField
 
         needed = sorted(c for c in {var_column(v.name) for v in A.expr_variables(expr)} if c in omega.columns)
         df = omega
@@ -552,35 +550,12 @@ class _Runtime:
                 lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(scratch("term", c)))
                 df = df.join(lookup, F.col(c) == F.col(scratch("id", c)), "left").drop(scratch("id", c))
         names = {scratch("term", c): column_var(c) for c in needed}
-        value, unit, at = scratch("bound"), self.unit, self.at
-        schema = StructType(df.schema.fields + [StructField(value, StringType(), True)])
-        # RAND(), BNODE() ... draw from the whole solution (cep.terms.values.solution_hash), of which
-        # the terms decoded here are a part: its hash from the variables' ids, per row
-        drawn = any(isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS for x in A.subexpressions(expr))
-        solution = sorted((c for c in omega.columns if is_var_column(c)), key=column_var) if drawn else []
+        value, unit = scratch("bound"), self.unit
 
-        def compute(batches):
-            instant = V.EVALUATION_INSTANT.set(at)
-            try:
-                for batch in batches:
-                    terms = {n: batch.column(n).to_pylist() for n in names}
-                    starts, ends = batch.column(T_START).to_pylist(), batch.column(T_END).to_pylist()
-                    ids = [batch.column(c).to_pylist() for c in solution]
-                    out = []
-                    for i in range(batch.num_rows):
-                        mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
-                        seed = V.SOLUTION_SEED.set(hash_longs(*(column[i] for column in ids), starts[i], ends[i])
-                                                 if drawn else None)
-                        try:
-                            out.append(term_value(expr, mu, (starts[i], ends[i]), unit))
-                        finally:
-                            V.SOLUTION_SEED.reset(seed)
-                    yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(out, pa.string())],
-                                                     names=batch.schema.names + [value])
-            finally:
-                V.EVALUATION_INSTANT.reset(instant)
+        def row(mu, interval) -> tuple:
+            return (term_value(expr, mu, interval, unit),)
 
-        extended = df.mapInArrow(compute, schema)
+        extended = evaluate_rows(df, [expr], names, row, [StructField(value, StringType(), True)], instant=self.at)
         if self.keep_terms:   # the terms and the rows read it: computed once (the terms are cached too)
             extended = extended.persist()
         ident = F.when(F.col(value).isNotNull(), F.xxhash64(F.col(value)))
@@ -751,7 +726,7 @@ def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
 def _fresh_blank(label: str, columns) -> Column:
     """The blank node a CONSTRUCT template's ``_:label`` stands for in one solution (SPARQL 1.1
     §16.2: a fresh one per solution): ``cep.terms.values.fresh_blank``'s term — the solution's hash
-    (``cep.engines.spark.filters.solution_seed``: its variables by name, nulls skipped, and its interval), as
+    (``cep.engines.spark.arrow.solution_seed``: its variables by name, nulls skipped, and its interval), as
     that function computes it — so both runtimes name it alike."""
     return F.concat(F.lit(f"_:{label}_"), F.lpad(F.lower(F.hex(solution_seed(columns))), 16, "0"))
 
