@@ -57,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ontologies import vienna  # noqa: E402
 from ontologies.data import data_dir  # noqa: E402
+from rdfcore.terms import write_ntriples  # noqa: E402
 
 V = vienna.VIENNA_NS
 PREFIX = f"PREFIX : <{V}>\n"
@@ -153,8 +154,9 @@ def vienna_graph(spark, directory: Path, work: Path):
 
     network = vienna.build(directory)
     nt = work / "vienna.nt"
-    count = vienna.write_ntriples(network, nt)
-    rows = [tuple(line[:-3].split(" ", 2)) for line in vienna.triples(network)]
+    lines = vienna.triples(network)
+    count = write_ntriples(nt, lines, vienna.HEADER)
+    rows = [tuple(line[:-3].split(" ", 2)) for line in lines]
     strings = spark.createDataFrame(rows, "s string, p string, o string")
     encoded = encode_triples(strings).persist(StorageLevel.MEMORY_AND_DISK)
     encoded.count()

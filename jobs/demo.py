@@ -97,11 +97,13 @@ def run(args: argparse.Namespace) -> int:
     from jobs import paths as paths_job
     from jobs import query as query_job
     from ontologies import vienna
+    from rdfcore.terms import write_ntriples
 
     network = vienna.build(data_dir(args.data_dir))
     network_nt = out / "vienna.nt"
-    print(json.dumps({**vienna.summary(network, data_dir(args.data_dir) / "vienna"),
-                      "triples": vienna.write_ntriples(network, network_nt)}, ensure_ascii=False))
+    written = write_ntriples(network_nt, vienna.triples(network), vienna.HEADER)
+    print(json.dumps({**vienna.summary(network, data_dir(args.data_dir) / "vienna"), "triples": written},
+                     ensure_ascii=False))
     answers = io.StringIO()
     paths_job.main(["--data", str(network_nt), "--prefix", f"={VIENNA}", "--path", "(^:beg/[:means :subway]/:end)+",
                     "--to", f":{STEPHANSPLATZ}"], spark=spark, out=answers)

@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
     from rdfcore.fs import is_hadoop
     from rdfcore.locations import location
+    from rdfcore.terms import write_ntriples
     from ontologies import milan
     from ontologies.data import data_dir
     from scenarios import milan_routing as mr
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     trigger = trigger_for(args.trigger)
     network = milan.build(data_dir(args.data_dir))
     if args.network_out:
-        milan.write_ntriples(network, args.network_out)
+        write_ntriples(args.network_out, milan.triples(network), milan.HEADER)
     if args.generate is not None:
         from scenarios.milan_stream import plan_agents, write_stream
 

@@ -185,7 +185,7 @@ def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | Non
     from paths import evaluate
     from paths.local import LocalTooLarge
     from paths.spark import END, START, PathGraph, PathIterationLimit
-    from rdfcore.dictionary import build_dictionary, decode, encode_triples
+    from rdfcore.dictionary import build_dictionary, decode, encode_triples, merge_dictionaries
     from rdfcore.hashing import term_id
     from rdfcore.loading import load
     from rdfcore.schema import FILE, ID, LINE, REASON, TERM
@@ -203,7 +203,7 @@ def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | Non
     constants = [t for t in (query.start, query.end) if t is not None]
     if constants:  # a bound end relates to itself even when it is not in the data (§18.5)
         extra = spark.createDataFrame([(term_id(t), t) for t in constants], f"{ID} long, {TERM} string")
-        dictionary = dictionary.unionByName(extra).dropDuplicates([ID])
+        dictionary = merge_dictionaries([dictionary, extra])
     try:
         pairs = evaluate(PathGraph(encoded), query.path, start=query.start, end=query.end, engine=engine)
         decoded = decode(pairs, dictionary, (START, END)).orderBy(F.col(START), F.col(END))

@@ -423,7 +423,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     from cep.io.streams import read_stream
     from jobs.spark import build_session
     from reasoner.api import encoded_closure
-    from rdfcore.dictionary import checked_dictionary, decode
+    from rdfcore.dictionary import checked_dictionary, decode, merge_dictionaries
     from rdfcore.hashing import term_id
     from rdfcore.loading import load
     from rdfcore.schema import ID, O, P, S, T_END, T_START, TERM
@@ -470,9 +470,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
             result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary,
                               terms=computed, rules=p.rules)
         if computed:
-            for terms in computed:
-                dictionary = dictionary.unionByName(terms.select(ID, TERM))
-            dictionary = dictionary.distinct()
+            dictionary = merge_dictionaries([dictionary, *computed])
         if isinstance(query.form, A.Construct):
             stream_out = query.registration is not None and query.registration[0] == "STREAM"
             keep = (S, P, O, T_START) if stream_out else (S, P, O)

@@ -46,7 +46,7 @@ from ontologies.data import data_dir
 from ontologies.vienna import (BUS, DUR, RDFS_COMMENT, STOP, SUBWAY, TRAM, Reject, connection_triples,
                                great_circle_metres, line_triples, place_triples, v)
 from rdfcore.errors import SidecarError
-from rdfcore.terms import literal
+from rdfcore.terms import literal, write_ntriples
 
 MILAN_NS = "http://example.org/milan/"
 WALK = v("walk")
@@ -212,16 +212,9 @@ def triples(network: Network) -> list[str]:
     return out
 
 
+#: the comment lines the N-Triples file starts with
 HEADER = ("# ATM Milano network (AMAT Milano / Comune di Milano, GTFS), built by ontologies/milan.py.\n"
           "# :dur is an ESTIMATE (the source has no travel times): " + DUR_COMMENT + "\n")
-
-
-def write_ntriples(network: Network, out_path: str | Path) -> int:
-    lines = triples(network)
-    with open(out_path, "w", encoding="utf-8", newline="\n") as out:
-        out.write(HEADER)
-        out.writelines(lines)
-    return len(lines)
 
 
 def summary(network: Network) -> dict:
@@ -239,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         network = build(data_dir(args.data_dir))
-        n = write_ntriples(network, args.out)
+        n = write_ntriples(args.out, triples(network), HEADER)
     except (FileNotFoundError, MilanDataError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ from pathlib import Path
 from ontologies.data import data_dir
 from rdfcore.errors import SidecarError
 from rdfcore.progress import Progress
-from rdfcore.terms import literal
+from rdfcore.terms import literal, write_ntriples
 from rdfcore.vocab import RDF_TYPE, RDFS_LABEL, RDFS_SUBCLASSOF, iri
 
 PLANTS_NS = "http://example.org/plants#"
@@ -168,9 +168,7 @@ def write_hierarchy(
         if ranks:
             lines.append(f"{cls} {PLANTS_RANK} {nt_string(taxon.rank)} .\n")
     lines.sort()
-    with open(out_path, "w", encoding="utf-8", newline="\n") as out:
-        out.writelines(lines)
-    return len(lines)
+    return write_ntriples(out_path, lines)
 
 
 def instance_classes(taxa: Sequence[Taxon]) -> list[Taxon]:

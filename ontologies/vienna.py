@@ -61,7 +61,7 @@ from pathlib import Path
 from ontologies.data import data_dir
 from rdfcore.errors import SidecarError
 from rdfcore.progress import Progress
-from rdfcore.terms import literal
+from rdfcore.terms import literal, write_ntriples
 from rdfcore.vocab import RDF_TYPE, RDFS_LABEL, RDFS_NS, XSD_DECIMAL, XSD_INTEGER, XSD_NS, iri
 
 VIENNA_NS = "http://example.org/vienna#"
@@ -479,20 +479,12 @@ def triples(network: Network) -> list[str]:
     return out
 
 
+#: the comment lines the N-Triples file starts with
 HEADER = (
     "# Wiener Linien network (Datenquelle: Stadt Wien - data.wien.gv.at, CC BY 4.0), built by ontologies/vienna.py.\n"
     "# Nodes are stations (DIVA); :beg/:end of a connection are stations, :begPoint/:endPoint its stop points.\n"
     "# :dur is an ESTIMATE (the source has no travel times): " + DUR_COMMENT + "\n"
 )
-
-
-def write_ntriples(network: Network, out_path: str | Path) -> int:
-    """Write the N-Triples file (a header comment, then sorted triples); returns the triple count."""
-    lines = triples(network)
-    with open(out_path, "w", encoding="utf-8", newline="\n") as out:
-        out.write(HEADER)
-        out.writelines(lines)
-    return len(lines)
 
 
 def write_rejects(network: Network, out_path: str | Path) -> int:
@@ -534,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         network = build(source)
         progress.phase("network built from the Wiener Linien CSVs")
         report = summary(network, source / "vienna")
-        report["triples"] = write_ntriples(network, args.out)
+        report["triples"] = write_ntriples(args.out, triples(network), HEADER)
         progress.phase(f"{args.out} written", rows=report["triples"])
         report["out"] = str(args.out)
         if args.rejects:

@@ -57,19 +57,30 @@ def checked_dictionary(parts: Sequence[DataFrame]) -> tuple[DataFrame, DataFrame
     """One ``(id, term)`` row per id from the union of ``parts`` (each ``(id, term)``, duplicates
     allowed); raises :class:`HashCollisionError` when two distinct terms share an id.
 
-    The distinct ``(id, term)`` pairs are the dictionary when no id has two of them. Both steps
-    are hash aggregations (a ``min``/``max`` of the terms per id would be a sort-based one:
-    Spark's hash aggregation keeps no string buffers), and the check shuffles ids only.
-    Returns the dictionary and the persisted frame behind it (``unpersist()`` it when done).
+    The distinct ``(id, term)`` pairs (:func:`merge_dictionaries`) are the dictionary when no id
+    has two of them; the check shuffles ids only. Returns the dictionary and the persisted frame
+    behind it (``unpersist()`` it when done).
     """
+    # On disk only: a dictionary of millions of strings must not hold the executors' memory,
+    # which the joins and aggregations of the closure need (a 1 GB driver runs out otherwise).
+    pairs = merge_dictionaries(parts).persist(StorageLevel.DISK_ONLY)
+    check_collisions(pairs)
+    return pairs, pairs
+
+
+def merge_dictionaries(parts: Sequence[DataFrame]) -> DataFrame:
+    """One ``(id, term)`` row per id from the union of the dictionaries ``parts`` (at least one;
+    each has ``id`` and ``term`` columns, others are dropped; duplicates allowed): a store's
+    dictionary, the terms of a query or of a batch, the terms an evaluation computed.
+
+    The id is the hash of the term, so the distinct ``(id, term)`` pairs are one per id (unless
+    two terms collide, which :func:`check_collisions` reports). ``distinct()`` is a hash
+    aggregation; ``dropDuplicates([id])`` would be a sort-based one (its ``first(term)`` keeps a
+    string buffer, which Spark's hash aggregation does not), as would a ``min``/``max`` per id."""
     union = parts[0].select(ID, TERM)
     for part in parts[1:]:
         union = union.unionAll(part.select(ID, TERM))
-    # On disk only: a dictionary of millions of strings must not hold the executors' memory,
-    # which the joins and aggregations of the closure need (a 1 GB driver runs out otherwise).
-    pairs = union.distinct().persist(StorageLevel.DISK_ONLY)
-    check_collisions(pairs)
-    return pairs, pairs
+    return union.distinct()
 
 
 def bulk_dictionary(triples: DataFrame, partitions: int) -> DataFrame:

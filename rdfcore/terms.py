@@ -1,10 +1,14 @@
-"""RDF terms as N-Triples strings: conversion from rdflib terms and small predicates.
+"""RDF terms as N-Triples strings: conversion from rdflib terms, small predicates, and the writer of
+an N-Triples file (:func:`write_ntriples`).
 
 The canonical form follows RDF 1.1 N-Triples: IRIs in angle brackets, literals with only
 ``"``, ``\\``, LF and CR escaped, ``xsd:string`` literals written as simple literals, language
 tags lower-cased (as rdflib normalises them).
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
 
 from rdflib import BNode, Literal, URIRef
 from rdflib.term import Node
@@ -34,3 +38,11 @@ def from_rdflib(node: Node, bnode_scope: str = "") -> str:
         return literal(str(node), lang=node.language, datatype=f"<{node.datatype}>" if node.datatype else None)
     raise TypeError(f"not an RDF term: {node!r} ({type(node).__name__})")
 
+
+def write_ntriples(out_path: str | Path, lines: Sequence[str], header: str = "") -> int:
+    """Write an N-Triples file: ``header`` (comment lines, each ending in a newline), then ``lines``
+    (triples, each ending in a newline) as they are, UTF-8 with LF line ends; returns the triple count."""
+    with open(out_path, "w", encoding="utf-8", newline="\n") as out:
+        out.write(header)
+        out.writelines(lines)
+    return len(lines)

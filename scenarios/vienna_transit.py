@@ -83,6 +83,7 @@ def real_network(work: str | Path, data_dir: str | None = None, vehicles: int = 
     ``work/vehicles.nt``; the query's centre becomes ``centre`` (DIVA or station name)."""
     from ontologies import vienna
     from ontologies.data import data_dir as find_data_dir
+    from rdfcore.terms import write_ntriples
 
     if vehicles < 1 or not 0 <= subways <= vehicles:
         raise TransitError(f"a fleet of {vehicles} vehicles with {subways} subways: need 0 <= subways <= vehicles >= 1")
@@ -93,7 +94,7 @@ def real_network(work: str | Path, data_dir: str | None = None, vehicles: int = 
     nt = work / "network.nt"
     if not nt.exists():
         tmp = work / ".network.nt.tmp"
-        vienna.write_ntriples(network, tmp)
+        write_ntriples(tmp, vienna.triples(network), vienna.HEADER)
         os.replace(tmp, nt)
     fleet = [f"veh{i}" for i in range(vehicles)]
     with open(work / "vehicles.nt", "w", encoding="utf-8") as out:

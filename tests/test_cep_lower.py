@@ -259,6 +259,14 @@ def test_inverse_link_is_a_triple_even_in_a_window():
     assert query.pattern.pattern == P1
 
 
+def test_stream_path_refusal_names_the_first_path():
+    first, second = (A.PathPattern(S_, PA.axis(PA.AxisKind.EDGE, False, iri(p)), V) for p in ("p", "q"))
+    assert A.stream_path_refusal(P1) is None
+    assert A.stream_path_refusal(A.bgp(*P1.patterns, first, second)) == (
+        f"property path {first} inside a WINDOW: paths are evaluated on background graphs only")
+    assert A.stream_path_refusal(A.bgp(second), "over a stream").startswith(f"property path {second} over a stream:")
+
+
 def _flatten(node):
     """(elements, index of the negated one) of a sequence tree, checking right association."""
     if isinstance(node, A.Sequence):

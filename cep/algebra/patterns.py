@@ -112,7 +112,7 @@ __all__ = [
     "triple", "path_pattern", "bgp", "join", "union", "left_join", "sequence", "seq", "project",
     "construct",
     "children", "walk", "variables", "constants", "leaves", "expr_variables", "event_clauses", "background_patterns",
-    "stream_patterns", "graph_name",
+    "stream_patterns", "graph_name", "stream_path_refusal",
 ]
 
 # --- checks (Var, the expressions and the windows live in cep.algebra.expressions and cep.algebra.windows) -----
@@ -1276,6 +1276,16 @@ def rsep_windows(node) -> tuple:
 def stream_patterns(node: "Pattern | Form") -> tuple[StreamPattern, ...]:
     """Every StreamPattern in ``node``, left to right, each once."""
     return tuple(dict.fromkeys(p for p in walk(node) if isinstance(p, StreamPattern)))
+
+
+def stream_path_refusal(node: BGP, where: str = "inside a WINDOW") -> str | None:
+    """Why an engine that evaluates property paths on background graphs only cannot match ``node``
+    against stream items (``where`` it stands: "inside a WINDOW", "over a stream"): the message
+    naming its first property path; None when it has none."""
+    for tp in node.patterns:
+        if isinstance(tp, PathPattern):
+            return f"property path {tp} {where}: paths are evaluated on background graphs only"
+    return None
 
 
 # --- smart constructors ------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from cep.continuous.runner import Runner
 from cep.continuous.state import (EMITTED, ITEMS, ITEM_COLUMNS, LAST, OUT_AT, OUT_END, OUT_START, OUT_VERSION, STREAM,
                                   TERM_COLUMNS, Meta, rows_table, table_rows)
 from rdfcore.hashing import term_id
-from rdfcore.schema import ID, O, P, S, TERM
+from rdfcore.schema import O, P, S
 
 __all__ = ["InstantsRunner", "LOCAL_MAX_SNAPSHOT"]
 
@@ -200,9 +200,7 @@ class InstantsRunner(Runner):
                                self.plan.time_unit, dictionary=dictionary, terms=computed,
                                rules=self.plan.rules).cache()
                       for c in instants]
-        for terms in computed:
-            dictionary = dictionary.unionByName(terms.select(ID, TERM))
-        dictionary = dictionary.dropDuplicates([ID]).cache()
+        dictionary = self._dictionary(items, side, computed).cache()
         results = []
         try:
             for c, frame in zip(instants, frames):

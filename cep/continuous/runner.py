@@ -89,6 +89,7 @@ from cep import algebra as A
 from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
 from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan
 from cep.algebra.timeline import OPEN_END
+from rdfcore.dictionary import decode, merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore import fs
 from rdfcore.fs import spark_path
@@ -683,23 +684,20 @@ class Runner:
         self.summary.answers += n
         return (new if self.plan.emit == ISTREAM else None), n, new, last
 
-    def _dictionary(self, items: DataFrame, side: StaticSide) -> DataFrame:
+    def _dictionary(self, items: DataFrame, side: StaticSide, computed: Sequence[DataFrame] = ()) -> DataFrame:
+        """The terms of the batch's items and the query's constants, the static side's dictionary and
+        computed terms, and ``computed`` (the terms an evaluation made): what decodes its answers."""
         parts = [items.select(F.col(c).alias(ID), F.col(TERM_COLUMNS[c]).alias(TERM)) for c in (S, P, O)]
         if self.constants:  # a literal relation: no Python rows to ship to the executors
             parts.append(self.spark.range(1).select(F.inline(F.array(*[
                 F.struct(F.lit(term_id(t)).cast("long").alias(ID), F.lit(t).alias(TERM)) for t in self.constants]))))
         if side.dictionary is not None:
-            parts.append(side.dictionary.select(ID, TERM))
-        parts += [t.select(ID, TERM) for t in self._static()[1].terms]   # the background's computed terms
-        return union_all(parts).dropDuplicates([ID])
+            parts.append(side.dictionary)
+        parts += self._static()[1].terms   # the background's computed terms
+        return merge_dictionaries([*parts, *computed])
 
     def _decode(self, new: DataFrame, items: DataFrame, side: StaticSide, computed: list = ()) -> DataFrame:
-        from rdfcore.dictionary import decode
-
-        dictionary = self._dictionary(items, side)
-        if computed:
-            dictionary = union_all([dictionary, *[t.select(ID, TERM) for t in computed]]).dropDuplicates([ID])
-        return decode(new, dictionary, tuple(self.columns)).orderBy(
+        return decode(new, self._dictionary(items, side, computed), tuple(self.columns)).orderBy(
             _AT, *[F.col(c).asc_nulls_first() for c in self.columns], T_START, T_END)
 
     def _keep(self, items: DataFrame, upto: int | None) -> DataFrame:

@@ -32,6 +32,7 @@ from cep.engines.spark.rsepql import rsep_window
 from cep.engines.spark.triples import non_null, triple_part
 from cep.terms.literals import (AGGREGATE_SCALE, DOUBLE_CANONICAL_PATTERN, LITERAL_JAVA_RE, NUMBER_LEXICAL,
                           NUMERIC_DATATYPES, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, RDF_LANGSTRING)
+from rdfcore.dictionary import merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM, require_columns
 
@@ -301,10 +302,7 @@ def aggregate(omega: DataFrame, specs, dictionaries, empty_interval: tuple[int, 
         if not dictionaries:
             raise DictionaryRequiredError("SUM/AVG/MIN/MAX aggregates need term values but evaluate() got no "
                                           "dictionary (pass dictionary=DataFrame(id, term))")
-        dictionary = dictionaries[0].select(ID, TERM)
-        for d in dictionaries[1:]:
-            dictionary = dictionary.unionByName(d.select(ID, TERM))
-        dictionary = dictionary.distinct()
+        dictionary = merge_dictionaries(dictionaries)
     present = set(omega.columns)
 
     def column(v: A.Var) -> Column:

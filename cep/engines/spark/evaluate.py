@@ -51,22 +51,22 @@ from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.algebra.timeline import MIN_TIME
-from cep.engines.columns import (ITEM, STREAM_COLUMNS, T_END, T_START, column_var, is_var_column, scratch, var_column,
-                                 var_columns)
+from cep.engines.columns import ITEM, STREAM_COLUMNS, T_END, T_START, column_var, scratch, var_column, var_columns
 from cep.engines.errors import CepInputError, DictionaryRequiredError, MissingInputError, UnsupportedQueryError
 from cep.engines.rules import DERIVED, MAX_ROUNDS, check_rules, no_fixpoint
 from cep.engines.spark import graphpatterns as sparql
 from cep.engines.spark import intervals as I
 from cep.engines.spark import lifetimes as L
+from cep.engines.spark.arrow import evaluate_rows, solution_seed
 from cep.engines.spark.csparql import IN_DEFAULT, aggregate, snapshot_graph, stream_graph, timed_filter
-from cep.engines.spark.filters import ORDER, filter_mappings, order_answers, order_solutions, solution_seed
+from cep.engines.spark.filters import ORDER, filter_mappings, order_answers, order_solutions
 from cep.engines.spark.graphpatterns import correlate, group_cover, minus, values_rows
 from cep.engines.spark.rsepql import USED_COLUMNS, match_events, rsep_window, used_triples
 from cep.engines.spark.triples import non_null, triple_part
 from cep.lowering.languages import compile_query
-from cep.terms import values as V
 from cep.terms.values import term_value
-from rdfcore.hashing import hash_longs, term_id
+from rdfcore.dictionary import merge_dictionaries
+from rdfcore.hashing import term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 
 __all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
@@ -106,17 +106,13 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
         query = compile_query(query, prefixes)
     if not isinstance(query, A.Query):
         raise TypeError(f"evaluate() needs query text or a cep.algebra.patterns.Query, got {type(query).__name__}")
+    computed: list = []
     if rules:
-
-        computed: list = []
         streams = close_rules(check_rules(query, rules), background, streams, int(at), time_unit,
                               dictionary=dictionary, terms=computed)
-        for extra in computed:
-            extra = extra.select(ID, TERM)
-            dictionary = extra if dictionary is None else dictionary.unionByName(extra)
         if terms is not None:
             terms.extend(computed)
-    runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+    runtime = _Runtime(background, streams, int(at), time_unit, [dictionary, *computed], since)
     runtime.keep_terms = terms is not None
     result = runtime.query(query)
     if terms is not None:
@@ -141,7 +137,7 @@ def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str
         if last is not None and at <= last:
             raise ValueError(f"evaluation instants must increase, got {at} after {last}")
         last = at
-        runtime = _Runtime(background, streams, int(at), time_unit, dictionary, since)
+        runtime = _Runtime(background, streams, int(at), time_unit, [dictionary], since)
         runtime.keep_terms = terms is not None
         runtime.consumed = consumed
         result = runtime.query(query).cache()
@@ -194,9 +190,9 @@ class Prepared:
         self.cache.clear()
         self.terms.clear()
 
-    def runtime(self, streams: Mapping, dictionary: DataFrame | None = None) -> "_Runtime":
+    def runtime(self, streams: Mapping, dictionaries: Sequence[DataFrame | None] = ()) -> "_Runtime":
         """A lifetimes runtime over the prepared background (its results and computed terms kept)."""
-        runtime = _Runtime(self.background, streams, None, self.time_unit, dictionary, self.since, ops=L,
+        runtime = _Runtime(self.background, streams, None, self.time_unit, dictionaries, self.since, ops=L,
                            cache=self.cache)
         runtime.keep_terms = True
         runtime.terms = self.terms   # what a first evaluation of a background computes stays here
@@ -206,7 +202,7 @@ class Prepared:
     def background_lifetimes(self) -> dict:
         """{``A.Background`` node of the query: its mappings with lifetimes (``cep.engines.spark.lifetimes``
         columns)}, evaluated once and kept (what ``cep.engines.driver.rows`` joins the stream with)."""
-        runtime = self.runtime({}, self.dictionary)
+        runtime = self.runtime({}, [self.dictionary])
         nodes = dict.fromkeys(n for n in A.walk(self.query.form) if isinstance(n, A.Background))
         return {node: runtime.background_pattern(node) for node in nodes}
 
@@ -219,11 +215,7 @@ def evaluate_lifetimes(prepared: Prepared, streams: Mapping, *, dictionary: Data
     ``dictionary`` adds terms for FILTERs (e.g. the streams' terms) to the prepared one;
     ``computed`` receives (id, term) frames of the terms the evaluation made (a CONSTRUCT
     template's blank nodes), to decode the result with."""
-    dictionaries = [d for d in (prepared.dictionary, dictionary) if d is not None]
-    merged = None
-    for d in dictionaries:
-        merged = d if merged is None else merged.unionByName(d)
-    runtime = prepared.runtime(streams, merged)
+    runtime = prepared.runtime(streams, [prepared.dictionary, dictionary])
     runtime.template_terms = computed if computed is not None else []
     return runtime.query(prepared.query)
 
@@ -263,14 +255,17 @@ _Scope = _Window | _Graph | _Occurrences | None
 
 class _Runtime:
     """One walk of the algebra, building a plan from an operator family: ``cep.engines.spark.intervals`` (⟦Q, t⟧
-    at one instant ``at``) or ``cep.engines.spark.lifetimes`` (every instant at once; ``at`` unused). ``cache``:
-    background pattern results kept across runtimes (``Prepared``)."""
+    at one instant ``at``) or ``cep.engines.spark.lifetimes`` (every instant at once; ``at`` unused).
+    ``dictionaries``: the (id, term) DataFrames given (None: none given), with a store's, merged where terms
+    are looked up (``rdfcore.dictionary.merge_dictionaries``). ``cache``: background pattern results kept
+    across runtimes (``Prepared``)."""
 
-    def __init__(self, background, streams, at, time_unit, dictionary, since, *, ops=I, cache: dict | None = None):
+    def __init__(self, background, streams, at, time_unit, dictionaries: Sequence[DataFrame | None], since, *,
+                 ops=I, cache: dict | None = None):
         from reasoner.store import Materialized
 
         self.store = None
-        dictionaries = [dictionary] if dictionary is not None else []
+        dictionaries = [d for d in dictionaries if d is not None]
         if isinstance(background, Materialized):
             self.store = background
             dictionaries.append(background.table(DICTIONARY))
@@ -539,11 +534,10 @@ class _Runtime:
 
     def extend(self, omega: DataFrame, var: A.Var, expr) -> DataFrame:
         """BIND: ``var`` bound to the term of ``expr`` per row (``cep.terms.numbers.term_value``, the very
-        function the reference uses, run over Arrow batches of the decoded terms: exact typed
-        arithmetic that Spark SQL's decimals cannot give). The terms computed are handed to the
-        caller (``terms=``) and to later FILTERs."""
-        import pyarrow as pa
-        from pyspark.sql.types import StringType, StructField, StructType
+        function the reference uses, run over Arrow batches of the decoded terms by
+        ``cep.engines.spark.arrow.evaluate_rows``: exact typed arithmetic that Spark SQL's decimals
+        cannot give). The terms computed are handed to the caller (``terms=``) and to later FILTERs."""
+        from pyspark.sql.types import StringType, StructField
 
         needed = sorted(c for c in {var_column(v.name) for v in A.expr_variables(expr)} if c in omega.columns)
         df = omega
@@ -551,43 +545,17 @@ class _Runtime:
             if not self.dictionaries:
                 raise DictionaryRequiredError(f"BIND {expr} needs term values but evaluate() got no dictionary "
                                               "(pass dictionary=DataFrame(id, term))")
-            dictionary = self.dictionaries[0].select(ID, TERM)
-            for d in self.dictionaries[1:]:
-                dictionary = dictionary.unionByName(d.select(ID, TERM))
-            dictionary = dictionary.dropDuplicates([ID])
+            dictionary = merge_dictionaries(self.dictionaries)
             for c in needed:
                 lookup = dictionary.select(F.col(ID).alias(scratch("id", c)), F.col(TERM).alias(scratch("term", c)))
                 df = df.join(lookup, F.col(c) == F.col(scratch("id", c)), "left").drop(scratch("id", c))
         names = {scratch("term", c): column_var(c) for c in needed}
-        value, unit, at = scratch("bound"), self.unit, self.at
-        schema = StructType(df.schema.fields + [StructField(value, StringType(), True)])
-        # RAND(), BNODE() ... draw from the whole solution (cep.terms.values.solution_hash), of which
-        # the terms decoded here are a part: its hash from the variables' ids, per row
-        drawn = any(isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS for x in A.subexpressions(expr))
-        solution = sorted((c for c in omega.columns if is_var_column(c)), key=column_var) if drawn else []
+        value, unit = scratch("bound"), self.unit
 
-        def compute(batches):
-            instant = V.EVALUATION_INSTANT.set(at)
-            try:
-                for batch in batches:
-                    terms = {n: batch.column(n).to_pylist() for n in names}
-                    starts, ends = batch.column(T_START).to_pylist(), batch.column(T_END).to_pylist()
-                    ids = [batch.column(c).to_pylist() for c in solution]
-                    out = []
-                    for i in range(batch.num_rows):
-                        mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
-                        seed = V.SOLUTION_SEED.set(hash_longs(*(column[i] for column in ids), starts[i], ends[i])
-                                                 if drawn else None)
-                        try:
-                            out.append(term_value(expr, mu, (starts[i], ends[i]), unit))
-                        finally:
-                            V.SOLUTION_SEED.reset(seed)
-                    yield pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array(out, pa.string())],
-                                                     names=batch.schema.names + [value])
-            finally:
-                V.EVALUATION_INSTANT.reset(instant)
+        def row(mu, interval) -> tuple:
+            return (term_value(expr, mu, interval, unit),)
 
-        extended = df.mapInArrow(compute, schema)
+        extended = evaluate_rows(df, [expr], names, row, [StructField(value, StringType(), True)], instant=self.at)
         if self.keep_terms:   # the terms and the rows read it: computed once (the terms are cached too)
             extended = extended.persist()
         ident = F.when(F.col(value).isNotNull(), F.xxhash64(F.col(value)))
@@ -758,7 +726,7 @@ def _template_columns(tp: A.TriplePattern, columns) -> list[Column]:
 def _fresh_blank(label: str, columns) -> Column:
     """The blank node a CONSTRUCT template's ``_:label`` stands for in one solution (SPARQL 1.1
     §16.2: a fresh one per solution): ``cep.terms.values.fresh_blank``'s term — the solution's hash
-    (``cep.engines.spark.filters.solution_seed``: its variables by name, nulls skipped, and its interval), as
+    (``cep.engines.spark.arrow.solution_seed``: its variables by name, nulls skipped, and its interval), as
     that function computes it — so both runtimes name it alike."""
     return F.concat(F.lit(f"_:{label}_"), F.lpad(F.lower(F.hex(solution_seed(columns))), 16, "0"))
 
@@ -787,11 +755,11 @@ def _bgp_in_items(node: A.BGP, items: DataFrame, ops) -> DataFrame:
     key = (ITEM, T_START, T_END)
     if not node.patterns:
         return items.select(T_START, T_END, *ops.EXTRA).distinct()
+    refusal = A.stream_path_refusal(node)
+    if refusal:
+        raise UnsupportedQueryError(refusal)
     out = None
     for tp in node.patterns:
-        if isinstance(tp, A.PathPattern):
-            raise UnsupportedQueryError(
-                f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
         part = triple_part(tp, items, key + ops.EXTRA)
         if out is None:
             out = part
@@ -806,11 +774,11 @@ def _bgp_over_occurrences(node: A.BGP, items: DataFrame) -> DataFrame:
     solution covers the occurrences' intervals (``cep.engines.spark.intervals.cover_join`` of the parts)."""
     if not node.patterns:
         raise UnsupportedQueryError("an empty group over the stream has no interval (EP-SPARQL §4.2)")
+    refusal = A.stream_path_refusal(node, "over a stream")
+    if refusal:
+        raise UnsupportedQueryError(refusal)
     out = None
     for tp in node.patterns:
-        if isinstance(tp, A.PathPattern):
-            raise UnsupportedQueryError(f"property path {tp} over a stream: paths are evaluated on "
-                                        "background graphs only")
         part = I.canonical(triple_part(tp, items, (T_START, T_END))).distinct()
         out = part if out is None else I.cover_join(out, part)
     return out
@@ -844,10 +812,7 @@ def close_rules(rules: Sequence[A.Query], background, streams: Mapping, at: int,
             # the terms this round computed (BIND, a sub-query's expr AS ?v, blank nodes), cut
             # from their plan: a term computed by BIND reads the dictionary, which holds the
             # earlier rounds' terms, so their plans would nest round into round
-            extra = found_terms[0].select(ID, TERM)
-            for more in found_terms[1:]:
-                extra = extra.unionByName(more.select(ID, TERM))
-            extra = extra.distinct().localCheckpoint()
+            extra = merge_dictionaries(found_terms).localCheckpoint()
             for more in found_terms:
                 more.unpersist()
             terms.append(extra)

@@ -16,10 +16,10 @@ drops the row, as FILTER does, §18.5 Filter):
 * computed numbers (arithmetic, the numeric functions, and IF / COALESCE choosing among them and
   terms) that read the solution are computed by ``cep.terms.numbers.number`` — the reference's function,
   XPath's types, exact integers and decimals — over Arrow batches of the decoded terms
-  (``_Filter.computed``; a Python UDF, the module's only ones with IRI() under a BASE), and
-  constant ones once on the driver; their terms, parts and values are columns the condition then
-  reads. Left to Spark SQL's doubles: a number computed from EXISTS or timestamp(), a bare RAND(),
-  and ORDER BY keys;
+  (``_Filter.computed``, by ``cep.engines.spark.arrow``; a Python UDF, the module's only ones with
+  IRI() under a BASE), and constant ones once on the driver; their terms, parts and values are
+  columns the condition then reads. Left to Spark SQL's doubles: a number computed from EXISTS or
+  timestamp(), a bare RAND(), and ORDER BY keys;
 * ``STR``, ``LANG``, ``DATATYPE``, ``REGEX`` (pattern and flags constant strings; flags i, m, s, x);
 * the §17.4 built-ins of ``cep.algebra.expressions.BUILTINS`` (string tests and functions, term tests,
   numeric functions, IF, COALESCE, CONCAT, SUBSTR, STRBEFORE, STRAFTER, REPLACE with a constant
@@ -54,13 +54,15 @@ from cep.terms import values as V
 from cep.terms.values import (ABSOLUTE_IRI, SALTS, eval_expr,
                               term_builtin as scalar_term_builtin)
 from cep.algebra.expressions import SOLUTION_BUILTINS, TERM_BUILTINS
-from cep.engines.columns import column_var, is_var_column, scratch, T_END, T_START, var_column
+from cep.engines.spark.arrow import evaluate_rows, solution_seed
+from cep.engines.columns import column_var, scratch, T_END, T_START, var_column
 from cep.engines.errors import DictionaryRequiredError, UnsupportedQueryError
 from cep.terms.literals import (AGGREGATE_SCALE, DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES,
                                 ESCAPES, LITERAL_JAVA_RE, NUMBER_LEXICAL, NUMERIC_DATATYPES, RDF_LANGSTRING,
                                 XSD_BOOLEAN, XSD_DATETIME, XSD_DAYTIMEDURATION, XSD_DECIMAL, XSD_STRING,
                                 datetime_term, number_kind, parse_literal, temporal_value)
 from cep.algebra.windows import TIME_UNITS
+from rdfcore.dictionary import merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, TERM
 
@@ -90,14 +92,6 @@ def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFram
     (None: NOW() is an error)."""
     return _Filter(condition, tuple(dictionaries), time_unit, tuple((stamps or {}).items()),
                    tuple((exists or {}).items()), instant).apply(omega)
-
-
-def solution_seed(columns) -> Column:
-    """``cep.terms.values.solution_hash`` of each row: Spark's ``xxhash64`` chained over the variable
-    columns by variable name (a null, an unbound variable, skipped) and the interval's ends."""
-    names = sorted(column_var(c) for c in columns if is_var_column(c))
-    interval = [F.col(c) for c in (T_START, T_END) if c in columns]
-    return F.xxhash64(*[F.col(var_column(n)) for n in names], *interval)
 
 
 def _drawn_calls(condition) -> list:
@@ -719,73 +713,33 @@ class _Filter:
         """``df`` with the value of each computed number of the condition (``_computed_numbers``)
         in three columns of its own (``_computed_columns``: its term, exact value, double), from
         ``cep.terms.numbers.number`` — the reference's very function — run over Arrow batches of the
-        decoded terms, once per distinct input in a batch. Spark SQL's decimals round a
+        decoded terms (``cep.engines.spark.arrow.evaluate_rows``). Spark SQL's decimals round a
         decimal(38, 18) product or quotient to 6 fraction digits; XPath's types and exact
         integers and decimals are kept so."""
-        import pyarrow as pa
-        from pyspark.sql.types import DecimalType, DoubleType, StringType, StructField, StructType
+        from pyspark.sql.types import DecimalType, DoubleType, StringType, StructField
 
         exprs = _computed_numbers(self.condition)
         if not exprs:
             return df
         reads = sorted({var_column(v.name) for e in exprs for v in A.expr_variables(e)})
         names = {_term_column(c): column_var(c) for c in reads if _term_column(c) in df.columns}
-        drawn = any(isinstance(x, A.Builtin) and x.name in SOLUTION_BUILTINS and x.name != "NOW"
-                    for e in exprs for x in A.subexpressions(e))
-        timed = any(A.uses_interval(e) for e in exprs)
-        seed = scratch("seed")
-        source = df.select(*df.columns, solution_seed(df.columns).alias(seed)) if drawn else df
-        has_interval = T_START in df.columns and T_END in df.columns
-        outputs = [_computed_columns(i) for i in range(len(exprs))]
-        fields = [StructField(c, t(), True) for out in outputs
-                  for c, t in zip(out, (StringType, StringType, StringType, StringType,
-                                        lambda: DecimalType(38, AGGREGATE_SCALE), DoubleType))]
-        schema = StructType(source.schema.fields + fields)
-        unit, at = self.time_unit, self.instant
+        fields = [StructField(c, t, True) for i in range(len(exprs))
+                  for c, t in zip(_computed_columns(i), (StringType(), StringType(), StringType(), StringType(),
+                                                         DecimalType(38, AGGREGATE_SCALE), DoubleType()))]
+        unit = self.time_unit
 
-        def compute(batches):
+        def row(mu, interval) -> list:
+            out = []
+            for e in exprs:
+                n = eval_expr(e, mu, interval, unit)
+                ok = isinstance(n, Number)
+                text = n.term() if ok else n if isinstance(n, str) else None
+                lit = parse_literal(text) if text is not None else None
+                out += [text, *((None, None, None) if lit is None else (lit[0], lit[1] or "", lit[2])),
+                        n.value if ok and n.kind in ("integer", "decimal") else None, float(n.value) if ok else None]
+            return out
 
-            instant = V.EVALUATION_INSTANT.set(at)
-            try:
-                for batch in batches:
-                    terms = {n: batch.column(n).to_pylist() for n in names}
-                    starts = batch.column(T_START).to_pylist() if has_interval else [None] * batch.num_rows
-                    ends = batch.column(T_END).to_pylist() if has_interval else [None] * batch.num_rows
-                    seeds = batch.column(seed).to_pylist() if drawn else [None] * batch.num_rows
-                    columns = [([], [], [], [], [], []) for _ in exprs]
-                    memo = {}
-                    for i in range(batch.num_rows):
-                        key = (tuple(terms[n][i] for n in names), (starts[i], ends[i]) if timed else None, seeds[i])
-                        values = memo.get(key)
-                        if values is None:
-                            mu = {names[n]: terms[n][i] for n in names if terms[n][i] is not None}
-                            interval = (starts[i], ends[i]) if has_interval else None
-                            token = V.SOLUTION_SEED.set(seeds[i] if drawn else None)
-                            try:
-                                values = [eval_expr(e, mu, interval, unit) for e in exprs]
-                            finally:
-                                V.SOLUTION_SEED.reset(token)
-                            memo[key] = values
-                        for (term, lexical, lang, datatype, exact, double), n in zip(columns, values):
-                            ok = isinstance(n, Number)
-                            text = n.term() if ok else n if isinstance(n, str) else None
-                            term.append(text)
-                            lit = parse_literal(text) if text is not None else None
-                            lexical.append(None if lit is None else lit[0])
-                            lang.append(None if lit is None else lit[1] or "")
-                            datatype.append(None if lit is None else lit[2])
-                            exact.append(n.value if ok and n.kind in ("integer", "decimal") else None)
-                            double.append(float(n.value) if ok else None)
-                    arrays = [pa.array(x, t) for six in columns
-                              for x, t in zip(six, (pa.string(), pa.string(), pa.string(), pa.string(),
-                                                    pa.decimal128(38, AGGREGATE_SCALE), pa.float64()))]
-                    yield pa.RecordBatch.from_arrays(list(batch.columns) + arrays,
-                                                     names=batch.schema.names + [c for out in outputs for c in out])
-            finally:
-                V.EVALUATION_INSTANT.reset(instant)
-
-        out = source.mapInArrow(compute, schema)
-        return out.drop(seed) if drawn else out
+        return evaluate_rows(df, exprs, names, row, fields, instant=self.instant)
 
     @staticmethod
     def _term(c: str, columns) -> Column:
@@ -801,10 +755,7 @@ class _Filter:
             raise DictionaryRequiredError(
                 f"FILTER {self.condition} needs term values but evaluate() got no dictionary "
                 f"(pass dictionary=DataFrame(id, term) or a reasoner store as background)")
-        out = self.dictionaries[0].select(ID, TERM)
-        for d in self.dictionaries[1:]:
-            out = out.unionByName(d.select(ID, TERM))
-        return out.distinct()
+        return merge_dictionaries(self.dictionaries)
 
     def compile(self, e, columns) -> _Val:
         pair = _id_compare(e)
