@@ -116,10 +116,9 @@ def walk(ops: DriverOperators[R], pattern, streams: Mapping, background: Mapping
         ``allowed``: values a JOIN above lets through, per variable (module doc)."""
         match node:
             case A.BGP() if content is not None:
-                for tp in node.patterns:
-                    if isinstance(tp, A.PathPattern):
-                        raise UnsupportedQueryError(
-                            f"property path {tp} inside a WINDOW: paths are evaluated on background graphs only")
+                refusal = A.stream_path_refusal(node)
+                if refusal:
+                    raise UnsupportedQueryError(refusal)
                 return ops.bgp_in_window(node, content, allowed)
             case A.Join(left=left, right=right):
                 static = [side for side in (left, right) if content is None and not A.stream_patterns(side)]
