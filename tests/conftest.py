@@ -34,9 +34,11 @@ def spark():
         pass  # those tests then fail with the connector's own error; the others do not need it
     session = build_session("rsp-sidecar tests", {
         "spark.master": "local[2]",
-        # one session serves ~1,300 tests: the 1 GB default heap ran out broadcasting a closure
-        # table near the end of a run (tests/test_tracheobionta.py), once in three runs
-        "spark.driver.memory": "3g",
+        # one session serves ~1,400 tests: the 1 GB default heap ran out broadcasting a closure
+        # table near the end of a run (tests/test_tracheobionta.py), and at 3 GB the old
+        # generation stood at 90% with a full GC every second by the last Spark tests
+        # (tests/test_vienna_transit.py): what the session keeps grows with the run
+        "spark.driver.memory": "6g",
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
