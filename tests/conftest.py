@@ -39,6 +39,12 @@ def spark():
         # generation stood at 90% with a full GC every second by the last Spark tests
         # (tests/test_vienna_transit.py): what the session keeps grows with the run
         "spark.driver.memory": "6g",
+        # the status store keeps the last 1,000 jobs, stages and SQL executions (with their plan
+        # graphs) and 100,000 tasks even with the UI off; a run makes ~15,000 stages
+        "spark.ui.retainedJobs": "100",
+        "spark.ui.retainedStages": "100",
+        "spark.ui.retainedTasks": "10000",
+        "spark.sql.ui.retainedExecutions": "50",
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
