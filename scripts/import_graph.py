@@ -216,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{sum(len(t) for t in edges.values())} import edges, {len(cycles)} cycles, "
               f"{len(breaks)} layout rules broken")
         if not args.packages:
+            local = len({(m, line) for m, targets in full.items() for uses in targets.values()
+                         for line, top in uses if not top})
+            print(f"{local} function-local import statements of project modules: every one is an edge of "
+                  f"this graph, which has no cycle, so none of them hides one")
             for module, why in ORACLE_USERS.items():
                 print(f"known: {module} imports the oracle ({why})")
     return 1 if cycles or breaks else 0
