@@ -494,7 +494,9 @@ def aggregate_value(function: str, distinct: bool, values: list, rows: int):
         return None
     kinds = {k for k, _ in numbers}
     if "double" in kinds:
-        total = sum(float(v) for _, v in numbers)
+        # added smallest first, as the Spark engine does: a group has no order, and a sum of
+        # doubles rounds differently in another one
+        total = sum(sorted(float(v) for _, v in numbers), 0.0)
         result = total if function == "SUM" else total / len(numbers)
         text = canonical_double(result)
         return None if text is None else f'"{text}"^^<{XSD_DOUBLE}>'

@@ -24,7 +24,7 @@ __all__ = [
     "XSD", "XSD_STRING", "XSD_BOOLEAN", "RDF_LANGSTRING", "NUMERIC_DATATYPES",
     "LITERAL_PATTERN", "LITERAL_RE", "LITERAL_JAVA_RE", "ESCAPES", "unescape", "parse_literal", "numeric_value",
     "XSD_INTEGER", "XSD_DECIMAL", "XSD_DOUBLE", "number_kind", "NUMBER_LEXICAL", "AGGREGATE_SCALE", "AGGREGATE_LIMIT",
-    "canonical_decimal", "canonical_double", "XSD_FLOAT", "DOUBLE_CANONICAL_PATTERN",
+    "canonical_decimal", "canonical_double", "canonical_double_text", "XSD_FLOAT", "SHORTEST_DOUBLE_PATTERN",
     "XSD_DATETIME", "datetime_term", "DURATION_DATATYPES", "DAY_TIME_DURATION_PATTERN", "DATETIME_PATTERN", "temporal_value",
     "XSD_DAYTIMEDURATION", "canonical_day_time_duration", "duration_term",
 ]
@@ -120,22 +120,48 @@ def canonical_decimal(value) -> str:
     return text + "0" if text.endswith(".") else text
 
 
-#: "%.14E" output (15 significant digits) → groups: 1 mantissa without trailing zeros, 2 exponent
-#: sign, 3 exponent digits without leading zeros
-DOUBLE_CANONICAL_PATTERN = r"^(-?[0-9]\.[0-9]*?)0*E([+-])0*([0-9]*)$"
+#: a double's shortest round-trip digits as Python's ``repr`` and Java's ``Double.toString`` (what
+#: Spark's cast to string writes) give them: "92.33333333333333", "1.0E20", "1.0E-5", "-0.0" →
+#: groups: 1 sign, 2 integer digits, 3 fraction digits, 4 exponent (absent: 0)
+SHORTEST_DOUBLE_PATTERN = r"^(-?)([0-9]+)\.?([0-9]*)(?:[eE]([+-]?[0-9]+))?$"
+_SHORTEST_DOUBLE_RE = re.compile(SHORTEST_DOUBLE_PATTERN)
 
 
-def canonical_double(value: float, digits: int = 15) -> str | None:
-    """A double's lexical form: ``digits`` significant digits (9 for an xsd:float's single) in
-    XSD's canonical xsd:double shape ("1.5E1", "-2.0E-3", "0.0E0"); None for INF and NaN."""
+def canonical_double(value: float, single: bool = False) -> str | None:
+    """A double's lexical form in XSD's canonical xsd:double shape ("9.233333333333333E1",
+    "-2.0E-3", "0.0E0") with the fewest significant digits that read back as the same double
+    (for ``single``: as the same 32-bit xsd:float); None for INF and NaN."""
     import math
+    import struct
 
     if not math.isfinite(value):
         return None
-    m = re.match(DOUBLE_CANONICAL_PATTERN, f"%.{digits - 1}E" % value)
-    mantissa, sign, exponent = m.groups()
-    mantissa = mantissa + "0" if mantissa.endswith(".") else mantissa
-    return f"{mantissa}E{'-' if sign == '-' else ''}{exponent or '0'}"
+    if not single:
+        return canonical_double_text(repr(float(value)))
+    target = struct.unpack("f", struct.pack("f", value))[0]
+    for digits in range(1, 10):   # 9 significant digits always round-trip a single
+        text = f"%.{digits - 1}E" % target
+        if struct.unpack("f", struct.pack("f", float(text)))[0] == target:
+            return canonical_double_text(text)
+    raise AssertionError(f"no round-trip form for the single {value!r}")
+
+
+def canonical_double_text(text: str) -> str:
+    """A finite double's text in any decimal notation ("92.5", "1e-05", "1.0E20", "-0.0") in
+    XSD's canonical shape, with its significant digits unchanged: one digit before the point, at
+    least one after it, "E", the exponent without leading zeros or "+"."""
+    m = _SHORTEST_DOUBLE_RE.match(text)
+    if m is None:
+        raise ValueError(f"not a finite double's text: {text!r}")
+    sign, whole, fraction, exponent = m.groups()
+    digits = whole + fraction
+    significant = digits.lstrip("0").rstrip("0")
+    if not significant:
+        return f"{sign}0.0E0"
+    # the value is digits × 10^(exponent − len(fraction)); its first significant digit stands
+    # len(digits without leading zeros) − 1 places above that
+    power = int(exponent or 0) - len(fraction) + len(digits.lstrip("0")) - 1
+    return f"{sign}{significant[0]}.{significant[1:] or '0'}E{power}"
 
 
 # --- time values (EP-SPARQL's getDURATION() / getSTARTTIME() / getENDTIME() compare with these) ---

@@ -15,7 +15,8 @@ a term:
 * ABS, CEIL, FLOOR, ROUND keep the type (ROUND halves toward positive infinity, fn:round);
   STRLEN, YEAR, MONTH, DAY, HOURS, MINUTES are xsd:integers, SECONDS an xsd:decimal, RAND an
   xsd:double; doubles follow IEEE 754 (a division by zero is ±INF, 0/0 NaN) and keep their 53
-  bits until written as a term (15 significant digits, ``cep.terms.literals.canonical_double``);
+  bits until written as a term (the fewest significant digits that read back as the same double,
+  ``cep.terms.literals.canonical_double``);
 * the other expressions are those of FILTER: a term, or a boolean (xsd:boolean); IF and
   COALESCE choose their branch first, so a numeric branch (or a time, below) is typed too;
 * EP-SPARQL's getDURATION() is the interval's length, tω − tα, as an xsd:dayTimeDuration in XSD's
@@ -257,5 +258,5 @@ def _term(kind: str, value) -> str:
     elif math.isinf(value):
         text = "INF" if value > 0 else "-INF"
     else:
-        text = canonical_double(value, 9 if kind == "float" else 15)
+        text = canonical_double(value, single=kind == "float")
     return f'"{text}"^^<{XSD_FLOAT if kind == "float" else XSD_DOUBLE}>'

@@ -30,13 +30,14 @@ from cep.engines.errors import DictionaryRequiredError, MissingInputError
 from cep.engines.spark import intervals as I
 from cep.engines.spark.rsepql import rsep_window
 from cep.engines.spark.triples import non_null, triple_part
-from cep.terms.literals import (AGGREGATE_SCALE, DOUBLE_CANONICAL_PATTERN, LITERAL_JAVA_RE, NUMBER_LEXICAL,
+from cep.terms.literals import (AGGREGATE_SCALE, LITERAL_JAVA_RE, NUMBER_LEXICAL, canonical_double,
                           NUMERIC_DATATYPES, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, RDF_LANGSTRING)
 from rdfcore.dictionary import merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM, require_columns
 
-__all__ = ["TAU", "IN_DEFAULT", "csparql_window", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate"]
+__all__ = ["TAU", "IN_DEFAULT", "csparql_window", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate",
+           "canonical_double_column"]
 
 #: the latest time of a snapshot triple in any window (null: background only)
 TAU = scratch("tau")
@@ -215,16 +216,16 @@ def _canonical_decimal(value: Column) -> Column:
     return F.when(text.endswith("."), F.concat(text, F.lit("0"))).otherwise(text)
 
 
-def _canonical_double(value: Column) -> Column:
-    text = F.format_string("%.14E", value)
-    mantissa = F.regexp_extract(text, DOUBLE_CANONICAL_PATTERN, 1)
-    sign = F.regexp_extract(text, DOUBLE_CANONICAL_PATTERN, 2)
-    digits = F.regexp_extract(text, DOUBLE_CANONICAL_PATTERN, 3)
-    mantissa = F.when(mantissa.endswith("."), F.concat(mantissa, F.lit("0"))).otherwise(mantissa)
-    exponent = F.concat(F.when(sign == "-", F.lit("-")).otherwise(F.lit("")),
-                        F.when(digits == "", F.lit("0")).otherwise(digits))
-    return F.when(~F.isnan(value) & (F.abs(value) != F.lit(float("inf"))),
-                  F.concat(mantissa, F.lit("E"), exponent))
+def canonical_double_column(value: Column) -> Column:
+    """``cep.terms.literals.canonical_double`` on a column, in Python: the fewest digits that read
+    back as the double. Java 17's ``Double.toString`` (Spark's cast to string) is not that: it
+    writes one or two digits more for some doubles ("5.4104879329341542E18") and 4.9E-324 for
+    5.0E-324. Only aggregate results pass through it, one row per group and instant."""
+    return F.udf(_canonical_double_or_null, "string", useArrow=True)(value)
+
+
+def _canonical_double_or_null(value):
+    return None if value is None else canonical_double(value)
 
 
 def _typed(lexical: Column, datatype: str) -> Column:
@@ -261,7 +262,8 @@ def _result(spec: A.AggregateSpec, term: str, ident: str | None) -> Column:
     bad = F.max(F.when(bound & kind.isNull(), F.lit(1)).otherwise(F.lit(0))) == 1
     widest = F.max(kind)
     exact = F.try_sum(exact_value)
-    floating = F.sum(as_double)
+    # added smallest first, as the reference does (a sum of doubles depends on the order)
+    floating = F.aggregate(F.array_sort(F.collect_list(as_double)), F.lit(0.0), lambda acc, x: acc + x)
     if spec.function == "SUM":
         exact_term = F.when(widest == 0, _typed(F.regexp_replace(exact.cast("string"), r"\.0*$", ""), XSD_INTEGER)) \
             .otherwise(_typed(_canonical_decimal(exact), XSD_DECIMAL))
@@ -269,10 +271,10 @@ def _result(spec: A.AggregateSpec, term: str, ident: str | None) -> Column:
     else:
         mean = F.try_divide(exact, n.cast("decimal(20,0)"))
         exact_term = _typed(_canonical_decimal(mean), XSD_DECIMAL)
-        double_value = floating / n
+        double_value = F.try_divide(floating, n)
     return (F.when(n == 0, F.lit(f'"0"^^<{XSD_INTEGER}>'))
             .when(bad, F.lit(None).cast("string"))
-            .when(widest == 2, _typed(_canonical_double(double_value), XSD_DOUBLE))
+            .when(widest == 2, _typed(canonical_double_column(double_value), XSD_DOUBLE))
             .otherwise(exact_term))
 
 
