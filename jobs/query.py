@@ -86,7 +86,7 @@ from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from rdfcore.errors import SidecarError  # noqa: E402
 from rdfcore.fs import is_hadoop  # noqa: E402
-from rdfcore.locations import local_path, location  # noqa: E402
+from rdfcore.locations import local_path, location, read_utf8  # noqa: E402
 
 #: The extra result columns of a query with event clauses: the answer's interval (and, with several
 #: --at instants, the instant).
@@ -263,7 +263,7 @@ def plan(args: argparse.Namespace) -> Plan:
     elif getattr(args, "every", None) is not None:
         raise QueryError("--every sets when a --continuous run evaluates; with --at the instants are the ones given")
     query_path = _existing(local_path(args.query, "the query file"), "the query file")
-    text = query_path.read_text(encoding="utf-8")
+    text = read_utf8(query_path, "the query file")
     lang = getattr(args, "lang", "auto")
     try:
         query = compile_query(text, lang=None if lang == "auto" else lang,
@@ -277,7 +277,7 @@ def plan(args: argparse.Namespace) -> Plan:
     for rule_file in getattr(args, "rules", None) or []:
         rule_path = _existing(local_path(rule_file, "--rules"), "the rules file")
         try:
-            rules.append(compile_query(rule_path.read_text(encoding="utf-8"), lang="epsparql"))
+            rules.append(compile_query(read_utf8(rule_path, "the rules file"), lang="epsparql"))
         except CepSyntaxError as exc:
             raise QueryError(f"{rule_path}: {_one_line(exc)}") from None
     if rules:

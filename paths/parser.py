@@ -35,7 +35,7 @@ from rdfcore.errors import SidecarError
 
 __all__ = ["parse", "PathSyntaxError", "GrammarParser", "TERMINAL_WORDS", "PathTransformer",
            "LocatedError", "PATH_RULES", "span", "token_span", "translate_error", "accepted_terminals",
-           "end_position"]
+           "end_position", "MAX_TREE_DEPTH", "first_too_deep"]
 
 
 class PathSyntaxError(SidecarError, ValueError):
@@ -149,6 +149,11 @@ class GrammarParser:
         except UnexpectedInput as error:
             raise translate_error(error, text, lark=self.lark, words=self.describe,
                                   error_cls=self.error_cls, subject=self.subject) from None
+        too_deep = first_too_deep(tree, MAX_TREE_DEPTH)
+        if too_deep is not None:
+            line, column = _position(too_deep)
+            raise self.error_cls(f"the {self.subject} nests too deeply here: more than {MAX_TREE_DEPTH} levels "
+                                 "of its syntax tree (about half as many nested groups)", text, line, column)
         try:
             return transformer.transform(tree)
         except VisitError as error:
@@ -163,18 +168,41 @@ class GrammarParser:
                                  f"{located}", text, line, column, ()) from located
 
 
+#: the deepest syntax tree a parse accepts. The transformers and the phases after them recurse
+#: once per level (Python's default limit is 1,000 frames); a nested group costs two levels, a
+#: nested expression or path none (their parentheses do not make nodes).
+MAX_TREE_DEPTH = 250
+
+
+def first_too_deep(tree, limit: int):
+    """The first node (depth first) more than ``limit`` levels below ``tree``'s root, or None;
+    iterative, so any depth is measured without recursion."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return node
+        children = getattr(node, "children", None)
+        if children:
+            stack.extend((child, depth + 1) for child in reversed(children))
+    return None
+
+
 def end_position(text: str) -> tuple[int, int]:
     """Line and column just past the end of ``text`` (1-based)."""
     lines = text.split("\n")
     return len(lines), len(lines[-1]) + 1
 
 
-def accepted_terminals(lark: Lark, text: str) -> set[str] | None:
-    """The terminals ``lark`` (an LALR parser) would have accepted where ``text`` goes wrong.
+def accepted_terminals(lark: Lark, text: str, failed_at: int | None = None) -> set[str] | None:
+    """The terminals ``lark`` (an LALR parser) would have accepted where ``text`` goes wrong;
+    ``failed_at``: the offset of the token the parse failed on (None: not known).
 
     The sets lark attaches to its errors are read after LALR's default reductions, from states
     shared by several contexts (after ``:p`` at the top, lark's own set says only "end"); so parse
-    again, token by token, and ask a copy of the state from just before the failing token.
+    again, token by token, and ask a copy of the state from just before the failing token. A copy
+    costs the depth of the parse stack, so only the tokens from ``failed_at`` on are copied: the
+    whole text is then read in linear time however deeply it nests.
     """
     parser = lark.parse_interactive(text)
     tokens = parser.lexer_thread.lex(parser.parser_state)
@@ -185,12 +213,12 @@ def accepted_terminals(lark: Lark, text: str) -> set[str] | None:
             break
         except UnexpectedInput:                  # the lexer failed: the live state is the one
             return set(parser.accepts())
-        before = parser.copy()
+        before = parser.copy(deepcopy_values=False) if failed_at is None or token.start_pos >= failed_at else None
         try:
             parser.feed_token(token)
         except UnexpectedInput:
-            return set(before.accepts())
-    before = parser.copy()
+            return set(before.accepts()) if before is not None else None
+    before = parser.copy(deepcopy_values=False)
     try:
         parser.feed_eof()
     except UnexpectedInput:
@@ -203,8 +231,14 @@ def translate_error(error: UnexpectedInput, text: str, *, lark: Lark, words, err
     where, and what was expected, in the reader's words (``words(terminal names)``); ``subject``
     names what is parsed ("path", "query") in the end-of-input message. Shared by the path and
     the CQELS-CEP parsers."""
+    if isinstance(error, UnexpectedToken) and error.token.type != "$END":
+        failed_at = error.token.start_pos
+    elif isinstance(error, UnexpectedCharacters):
+        failed_at = error.pos_in_stream
+    else:
+        failed_at = len(text)
     try:
-        accepted = accepted_terminals(lark, text)
+        accepted = accepted_terminals(lark, text, failed_at)
     except AttributeError:                       # lark's interactive API moved: use its own sets
         accepted = None
     if isinstance(error, UnexpectedCharacters):

@@ -27,7 +27,7 @@ from rdfcore.fs import HadoopPath
 
 Location = Path | HadoopPath
 
-__all__ = ["LocationError", "local_path", "location", "is_url", "Location"]
+__all__ = ["LocationError", "local_path", "location", "is_url", "Location", "TextFileError", "read_utf8"]
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 # what pathlib leaves of a URL ("hdfs://nn/x" -> "hdfs:/nn/x"): refused, it is never a real directory
@@ -36,6 +36,26 @@ _MANGLED = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):/")
 
 class LocationError(SidecarError, ValueError):
     """A path names a filesystem this version cannot read or write."""
+
+
+class TextFileError(SidecarError, ValueError):
+    """A text file (a query, a rules file) that is not UTF-8: names the file, the line and the
+    column of the first bad byte."""
+
+
+def read_utf8(path: Path, what: str = "file") -> str:
+    """The text of the local file ``path``, which must be UTF-8 (a byte-order mark is dropped);
+    ``what`` names it in the error."""
+    data = path.read_bytes()
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = bom + exc.start
+        line = data.count(b"\n", 0, start) + 1
+        column = len(data[data.rfind(b"\n", 0, start) + 1:start].decode("utf-8", errors="replace")) + 1
+        raise TextFileError(f"{path}: line {line}, column {column}: {what} is not UTF-8 text (byte "
+                            f"0x{data[start]:02x}: {exc.reason}); expected UTF-8") from None
 
 
 def is_url(text: str) -> bool:

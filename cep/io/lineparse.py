@@ -137,7 +137,7 @@ def parse_jsonl(raw: str, file: str, line: int, prefixes: Mapping[str, str], ter
     escaped = "\\" in raw
     try:
         obj = _decode_checked(raw) if escaped else _decode(raw)
-    except ValueError:
+    except (ValueError, RecursionError):   # Python's decoder recurses: a line nested ~1,000 deep
         return None
     if type(obj) is not dict or not obj.keys() <= _KEYS:
         return None
