@@ -108,11 +108,11 @@ def declared_prefixes(files: Sequence[Path]) -> dict[str, str]:
 
     A graph without rdflib's default bindings is used, so the result is exactly what the files
     declare (rdflib's defaults would shadow e.g. a file's own ``geo:``). A file that does not parse
-    raises the loader's located :class:`rdfcore.loading.RDFLoadError`.
+    raises the loader's located :class:`rdfcore.sources.RDFLoadError`.
     """
     import rdflib
 
-    from rdfcore.loading import RDFLoadError, detect_format, parse_with_rdflib
+    from rdfcore.sources import RDFLoadError, detect_format, parse_with_rdflib
 
     prefixes: dict[str, str] = {}
     for path in files:
@@ -217,7 +217,7 @@ def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | Non
 
 
 def run(args: argparse.Namespace, spark=None, out: TextIO | None = None) -> int:
-    from rdfcore.loading import RDFLoadError
+    from rdfcore.sources import RDFLoadError
 
     try:
         return _run(args, spark, out)
@@ -235,7 +235,7 @@ def _without_spark(query: Query, engine: str) -> bool:
         return True
     if engine != "auto":
         return False
-    from rdfcore.loading import detect_format
+    from rdfcore.sources import detect_format
 
     return (all(detect_format(f) != "ntriples" for f in query.files)
             and sum(f.stat().st_size for f in query.files) <= LOCAL_FILE_BYTES)
@@ -248,7 +248,7 @@ def evaluate_query_local(query: Query, out: TextIO, fmt: str) -> int:
     from paths import local
     from paths.compiler import PathIterationLimit
     from rdfcore.hashing import term_id
-    from rdfcore.loading import detect_format, parse_with_rdflib
+    from rdfcore.sources import detect_format, parse_with_rdflib
     from rdfcore.terms import from_rdflib
 
     triples: set[tuple[str, str, str]] = set()

@@ -53,6 +53,12 @@ intervals are not printed; ``--format`` does not apply).
   ``--at T1,T2,...`` (increasing) evaluates at each instant in turn; the answers get one more
   column, ``_at``, the instant.
   ``--time-unit`` (default ``ms``) is the unit of the stream timestamps and of ``--at``.
+* ``--engine auto|local|spark``: where ``--at`` evaluates. ``local`` runs on the driver and starts
+  no JVM (``cep.engines.driver.answers``: CQELS-CEP SELECT queries; every asked instant from one
+  evaluation); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
+  the static files and stream files are small (:data:`LOCAL_STATIC_BYTES`,
+  :data:`LOCAL_STREAM_BYTES`, and every stream line one the driver's readers take), else on Spark;
+  ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs.
 * Rejects: bad lines of stream files and N-Triples static files are not loaded; their count is
   printed on stderr, and ``--rejects FILE`` writes them as JSON Lines ``{"file", "line",
   "reason", "raw"}``.
@@ -71,6 +77,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -123,6 +130,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="evaluate continuously as the streams arrive (each --stream IRI=DIR a directory)")
     parser.add_argument("--time-unit", choices=tuple(TIME_UNITS), default="ms",
                         help="unit of the stream timestamps and of --at (default ms)")
+    parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
+                        help="where the query is evaluated: auto (default: the driver, with no JVM, when the query "
+                             "allows it and the inputs are small; else Spark), local (the driver), spark; with "
+                             "--continuous, where each micro-batch is evaluated")
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
     parser.add_argument("--rejects", metavar="FILE|DIR",
                         help="write the rejected input lines here (JSON Lines; a directory with --continuous)")
@@ -149,9 +160,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "is used from the next micro-batch on")
     cont.add_argument("--max-per-trigger", type=int, metavar="N",
                       help="at most N new files (a directory) or N messages (Kafka) per stream and micro-batch")
-    cont.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
-                      help="where a micro-batch is evaluated: auto (default: the driver while the state is small "
-                           "and the query allows it, else Spark), spark, local")
     cont.add_argument("--emit", choices=("istream", "rstream", "dstream"), default="istream",
                       help="istream: each answer once, when it first holds (default)")
 
@@ -374,6 +382,71 @@ def plan(args: argparse.Namespace) -> Plan:
 # --- running it -----------------------------------------------------------------------------
 
 
+#: ``--engine auto`` evaluates ``--at`` on the driver when the static files add up to at most this
+#: many bytes (``bench/query_at.py`` measures the crossover) ...
+LOCAL_STATIC_BYTES = 8 * 1024 * 1024
+#: ... and the stream files to at most this many
+LOCAL_STREAM_BYTES = 64 * 1024 * 1024
+
+
+def _reject_line(file: str, line: int, reason: str, raw: str) -> str:
+    return json.dumps({"file": file, "line": line, "reason": reason, "raw": raw}, ensure_ascii=False) + "\n"
+
+
+def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engine: str) -> int:
+    """``execute`` on the driver, with no JVM (``cep.engines.driver.answers``); returns the number of
+    answers. Raises ``NotOnDriver`` (before writing anything) when the query or its inputs are not
+    for the driver: with ``engine`` "auto", inputs larger than ``LOCAL_STATIC_BYTES`` /
+    ``LOCAL_STREAM_BYTES`` too."""
+    from cep import algebra as A
+    from cep.engines.driver import answers as D
+
+    why = D.refusal(p.query)
+    files = [f for paths in p.graphs.values() for f in paths] + list(p.streams.values())
+    if why is None and any(is_hadoop(f) for f in files):
+        why = "a file on a Hadoop filesystem (read through Spark)"
+    if why is None and engine == "auto":
+        static = sum(Path(f).stat().st_size for paths in p.graphs.values() for f in paths)
+        stream = sum(Path(f).stat().st_size for f in p.streams.values())
+        if static > LOCAL_STATIC_BYTES or stream > LOCAL_STREAM_BYTES:
+            why = (f"the inputs are larger than the driver engine takes under --engine auto ({static:,} bytes of static "
+                   f"files, at most {LOCAL_STATIC_BYTES:,}; {stream:,} bytes of stream files, at most "
+                   f"{LOCAL_STREAM_BYTES:,})")
+    if why is not None:
+        raise D.NotOnDriver(why)
+    graphs, terms, static_rejects = D.read_static(p.graphs)
+    streams, stream_terms = D.read_streams(p.streams, dict(p.query.prefixes))
+    terms.update(stream_terms)
+    if None not in graphs:
+        graphs[None] = D.static.StaticGraph(frozenset())
+    instants = p.instants or [p.at]
+    answers = D.answers_at(p.query, graphs, streams, instants, p.time_unit, terms)
+    reported = [(f"static {graph or 'default graph'}", static_rejects[graph]) for graph, paths in p.graphs.items()
+                if any(str(f).lower().endswith((".nt", ".ntriples")) for f in paths)]
+    reported += [(f"stream {iri} ({path})", []) for iri, path in p.streams.items()]
+    handle = location(rejects_path, "--rejects").open("w", encoding="utf-8") if rejects_path else None
+    try:
+        for what, rows in reported:
+            for row in rows if handle is not None else ():
+                handle.write(_reject_line(*row))
+            print(f"{what}: {len(rows)} rejected line(s)", file=sys.stderr)
+    finally:
+        if handle is not None:
+            handle.close()
+    many, events = bool(p.instants), bool(A.stream_patterns(p.query.pattern))
+    head = ([AT_VAR] if many else []) + list(answers.variables) + ([START_VAR, END_VAR] if events else [])
+
+    def rows() -> Iterator[dict]:
+        for at, *values, t1, t2 in answers.rows:
+            row = {AT_VAR: f'"{at}"^^{XSD_INTEGER}'} if many else {}
+            row.update(zip(answers.variables, values))
+            if events:
+                row[START_VAR], row[END_VAR] = f'"{t1}"^^{XSD_INTEGER}', f'"{t2}"^^{XSD_INTEGER}'
+            yield row
+
+    return write_results(rows(), head, fmt, out)
+
+
 def _rejects(spark, named_frames, path: str | None) -> None:
     """Report each source's reject count on stderr; with ``path``, write them all (JSON Lines).
     One Spark job per source either way (writing counts as it goes)."""
@@ -387,8 +460,7 @@ def _rejects(spark, named_frames, path: str | None) -> None:
             else:
                 count = 0
                 for row in frame.orderBy(FILE, LINE).toLocalIterator():
-                    out.write(json.dumps({"file": row[FILE], "line": row[LINE], "reason": row[REASON],
-                                          "raw": row[RAW]}, ensure_ascii=False) + "\n")
+                    out.write(_reject_line(row[FILE], row[LINE], row[REASON], row[RAW]))
                     count += 1
             print(f"{what}: {count} rejected line(s)", file=sys.stderr)
     finally:
@@ -561,6 +633,22 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     return summary.answers
 
 
+def _evaluate(p: Plan, out: TextIO, args: argparse.Namespace) -> None:
+    """``--at``: on the driver when ``--engine`` and the inputs allow it, else on Spark."""
+    from cep.engines.driver.answers import NotOnDriver
+
+    if args.engine != "spark":
+        try:
+            execute_local(p, out, args.format, args.rejects, args.engine)
+            return
+        except NotOnDriver as exc:
+            if args.engine == "local":
+                raise QueryError(f"--engine local: the driver engine cannot evaluate this: {exc.reason}") from None
+            if os.environ.get("RSP_VERBOSE", "") not in ("", "0"):   # rsp-sidecar --verbose
+                print(f"query: evaluated on Spark: {exc.reason}", file=sys.stderr)
+    execute(p, out, args.format, args.rejects)
+
+
 def run(args: argparse.Namespace) -> int:
     p = plan(args)
     if p.at is None:
@@ -573,9 +661,9 @@ def run(args: argparse.Namespace) -> int:
 
             build_session("rsp-sidecar query")
         with target.open("w", encoding="utf-8", newline="") as out:
-            execute(p, out, args.format, args.rejects)
+            _evaluate(p, out, args)
     else:
-        execute(p, sys.stdout, args.format, args.rejects)
+        _evaluate(p, sys.stdout, args)
         sys.stdout.flush()
     return 0
 

@@ -13,20 +13,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from rdfcore.errors import SidecarError
+from rdfcore.errors import HashCollisionError
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, ID_COLUMNS, O, P, S, TERM, require_columns
 from rdfcore.vocab import ENTAILMENT_VOCABULARY, RDF_TYPE
-
-
-class HashCollisionError(SidecarError, RuntimeError):
-    """Two distinct terms hash to the same 64-bit id."""
-
-    def __init__(self, collisions: list[tuple[int, list[str]]]):
-        self.collisions = collisions
-        shown = "; ".join(f"id {i}: {', '.join(terms)}" for i, terms in collisions[:5])
-        super().__init__(f"{len(collisions)} dictionary hash collision(s) between distinct terms: {shown}. "
-                         f"The 64-bit dictionary cannot encode this data; rename one of the terms.")
 
 
 def encode_column(column: str) -> F.Column:

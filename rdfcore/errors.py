@@ -12,8 +12,22 @@ that catch the built-in class keep working.
 """
 from __future__ import annotations
 
-__all__ = ["SidecarError"]
+__all__ = ["SidecarError", "FixpointError", "HashCollisionError"]
 
 
 class SidecarError(Exception):
     """An expected failure with a message a user can act on (what, where, what was expected)."""
+
+
+class FixpointError(SidecarError, RuntimeError):
+    """An iterative computation did not converge within its round cap."""
+
+
+class HashCollisionError(SidecarError, RuntimeError):
+    """Two distinct terms hash to the same 64-bit id."""
+
+    def __init__(self, collisions: list[tuple[int, list[str]]]):
+        self.collisions = collisions
+        shown = "; ".join(f"id {i}: {', '.join(terms)}" for i, terms in collisions[:5])
+        super().__init__(f"{len(collisions)} dictionary hash collision(s) between distinct terms: {shown}. "
+                         f"The 64-bit dictionary cannot encode this data; rename one of the terms.")

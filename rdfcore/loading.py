@@ -1,69 +1,36 @@
-"""Read RDF sources into a DataFrame of N-Triples strings ``(s, p, o)``.
-
-Two readers:
+"""Read RDF sources into a DataFrame of N-Triples strings ``(s, p, o)``, with Spark.
 
 * N-Triples (``.nt``, ``.ntriples``) is read by Spark, line-parallel: every line is matched
-  against the N-Triples grammar with SQL regular expressions (no Python UDF). A bad line does
-  not stop the load: it goes to the ``rejects`` DataFrame with file, line number, reason and the
-  raw text, and :attr:`Loaded.rejected` counts them.
-* Turtle, RDF/XML (``.rdf``, ``.owl``, ``.xml``), N3 and other formats rdflib knows are parsed by
-  rdflib on the driver (files that fit in memory). A syntax error stops the load with
-  :class:`RDFLoadError` naming file, line and column. RDF/XML is parsed without resolving
-  external entities: a document declaring one is refused.
+  against the N-Triples grammar (``rdfcore.sources``) with SQL regular expressions (no Python
+  UDF). A bad line does not stop the load: it goes to the ``rejects`` DataFrame with file, line
+  number, reason and the raw text, and :attr:`Loaded.rejected` counts them.
+* Turtle, RDF/XML, N3 and the other formats rdflib knows are parsed by rdflib on the driver
+  (``rdfcore.sources.parse_with_rdflib``; files that fit in memory).
 
 ``owl:imports`` are not followed unless ``follow_imports=True``; then ``file:`` IRIs and paths
-relative to the importing file are loaded too, and any other IRI is an error.
+relative to the importing file are loaded too, and any other IRI is an error. The sources are
+walked by ``rdfcore.sources.walk_sources``, which ``rdfcore.sources.load_local`` (the same
+load on the driver, with no Spark) shares.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
-import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import rdflib
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from rdfcore.errors import SidecarError
 from rdfcore.fs import spark_path
-from rdfcore.locations import location
 from rdfcore.schema import FILE, ID_COLUMNS, LINE, O, P, RAW, REASON, S
-from rdfcore.terms import from_rdflib
+from rdfcore.sources import (NT_BLANK_OR_COMMENT, NT_LINE, NT_OBJECT, NT_PREDICATE, NT_STATEMENT, NT_SUBJECT,
+                             NT_WS, Source, walk_sources)
 from rdfcore.vocab import OWL_IMPORTS, XSD_STRING
 
 TRIPLE_SCHEMA = StructType([StructField(S, StringType(), False), StructField(P, StringType(), False),
                             StructField(O, StringType(), False)])
-
-_RDFLIB_FORMATS = {
-    ".ttl": "turtle", ".turtle": "turtle", ".n3": "n3", ".rdf": "xml", ".owl": "xml", ".xml": "xml",
-    ".jsonld": "json-ld", ".trig": "trig", ".nq": "nquads",
-}
-_NT_SUFFIXES = (".nt", ".ntriples")
-FORMATS = sorted({"ntriples", *_RDFLIB_FORMATS.values()})
-
-
-class RDFLoadError(SidecarError, ValueError):
-    """A source cannot be read: names the file, line and column (where known) and the problem."""
-
-    def __init__(self, file: str, problem: str, line: int | None = None, column: int | None = None):
-        self.file, self.problem, self.line, self.column = file, problem, line, column
-        where = file if line is None else f"{file}:{line}" + ("" if column is None else f":{column}")
-        super().__init__(f"{where}: {problem}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """One input file as recorded in a manifest."""
-
-    path: str
-    format: str
-    sha256: str
-    bytes: int
-
 
 @dataclasses.dataclass
 class Loaded:
@@ -87,62 +54,8 @@ class Loaded:
         return self.rejects.count()
 
 
-def hash_file(path: Path, mark: int | None = None,
-              chunk: int = 1 << 22) -> tuple[str, tuple[str, int, bool] | None]:
-    """SHA-256 of the file and, with ``mark``, of its first ``mark`` bytes in the same pass: (their
-    SHA-256, their line count, whether they end a line) — what incremental refresh checks an
-    appended file against (None when the file is shorter)."""
-    digest, prefix, lines, done, previous_last = hashlib.sha256(), None, 0, 0, b"\n"
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(chunk), b""):
-            if mark is not None and prefix is None and done + len(block) >= mark:
-                head = block[:mark - done]
-                digest.update(head)
-                lines += head.count(b"\n")
-                last = head[-1:] if head else previous_last
-                prefix = (digest.copy().hexdigest(), lines, last in (b"\n", b"\r"))
-                digest.update(block[mark - done:])
-            else:
-                digest.update(block)
-                if mark is not None and prefix is None:
-                    lines += block.count(b"\n")
-            previous_last = block[-1:]
-            done += len(block)
-    if mark == 0 and prefix is None:                        # an empty file
-        prefix = (hashlib.sha256().hexdigest(), 0, True)
-    return digest.hexdigest(), prefix
-
-
-def detect_format(path: Path, explicit: str | None = None) -> str:
-    if explicit:
-        if explicit not in FORMATS:
-            raise RDFLoadError(str(path), f"unknown format {explicit!r}; expected one of {', '.join(FORMATS)}")
-        return explicit
-    suffix = path.suffix.lower()
-    if suffix in _NT_SUFFIXES:
-        return "ntriples"
-    if suffix in _RDFLIB_FORMATS:
-        return _RDFLIB_FORMATS[suffix]
-    raise RDFLoadError(str(path), f"cannot tell the RDF format from the extension {suffix!r}; expected one of "
-                                  f"{', '.join(sorted(set(_NT_SUFFIXES) | set(_RDFLIB_FORMATS)))}")
-
-
 # --- N-Triples on Spark -------------------------------------------------------------------
 # RDF 1.1 N-Triples grammar [2]-[18], as Java regular expressions (Spark's regex engine).
-_UCHAR = r"\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}"
-NT_IRI = r"<(?:[^<>\"{}|^`\\\x00-\x20]++|" + _UCHAR + r")*+>"
-NT_BNODE = r"_:[^\s<>\"]*[^\s<>\".]"
-NT_LITERAL = (r"\"(?:[^\"\\\n\r]++|\\[tbnrf\"'\\]|" + _UCHAR + r")*+\""
-            r"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^" + NT_IRI + r")?")
-NT_WS = r"[ \t]*"
-_SUBJECT = rf"^{NT_WS}({NT_IRI}|{NT_BNODE})"
-_PREDICATE = rf"{_SUBJECT}{NT_WS}({NT_IRI})"
-NT_OBJECT = rf"{_PREDICATE}{NT_WS}({NT_IRI}|{NT_BNODE}|{NT_LITERAL})"
-_STATEMENT = rf"{NT_OBJECT}{NT_WS}\."
-_LINE = rf"{_STATEMENT}{NT_WS}(?:#.*)?$"
-NT_BLANK_OR_COMMENT = rf"^{NT_WS}(?:#.*)?$"
-
-
 def column_after(prefix_regex: str, line: Column) -> Column:
     """1-based column just after what ``prefix_regex`` matched, skipping blanks."""
     return F.length(F.regexp_extract(line, prefix_regex + NT_WS, 0)) + 1
@@ -162,12 +75,12 @@ def reject_reason(line: Column) -> Column:
 
     return (
         F.when(invalid_utf8(line), F.lit("invalid UTF-8 byte sequence"))
-        .when(~line.rlike(_SUBJECT), at(column_after("^", line), "expected a subject (IRI <...> or blank node _:x)"))
-        .when(~line.rlike(_PREDICATE), at(column_after(_SUBJECT, line), "expected a predicate IRI <...>"))
-        .when(~line.rlike(NT_OBJECT), at(column_after(_PREDICATE, line),
+        .when(~line.rlike(NT_SUBJECT), at(column_after("^", line), "expected a subject (IRI <...> or blank node _:x)"))
+        .when(~line.rlike(NT_PREDICATE), at(column_after(NT_SUBJECT, line), "expected a predicate IRI <...>"))
+        .when(~line.rlike(NT_OBJECT), at(column_after(NT_PREDICATE, line),
                                        "expected an object (IRI, blank node or literal \"...\")"))
-        .when(~line.rlike(_STATEMENT), at(column_after(NT_OBJECT, line), "expected '.' to end the statement"))
-        .otherwise(at(column_after(_STATEMENT, line), "unexpected text after '.'"))
+        .when(~line.rlike(NT_STATEMENT), at(column_after(NT_OBJECT, line), "expected '.' to end the statement"))
+        .otherwise(at(column_after(NT_STATEMENT, line), "unexpected text after '.'"))
     )
 
 
@@ -229,7 +142,7 @@ def with_line_numbers(rows: DataFrame, lines: DataFrame) -> DataFrame:
 _ASCII_IRI = r"<[!#-;=?-\[\]_a-z~]*>"
 #: The bulk of instance data: ``<s> <p> <o> .`` in ASCII, one space between the parts, nothing
 #: after the dot (``\z``: Java's ``$`` would also match before a final U+0085, U+2028 or
-#: U+2029, which ``_LINE`` leaves in the object). Such a line is one ``_LINE`` accepts, with
+#: U+2029, which ``NT_LINE`` leaves in the object). Such a line is one ``NT_LINE`` accepts, with
 #: these three IRIs as its terms (no literal to canonicalise, no blank node to scope, no byte
 #: that could be invalid UTF-8), so :func:`read_ntriples` splits it at its spaces instead of
 #: running the full grammar's regex.
@@ -253,7 +166,7 @@ def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[i
     # Each step is a projection of its own and reads the previous one's columns: within one
     # projection, Spark's common-subexpression elimination would compute the regex for the plain
     # lines too, since it appears in several expressions.
-    parts = F.split(F.regexp_replace(line, _LINE, "$1\n$2\n$3"), "\n")
+    parts = F.split(F.regexp_replace(line, NT_LINE, "$1\n$2\n$3"), "\n")
     # a plain line splits into its three terms and the dot; a good other line into three terms
     good = is_plain | ((F.size(term) == 3) & ~invalid_utf8(line))
     bad = ~is_good & ~line.rlike(NT_BLANK_OR_COMMENT)
@@ -286,190 +199,6 @@ def read_ntriples(spark: SparkSession, paths: Sequence[Path], scopes: Sequence[i
     return triples, rejects
 
 
-# --- N-Triples on the driver (the small-input path, ``reasoner.local``) ---------------------
-# The same grammar and the same answers as the Spark reader above, line for line: the patterns
-# are translated to Python's ``re`` (3.11 has possessive quantifiers) with Java's meaning of
-# ``.`` and ``$`` (they stop at Java's line terminators) and of ``\s`` (ASCII blanks only).
-_JAVA_DOT = "[^\n\r\u0085\u2028\u2029]"
-_JAVA_END = "(?=[\u0085\u2028\u2029]?\\Z)"
-
-
-def python_regex(java: str) -> re.Pattern:
-    """One of this module's Java regular expressions as a Python pattern that matches the same."""
-    out, i, in_class = [], 0, False
-    while i < len(java):
-        c = java[i]
-        if c == "\\":
-            pair = java[i:i + 2]
-            out.append(" \t\n\x0b\x0c\r" if pair == r"\s" and in_class else pair)
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == ".":
-            c = _JAVA_DOT
-        elif c == "$":
-            c = _JAVA_END
-        out.append(c)
-        i += 1
-    return re.compile("".join(out))
-
-
-_PY = {name: python_regex(java) for name, java in (
-    ("line", _LINE), ("blank", NT_BLANK_OR_COMMENT), ("subject", _SUBJECT), ("predicate", _PREDICATE),
-    ("object", NT_OBJECT), ("statement", _STATEMENT), ("ws", NT_WS),
-    ("tagged", r'^(".*")@([a-zA-Z0-9-]+)$'), ("xsd_string", "\\^\\^" + re.escape(XSD_STRING) + "$"))}
-_TERMINATOR = re.compile("\r\n|\r|\n")
-
-
-def split_lines(data: bytes) -> list[str]:
-    """A file's lines as Spark's text reader gives them: UTF-8 with U+FFFD for bad bytes, split
-    at ``\\n``, ``\\r\\n`` or ``\\r``, no empty line after a final terminator."""
-    lines = _TERMINATOR.split(data.decode("utf-8", errors="replace"))
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def _python_reason(line: str) -> str:
-    """:func:`reject_reason` on the driver."""
-    def after(prefix: re.Pattern) -> int:   # column_after
-        match = re.search(prefix.pattern + _PY["ws"].pattern, line)
-        return (len(match.group(0)) if match else 0) + 1
-
-    if "\ufffd" in line:
-        return "invalid UTF-8 byte sequence"
-    steps = (("subject", None, "expected a subject (IRI <...> or blank node _:x)"),
-             ("predicate", "subject", "expected a predicate IRI <...>"),
-             ("object", "predicate", "expected an object (IRI, blank node or literal \"...\")"),
-             ("statement", "object", "expected '.' to end the statement"))
-    for name, before, text in steps:
-        if not _PY[name].search(line):
-            column = 1 + len(_PY["ws"].match(line).group(0)) if before is None else after(_PY[before])
-            return f"{text} at column {column}"
-    return f"unexpected text after '.' at column {after(_PY['statement'])}"
-
-
-def _python_canonical(term: str) -> str:
-    """:func:`canonical_term` on the driver."""
-    tagged = _PY["tagged"].search(term)
-    if tagged:
-        return f"{tagged.group(1)}@{tagged.group(2).lower()}"
-    return _PY["xsd_string"].sub("", term, count=1)
-
-
-def parse_ntriples_local(path: Path, scope: int) -> tuple[list[tuple[str, str, str]], list[tuple]]:
-    """:func:`read_ntriples` for one file on the driver: ``(triples, rejects)``, rejects as
-    ``(file, line, reason, raw)`` with the same file name, line numbers and reasons."""
-    file = str(path.resolve())
-    tag = f"_:f{scope}."
-    triples, rejects = [], []
-    line_re, blank_re = _PY["line"], _PY["blank"]
-    for number, line in enumerate(split_lines(path.read_bytes()), start=1):
-        match = line_re.search(line)
-        if match is None or "\ufffd" in line:
-            if not blank_re.search(line):
-                rejects.append((file, number, _python_reason(line), line))
-            continue
-        # Spark replaces the match by the three groups: text after it (``$`` matches before a
-        # final Java line terminator) stays on the object
-        s, p, o = match.group(1), match.group(2), _python_canonical(match.group(3) + line[match.end():])
-        if s.startswith("_:"):
-            s = tag + s[2:]
-        if o.startswith("_:"):
-            o = tag + o[2:]
-        triples.append((s, p, o))
-    return triples, rejects
-
-
-# --- rdflib formats -----------------------------------------------------------------------
-_EXTERNAL_ENTITY = re.compile(rb"<!ENTITY\s+%?\s*[^\s>]+\s+(SYSTEM|PUBLIC)\b")
-
-
-def _refuse_external_entities(path: Path, data: bytes) -> None:
-    match = _EXTERNAL_ENTITY.search(data)
-    if match:
-        line = data.count(b"\n", 0, match.start()) + 1
-        column = match.start() - (data.rfind(b"\n", 0, match.start()) + 1) + 1
-        raise RDFLoadError(str(path), "the document declares an external entity; external entities are not "
-                                      "resolved (inline the content or declare an internal entity)", line, column)
-
-
-def parse_with_rdflib(path: Path, fmt: str, scope: int) -> rdflib.Graph:
-    """Parse one file with rdflib, turning its exceptions into a located :class:`RDFLoadError`."""
-    data = path.read_bytes()
-    if fmt == "xml":
-        _refuse_external_entities(path, data)
-    graph = rdflib.Graph()
-    try:
-        graph.parse(data=data, format=fmt, publicID=path.resolve().as_uri())
-    except SyntaxError as exc:  # rdflib's Turtle/N3 BadSyntax
-        text, offset = getattr(exc, "_str", b""), getattr(exc, "_i", None)
-        line = getattr(exc, "lines", None)
-        column = None
-        if isinstance(text, bytes) and offset is not None:
-            column = offset - (text.rfind(b"\n", 0, offset) + 1) + 1
-        why = getattr(exc, "_why", None) or str(exc)
-        raise RDFLoadError(str(path), f"bad {fmt} syntax: {why}", None if line is None else line + 1, column) from None
-    except Exception as exc:  # noqa: BLE001 - every parser error becomes a located load error
-        line = exc.getLineNumber() if hasattr(exc, "getLineNumber") else None
-        column = exc.getColumnNumber() if hasattr(exc, "getColumnNumber") else None
-        message = exc.getMessage() if hasattr(exc, "getMessage") else str(exc)
-        raise RDFLoadError(str(path), f"bad {fmt} document: {message}", line, column) from None
-    return graph
-
-
-def _import_target(importer: Path, iri: str) -> Path:
-    if iri.startswith("file:"):
-        return Path(urllib.parse.unquote(urllib.parse.urlparse(iri).path))
-    raise RDFLoadError(str(importer), f"owl:imports <{iri}> cannot be followed: only file: IRIs are loaded; "
-                                      f"pass the imported ontology as another source instead")
-
-
-def _walk(paths: Sequence[str | Path], formats: dict[str, str], follow_imports: bool,
-          on_ntriples, marks: dict[str, int] | None = None,
-          prefixes: dict | None = None) -> tuple[list[Source], list[tuple[str, str, str]]]:
-    """Visit the sources (and, with ``follow_imports``, what they import) once each: N-Triples
-    files go to ``on_ntriples(path, scope)``, which returns their ``owl:imports`` IRIs when asked
-    to follow them; other formats are parsed by rdflib here. Returns the sources and rdflib's
-    triples."""
-    queue = [location(p, "source") for p in paths]
-    seen: set[Path] = set()
-    sources: list[Source] = []
-    rows: list[tuple[str, str, str]] = []
-    while queue:
-        path = queue.pop(0)
-        resolved = path.resolve()
-        if resolved in seen:
-            continue
-        seen.add(resolved)
-        if not path.is_file():
-            raise RDFLoadError(str(path), "no such file")
-        fmt = detect_format(path, formats.get(str(path)))
-        scope = len(sources)
-        size = path.stat().st_size
-        mark = (marks or {}).get(str(path))
-        sha, prefix = hash_file(path, mark if mark is not None and mark <= size else None)
-        if prefix is not None and prefixes is not None:
-            prefixes[str(path)] = prefix
-        sources.append(Source(str(path), fmt, sha, size))
-        imports: list[str] = []
-        if fmt == "ntriples":
-            imports = on_ntriples(path, scope)
-        else:
-            graph = parse_with_rdflib(path, fmt, scope)
-            tag = f"f{scope}."
-            rows.extend((from_rdflib(s, tag), from_rdflib(p, tag), from_rdflib(o, tag)) for s, p, o in graph)
-            if follow_imports:
-                imports = [str(o) for o in graph.objects(None, rdflib.OWL.imports)]
-        for iri in imports if follow_imports else ():
-            target = _import_target(path, iri) if ":" in iri.split("/")[0] else (path.parent / iri)
-            queue.append(target)
-    return sources, rows
-
-
 def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str, str] | None = None,
          follow_imports: bool = False, marks: dict[str, int] | None = None) -> Loaded:
     """Load RDF files (see module doc). ``formats`` maps a path to an explicit format name.
@@ -488,7 +217,7 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
         return [m.group(1) for line in lines if (m := re.search(r"<([^>]*)>\s*\.\s*$", line))]
 
     prefixes: dict[str, tuple[str, int, bool]] = {}
-    sources, rows = _walk(paths, formats or {}, follow_imports, on_ntriples, marks or {}, prefixes)
+    sources, rows = walk_sources(paths, formats or {}, follow_imports, on_ntriples, marks or {}, prefixes)
 
     def read(stage: str | Path | None) -> tuple[DataFrame, DataFrame]:
         parts: list[DataFrame] = []
@@ -509,32 +238,3 @@ def load(spark: SparkSession, paths: Sequence[str | Path], *, formats: dict[str,
     return Loaded(*read(None), sources, read, prefixes)
 
 
-@dataclasses.dataclass
-class LoadedLocal:
-    """What :func:`load_local` read: Python lists instead of DataFrames."""
-
-    triples: list[tuple[str, str, str]]  # N-Triples strings, duplicates possible
-    rejects: list[tuple[str, int, str, str]]  # (file, line, reason, raw)
-    sources: list[Source]
-
-
-def load_local(paths: Sequence[str | Path], *, formats: dict[str, str] | None = None,
-               follow_imports: bool = False) -> LoadedLocal:
-    """:func:`load` on the driver, without Spark: the same triples, rejects and sources."""
-    triples: list[tuple[str, str, str]] = []
-    rejects: list[tuple[str, int, str, str]] = []
-
-    def on_ntriples(path: Path, scope: int) -> list[str]:
-        found, bad = parse_ntriples_local(path, scope)
-        triples.extend(found)
-        rejects.extend(bad)
-        return [o[1:-1] for _s, p, o in found if p == OWL_IMPORTS and o.startswith("<")] if follow_imports else []
-
-    sources, rows = _walk(paths, formats or {}, follow_imports, on_ntriples)
-    return LoadedLocal(triples + rows, rejects, sources)
-
-
-def total_bytes(paths: Sequence[str | Path]) -> int:
-    """The size of the named files (imports not followed): what ``engine="auto"`` decides on."""
-    files = [location(p, "source") for p in paths]
-    return sum(p.stat().st_size for p in files if p.is_file())

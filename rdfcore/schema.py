@@ -5,10 +5,12 @@ Joins refer to these constants, never to string literals.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
 
 from rdfcore.errors import SidecarError
+
+if TYPE_CHECKING:   # names only: the driver engines read these constants without pyspark
+    from pyspark.sql import DataFrame
 
 # triples (encoded: long ids; decoded: N-Triples strings)
 S, P, O = "s", "p", "o"

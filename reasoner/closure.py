@@ -15,16 +15,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from rdfcore.errors import SidecarError
+from rdfcore.errors import FixpointError, SidecarError
 from rdfcore.schema import (ANCESTORS, COMP_SUB, COMP_SUP, CYCLIC, GF_COMPONENT, GF_DST, GF_ID, GF_SRC, GOT,
                              KNOWN, MID, OLD_ANCESTORS, SUB, SUP)
 from rdfcore.sparkutil import cut, cut_counted
 
 STRATEGIES = ("dataframe", "graphframes")
-
-
-class FixpointError(SidecarError, RuntimeError):
-    """An iterative computation did not converge within its round cap."""
 
 
 class GraphFramesUnavailable(SidecarError, RuntimeError):

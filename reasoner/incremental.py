@@ -37,9 +37,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from rdfcore import fs, loading
-from reasoner import local, rules, store
-from rdfcore.dictionary import HashCollisionError, dictionary_terms
+from rdfcore import fs, loading, sources
+from reasoner import local, rules, schema_rules, store
+from rdfcore.dictionary import dictionary_terms
+from rdfcore.errors import HashCollisionError
 from rdfcore.locations import location
 from rdfcore.schema import (CLASS, DICTIONARY, FILE, ID, INFERRED, INSTANCE, LINE, O, P, RAW, REASON, REJECTS, S,
                              SUB, SUBCLASS, SUBPROPERTY, SUP, TERM, TRANSITIVE, TYPES)
@@ -70,7 +71,7 @@ def _prefix(path: Path, size: int) -> tuple[str, int, bool]:
     return digest.hexdigest(), lines, last in (b"\n", b"\r")
 
 
-def plan(previous: dict, sources: list[loading.Source], prefixes: dict | None = None) -> Plan:
+def plan(previous: dict, sources: list[sources.Source], prefixes: dict | None = None) -> Plan:
     """Whether the change from ``previous`` (a manifest) to ``sources`` may be incremental.
     ``prefixes``: the hashes of the files' old lengths taken while loading (``loading.load``'s
     ``marks``); a file without one is read again here."""
@@ -182,15 +183,15 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
     phase("read_and_dictionary_lookup")
     triples = added.select(*[F.xxhash64(c).alias(c) for c in (S, P, O)]).distinct().cache()
 
-    schema_predicates = [rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV]
+    schema_predicates = [schema_rules.SC, schema_rules.EQC, schema_rules.SP, schema_rules.EQP, schema_rules.DOM, schema_rules.RANGE, schema_rules.INV]
     owl_classes = schema["owl_classes"]
     touching = triples.filter(F.col(P).isin(schema_predicates)
-                              | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl_classes))).limit(1).collect()
+                              | ((F.col(P) == schema_rules.TYPE) & F.col(O).isin(owl_classes))).limit(1).collect()
     if touching:
         raise Refused("the added triples change the schema")
     readers = {a for a, _ in schema["sp"] + schema["inv"] + schema["dom"] + schema["rng"]} | set(schema["sym"]) | set(
         schema["trans"])
-    if readers & {rules.TYPE, rules.SC, rules.SP}:
+    if readers & {schema_rules.TYPE, schema_rules.SC, schema_rules.SP}:
         raise Refused("the schema's rules read rdf:type / subClassOf / subPropertyOf as properties")
 
     # rdfs7, prp-inv, prp-symp over the added triples alone (their consequences need no old triple)
@@ -219,14 +220,14 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
         with_props = with_props.unionAll(new).cache()
         frontier = new
     if not with_props.filter(F.col(P).isin(schema_predicates)
-                             | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl_classes))).isEmpty():
+                             | ((F.col(P) == schema_rules.TYPE) & F.col(O).isin(owl_classes))).isEmpty():
         raise Refused("what the added triples entail changes the schema (a sub-property of a schema property)")
     if trans and not with_props.filter(F.col(P).isin(sorted(trans))).isEmpty():
         raise Refused("the added triples use a transitive property (prp-trp joins them with old triples)")
 
     phase("schema_checks_and_property_rules")
     literal_ids = terms.filter(F.col(TERM).startswith('"')).select(F.col(ID).alias(INSTANCE))
-    base = with_props.filter(F.col(P) == rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
+    base = with_props.filter(F.col(P) == schema_rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
     if schema["dom"]:
         base = base.unionAll(rules.rdfs2(with_props, _pairs_frame(spark, schema["dom"])))
     if schema["rng"]:
@@ -242,8 +243,8 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
         new_types = types.join(seen, [INSTANCE, CLASS], "left_anti")
     new_types = new_types.cache()
 
-    facts = with_props.filter(F.col(P) != rules.TYPE).unionAll(
-        types.select(F.col(INSTANCE).alias(S), F.lit(rules.TYPE).alias(P), F.col(CLASS).alias(O))).distinct()
+    facts = with_props.filter(F.col(P) != schema_rules.TYPE).unionAll(
+        types.select(F.col(INSTANCE).alias(S), F.lit(schema_rules.TYPE).alias(P), F.col(CLASS).alias(O))).distinct()
     old_subjects = facts.select(S).distinct().join(known.withColumnRenamed(ID, S), S, "left_semi").cache()
     new_inferred = facts
     if not old_subjects.isEmpty():
@@ -253,7 +254,7 @@ def apply(spark: SparkSession, the_plan: Plan, version: store.VersionWriter, out
                    .join(old[SUBCLASS].select(SUB), SUB, "left_anti")
                    .select(SUB, F.col(SUB).alias(SUP)))
     predicates = with_props.select(F.col(P).alias(SUB))
-    predicates = predicates.unionAll(base.limit(1).select(F.lit(rules.TYPE).alias(SUB)))
+    predicates = predicates.unionAll(base.limit(1).select(F.lit(schema_rules.TYPE).alias(SUB)))
     new_properties = (predicates.distinct().join(old[SUBPROPERTY].select(SUB), SUB, "left_anti")
                       .select(SUB, F.col(SUB).alias(SUP)))
 
@@ -311,7 +312,7 @@ def _member(values, sorted_keys):
 
 
 def _added_local(the_plan: Plan, scratch: Path) -> tuple[list, list]:
-    """:func:`_added` on the driver (``loading.parse_ntriples_local`` / ``load_local``): the added
+    """:func:`_added` on the driver (``sources.parse_ntriples_local`` / ``load_local``): the added
     string triples and their rejects, numbered and named as in the whole file."""
     scratch.mkdir(parents=True)
     triples, rejects = [], []
@@ -320,11 +321,11 @@ def _added_local(the_plan: Plan, scratch: Path) -> tuple[list, list]:
         with path.open("rb") as src, tail.open("wb") as dst:
             src.seek(offset)
             shutil.copyfileobj(src, dst, 1 << 22)
-        found, bad = loading.parse_ntriples_local(tail, scope)
+        found, bad = sources.parse_ntriples_local(tail, scope)
         triples += found
         rejects += [(str(path.resolve()), line + lines, reason, raw) for _file, line, reason, raw in bad]
     for path, scope in the_plan.new_files:
-        part = loading.load_local([path])
+        part = sources.load_local([path])
         tag = f"_:f{scope}."                    # a new file's blank nodes: its own scope
         triples += [tuple(tag + t[5:] if t.startswith("_:f0.") else t for t in triple) for triple in part.triples]
         rejects += part.rejects
@@ -367,17 +368,17 @@ def apply_local(the_plan: Plan, version: store.VersionWriter, out: Path, timings
     triples, literals = local.encode(added, ids)
     phase("dictionary_lookup")
 
-    schema_predicates = {rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV}
+    schema_predicates = {schema_rules.SC, schema_rules.EQC, schema_rules.SP, schema_rules.EQP, schema_rules.DOM, schema_rules.RANGE, schema_rules.INV}
     owl_classes = set(schema["owl_classes"])
 
     def touches_schema(ts) -> bool:
-        return any(p in schema_predicates or (p == rules.TYPE and o in owl_classes) for _s, p, o in ts)
+        return any(p in schema_predicates or (p == schema_rules.TYPE and o in owl_classes) for _s, p, o in ts)
 
     if touches_schema(triples):
         raise Refused("the added triples change the schema")
     readers = {a for a, _ in schema["sp"] + schema["inv"] + schema["dom"] + schema["rng"]} | set(schema["sym"]) | set(
         schema["trans"])
-    if readers & {rules.TYPE, rules.SC, rules.SP}:
+    if readers & {schema_rules.TYPE, schema_rules.SC, schema_rules.SP}:
         raise Refused("the schema's rules read rdf:type / subClassOf / subPropertyOf as properties")
     # rdfs7, prp-inv, prp-symp over the added triples alone, to a fixpoint
     sp = local.by_first((a, b) for a, b in schema["sp"] if a != b)
@@ -402,7 +403,7 @@ def apply_local(the_plan: Plan, version: store.VersionWriter, out: Path, timings
     dom, rng = local.by_first(tuple(x) for x in schema["dom"]), local.by_first(tuple(x) for x in schema["rng"])
     base = set()
     for s, p, o in with_props:
-        if p == rules.TYPE:
+        if p == schema_rules.TYPE:
             base.add((s, o))
         base.update((s, c) for c in dom.get(p, ()))
         if o not in literals:
@@ -421,15 +422,15 @@ def apply_local(the_plan: Plan, version: store.VersionWriter, out: Path, timings
     types = _distinct_rows(np.concatenate([bx, np.repeat(bx, counts_up)]), np.concatenate([bc, up]))
     new_classes = np.setdiff1d(bc, subs)
     subproperty = _read_arrow(old_dir / SUBPROPERTY, [SUB]).column(SUB).to_numpy()
-    predicates = np.array(sorted({p for _s, p, _o in with_props} | ({rules.TYPE} if base else set())), dtype=np.int64)
+    predicates = np.array(sorted({p for _s, p, _o in with_props} | ({schema_rules.TYPE} if base else set())), dtype=np.int64)
     new_properties = np.setdiff1d(predicates, subproperty)
     known_sorted = np.array(sorted(known), dtype=np.int64)
     new_types = types
     if _member(types[0], known_sorted).any():   # instances the previous version typed already
         new_types = _without(types, _old_rows(old_dir / TYPES, [INSTANCE, CLASS], types[0], known_sorted))
-    fs_, fp, fo = _columns_of({t for t in with_props if t[1] != rules.TYPE}, 3)
+    fs_, fp, fo = _columns_of({t for t in with_props if t[1] != schema_rules.TYPE}, 3)
     facts = _distinct_rows(np.concatenate([fs_, types[0]]),
-                           np.concatenate([fp, np.full(len(types[0]), rules.TYPE, dtype=np.int64)]),
+                           np.concatenate([fp, np.full(len(types[0]), schema_rules.TYPE, dtype=np.int64)]),
                            np.concatenate([fo, types[1]]))
     new_inferred = facts
     if _member(facts[0], known_sorted).any():   # subjects the previous version had triples of

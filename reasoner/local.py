@@ -19,9 +19,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from reasoner import rules
-from reasoner.closure import FixpointError
-from rdfcore.dictionary import HashCollisionError
+from reasoner import schema_rules
+from rdfcore.errors import FixpointError
+from rdfcore.errors import HashCollisionError
 from rdfcore.hashing import fast_xxh64
 from rdfcore.schema import TABLE_COLUMNS
 from rdfcore.vocab import ENTAILMENT_VOCABULARY
@@ -125,19 +125,19 @@ class Schema:
 
     def __init__(self, current: set[Triple]):
         by_p: dict[int, set[Pair]] = defaultdict(set)
-        wanted = {rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV}
-        owl = (rules.SYMMETRIC, rules.TRANSITIVE)
+        wanted = {schema_rules.SC, schema_rules.EQC, schema_rules.SP, schema_rules.EQP, schema_rules.DOM, schema_rules.RANGE, schema_rules.INV}
+        owl = (schema_rules.SYMMETRIC, schema_rules.TRANSITIVE)
         for s, p, o in current:
-            if p in wanted or (p == rules.TYPE and o in owl):
+            if p in wanted or (p == schema_rules.TYPE and o in owl):
                 by_p[p].add((s, o))
-        self.sc = closure_map(by_p[rules.SC] | rules.both_ways_set(by_p[rules.EQC]))   # {sub: sups}
-        self.sp = frozenset(rules.rdfs5(by_p[rules.SP] | rules.scm_eqp1(by_p[rules.EQP])))
-        self.dom = frozenset(by_p[rules.DOM])
-        self.rng = frozenset(by_p[rules.RANGE])
-        self.inv = frozenset(rules.both_ways_set(by_p[rules.INV]))
-        types = by_p[rules.TYPE]
-        self.sym = frozenset(s for s, o in types if o == rules.SYMMETRIC)
-        self.trans = frozenset(s for s, o in types if o == rules.TRANSITIVE)
+        self.sc = closure_map(by_p[schema_rules.SC] | schema_rules.both_ways_set(by_p[schema_rules.EQC]))   # {sub: sups}
+        self.sp = frozenset(schema_rules.rdfs5(by_p[schema_rules.SP] | schema_rules.scm_eqp1(by_p[schema_rules.EQP])))
+        self.dom = frozenset(by_p[schema_rules.DOM])
+        self.rng = frozenset(by_p[schema_rules.RANGE])
+        self.inv = frozenset(schema_rules.both_ways_set(by_p[schema_rules.INV]))
+        types = by_p[schema_rules.TYPE]
+        self.sym = frozenset(s for s, o in types if o == schema_rules.SYMMETRIC)
+        self.trans = frozenset(s for s, o in types if o == schema_rules.TRANSITIVE)
         self.owl_classes = frozenset(set(owl) | {a for a, sups in self.sc.items() if not sups.isdisjoint(owl)})
 
 
@@ -204,7 +204,7 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
         dom, rng = by_first(schema.dom), by_first(schema.rng)
         base_types: set[Pair] = set()
         for s, p, o in with_props:
-            if p == rules.TYPE:
+            if p == schema_rules.TYPE:
                 base_types.add((s, o))
             for c in dom.get(p, ()):
                 base_types.add((s, c))
@@ -217,25 +217,25 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
         sp_map = {a: frozenset(b) for a, b in by_first(schema.sp).items()}
         # the hierarchy part of inferred: the closures, plus subClassOf/subPropertyOf triples the
         # property rules derived this round that the closures do not hold yet (then another round)
-        extra = {t for t in with_props if (t[1] == rules.SC and t[2] not in schema.sc.get(t[0], ()))
-                 or (t[1] == rules.SP and t[2] not in sp_map.get(t[0], ()))}
+        extra = {t for t in with_props if (t[1] == schema_rules.SC and t[2] not in schema.sc.get(t[0], ()))
+                 or (t[1] == schema_rules.SP and t[2] not in sp_map.get(t[0], ()))}
         if not _needs_another_round(schema, added, base_types):
             break
-        current = ({t for t in with_props if t[1] not in (rules.TYPE, rules.SC, rules.SP)}
-                   | {(x, rules.TYPE, c) for x, c in types} | extra
-                   | {(a, rules.SC, b) for a, bs in schema.sc.items() for b in bs}
-                   | {(a, rules.SP, b) for a, b in schema.sp})
+        current = ({t for t in with_props if t[1] not in (schema_rules.TYPE, schema_rules.SC, schema_rules.SP)}
+                   | {(x, schema_rules.TYPE, c) for x, c in types} | extra
+                   | {(a, schema_rules.SC, b) for a, bs in schema.sc.items() for b in bs}
+                   | {(a, schema_rules.SP, b) for a, b in schema.sp})
     else:
         raise FixpointError(f"materialization did not converge within {max_rounds} rounds")
     # The last round's tables. The parts of inferred have distinct predicates or are disjoint by
     # construction, so they are concatenated, not unioned (the closure pairs are the bulk).
-    facts = [t for t in with_props if t[1] not in (rules.TYPE, rules.SC, rules.SP)]
+    facts = [t for t in with_props if t[1] not in (schema_rules.TYPE, schema_rules.SC, schema_rules.SP)]
     sc_cols = map_columns(schema.sc)
     sp_cols = map_columns(sp_map)
     typed = _pair_columns(types)
-    type_triples = (typed[0], np.full(len(typed[0]), rules.TYPE, dtype=np.int64), typed[1])
-    hierarchy = [(sc_cols[0], np.full(len(sc_cols[0]), rules.SC, dtype=np.int64), sc_cols[1]),
-                 (sp_cols[0], np.full(len(sp_cols[0]), rules.SP, dtype=np.int64), sp_cols[1]),
+    type_triples = (typed[0], np.full(len(typed[0]), schema_rules.TYPE, dtype=np.int64), typed[1])
+    hierarchy = [(sc_cols[0], np.full(len(sc_cols[0]), schema_rules.SC, dtype=np.int64), sc_cols[1]),
+                 (sp_cols[0], np.full(len(sp_cols[0]), schema_rules.SP, dtype=np.int64), sp_cols[1]),
                  _triple_columns(extra)]
     inferred = _concat([_triple_columns(facts), type_triples, *hierarchy])
     trans = np.array(sorted(schema.trans), dtype=np.int64)
@@ -244,8 +244,8 @@ def materialize(triples: set[Triple], literals: set[int], *, max_rounds: int = 2
     classes = set(schema.sc).union(*schema.sc.values()) | {c for _, c in base_types} | {
         c for _, c in schema.dom | schema.rng}
     subclass = _concat([sc_cols, _pair_columns((c, c) for c in classes if c not in schema.sc.get(c, ()))])
-    properties = ({p for _, p, _ in with_props} | ({rules.SC} if schema.sc else set())
-                  | ({rules.SP} if schema.sp else set()) | ({rules.TYPE} if base_types else set())
+    properties = ({p for _, p, _ in with_props} | ({schema_rules.SC} if schema.sc else set())
+                  | ({schema_rules.SP} if schema.sp else set()) | ({schema_rules.TYPE} if base_types else set())
                   | {q for pair in schema.sp | schema.inv for q in pair} | {p for p, _ in schema.dom | schema.rng}
                   | schema.sym | schema.trans)
     subproperty = _concat([sp_cols, _pair_columns((q, q) for q in properties if q not in sp_map.get(q, ()))])
@@ -279,13 +279,13 @@ def _concat(parts: list[tuple]) -> tuple:
 
 def _needs_another_round(schema: Schema, added: set[Triple], base_types: set[Pair]) -> bool:
     """``reasoner.materialize._needs_another_round`` on the driver."""
-    rule_predicates = {rules.SC, rules.SP, rules.DOM, rules.RANGE, rules.EQC, rules.EQP, rules.INV}
+    rule_predicates = {schema_rules.SC, schema_rules.SP, schema_rules.DOM, schema_rules.RANGE, schema_rules.EQC, schema_rules.EQP, schema_rules.INV}
     if any(p in rule_predicates for _, p, _ in added):
         return True
     readers = {s for s, _ in schema.sp | schema.inv | schema.dom | schema.rng} | schema.sym | schema.trans
-    if readers & {rules.TYPE, rules.SC, rules.SP}:
+    if readers & {schema_rules.TYPE, schema_rules.SC, schema_rules.SP}:
         return True
-    owl = (rules.SYMMETRIC, rules.TRANSITIVE)
+    owl = (schema_rules.SYMMETRIC, schema_rules.TRANSITIVE)
     up = {a: sups & set(owl) for a, sups in schema.sc.items() if not sups.isdisjoint(owl)}
     found = set()
     for x, c in base_types:
@@ -293,7 +293,7 @@ def _needs_another_round(schema: Schema, added: set[Triple], base_types: set[Pai
             found.update((x, o) for o in up.get(c, ()))
             if c in owl:
                 found.add((x, c))
-    known = {(p, rules.SYMMETRIC) for p in schema.sym} | {(p, rules.TRANSITIVE) for p in schema.trans}
+    known = {(p, schema_rules.SYMMETRIC) for p in schema.sym} | {(p, schema_rules.TRANSITIVE) for p in schema.trans}
     return bool(found - known)
 
 

@@ -25,8 +25,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from reasoner import local, rules
-from reasoner.closure import FixpointError
+from reasoner import local, rules, schema_rules
+from rdfcore.errors import FixpointError
 from rdfcore.errors import SidecarError
 from rdfcore.sparkutil import cut, cut_counted
 from rdfcore.schema import CLASS, ID, INSTANCE, O, P, PROPERTY, S, SUB, SUP
@@ -67,7 +67,7 @@ class Closure:
 
 def _with_types(others: DataFrame, types: DataFrame) -> DataFrame:
     # predicates are disjoint between the parts: no distinct
-    return others.unionAll(types.select(F.col(INSTANCE).alias(S), F.lit(rules.TYPE).alias(P), F.col(CLASS).alias(O)))
+    return others.unionAll(types.select(F.col(INSTANCE).alias(S), F.lit(schema_rules.TYPE).alias(P), F.col(CLASS).alias(O)))
 
 
 class SchemaTooLarge(SidecarError, ValueError):
@@ -117,34 +117,34 @@ DRIVER_SCHEMA_ROWS = 2_000_000
 
 
 def _schema(triples: DataFrame, strategy: str) -> _Schema:
-    owl = [rules.SYMMETRIC, rules.TRANSITIVE]
+    owl = [schema_rules.SYMMETRIC, schema_rules.TRANSITIVE]
     schema_triples = triples.filter(
-        F.col(P).isin(rules.SC, rules.EQC, rules.SP, rules.EQP, rules.DOM, rules.RANGE, rules.INV)
-        | ((F.col(P) == rules.TYPE) & F.col(O).isin(owl)))
+        F.col(P).isin(schema_rules.SC, schema_rules.EQC, schema_rules.SP, schema_rules.EQP, schema_rules.DOM, schema_rules.RANGE, schema_rules.INV)
+        | ((F.col(P) == schema_rules.TYPE) & F.col(O).isin(owl)))
     if strategy == "dataframe":
         collected = schema_triples.select(S, P, O).limit(DRIVER_SCHEMA_ROWS + 1).toArrow()
         if collected.num_rows <= DRIVER_SCHEMA_ROWS:
             return _schema_on_driver(triples.sparkSession, collected)
     schema_triples = schema_triples.transform(cut)
-    properties = schema_triples.filter(~F.col(P).isin(rules.SC, rules.EQC)).limit(MAX_PROPERTY_SCHEMA_ROWS + 1).collect()
+    properties = schema_triples.filter(~F.col(P).isin(schema_rules.SC, schema_rules.EQC)).limit(MAX_PROPERTY_SCHEMA_ROWS + 1).collect()
     if len(properties) > MAX_PROPERTY_SCHEMA_ROWS:
         raise SchemaTooLarge(f"more than {MAX_PROPERTY_SCHEMA_ROWS} property-level schema triples (subPropertyOf, domain, "
                          f"range, inverseOf, equivalentProperty, property types): not a schema this reasoner supports")
     by_p: dict[int, set[tuple[int, int]]] = {}
     for row in properties:
         by_p.setdefault(row[P], set()).add((row[S], row[O]))
-    sp_edges = by_p.get(rules.SP, set()) | rules.scm_eqp1(by_p.get(rules.EQP, set()))
-    types = by_p.get(rules.TYPE, set())
-    sc = rules.rdfs11(rules.pairs(schema_triples, rules.SC).unionAll(rules.scm_eqc1(schema_triples)), strategy)
+    sp_edges = by_p.get(schema_rules.SP, set()) | schema_rules.scm_eqp1(by_p.get(schema_rules.EQP, set()))
+    types = by_p.get(schema_rules.TYPE, set())
+    sc = rules.rdfs11(rules.pairs(schema_triples, schema_rules.SC).unionAll(rules.scm_eqc1(schema_triples)), strategy)
     sc_rows = sc.count()
     owl_classes = set(owl) | {row[0] for row in sc.filter(F.col(SUP).isin(owl)).select(SUB).collect()}
     return _Schema(
         sc=_small(sc, sc_rows), sc_rows=sc_rows,
-        sp=frozenset(rules.rdfs5(sp_edges)),
-        dom=frozenset(by_p.get(rules.DOM, set())), rng=frozenset(by_p.get(rules.RANGE, set())),
-        inv=frozenset(rules.both_ways_set(by_p.get(rules.INV, set()))),
-        sym=frozenset(s for s, o in types if o == rules.SYMMETRIC),
-        trans=frozenset(s for s, o in types if o == rules.TRANSITIVE),
+        sp=frozenset(schema_rules.rdfs5(sp_edges)),
+        dom=frozenset(by_p.get(schema_rules.DOM, set())), rng=frozenset(by_p.get(schema_rules.RANGE, set())),
+        inv=frozenset(schema_rules.both_ways_set(by_p.get(schema_rules.INV, set()))),
+        sym=frozenset(s for s, o in types if o == schema_rules.SYMMETRIC),
+        trans=frozenset(s for s, o in types if o == schema_rules.TRANSITIVE),
         owl_classes=frozenset(owl_classes),
     )
 
@@ -218,20 +218,20 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
         t0 = time.perf_counter()
         # the rdf:type triples are distinct (so are the input triples and what the rules add):
         # only domains and ranges can repeat a base type
-        base_types = with_props.filter(F.col(P) == rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
+        base_types = with_props.filter(F.col(P) == schema_rules.TYPE).select(F.col(S).alias(INSTANCE), F.col(O).alias(CLASS))
         if schema.dom or schema.rng:
             base_types = (base_types.unionAll(rules.rdfs2(with_props, schema.frame(spark, "dom")))
                           .unionAll(rules.rdfs3(with_props, schema.frame(spark, "rng"), literals)).distinct())
         base_types = base_types.persist(StorageLevel.DISK_ONLY)
         types = _close_types(base_types, schema, partitions)
         sp = schema.frame(spark, "sp")
-        closure_triples = (schema.sc.select(F.col(SUB).alias(S), F.lit(rules.SC).alias(P), F.col(SUP).alias(O))
-                           .unionAll(sp.select(F.col(SUB).alias(S), F.lit(rules.SP).alias(P), F.col(SUP).alias(O))))
+        closure_triples = (schema.sc.select(F.col(SUB).alias(S), F.lit(schema_rules.SC).alias(P), F.col(SUP).alias(O))
+                           .unionAll(sp.select(F.col(SUB).alias(S), F.lit(schema_rules.SP).alias(P), F.col(SUP).alias(O))))
         # Predicates are disjoint between the three parts, so no global distinct is needed. The
         # subClassOf/subPropertyOf part keeps what the property rules derived this round too
         # (a sub-property of rdfs:subClassOf); the next round's schema closes it.
-        hierarchy = closure_triples.unionAll(with_props.filter(F.col(P).isin(rules.SC, rules.SP))).distinct()
-        others = with_props.filter(~F.col(P).isin(rules.TYPE, rules.SC, rules.SP)).unionAll(hierarchy)
+        hierarchy = closure_triples.unionAll(with_props.filter(F.col(P).isin(schema_rules.SC, schema_rules.SP))).distinct()
+        others = with_props.filter(~F.col(P).isin(schema_rules.TYPE, schema_rules.SC, schema_rules.SP)).unionAll(hierarchy)
         inferred = _with_types(others, types)
         timings[f"round{round_}_types_planned"] = time.perf_counter() - t0
         if not _needs_another_round(schema, added, base_types):
@@ -253,7 +253,7 @@ def materialize(triples: DataFrame, literals: DataFrame, *, strategy: str = "dat
                          | schema.sym | schema.trans)
     properties = (with_props.select(F.col(P).alias("q"))
                   .union(closure_triples.select(F.col(P).alias("q")))
-                  .union(base_types.limit(1).select(F.lit(rules.TYPE).alias("q")))
+                  .union(base_types.limit(1).select(F.lit(schema_rules.TYPE).alias("q")))
                   .union(spark.createDataFrame([(q,) for q in sorted(schema_properties)], "q long"))
                   .distinct())
     subproperty = sp.unionAll(properties.select(F.col("q").alias(SUB), F.col("q").alias(SUP))).distinct()
@@ -296,20 +296,20 @@ def _close_types(base_types: DataFrame, schema: _Schema, partitions: int | None 
 
 def _needs_another_round(schema: _Schema, added: DataFrame | None, base_types: DataFrame) -> bool:
     """Did this round derive triples that the rules read as input (see module doc)?"""
-    rule_predicates = [rules.SC, rules.SP, rules.DOM, rules.RANGE, rules.EQC, rules.EQP, rules.INV]
+    rule_predicates = [schema_rules.SC, schema_rules.SP, schema_rules.DOM, schema_rules.RANGE, schema_rules.EQC, schema_rules.EQP, schema_rules.INV]
     if added is not None and not added.filter(F.col(P).isin(rule_predicates)).isEmpty():
         return True  # e.g. a sub-property of rdfs:subClassOf produced new schema
     readers = ({s for s, _ in schema.sp | schema.inv | schema.dom | schema.rng} | schema.sym | schema.trans)
     # rdf:type / subClassOf / subPropertyOf triples are added after the property rules ran:
     # if the rules read those predicates, the new triples need another round.
-    if readers & {rules.TYPE, rules.SC, rules.SP}:
+    if readers & {schema_rules.TYPE, schema_rules.SC, schema_rules.SP}:
         return True
     # a property became symmetric/transitive through rdfs2/3/9 (types of owl classes and subclasses)
     owl_types = base_types.filter(F.col(CLASS).isin(sorted(schema.owl_classes)))
-    derived = owl_types.join(schema.sc.filter(F.col(SUP).isin(rules.SYMMETRIC, rules.TRANSITIVE))
+    derived = owl_types.join(schema.sc.filter(F.col(SUP).isin(schema_rules.SYMMETRIC, schema_rules.TRANSITIVE))
                              .select(F.col(SUB).alias(CLASS), F.col(SUP).alias("owl")), CLASS)
     found = {(r[INSTANCE], r["owl"]) for r in derived.select(INSTANCE, "owl").distinct().collect()}
-    found |= {(r[INSTANCE], r[CLASS]) for r in owl_types.filter(F.col(CLASS).isin(rules.SYMMETRIC, rules.TRANSITIVE))
+    found |= {(r[INSTANCE], r[CLASS]) for r in owl_types.filter(F.col(CLASS).isin(schema_rules.SYMMETRIC, schema_rules.TRANSITIVE))
               .select(INSTANCE, CLASS).distinct().collect()}
-    known = {(p, rules.SYMMETRIC) for p in schema.sym} | {(p, rules.TRANSITIVE) for p in schema.trans}
+    known = {(p, schema_rules.SYMMETRIC) for p in schema.sym} | {(p, schema_rules.TRANSITIVE) for p in schema.trans}
     return bool(found - known)

@@ -11,7 +11,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rdfcore import fs, loading
+from rdfcore import fs, loading, sources
 from reasoner import incremental, local, store
 from reasoner.closure import STRATEGIES
 from rdfcore.dictionary import bulk_dictionary, check_collisions, encode_triples
@@ -23,7 +23,7 @@ from rdfcore.schema import (DICTIONARY, FILE, ID, INFERRED, LINE, O, P, RAW, REA
                              TABLE_COLUMNS, TERM, TRANSITIVE, TYPES)
 
 
-def _fingerprint(sources: Sequence[loading.Source], strategy: str) -> dict:
+def _fingerprint(sources: Sequence[sources.Source], strategy: str) -> dict:
     return {"sources": sorted(s.sha256 for s in sources), "rules": list(RULES)}
 
 
@@ -45,7 +45,7 @@ def choose_engine(paths: Sequence[str | Path], engine: str, strategy: str) -> st
     if engine == "local" and strategy != "dataframe":
         raise ValueError(f"strategy {strategy!r} runs on Spark: use engine spark (or auto) with it")
     if engine == "auto":
-        small = strategy == "dataframe" and loading.total_bytes(paths) <= local_max_bytes()
+        small = strategy == "dataframe" and sources.total_bytes(paths) <= local_max_bytes()
         return "local" if small else "spark"
     return engine
 
@@ -208,11 +208,11 @@ def _export_spark(spark: SparkSession, out, path) -> int:
 
 def _materialize_local(paths, out, *, if_changed: bool, follow_imports: bool, export_ntriples,
                        progress: Progress, started: float) -> dict:
-    """``materialize_sources`` on the driver: ``loading.load_local``, ids by xxhash64 in Python,
+    """``materialize_sources`` on the driver: ``sources.load_local``, ids by xxhash64 in Python,
     ``reasoner.local.materialize``, the tables written with pyarrow, the export written from
     them: no Spark at all."""
     timings: dict[str, float] = {}
-    loaded = loading.load_local(paths, follow_imports=follow_imports)
+    loaded = sources.load_local(paths, follow_imports=follow_imports)
     fingerprint = _fingerprint(loaded.sources, "dataframe")
     if if_changed and (summary := _unchanged(out, fingerprint, started, export_ntriples, export_local)) is not None:
         return summary

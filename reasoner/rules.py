@@ -28,22 +28,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from reasoner.closure import transitive_closure
-from rdfcore.hashing import term_id
 from rdfcore.schema import CLASS, ID, INSTANCE, MID, O, P, S, SUB, SUP
-from rdfcore.vocab import (OWL_EQUIVALENTCLASS, OWL_EQUIVALENTPROPERTY, OWL_INVERSEOF, OWL_SYMMETRICPROPERTY,
-                            OWL_TRANSITIVEPROPERTY, RDF_TYPE, RDFS_DOMAIN, RDFS_RANGE, RDFS_SUBCLASSOF,
-                            RDFS_SUBPROPERTYOF)
-
-TYPE = term_id(RDF_TYPE)
-SC = term_id(RDFS_SUBCLASSOF)
-SP = term_id(RDFS_SUBPROPERTYOF)
-DOM = term_id(RDFS_DOMAIN)
-RANGE = term_id(RDFS_RANGE)
-EQC = term_id(OWL_EQUIVALENTCLASS)
-EQP = term_id(OWL_EQUIVALENTPROPERTY)
-INV = term_id(OWL_INVERSEOF)
-SYMMETRIC = term_id(OWL_SYMMETRICPROPERTY)
-TRANSITIVE = term_id(OWL_TRANSITIVEPROPERTY)
+from reasoner.schema_rules import EQC, TYPE
 
 RULES = ("rdfs2", "rdfs3", "rdfs5", "rdfs7", "rdfs9", "rdfs11",
          "scm-eqc1", "scm-eqp1", "prp-inv1", "prp-inv2", "prp-symp", "prp-trp")
@@ -63,42 +49,9 @@ def both_ways(edges: DataFrame) -> DataFrame:
     return edges.unionAll(edges.select(F.col(SUP).alias(SUB), F.col(SUB).alias(SUP)))
 
 
-def both_ways_set(pairs_: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    return pairs_ | {(b, a) for a, b in pairs_}
-
-
 def scm_eqc1(triples: DataFrame) -> DataFrame:
     """scm-eqc1: (c owl:equivalentClass d) ⟹ (c rdfs:subClassOf d), (d rdfs:subClassOf c)."""
     return both_ways(pairs(triples, EQC))
-
-
-def scm_eqp1(eqp_pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    """scm-eqp1: (p owl:equivalentProperty q) ⟹ (p rdfs:subPropertyOf q), (q rdfs:subPropertyOf p).
-
-    On the driver, like rdfs5: property-level schema is collected (``reasoner.materialize``).
-    """
-    return both_ways_set(eqp_pairs)
-
-
-def rdfs5(sp_edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    """rdfs5: (p sp q), (q sp r) ⟹ (p sp r) — the transitive closure of subPropertyOf.
-
-    Property hierarchies are schema-sized (bounded by the number of properties), so this runs on
-    the driver over the collected edges; class hierarchies (rdfs11) run on Spark.
-    """
-    successors: dict[int, set[int]] = {}
-    for a, b in sp_edges:
-        successors.setdefault(a, set()).add(b)
-    closure = set()
-    for start in successors:
-        stack, seen = list(successors[start]), set()
-        while stack:
-            node = stack.pop()
-            if node not in seen:
-                seen.add(node)
-                stack.extend(successors.get(node, ()))
-        closure.update((start, node) for node in seen)
-    return closure
 
 
 def rdfs11(sc_edges: DataFrame, strategy: str = "dataframe") -> DataFrame:

@@ -58,7 +58,7 @@ from cep.io.lineparse import bnode_scope, parse_jsonl
 from cep.continuous.sinks import write_json_lines, write_jsonl
 from cep.continuous.sources import FileSource, KafkaSource
 from cep.continuous.state import SPARK_DIR
-from cep.io.streams import JSONL, TSNT, detect_stream_format
+from cep.io.formats import JSONL, TSNT, detect_stream_format
 from reasoner import store as closure_store
 from rdfcore.errors import SidecarError
 from rdfcore import fs

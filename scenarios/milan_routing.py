@@ -45,7 +45,7 @@ from cep.io.lineparse import parse_jsonl
 from cep.continuous.sinks import write_json_lines, write_jsonl
 from cep.continuous.sources import FileSource, KafkaSource
 from cep.continuous.state import SPARK_DIR
-from cep.io.streams import JSONL, TSNT, detect_stream_format
+from cep.io.formats import JSONL, TSNT, detect_stream_format
 from paths.weighted import Network, Route
 from rdfcore.errors import SidecarError
 from rdfcore import fs

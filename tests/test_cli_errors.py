@@ -72,10 +72,10 @@ def test_expected_classes_derive_from_sidecar_error():
     from ontologies.vienna import ViennaDataError
     from paths.compiler import PathIterationLimit
     from paths.local import LocalTooLarge
-    from reasoner.closure import FixpointError, GraphFramesUnavailable
-    from rdfcore.dictionary import HashCollisionError
+    from reasoner.closure import GraphFramesUnavailable
+    from rdfcore.errors import FixpointError, HashCollisionError
     from rdfcore.jars import JarUnavailable
-    from rdfcore.loading import RDFLoadError
+    from rdfcore.sources import RDFLoadError
     from reasoner.materialize import SchemaTooLarge
     from rdfcore.schema import MissingColumnsError
     from reasoner.store import StoreError

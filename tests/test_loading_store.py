@@ -10,7 +10,8 @@ from pyspark.sql import functions as F
 
 from reasoner import store
 from rdfcore.hashing import term_id
-from rdfcore.loading import RDFLoadError, load, parse_with_rdflib
+from rdfcore.loading import load
+from rdfcore.sources import RDFLoadError, parse_with_rdflib
 from reasoner.publish import materialize_sources
 
 ROOT = Path(__file__).resolve().parent.parent

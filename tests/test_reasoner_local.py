@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reasoner import local, store
-from rdfcore.loading import load, load_local
+from rdfcore.loading import load
+from rdfcore.sources import load_local
 from reasoner.publish import choose_engine, materialize_sources
-from reasoner.rules import rdfs5
+from reasoner.schema_rules import rdfs5
 from rdfcore.vocab import OWL_NS, RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
 from tests.hypothesis_profiles import examples
 from tests.rdfhelpers import tables_for
@@ -258,7 +259,8 @@ def test_spark_closure_by_squaring_gives_the_same_tables(spark, monkeypatch):
 def test_hash_collisions_are_refused_on_both_engines(spark, monkeypatch):
     """Two terms with one id would merge in every table: both dictionaries refuse them, naming
     the id and the terms."""
-    from rdfcore.dictionary import HashCollisionError, checked_dictionary
+    from rdfcore.dictionary import checked_dictionary
+    from rdfcore.errors import HashCollisionError
 
     parts = [spark.createDataFrame([(1, "<a>"), (2, "<c>"), (1, "<b>"), (2, "<c>")], "id long, term string")]
     with pytest.raises(HashCollisionError, match="<a>.*<b>") as caught:
@@ -278,7 +280,7 @@ def test_a_file_and_its_prefix_hashed_in_one_pass(tmp_path_factory, data, chunk,
     import hashlib
 
     from reasoner.incremental import _prefix
-    from rdfcore.loading import hash_file
+    from rdfcore.sources import hash_file
 
     path = tmp_path_factory.mktemp("hash") / "f.nt"
     path.write_bytes(data)

@@ -332,7 +332,7 @@ class Runner:
 
         from cep.io import linescan
         from cep.io.lineparse import parse_jsonl
-        from cep.io.streams import JSONL, TSNT, detect_stream_format
+        from cep.io.formats import JSONL, TSNT, detect_stream_format
         from rdfcore.errors import SidecarError
 
         none = F.lit(None).cast("long")

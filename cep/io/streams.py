@@ -65,20 +65,18 @@ from pyspark.sql import functions as F
 from cep.algebra.patterns import TIME_UNITS
 # the stream-item column (a long id shared by the triples of one item) and the stream's columns
 from cep.engines.columns import ITEM, STREAM_COLUMNS
+from cep.io.formats import EXTENSIONS, FORMATS, JSONL, detect_stream_format
 # The N-Triples grammar pieces and term normalisation of the static loader, reused as they are.
-from rdfcore.loading import (NT_BLANK_OR_COMMENT, NT_BNODE, NT_IRI, NT_LITERAL, NT_OBJECT, NT_WS, RDFLoadError, canonical_term,
-                              column_after, invalid_utf8, read_lines, reject_reason, scope_bnode, with_line_numbers)
+from rdfcore.loading import (canonical_term, column_after, invalid_utf8, read_lines, reject_reason, scope_bnode,
+                             with_line_numbers)
+from rdfcore.sources import NT_BLANK_OR_COMMENT, NT_BNODE, NT_IRI, NT_LITERAL, NT_OBJECT, NT_WS, RDFLoadError
 from rdfcore.dictionary import build_dictionary, encode_column
 from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START
 from rdfcore.vocab import RDF_TYPE
 
-__all__ = ["ITEM", "STREAM_COLUMNS", "FORMATS", "Stream", "read_stream", "detect_stream_format"]
+__all__ = ["ITEM", "STREAM_COLUMNS", "Stream", "read_stream"]
 
-JSONL, TSNT = "jsonl", "tsnt"
-FORMATS = (JSONL, TSNT)
-_EXTENSIONS = {".jsonl": JSONL, ".ndjson": JSONL, ".json": JSONL,
-               ".nt": TSNT, ".ntriples": TSNT, ".tsnt": TSNT, ".tnt": TSNT}
 
 # JSON keys of an item
 _K_S, _K_P, _K_O, _K_T, _K_T_END, _K_TRIPLES = "s", "p", "o", "t", "t_end", "triples"
@@ -131,19 +129,6 @@ class Stream:
     def rejected(self) -> int:
         """How many lines were rejected (runs a Spark job)."""
         return self.rejects.count()
-
-
-def detect_stream_format(path: Path, explicit: str | None = None) -> str:
-    """``explicit`` when given (checked), else the format its extension names."""
-    if explicit is not None:
-        if explicit not in FORMATS:
-            raise RDFLoadError(str(path), f"unknown stream format {explicit!r}; expected one of {', '.join(FORMATS)}")
-        return explicit
-    suffix = path.suffix.lower()
-    if suffix not in _EXTENSIONS:
-        raise RDFLoadError(str(path), f"cannot tell the stream format from the extension {suffix!r}; expected one of "
-                                      f"{', '.join(sorted(_EXTENSIONS))} (or pass fmt='jsonl'|'tsnt')")
-    return _EXTENSIONS[suffix]
 
 
 def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, str] | None = None,
@@ -202,7 +187,7 @@ def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit:
     if fmt is None:
         unknown = (lines.filter(~_extension_in(*FORMATS))
                    .select(FILE, LINE, F.lit(f"unknown stream format: the file's extension is none of "
-                                             f"{', '.join(sorted(_EXTENSIONS))}").alias(REASON), RAW))
+                                             f"{', '.join(sorted(EXTENSIONS))}").alias(REASON), RAW))
         rejects = rejects.unionByName(unknown)
     item = F.xxhash64(F.col(FILE), F.col(LINE)).alias(ITEM)
     terms = (checked.filter(F.col(REASON).isNull())
@@ -221,7 +206,7 @@ def encode_items(terms: DataFrame) -> DataFrame:
 
 def _extension_in(*kinds: str) -> Column:
     """Whether the row's file has an extension of one of the stream formats ``kinds``."""
-    suffixes = [ext for ext, kind in _EXTENSIONS.items() if kind in kinds]
+    suffixes = [ext for ext, kind in EXTENSIONS.items() if kind in kinds]
     return F.lower(F.regexp_extract(F.col(FILE), r"(\.[^./]*)$", 1)).isin(*suffixes)
 
 

@@ -1,0 +1,164 @@
+"""A CQELS-CEP query's answers at given instants, entirely on the driver: no JVM.
+
+``query --at T1,...,Tn`` on small inputs (``jobs.query`` picks the engine). The inputs are read
+on the driver: the ``--static`` files by ``rdfcore.sources.load_local`` (the same triples and
+rejects as Spark's loader) and the reasoner's driver engine (``reasoner.local.materialize``); the
+stream files line by line (``cep.io.lineparse`` and the compiled scanner of timestamped
+N-Triples, ``cep.io.linescan.scan_tsnt``: the same items and ids as Spark's parser). A stream line
+those readers do not take (an escape, an ISO timestamp, a malformed line: Spark's parser gives
+its reject reason) makes :class:`NotOnDriver`, and the caller runs Spark instead.
+
+The evaluation computes every instant's answers at once, as the continuous runtime's driver
+engine does: the background patterns by ``cep.engines.driver.static``, the rest by the walk of
+``cep.engines.driver.rows`` (Python rows; small inputs) or ``cep.engines.driver.columnar``
+(numpy columns; from :data:`COLUMNAR_FROM` stream items on). Each result row carries its lifetime
+[a, b], the instants at which it is an answer; the answers at an asked instant t are the rows
+with a ≤ t ≤ b, their interval's open end (a background-only answer) read as t. So n instants
+cost one evaluation, not n.
+
+What runs here is what both driver engines support (``refusal``): CQELS-CEP SELECT queries whose
+background patterns ``cep.engines.driver.static`` evaluates, without ORDER BY / LIMIT / OFFSET.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cep import algebra as A
+from cep.algebra.timeline import OPEN_END
+from cep.engines.driver import rows as L
+from cep.engines.driver import static
+from cep.engines.driver.walk import supports
+from rdfcore.errors import SidecarError
+from rdfcore.hashing import term_id
+
+__all__ = ["NotOnDriver", "Answers", "refusal", "read_static", "read_streams", "answers_at", "COLUMNAR_FROM"]
+
+#: from this many stream items on, the numpy operators (``cep.engines.driver.columnar``) evaluate
+COLUMNAR_FROM = 20_000
+
+
+class NotOnDriver(SidecarError):
+    """The driver engine cannot evaluate this query on these inputs; ``reason`` says why."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+def refusal(query: A.Query) -> str | None:
+    """Why ``query`` is not evaluated on the driver (module doc), or None."""
+    if A.is_csparql(query) or A.is_rsepql(query) or A.is_epsparql(query):
+        return "C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated at their evaluation instants (on Spark)"
+    if not isinstance(query.form, A.Project):
+        return "CONSTRUCT (on Spark)"
+    if query.modifiers is not None:
+        return "ORDER BY / LIMIT / OFFSET (on Spark)"
+    return supports(query) or static.refusal(query)
+
+
+@dataclass(frozen=True)
+class Answers:
+    """Decoded answers: ``variables`` (the SELECT's, in order) and ``rows`` sorted as the Spark
+    engine's output is: ``(t, term or None per variable..., t1, t2)``."""
+
+    variables: tuple[str, ...]
+    rows: list
+
+
+def read_static(graphs: Mapping[str | None, Sequence[Path]]) -> tuple[dict, dict, list]:
+    """The ``--static`` graphs after the reasoner: ({graph: ``static.StaticGraph``}, {id: term},
+    {graph: its rejects as ``(file, line, reason, raw)``})."""
+    from reasoner import local as RL
+    from rdfcore.sources import load_local
+
+    out, terms, rejects = {}, {}, {}
+    for graph, files in graphs.items():
+        loaded = load_local(files)
+        rejects[graph] = sorted(loaded.rejects, key=lambda r: (r[0], r[1]))
+        ids = RL.dictionary(loaded.triples)
+        tables = RL.materialize(*RL.encode(loaded.triples, ids))
+        s, p, o = (column.tolist() for column in tables["inferred"])
+        out[graph] = static.StaticGraph(frozenset(zip(s, p, o)))
+        terms.update((i, t) for t, i in ids.items())
+    return out, terms, rejects
+
+
+def read_streams(streams: Mapping[str, Path], prefixes: Mapping[str, str]) -> tuple[dict, dict]:
+    """The stream files' items as ``(item, s, p, o, t1, t2)`` id rows: ({stream IRI: int64 matrix},
+    {id: term}). Raises :class:`NotOnDriver` at the first line the driver's readers do not take."""
+    from cep.io.lineparse import parse_jsonl
+    from cep.io.formats import JSONL, detect_stream_format
+    from rdfcore.sources import split_lines
+
+    out, terms = {}, {}
+    for iri, path in streams.items():
+        file = str(Path(path).resolve())
+        lines = split_lines(Path(path).read_bytes())
+        items = []
+        if detect_stream_format(Path(path)) == JSONL:
+            cache: dict = {}
+            for number, raw in enumerate(lines, start=1):
+                parsed = parse_jsonl(raw, file, number, prefixes, cache)
+                if parsed is None:
+                    raise NotOnDriver(f"{file}, line {number}: a line the driver's reader leaves to Spark's parser")
+                for item, s, p, o, t1, t2 in parsed:
+                    for t in (s, p, o):
+                        terms.setdefault(term_id(t), t)
+                    items.append((item, term_id(s), term_id(p), term_id(o), t1, t2))
+        else:   # the compiled scanner (numba: imported only for these files)
+            import pyarrow as pa
+
+            from cep.io import linescan
+
+            kind, plain = linescan.scan_tsnt(pa.array(lines, pa.string()), pa.array([file] * len(lines), pa.string()), {})
+            slow = np.nonzero(kind == linescan.SLOW)[0]
+            if len(slow):
+                raise NotOnDriver(f"{file}, line {int(slow[0]) + 1}: a line the driver's reader leaves to Spark's "
+                                  f"parser")
+            numbers = plain.at.astype(np.int64) + 1
+            ids = linescan.item_ids(pa.array([file] * len(numbers), pa.string()), numbers)
+            columns = [ids, plain.ids["s"], plain.ids["p"], plain.ids["o"], plain.t1, plain.t2]
+            items = np.column_stack([np.asarray(c, dtype=np.int64) for c in columns]).tolist() if len(numbers) else []
+            for part in ("s", "p", "o"):
+                terms.update(zip(plain.ids[part].tolist(), plain.terms[part].to_pylist()))
+        out[iri] = np.array(items, dtype=np.int64).reshape(-1, 6)
+    return out, terms
+
+
+def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
+               time_unit: str, terms: Mapping[int, str]) -> Answers:
+    """⟦query, t⟧ for each t of ``instants`` (module doc), decoded with ``terms`` ({id: term}; the
+    query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'."""
+    why = refusal(query)
+    if why is not None:
+        raise NotOnDriver(why)
+    known = dict(terms)
+    known.update((term_id(t), t) for t in A.constants(query.form))
+
+    def lookup(ids) -> dict:
+        return {i: known[i] for i in ids if i in known}
+
+    background = static.background_relations(query, graphs, lookup, time_unit)
+    total = sum(len(rows) for rows in streams.values())
+    if total >= COLUMNAR_FROM:
+        from cep.engines.driver import columnar
+
+        result = columnar.evaluate(query, streams, background, time_unit, terms=lookup)
+        rows = result.rows
+    else:
+        items = {iri: [tuple(r) for r in rows.tolist()] for iri, rows in streams.items()}
+        rows = L.evaluate(query, items, background, time_unit, terms=lookup).rows
+    variables = tuple(v.name for v in query.form.variables)
+    out = []
+    for row in rows:
+        values = tuple(None if v is None else known[v] for v in row[:-4])
+        t1, t2, a, b = row[-4:]
+        for at in instants:
+            if a <= at <= b:
+                out.append((at, *values, t1, at if t2 == OPEN_END else t2))
+    out = sorted(set(out), key=lambda r: (r[0], *[(v is not None, v or "") for v in r[1:-2]], r[-2], r[-1]))
+    return Answers(variables, out)

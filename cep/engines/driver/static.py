@@ -1,0 +1,164 @@
+"""The static side on the driver: a query's background patterns (eq. 17) over id-encoded graphs,
+as ``cep.engines.driver.rows`` relations, with no Spark.
+
+``cep.engines.spark.evaluate`` evaluates a ``Background`` node over its graph's closure and gives
+each mapping the interval [MIN_TIME, t] at t: lifetime [MIN_TIME, OPEN_END], interval
+[MIN_TIME, OPEN_END] (``cep.engines.spark.lifetimes.constant``). This module computes the same
+rows on the driver, for the patterns a background of a CQELS-CEP query usually holds: BGPs of
+triple patterns and property paths (``paths.local``, the path compiler's in-memory executor), and
+JOIN, UNION, OPTIONAL and FILTER over them, with ``cep.engines.driver.rows``' operators. Anything
+else (GRAPH, VALUES, MINUS, BIND, sub-queries, EXISTS) is refused by :func:`refusal`, and the
+caller evaluates the query on Spark.
+
+A graph (:class:`StaticGraph`) is the id triples of one ``--static`` graph after the reasoner
+(``reasoner.local.materialize``), indexed by predicate; a triple pattern's constants are compared
+by id (``rdfcore.hashing.term_id``), a repeated variable within the triple, as
+``cep.engines.spark.triples.triple_match`` does.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cep import algebra as A
+from cep.algebra.timeline import MIN_TIME, OPEN_END
+from cep.engines.columns import var_column
+from cep.engines.driver import rows as L
+from rdfcore.hashing import term_id
+
+__all__ = ["StaticGraph", "refusal", "background_relations"]
+
+#: the interval and lifetime of every background mapping (module doc)
+_ALWAYS = (MIN_TIME, OPEN_END, MIN_TIME, OPEN_END)
+#: the patterns :func:`background_relations` evaluates
+_EVALUATED = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter)
+#: how a user wrote the patterns it does not evaluate
+_KEYWORDS = {"Values": "VALUES", "Minus": "MINUS", "Extend": "BIND", "SubSelect": "a sub-query",
+             "NamedGraph": "GRAPH"}
+
+
+@dataclass(eq=False)
+class StaticGraph:
+    """One background graph: id triples ``(s, p, o)``, distinct, indexed by predicate."""
+
+    triples: frozenset
+    _by_p: dict = field(default_factory=dict, init=False, repr=False)
+    _paths: object = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for s, p, o in self.triples:
+            self._by_p.setdefault(p, []).append((s, p, o))
+
+    @staticmethod
+    def merge(graphs) -> "StaticGraph":
+        """Several FROM graphs read as one (SPARQL's merge)."""
+        return StaticGraph(frozenset().union(*(g.triples for g in graphs)))
+
+    def candidates(self, p) -> list:
+        """The triples a pattern with predicate id ``p`` (None: a variable) can match."""
+        return self._by_p.get(p, []) if p is not None else list(self.triples)
+
+    def path_graph(self):
+        """``paths.local.LocalGraph`` of the triples, built once."""
+        if self._paths is None:
+            from paths.local import LocalGraph
+
+            rows = np.array(sorted(self.triples), dtype=np.int64).reshape(-1, 3)
+            self._paths = LocalGraph(rows[:, 0], rows[:, 1], rows[:, 2])
+        return self._paths
+
+
+def refusal(query: A.Query) -> str | None:
+    """Why the query's background patterns cannot be evaluated here (then Spark does), or None."""
+    for node in A.walk(query.form):
+        if not isinstance(node, A.Background):
+            continue
+        for inner in A.walk(node.pattern):
+            if not isinstance(inner, _EVALUATED):
+                name = _KEYWORDS.get(type(inner).__name__, type(inner).__name__)
+                return f"{name} in a background pattern (on Spark)"
+            condition = getattr(inner, "condition", None)
+            if condition is not None and any(isinstance(e, (A.Exists, A.Timestamp, A.PatternTimestamp))
+                                             or (isinstance(e, A.Builtin) and e.name == "NOW")
+                                             for e in A.subexpressions(condition)):
+                return "EXISTS, timestamp() or NOW() in a background condition (on Spark)"
+    return None
+
+
+def background_relations(query: A.Query, graphs: Mapping, terms: Callable, time_unit: str) -> dict:
+    """{``A.Background`` node of ``query``: its rows (``cep.engines.driver.rows.Rel``)}.
+    ``graphs``: {graph IRI, or None for the default graph: :class:`StaticGraph`}; a FROM graph
+    that was loaded as the default graph's source reads the default graph, as on Spark.
+    ``terms``: ids → {id: term}, for FILTER and OPTIONAL conditions."""
+    out = {}
+    for node in A.walk(query.form):
+        if isinstance(node, A.Background) and node not in out:
+            out[node] = _evaluate(node.pattern, _graph(node.graph, graphs), terms, time_unit)
+    return out
+
+
+def _graph(name, graphs: Mapping) -> StaticGraph:
+    if isinstance(name, tuple):
+        return StaticGraph.merge(_graph(g, graphs) for g in name)
+    if name not in graphs and name is not None and None in graphs:
+        name = None
+    if name not in graphs:
+        from cep.engines.errors import MissingInputError
+
+        shown = ", ".join("default" if g is None else g for g in graphs) or "none"
+        raise MissingInputError(f"no background graph {'default' if name is None else name} was given; "
+                                f"graphs: {shown}")
+    return graphs[name]
+
+
+def _evaluate(node, graph: StaticGraph, terms: Callable, time_unit: str) -> L.Rel:
+    match node:
+        case A.BGP(patterns=patterns):
+            out = L.Rel((), frozenset({_ALWAYS}))
+            for tp in patterns:
+                part = _path(tp, graph) if isinstance(tp, A.PathPattern) else _triples(tp, graph)
+                out = L.join(out, part)
+            return out
+        case A.Join(left=left, right=right):
+            return L.join(_evaluate(left, graph, terms, time_unit), _evaluate(right, graph, terms, time_unit))
+        case A.Union(left=left, right=right):
+            return L.union(_evaluate(left, graph, terms, time_unit), _evaluate(right, graph, terms, time_unit))
+        case A.LeftJoin(left=left, right=right, condition=condition):
+            keep = None if condition is None else L.keeper(condition, terms, time_unit)
+            return L.left_join(_evaluate(left, graph, terms, time_unit), _evaluate(right, graph, terms, time_unit),
+                               keep)
+        case A.Filter(condition=condition, inner=inner):
+            return L.filter_rel(_evaluate(inner, graph, terms, time_unit), condition, terms, time_unit)
+    raise TypeError(f"{type(node).__name__} is not evaluated on the driver (refusal)")
+
+
+def _triples(tp: A.TriplePattern, graph: StaticGraph) -> L.Rel:
+    """One triple pattern's matches: constants by id, a repeated variable within the triple."""
+    fixed, same, first = {}, [], {}
+    for position, part in enumerate((tp.s, tp.p, tp.o)):
+        if not isinstance(part, A.Var):
+            fixed[position] = term_id(part)
+        elif part.name in first:
+            same.append((position, first[part.name]))
+        else:
+            first[part.name] = position
+    rows = {tuple(triple[i] for i in first.values()) + _ALWAYS
+            for triple in graph.candidates(fixed.get(1))
+            if all(triple[i] == v for i, v in fixed.items()) and all(triple[i] == triple[j] for i, j in same)}
+    return L.Rel.of([var_column(n) for n in first], rows)
+
+
+def _path(tp: A.PathPattern, graph: StaticGraph) -> L.Rel:
+    """A property path's pairs (``paths.local.evaluate``), as ``path_part`` on Spark: a constant end
+    given to the evaluation, ``?x path ?x`` the pairs with equal ends."""
+    from paths.local import evaluate
+
+    s_var, o_var = isinstance(tp.s, A.Var), isinstance(tp.o, A.Var)
+    starts, ends = evaluate(graph.path_graph(), tp.path, start=None if s_var else tp.s, end=None if o_var else tp.o)
+    pairs = zip(starts.tolist(), ends.tolist())
+    if s_var and o_var and tp.s == tp.o:
+        return L.Rel.of([var_column(tp.s.name)], {(a,) + _ALWAYS for a, b in pairs if a == b})
+    names = ([var_column(tp.s.name)] if s_var else []) + ([var_column(tp.o.name)] if o_var else [])
+    return L.Rel.of(names, {(a,) * s_var + (b,) * o_var + _ALWAYS for a, b in pairs})
