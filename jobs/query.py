@@ -614,6 +614,14 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     from jobs.spark import build_session
     from jobs.streaming import file_or_kafka_source, need_kafka, sink_for, trigger_for
 
+    from cep.continuous.plan import plan as continuous_plan
+
+    lateness = parse_lateness(args.lateness, args.time_unit)
+    horizon = None if args.horizon is None else parse_lateness(args.horizon, p.time_unit, "--horizon")
+    every = None if args.every is None else parse_lateness(args.every, p.time_unit, "--every")
+    # the plan's refusals (ContinuousError) before any JVM starts; the run plans again, with its sources
+    continuous_plan(p.query, p.time_unit, lateness, emit=args.emit, horizon=horizon, streams=list(p.streams),
+                    rules=p.rules, every=every)
     sources = []
     for iri, where in p.streams.items():
         sources.append(file_or_kafka_source(iri, where if isinstance(where, str) else str(where), args.max_per_trigger))
@@ -623,12 +631,8 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     static = ClosureStore(args.closure) if args.closure else (StaticFiles(p.graphs) if p.graphs else None)
     trigger = trigger_for(args.trigger)
     summary = run_stream(spark, p.query, sources, sink=sink, checkpoint=args.checkpoint, static=static,
-                         trigger=trigger, lateness=parse_lateness(args.lateness, args.time_unit), emit=args.emit,
-                         time_unit=p.time_unit, rejects=args.rejects, engine=args.engine,
-                         horizon=None if args.horizon is None else parse_lateness(args.horizon, p.time_unit,
-                                                                                  "--horizon"),
-                         every=None if args.every is None else parse_lateness(args.every, p.time_unit, "--every"),
-                         rules=p.rules)
+                         trigger=trigger, lateness=lateness, emit=args.emit, time_unit=p.time_unit,
+                         rejects=args.rejects, engine=args.engine, horizon=horizon, every=every, rules=p.rules)
     print(json.dumps({"continuous": summary.to_dict()}), file=sys.stderr)
     return summary.answers
 

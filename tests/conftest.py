@@ -2,6 +2,8 @@
 hypothesis profiles (``tests/hypothesis_profiles.py``)."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 import tests.hypothesis_profiles  # noqa: F401  (registers the profiles before --hypothesis-profile loads one)
@@ -21,6 +23,22 @@ def pytest_collection_modifyitems(config, items):
     # the Spark tests; the cluster tests (mini HDFS/YARN, a standalone cluster) last
     items.sort(key=lambda item: (item.get_closest_marker("cluster") is not None,
                                  item.get_closest_marker("spark") is not None))
+
+
+def _jvm_started() -> bool:
+    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+    return context is not None and context._gateway is not None
+
+
+@pytest.fixture(autouse=True)
+def _starts_spark_only_if_marked(request):
+    """A test that starts the JVM in this process must be marked ``spark`` (through the fixture,
+    or in its file): else ``-m "not spark"`` starts one, and the session gets the JVM's defaults
+    (a 1 GB heap) instead of the ``spark`` fixture's settings."""
+    before = _jvm_started()
+    yield
+    if not before and _jvm_started() and request.node.get_closest_marker("spark") is None:
+        pytest.fail(f"{request.node.nodeid} started Spark but is not marked spark; use the spark fixture")
 
 
 @pytest.fixture(scope="session")
