@@ -102,7 +102,7 @@ def csrbench(work: Path, repeat: int) -> None:
 def crossover(work: Path, sizes: list[int], instants: int, spark_max: int, network: str, repeat: int) -> None:
     from scenarios import vienna_transit as vt
 
-    world = vt.real_network(work / "net") if network == "real" else vt.example_map()
+    network, world = vt.network_world(network, work / "net")
     (work / "q.rq").write_text(world.query, encoding="utf-8")
     static = [f"{graph}={path}" for graph, paths in world.static.items() for path in paths]
     static_bytes = sum(Path(p).stat().st_size for paths in world.static.values() for p in paths)
@@ -138,14 +138,6 @@ def main() -> int:
     ap.add_argument("--network", choices=("real", "example"), default=None)
     ap.add_argument("--skip-csparql", action="store_true")
     args = ap.parse_args()
-    if args.network is None:
-        from ontologies.data import data_dir
-
-        try:
-            data_dir()
-            args.network = "real"
-        except FileNotFoundError:
-            args.network = "example"
     print(f"query --at, whole process, median of {args.repeat} (Spark crossover runs: 1); {os.cpu_count()} cores",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="query-at-") as tmp:

@@ -88,14 +88,7 @@ def main(argv=None) -> int:
                                               "spark.ui.enabled": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     work = Path(tempfile.mkdtemp(prefix="bench-streaming-"))
-    if args.network is None:
-        from ontologies.data import data_dir
-        try:
-            data_dir()
-            args.network = "real"
-        except FileNotFoundError:
-            args.network = "example"
-    world = vt.real_network(work) if args.network == "real" else vt.example_map()
+    args.network, world = vt.network_world(args.network, work)
     query = compile_query(world.query)
     events = vt.write_stream(work / "in-json", args.minutes, args.per_minute, args.batch_minutes, args.seed, world)
     stream_dir = work / "in-json"

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from rdfcore.errors import SidecarError
 
-__all__ = ["STREAM", "MAP", "CENTRE", "World", "real_network", "example_map", "write_stream", "TransitError"]
+__all__ = ["STREAM", "MAP", "CENTRE", "World", "real_network", "example_map", "network_world", "write_stream",
+           "TransitError"]
 
 STREAM = "<http://example.org/publicTransport>"
 MAP = "<http://example.org/transportationMap>"
@@ -109,6 +110,20 @@ def real_network(work: str | Path, data_dir: str | None = None, vehicles: int = 
     query = query.replace(":end)+ :c .", f":end)+ :st{diva} .")
     return World({MAP: [nt, work / "vehicles.nt"]}, query, [f":{v}" for v in fleet],
                  sorted(f":st{d}" for d in network.stations), [f":st{d}" for d in subway_stations], f":st{diva}")
+
+
+def network_world(network: str | None, work: str | Path) -> tuple[str, World]:
+    """``network`` ("real", "example", or None: real when the data directory is there) and its
+    world (``real_network`` built under ``work``, or ``example_map``)."""
+    if network is None:
+        from ontologies.data import data_dir
+
+        try:
+            data_dir()
+            network = "real"
+        except FileNotFoundError:
+            network = "example"
+    return network, real_network(work) if network == "real" else example_map()
 
 
 def _station(network, centre: str) -> str:
