@@ -383,8 +383,9 @@ def plan(args: argparse.Namespace) -> Plan:
 
 
 #: ``--engine auto`` evaluates ``--at`` on the driver when the static files add up to at most this
-#: many bytes (``bench/query_at.py`` measures the crossover) ...
-LOCAL_STATIC_BYTES = 8 * 1024 * 1024
+#: many bytes — the budget of ``materialize --engine auto`` (``reasoner.publish.LOCAL_MAX_BYTES``),
+#: since the driver's reasoner closes them — ...
+LOCAL_STATIC_BYTES = 64 << 20
 #: ... and the stream files to at most this many
 LOCAL_STREAM_BYTES = 64 * 1024 * 1024
 
