@@ -29,13 +29,23 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import shutil
 from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from ontologies import plants
+from jobs import milan_routing, tracheobionta, vienna_transit
+from jobs import paths as paths_job
+from jobs.spark import build_session
+from ontologies import plants, vienna
 from ontologies.data import data_dir
 from rdfcore import resources
+from rdfcore.hashing import term_id
+from rdfcore.schema import CLASS, INSTANCE, TYPES
+from rdfcore.terms import write_ntriples
+from reasoner.publish import materialize_sources
+from reasoner.store import open_version
+from scenarios.plant_stream import Mix, generate
 
 
 
@@ -55,12 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobs.spark import build_session
-    from rdfcore.hashing import term_id
-    from reasoner.publish import materialize_sources
-    from rdfcore.schema import CLASS, INSTANCE, TYPES
-    from reasoner.store import open_version
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     taxa = plants.read_taxonomy(plants.taxonomy_path(data_dir(args.data_dir)))
@@ -86,18 +90,15 @@ def run(args: argparse.Namespace) -> int:
           f" -> {'OK' if found == expected else 'MISMATCH'}")
 
     print("== 4. the Vienna schema + running-example background")
-    vienna = materialize_sources(spark, [example("vienna_schema.ttl"), example("vienna_example.ttl")],
-                                 out / "vienna-store")
-    print(json.dumps(vienna, sort_keys=True))
+    summary = materialize_sources(spark, [example("vienna_schema.ttl"), example("vienna_example.ttl")],
+                                  out / "vienna-store")
+    print(json.dumps(summary, sort_keys=True))
     inferred = open_version(spark, out / "vienna-store").table("inferred", decoded=True)
     for row in inferred.filter(F.col("s") == "<http://example.org/vienna#conn1>").orderBy("p", "o").collect():
         print(f"  {row.s} {row.p} {row.o} .")
 
     print("== 5. Wiener Linien network: which stations reach Stephansplatz by subway?")
-    from jobs import paths as paths_job
     from jobs import query as query_job
-    from ontologies import vienna
-    from rdfcore.terms import write_ntriples
 
     network = vienna.build(data_dir(args.data_dir))
     network_nt = out / "vienna.nt"
@@ -190,11 +191,6 @@ def _answers(directory: Path) -> list[dict]:
 def run_scenarios(work: Path, taxa, plant_store: Path, data: str | None) -> bool:
     """Steps 7-9: each scenario service briefly, on a small seeded stream, trigger available-now
     (each run starts from a fresh checkpoint, so the demo can be run again)."""
-    import shutil
-
-    from jobs import milan_routing, tracheobionta, vienna_transit
-    from scenarios.plant_stream import Mix, generate
-
     shutil.rmtree(work, ignore_errors=True)
     data_args = ["--data-dir", data] if data else []
     print("== 7. Tracheobionta stream reasoning: streamed plants that are vascular (rsp-sidecar tracheobionta)")

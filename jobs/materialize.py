@@ -18,6 +18,10 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs.errors import job_main  # noqa: E402
+from jobs.spark import build_session  # noqa: E402
+from rdfcore.fs import is_hadoop  # noqa: E402
+from rdfcore.locations import location  # noqa: E402
+from rdfcore.progress import Progress  # noqa: E402
 from reasoner.closure import STRATEGIES  # noqa: E402
 
 
@@ -38,10 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobs.spark import build_session
-    from rdfcore.fs import is_hadoop
-    from rdfcore.locations import location
-    from rdfcore.progress import Progress
     from reasoner.publish import choose_engine, materialize_sources
 
     # bad paths fail before Spark starts; a Hadoop filesystem (hdfs://, s3a://) is reached

@@ -24,7 +24,11 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs.errors import job_main  # noqa: E402
+from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for  # noqa: E402
+from ontologies.data import data_dir  # noqa: E402
 from rdfcore.errors import SidecarError  # noqa: E402
+from rdfcore.fs import is_hadoop  # noqa: E402
+from rdfcore.locations import location  # noqa: E402
 
 
 class MilanOptionError(SidecarError, ValueError):
@@ -56,12 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
-    from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
-    from rdfcore.fs import is_hadoop
-    from rdfcore.locations import location
     from rdfcore.terms import write_ntriples
     from ontologies import milan
-    from ontologies.data import data_dir
     from scenarios import milan_routing as mr
 
     trigger = trigger_for(args.trigger)

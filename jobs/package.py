@@ -26,6 +26,8 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+from jobs.errors import job_main
+from jobs.jars import cluster_packages
 from rdfcore.errors import SidecarError
 
 PACKAGES = ("rdfcore", "reasoner", "paths", "cep", "jobs", "ontologies", "scenarios")
@@ -131,8 +133,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jobs.jars import cluster_packages
-
     artifact, launcher = build(Path(args.out), args.with_dependencies)
     check(artifact)
     print(f"{artifact} ({artifact.stat().st_size:,} bytes; imports and builds its grammars from the zip)")
@@ -145,8 +145,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.errors import job_main
-
     return job_main("rsp-sidecar package", __doc__, add_arguments, run, argv)
 
 

@@ -42,7 +42,9 @@ from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from rdfcore.errors import SidecarError  # noqa: E402
 from rdfcore.fs import is_hadoop  # noqa: E402
+from rdfcore.hashing import term_id  # noqa: E402
 from rdfcore.locations import location  # noqa: E402
+from rdfcore.schema import FILE, ID, LINE, REASON, TERM  # noqa: E402
 
 VARIABLES = ("start", "end")
 _PREFIX_FORMATS = ("turtle", "n3", "trig")
@@ -186,9 +188,7 @@ def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | Non
     from paths.local import LocalTooLarge
     from paths.spark import END, START, PathGraph, PathIterationLimit
     from rdfcore.dictionary import build_dictionary, decode, encode_triples, merge_dictionaries
-    from rdfcore.hashing import term_id
     from rdfcore.loading import load
-    from rdfcore.schema import FILE, ID, LINE, REASON, TERM
 
     loaded = load(spark, [str(f) for f in query.files])
     if any(s.format == "ntriples" for s in loaded.sources):
@@ -247,7 +247,6 @@ def evaluate_query_local(query: Query, out: TextIO, fmt: str) -> int:
     Same terms (blank nodes scoped per file, as ``rdfcore.loading.load``), same sorted output."""
     from paths import local
     from paths.compiler import PathIterationLimit
-    from rdfcore.hashing import term_id
     from rdfcore.sources import detect_format, parse_with_rdflib
     from rdfcore.terms import from_rdflib
 

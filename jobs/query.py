@@ -88,12 +88,21 @@ from typing import TextIO
 if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cep.algebra.patterns import TIME_UNITS  # noqa: E402
+from cep import CepSyntaxError, compile_query  # noqa: E402
+from cep import algebra as A  # noqa: E402
+from cep.algebra.patterns import (BGP, Duration, NamedGraph, Project, TIME_UNITS, Var, background_patterns, is_csparql,
+                                  is_epsparql, is_rsepql, rsep_windows, snapshots, stream_patterns, walk)  # noqa: E402
+from cep.continuous.plan import plan as continuous_plan  # noqa: E402
+from cep.engines.columns import var_column  # noqa: E402
+from cep.engines.rules import RulesError, check_rules  # noqa: E402
 from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
+from jobs.streaming import file_or_kafka_source, kafka_url, need_kafka, sink_for, trigger_for  # noqa: E402
 from rdfcore.errors import SidecarError  # noqa: E402
 from rdfcore.fs import is_hadoop  # noqa: E402
+from rdfcore.hashing import term_id  # noqa: E402
 from rdfcore.locations import local_path, location, read_utf8  # noqa: E402
+from rdfcore.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM, T_END, T_START  # noqa: E402
 
 #: The extra result columns of a query with event clauses: the answer's interval (and, with several
 #: --at instants, the instant).
@@ -258,10 +267,6 @@ class Plan:
 
 def plan(args: argparse.Namespace) -> Plan:
     """Check the arguments and the query; raise :class:`QueryError` naming the problem."""
-    from cep import CepSyntaxError, compile_query
-    from cep.algebra.patterns import (BGP, NamedGraph, Project, Var, background_patterns, is_csparql, rsep_windows,
-                             is_epsparql, is_rsepql, snapshots, stream_patterns, walk)
-
     _local_arguments(args)
     continuous = bool(getattr(args, "continuous", False))
     instants = [] if continuous else parse_instants(args.at, args.time_unit)
@@ -289,8 +294,6 @@ def plan(args: argparse.Namespace) -> Plan:
         except CepSyntaxError as exc:
             raise QueryError(f"{rule_path}: {_one_line(exc)}") from None
     if rules:
-        from cep.engines.rules import RulesError, check_rules
-
         try:
             result.rules = check_rules(query, rules)
         except RulesError as exc:
@@ -316,7 +319,6 @@ def plan(args: argparse.Namespace) -> Plan:
         if kafka.startswith("kafka:"):
             if not continuous:
                 raise QueryError(f"--stream {item!r}: a Kafka topic is read with --continuous only (--at reads files)")
-            from jobs.streaming import kafka_url
 
             kafka_url(kafka, "--stream")
             result.streams[iri] = kafka
@@ -399,7 +401,6 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     answers. Raises ``NotOnDriver`` (before writing anything) when the query or its inputs are not
     for the driver: with ``engine`` "auto", inputs larger than ``LOCAL_STATIC_BYTES`` /
     ``LOCAL_STREAM_BYTES`` too."""
-    from cep import algebra as A
     from cep.engines.driver import answers as D
 
     why = D.refusal(p.query)
@@ -451,8 +452,6 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
 def _rejects(spark, named_frames, path: str | None) -> None:
     """Report each source's reject count on stderr; with ``path``, write them all (JSON Lines).
     One Spark job per source either way (writing counts as it goes)."""
-    from rdfcore.schema import FILE, LINE, RAW, REASON
-
     out = location(path, "--rejects").open("w", encoding="utf-8") if path else None
     try:
         for what, frame in named_frames:
@@ -475,8 +474,6 @@ AT_COLUMN = "_at"
 
 def _select_rows(decoded, names: Sequence[str], columns: Sequence[str], events: bool,
                  instants: bool = False) -> Iterator[dict]:
-    from rdfcore.schema import T_END, T_START
-
     for row in decoded.toLocalIterator():
         out = {AT_VAR: f'"{row[AT_COLUMN]}"^^{XSD_INTEGER}'} if instants else {}
         out.update({name: row[column] for name, column in zip(names, columns)})
@@ -490,16 +487,12 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     """Load, evaluate and print; returns the number of answers (triples for CONSTRUCT)."""
     from pyspark.sql import functions as F
 
-    from cep import algebra as A
     from cep import evaluate
-    from cep.engines.columns import var_column
     from cep.io.streams import read_stream
     from jobs.spark import build_session
     from reasoner.api import encoded_closure
     from rdfcore.dictionary import checked_dictionary, decode, merge_dictionaries
-    from rdfcore.hashing import term_id
     from rdfcore.loading import load
-    from rdfcore.schema import ID, O, P, S, T_END, T_START, TERM
 
     spark = build_session("rsp-sidecar query")
     query = p.query
@@ -578,8 +571,6 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
 def parse_lateness(text: str, time_unit: str, option: str = "--lateness") -> int:
     """``--lateness`` (``--horizon``): integer ticks of ``time_unit``, or a duration with a unit
     (``30s``, ``2m``)."""
-    from cep.algebra.patterns import Duration
-
     m = re.fullmatch(r"\s*([0-9]+)\s*(ms|s|m|h|d)?\s*", text)
     if not m:
         raise QueryError(f"{option} {text!r}: expected a whole number of {time_unit}, or a duration such as 30s")
@@ -596,7 +587,6 @@ def _check_continuous(args: argparse.Namespace) -> None:
         raise QueryError("--closure STORE_DIR and --static files both give the background; pass one of them")
     if args.closure and not is_hadoop(location(args.closure)) and not Path(args.closure).is_dir():
         raise QueryError(f"{args.closure}: no such directory (--closure names a materialize store)")
-    from jobs.streaming import trigger_for
 
     trigger_for(args.trigger)
     parse_lateness(args.lateness, args.time_unit)
@@ -613,9 +603,6 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     from cep.continuous.job import run as run_stream
     from cep.continuous.static import ClosureStore, StaticFiles
     from jobs.spark import build_session
-    from jobs.streaming import file_or_kafka_source, need_kafka, sink_for, trigger_for
-
-    from cep.continuous.plan import plan as continuous_plan
 
     lateness = parse_lateness(args.lateness, args.time_unit)
     horizon = None if args.horizon is None else parse_lateness(args.horizon, p.time_unit, "--horizon")

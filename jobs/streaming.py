@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 
 from rdfcore.errors import SidecarError
+from rdfcore.fs import is_hadoop
+from rdfcore.locations import location
 
 __all__ = ["StreamOptionError", "kafka_url", "file_or_kafka_source", "sink_for", "need_kafka", "trigger_for"]
 
@@ -39,9 +41,6 @@ def not_a_directory(where: str) -> bool:
     """Whether ``--stream`` names a local path that is not a directory (checked before Spark
     starts); a Kafka topic or a Hadoop path is not checked here (``cep.continuous.runner.check_sources``
     checks the latter once Spark runs)."""
-    from rdfcore.fs import is_hadoop
-    from rdfcore.locations import location
-
     if where.startswith("kafka:"):
         return False
     path = location(where, "--stream")

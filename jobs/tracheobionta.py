@@ -19,13 +19,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs.errors import job_main  # noqa: E402
+from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for  # noqa: E402
+from ontologies.data import data_dir as find_data_dir  # noqa: E402
+from rdfcore import fs  # noqa: E402
 from rdfcore.errors import SidecarError  # noqa: E402
+from rdfcore.fs import is_hadoop  # noqa: E402
+from rdfcore.locations import location  # noqa: E402
 
 STREAM_IRI = "<http://example.org/plants/stream>"
 DEFAULT_CLASS = "subkingdom:Tracheobionta"
@@ -67,12 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def publish_taxonomy(spark, store: str | Path, data_dir: str | None = None, species_level: bool = False) -> dict:
     """Write the taxonomy as N-Triples under ``STORE/source/`` and materialize it into ``store``
     (``--if-changed``: an unchanged taxonomy is not published again). Returns the summary."""
-    from ontologies.data import data_dir as find_data_dir
     from ontologies.plants import read_taxonomy, taxonomy_path, write_hierarchy
-    import tempfile
-
-    from rdfcore import fs
-    from rdfcore.locations import location
     from reasoner.publish import materialize_sources
 
     root = location(store, "--store")
@@ -91,9 +92,6 @@ def publish_taxonomy(spark, store: str | Path, data_dir: str | None = None, spec
 
 def run(args: argparse.Namespace) -> int:
     from jobs.spark import build_session
-    from rdfcore.fs import is_hadoop
-    from rdfcore.locations import location
-    from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
     from ontologies.plants import class_iri
     from scenarios.membership import resolve_class, run as run_service
 

@@ -24,7 +24,11 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs.errors import job_main  # noqa: E402
+from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for  # noqa: E402
 from rdfcore.errors import SidecarError  # noqa: E402
+from rdfcore.fs import is_hadoop  # noqa: E402
+from rdfcore.locations import location  # noqa: E402
+from scenarios import vienna_transit as vt  # noqa: E402
 
 
 class TransitOptionError(SidecarError, ValueError):
@@ -63,10 +67,6 @@ def run(args: argparse.Namespace) -> int:
     from cep.continuous.static import StaticFiles
     from jobs.query import parse_lateness
     from jobs.spark import build_session
-    from jobs.streaming import file_or_kafka_source, need_kafka, not_a_directory, sink_for, trigger_for
-    from rdfcore.fs import is_hadoop
-    from rdfcore.locations import location
-    from scenarios import vienna_transit as vt
 
     trigger = trigger_for(args.trigger)
     lateness = parse_lateness(args.lateness, "m")

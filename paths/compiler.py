@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from paths.algebra import (Alt, Axis, AxisKind, Domain, Identity, NegatedSet, Path, Plus, Seq,
-                           SelfTerm, Star, Test, walk)
+                           SelfTerm, Star, Test, walk, is_term)
 from rdfcore.errors import SidecarError
 from rdfcore.hashing import term_id
 
@@ -99,8 +99,6 @@ def constant_id(value, others: str) -> int | None:
     if isinstance(value, bool):
         raise TypeError(f"a path end is None, an N-Triples term, an int id or {others}, got {value!r}")
     if isinstance(value, str):
-        from paths.algebra import is_term
-
         if not is_term(value):
             raise TypeError(f"a path end given as a string must be an N-Triples term (<iri>, \"lit\", "
                             f"_:b), got {value!r}")

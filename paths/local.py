@@ -31,6 +31,7 @@ from paths.algebra import AxisKind, Domain, Path
 from paths.compiler import START, Compiler, DEFAULT_MAX_ITERATIONS, constant_id
 from rdfcore.errors import SidecarError
 from rdfcore.hashing import term_id
+from rdfcore.schema import O, P, S
 
 __all__ = ["LocalGraph", "LocalExecutor", "LocalTooLarge", "evaluate", "DEFAULT_MAX_PAIRS"]
 
@@ -189,8 +190,6 @@ class LocalGraph:
     @classmethod
     def from_dataframe(cls, triples) -> "LocalGraph":
         """From a Spark DataFrame with long columns s, p, o (collected through Arrow)."""
-        from rdfcore.schema import O, P, S
-
         table = triples.select(S, P, O).toArrow()
         return cls(*(table.column(c).to_numpy() for c in (S, P, O)))
 

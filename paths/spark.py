@@ -27,10 +27,11 @@ import os
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from paths.algebra import Axis, AxisKind, Domain, Path
+from paths import local
+from paths.algebra import Axis, AxisKind, Domain, NODE_TYPES, Path
 from paths.compiler import (DEFAULT_MAX_ITERATIONS, END, START, Compiler, End, PathIterationLimit,
                             constant_id)
-from paths.local import LocalExecutor, LocalTooLarge
+from paths.local import LocalExecutor, LocalGraph, LocalTooLarge
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, INFERRED, O, P, S, SUB, SUBCLASS, SUBPROPERTY, SUP, TRANSITIVE, \
     PROPERTY, require_columns
@@ -157,8 +158,6 @@ class PathGraph:
     def local(self):
         """The in-memory index of the triples (``paths.local.LocalGraph``), built once."""
         if self._local is None:
-            from paths.local import LocalGraph
-
             self._local = LocalGraph.from_dataframe(self.triples)
             self._size = self._local.triples
         return self._local
@@ -394,8 +393,6 @@ def answer_frame(spark, starts, ends) -> DataFrame:
 
 
 def _local(graph: PathGraph, path: Path, ends, max_iterations: int) -> DataFrame:
-    from paths import local
-
     values = [value if not isinstance(value, DataFrame)
               else value.toArrow().column(ID).to_numpy()  # the ids of a DataFrame end
               for value in ends]
@@ -410,8 +407,6 @@ def evaluate(graph: PathGraph | DataFrame, path: Path, start=None, end=None, *,
     ``start path end`` (SPARQL 1.1): ``start``/``end`` are None (a variable), an N-Triples term,
     an int id, or a DataFrame with one column of ids (the union over its ids). ``engine``: see the
     module doc."""
-    from paths.algebra import NODE_TYPES
-
     if not isinstance(path, NODE_TYPES):
         raise TypeError(f"evaluate() needs a paths.algebra Path, got {path!r}")
     if engine not in ENGINES:
@@ -422,7 +417,6 @@ def evaluate(graph: PathGraph | DataFrame, path: Path, start=None, end=None, *,
         return _spark(graph, path, ends, max_iterations)
     if engine == "local":
         return _local(graph, path, ends, max_iterations)
-    from paths.local import LocalTooLarge
 
     try:
         return _local(graph, path, ends, max_iterations)

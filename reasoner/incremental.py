@@ -42,8 +42,8 @@ from reasoner import local, rules, schema_rules, store
 from rdfcore.dictionary import dictionary_terms
 from rdfcore.errors import HashCollisionError
 from rdfcore.locations import location
-from rdfcore.schema import (CLASS, DICTIONARY, FILE, ID, INFERRED, INSTANCE, LINE, O, P, RAW, REASON, REJECTS, S,
-                             SUB, SUBCLASS, SUBPROPERTY, SUP, TERM, TRANSITIVE, TYPES)
+from rdfcore.schema import (CLASS, DICTIONARY, FILE, ID, INFERRED, INSTANCE, LINE, O, P, RAW, REASON, REJECTS, S, SUB,
+                             SUBCLASS, SUBPROPERTY, SUP, TABLE_COLUMNS, TERM, TRANSITIVE, TYPES)
 
 
 class Refused(Exception):
@@ -503,8 +503,6 @@ def _old_rows(directory, columns: list[str], firsts, known_sorted) -> set[tuple]
 
 def _columns(name: str) -> list[str]:
     """The columns of a table of the store, in order."""
-    from rdfcore.schema import TABLE_COLUMNS
-
     if name == REJECTS:
         return [FILE, LINE, REASON, RAW]
     return list(TABLE_COLUMNS[name])

@@ -59,6 +59,7 @@ from cep.continuous.sinks import write_json_lines, write_jsonl
 from cep.continuous.sources import FileSource, KafkaSource
 from cep.continuous.state import SPARK_DIR
 from cep.io.formats import JSONL, TSNT, detect_stream_format
+from cep.io.streams import parse_lines
 from reasoner import store as closure_store
 from rdfcore.errors import SidecarError
 from rdfcore import fs
@@ -416,8 +417,6 @@ class _Service:
     # -- the Spark engine -----------------------------------------------------------------------
     def _spark_batch(self, lines, classes: ClassSet, answers: _Answers, rejects: list, processed_at: int) -> int:
         from pyspark.sql import functions as F
-
-        from cep.io.streams import parse_lines
 
         numbered = self._numbered(lines).cache()
         try:

@@ -46,7 +46,7 @@ from cep.continuous.sinks import write_json_lines, write_jsonl
 from cep.continuous.sources import FileSource, KafkaSource
 from cep.continuous.state import SPARK_DIR
 from cep.io.formats import JSONL, TSNT, detect_stream_format
-from paths.weighted import Network, Route
+from paths.weighted import Network, Route, spark_route
 from rdfcore.errors import SidecarError
 from rdfcore import fs
 from rdfcore.locations import local_path, location
@@ -374,7 +374,6 @@ class _Service:
     def _route(self, source: str, target: str) -> Route | None:
         if self.engine != "spark":
             return self.router.route(source, target)
-        from paths.weighted import spark_route
 
         if self.frame is None:
             r = self.router

@@ -25,6 +25,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ontologies.data import data_dir as find_data_dir
+from rdfcore import resources
 from rdfcore.errors import SidecarError
 
 __all__ = ["STREAM", "MAP", "CENTRE", "World", "real_network", "example_map", "network_world", "write_stream",
@@ -59,22 +61,16 @@ class World:
 
 
 def _query_text() -> str:
-    from rdfcore import resources
-
     return resources.text("ontologies", "vienna_example_query.rq")
 
 
 def example_map() -> World:
     """The running example: four vehicles (:a1, :d1 subways), five stops, the centre :c."""
-    from rdfcore import resources
-
     return World({MAP: [resources.path("ontologies", "vienna_example.ttl")]}, _query_text(),
                  [":a1", ":d1", ":x1", ":x2"], [":m", ":b", ":h", ":g", ":c"])
 
 
 def example_stream() -> Path:
-    from rdfcore import resources
-
     return resources.path("ontologies", "vienna_example_stream.jsonl")
 
 
@@ -83,7 +79,6 @@ def real_network(work: str | Path, data_dir: str | None = None, vehicles: int = 
     """Build the network into ``work/network.nt`` (again only when missing) and a fleet into
     ``work/vehicles.nt``; the query's centre becomes ``centre`` (DIVA or station name)."""
     from ontologies import vienna
-    from ontologies.data import data_dir as find_data_dir
     from rdfcore.terms import write_ntriples
 
     if vehicles < 1 or not 0 <= subways <= vehicles:

@@ -45,12 +45,17 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep.engines.columns import ITEM, T_END, T_START
 from cep.continuous.plan import COUNT, DSTREAM, ISTREAM, RSTREAM, evaluation_instants, keep_bounds
+from cep.engines.reference import evaluate as reference_evaluate, evaluate_instants
+from cep.engines.spark.evaluate import evaluate as spark_evaluate, evaluate_sequence
+from cep.engines.spark.filters import ORDER
 from cep.engines.spark.rsepql import USED_COLUMNS, WINDOW_NAME
 from cep.continuous.runner import Runner
 from cep.continuous.state import (EMITTED, ITEMS, ITEM_COLUMNS, LAST, OUT_AT, OUT_END, OUT_START, OUT_VERSION, STREAM,
                                   TERM_COLUMNS, Meta, rows_table, table_rows)
+from rdfcore.dictionary import decode
 from rdfcore.hashing import term_id
-from rdfcore.schema import O, P, S
+from rdfcore.schema import DICTIONARY, INFERRED, O, P, S
+from reasoner.store import Materialized
 
 __all__ = ["InstantsRunner", "LOCAL_MAX_SNAPSHOT"]
 
@@ -83,10 +88,6 @@ class InstantsRunner(Runner):
     def _background_local(self):
         """The background graphs as sets of N-Triples triples, collected once per closure version;
         None when larger than LOCAL_MAX_SNAPSHOT triples."""
-        from rdfcore.dictionary import decode
-        from rdfcore.schema import DICTIONARY, INFERRED
-        from reasoner.store import Materialized
-
         version, _prepared, side = self._static()
         if self.background_ref is not None and self.background_ref[0] == version:
             return self.background_ref[1]
@@ -114,8 +115,6 @@ class InstantsRunner(Runner):
                        max_time, closed: bool):
         """The instants up to ``upto`` by the reference evaluator over the ``state`` items (a
         pyarrow table, as ``cep.continuous.runner`` hands it)."""
-        from cep.engines.reference import evaluate, evaluate_instants
-
         self.used = "local"
         rows = table_rows(state, ITEM_COLUMNS)
         at = {c: i for i, c in enumerate(ITEM_COLUMNS)}
@@ -142,9 +141,9 @@ class InstantsRunner(Runner):
             results, consumed = evaluate_instants(self.plan.query, self._background_local(), streams, instants,
                                                   self.plan.time_unit, consumed)
         else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - D
-            results = [evaluate(self.plan.query, self._background_local(),
-                                {s: [it for it in mine if it[2] >= c - D] for s, mine in streams.items()}, c,
-                                self.plan.time_unit, rules=self.plan.rules) for c in instants]
+            results = [reference_evaluate(self.plan.query, self._background_local(),
+                                          {s: [it for it in mine if it[2] >= c - D] for s, mine in streams.items()}, c,
+                                          self.plan.time_unit, rules=self.plan.rules) for c in instants]
         version = self._static()[0]
         n, emitted, last = self._emit(label, [(c, self._keys(a)) for c, a in zip(instants, results)], previous,
                                       version)
@@ -172,10 +171,6 @@ class InstantsRunner(Runner):
 
     # -- the Spark engine (cep.engines.spark.evaluate.evaluate_sequence) -------------------------------------------
     def _evaluate(self, items: DataFrame | None, previous: str | None, meta: Meta, upto: int | None, label: str):
-        from cep.engines.spark.filters import ORDER
-        from cep.engines.spark.evaluate import evaluate, evaluate_sequence
-        from rdfcore.dictionary import decode
-
         self.pending = None
         if items is None or upto is None or meta.first is None or (meta.done is not None and upto <= meta.done):
             return None
@@ -195,10 +190,10 @@ class InstantsRunner(Runner):
                                        dictionary=dictionary, terms=computed,
                                        consumed=self.state.frame(previous, _CONSUMED), consumed_out=consumed_out)
         else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - D
-            frames = [evaluate(self.plan.query, side.background,
-                               {s: df.filter(F.col(T_START) >= F.lit(c - D)) for s, df in streams.items()}, c,
-                               self.plan.time_unit, dictionary=dictionary, terms=computed,
-                               rules=self.plan.rules).cache()
+            frames = [spark_evaluate(self.plan.query, side.background,
+                                     {s: df.filter(F.col(T_START) >= F.lit(c - D)) for s, df in streams.items()}, c,
+                                     self.plan.time_unit, dictionary=dictionary, terms=computed,
+                                     rules=self.plan.rules).cache()
                       for c in instants]
         dictionary = self._dictionary(items, side, computed).cache()
         results = []

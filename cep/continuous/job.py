@@ -18,6 +18,8 @@ from cep.continuous.sinks import DirectorySink
 from cep.continuous.sources import FileSource, KafkaSource, SOURCE, check_sources
 from cep.continuous.static import NoStatic
 from cep.continuous.plan import ISTREAM, LIFETIMES, ContinuousError, plan as make_plan
+from cep.engines.driver.walk import supports
+from cep.lowering.languages import compile_query
 from rdfcore.locations import location
 
 
@@ -47,16 +49,12 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     printed to ``metrics`` (stderr by default) before the first batch.
     """
     if isinstance(query, str):
-        from cep.lowering.languages import compile_query
-
         query = compile_query(query, prefixes)
     cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources],
                       rules=rules, every=every)
     if engine not in ENGINES:
         raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if engine == "local" and cplan.mode == LIFETIMES:
-        from cep.engines.driver.walk import supports
-
         why = supports(query) or (None if emit == ISTREAM else f"--emit {emit}")
         if why:
             raise ContinuousError(f"the driver-side engine cannot run this query ({why}); use engine auto or spark")

@@ -86,12 +86,19 @@ from cep.continuous.state import (EMITTED, ITEMS, ITEM_COLUMNS, LAST, LINES, MET
                                   item_schema, rows_table, state_items, table_rows)
 from cep.continuous.static import StaticSide
 from cep import algebra as A
-from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
+from cep.algebra.patterns import TIME_UNITS
+from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, is_var_column, scratch, var_column
 from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan
 from cep.algebra.timeline import OPEN_END
+from cep.engines.driver import rows as LOC
+from cep.engines.driver.walk import supports
+from cep.engines.spark import lifetimes as L
+from cep.engines.spark.evaluate import Prepared, evaluate_lifetimes
+from cep.io.lineparse import parse_jsonl
 from rdfcore.dictionary import decode, merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore import fs
+from rdfcore.errors import SidecarError
 from rdfcore.fs import spark_path
 from rdfcore.locations import location
 from rdfcore.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
@@ -188,7 +195,6 @@ class Runner:
         self.names = [S, P, O] if self.construct else [v.name for v in query.form.variables]
         self.columns = [S, P, O] if self.construct else [var_column(n) for n in self.names]
         self.constants = sorted(A.constants(query.form))
-        from cep.engines.driver.walk import supports
 
         self.engine = engine
         self.local_ok = engine != "spark" and supports(query) is None and cplan.emit == ISTREAM
@@ -331,9 +337,7 @@ class Runner:
         import pyarrow as pa
 
         from cep.io import linescan
-        from cep.io.lineparse import parse_jsonl
         from cep.io.formats import JSONL, TSNT, detect_stream_format
-        from rdfcore.errors import SidecarError
 
         none = F.lit(None).cast("long")
         if "_block" not in lines.columns:           # Kafka only: the offset is the line
@@ -461,8 +465,6 @@ class Runner:
         """The static side's background patterns as ``cep.engines.driver.columnar`` tables with their terms,
         collected once per closure version; None when they are larger than LOCAL_MAX_BACKGROUND."""
         from cep.engines.driver import columnar as COL
-        from cep.engines.driver import rows as LOC
-        from cep.engines.columns import is_var_column
 
         version, prepared, side = self._static()
         if self.background_local is not None and self.background_local[0] == version:
@@ -631,8 +633,6 @@ class Runner:
 
     def _static(self):
         """The prepared static side of the current closure version (a new version: prepared anew)."""
-        from cep.engines.spark.evaluate import Prepared
-
         version = self.static.version()
         if self.prepared is None or self.prepared[0] != version:
             if self.prepared is not None:
@@ -645,8 +645,6 @@ class Runner:
     def _evaluate(self, items: DataFrame | None, previous: str | None, meta: Meta, upto: int | None, label: str):
         """The answers to report for the instants in (meta.done, upto] (``cep.continuous.plan``, "Output"),
         written to the sink; returns (the new Istream keys, persisted, or None; how many rows)."""
-        from cep.engines.spark.evaluate import evaluate_lifetimes
-
         if items is None or upto is None or meta.first is None or (meta.done is not None and upto <= meta.done):
             return None
         version, prepared, side = self._static()
@@ -730,8 +728,6 @@ class Runner:
                                state_rows=self.state_rows))
 
     def _report(self, batch, started, input_items, rejects, answers, max_time, watermark) -> None:
-        from cep.algebra.patterns import TIME_UNITS
-
         now = time.time()
         lag = None if max_time is None else round(now - max_time * TIME_UNITS[self.plan.time_unit] / 1000, 3)
         line = {"batch": batch, "input_items": input_items, "rejected": rejects,
@@ -753,8 +749,6 @@ def keep_items(items: DataFrame, cplan: ContinuousPlan, upto: int | None) -> Dat
     """The items some window can still hold at an instant after ``upto`` (``cep.continuous.plan``,
     "State"): an item whose lifetime in every window of its stream ends by ``upto`` can no longer
     change an answer (the instants up to ``upto`` are evaluated)."""
-    from cep.engines.spark import lifetimes as L
-
     if upto is None:
         return items
     parts = []

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from cep.continuous.state import STREAM
 from cep.continuous.plan import ContinuousError
 from rdfcore.fs import spark_path
+from rdfcore.jars import JarUnavailable, KAFKA_CONNECTOR, cache_dir
 from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, RAW
 
@@ -106,8 +107,6 @@ def parse_kafka_url(text: str) -> tuple[str, str, dict]:
 
 def kafka_missing(exc: BaseException) -> BaseException:
     """Spark's "data source kafka not found" as the jar cache's clear error; anything else as is."""
-    from rdfcore.jars import KAFKA_CONNECTOR, JarUnavailable, cache_dir
-
     text = str(exc)
     if "DATA_SOURCE_NOT_FOUND" in text or re.search(r"Failed to find (the )?data source: kafka", text):
         return JarUnavailable(KAFKA_CONNECTOR, "its classes are not on this Spark session's classpath", cache_dir())

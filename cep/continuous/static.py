@@ -8,9 +8,12 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
+from rdfcore.dictionary import checked_dictionary
 from rdfcore.locations import location
-from rdfcore.schema import O, P, S
+from rdfcore.schema import DICTIONARY, O, P, S
 from rdfcore.sparkutil import cut
+from reasoner.api import encoded_closure
+from reasoner.store import StoreError, current_version, open_version
 
 
 @dataclass
@@ -42,8 +45,6 @@ class StaticFiles:
 
     def current(self, spark: SparkSession) -> StaticSide:
         if self._side is None:
-            from reasoner.api import encoded_closure
-            from rdfcore.dictionary import checked_dictionary
             from rdfcore.loading import load
 
             background, dictionaries = {}, []
@@ -66,17 +67,12 @@ class ClosureStore:
         self.directory = location(directory, "the closure store")
 
     def version(self) -> str:
-        from reasoner.store import StoreError, current_version
-
         version = current_version(self.directory)
         if version is None:
             raise StoreError(f"{self.directory}: no current version (run materialize --out {self.directory} first)")
         return version
 
     def current(self, spark: SparkSession) -> StaticSide:
-        from rdfcore.schema import DICTIONARY
-        from reasoner.store import open_version
-
         store = open_version(spark, self.directory, self.version())
         return StaticSide(store.version, store, store.table(DICTIONARY))
 

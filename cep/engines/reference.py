@@ -91,6 +91,7 @@ from cep.terms.values import (ERROR, EVALUATION_INSTANT, Temporal, ebv, eval_exp
                               temporal, term_value)
 from cep.algebra.timeline import MIN_TIME, close_instant
 from cep.algebra.windows import WindowFunctions, apply_window
+from paths.reference import evaluate as path_eval
 from rdfcore.hashing import term_id
 
 __all__ = [
@@ -1040,8 +1041,6 @@ class _Evaluator:
         return self.background[name]
 
     def path_solutions(self, tp, graph) -> list[frozenset]:
-        from paths.reference import evaluate as path_eval
-
         s_var, o_var = _is_var(tp.s), _is_var(tp.o)
         pairs = path_eval(graph, tp.path, start=None if s_var else tp.s, end=None if o_var else tp.o)
         out = []

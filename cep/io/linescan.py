@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from cep.io.lineparse import cached_term, file_seed, bnode_scope
+from cep.io.tsntscan import line_spans
 from rdfcore.bytekernels import hash_bytes, jit, same_bytes, xxh64_long
 from rdfcore.hashing import term_id
 
@@ -265,8 +266,6 @@ def scan_tsnt(raw: pa.Array, files: pa.Array, cache: dict) -> tuple[np.ndarray, 
     literal's language tag in lower case, no ``^^xsd:string``, blank nodes scoped to the file),
     by the same term function as JSON terms (``tests/test_cep_linescan.py`` checks the result
     against Spark's parser). Blank and comment lines are blank; every other line is slow."""
-    from cep.io.tsntscan import line_spans
-
     raw, files = _whole(raw), _whole(files)
     kind, spans8, data = line_spans(raw)
     at = np.nonzero(kind == PLAIN)[0]

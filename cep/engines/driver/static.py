@@ -26,6 +26,8 @@ from cep import algebra as A
 from cep.algebra.timeline import MIN_TIME, OPEN_END
 from cep.engines.columns import var_column
 from cep.engines.driver import rows as L
+from cep.engines.errors import MissingInputError
+from paths.local import LocalGraph, evaluate
 from rdfcore.hashing import term_id
 
 __all__ = ["StaticGraph", "refusal", "background_relations"]
@@ -63,8 +65,6 @@ class StaticGraph:
     def path_graph(self):
         """``paths.local.LocalGraph`` of the triples, built once."""
         if self._paths is None:
-            from paths.local import LocalGraph
-
             rows = np.array(sorted(self.triples), dtype=np.int64).reshape(-1, 3)
             self._paths = LocalGraph(rows[:, 0], rows[:, 1], rows[:, 2])
         return self._paths
@@ -105,8 +105,6 @@ def _graph(name, graphs: Mapping) -> StaticGraph:
     if name not in graphs and name is not None and None in graphs:
         name = None
     if name not in graphs:
-        from cep.engines.errors import MissingInputError
-
         shown = ", ".join("default" if g is None else g for g in graphs) or "none"
         raise MissingInputError(f"no background graph {'default' if name is None else name} was given; "
                                 f"graphs: {shown}")
@@ -153,8 +151,6 @@ def _triples(tp: A.TriplePattern, graph: StaticGraph) -> L.Rel:
 def _path(tp: A.PathPattern, graph: StaticGraph) -> L.Rel:
     """A property path's pairs (``paths.local.evaluate``), as ``path_part`` on Spark: a constant end
     given to the evaluation, ``?x path ?x`` the pairs with equal ends."""
-    from paths.local import evaluate
-
     s_var, o_var = isinstance(tp.s, A.Var), isinstance(tp.o, A.Var)
     starts, ends = evaluate(graph.path_graph(), tp.path, start=None if s_var else tp.s, end=None if o_var else tp.o)
     pairs = zip(starts.tolist(), ends.tolist())

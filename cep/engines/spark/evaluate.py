@@ -65,9 +65,11 @@ from cep.engines.spark.rsepql import USED_COLUMNS, match_events, rsep_window, us
 from cep.engines.spark.triples import non_null, triple_part
 from cep.lowering.languages import compile_query
 from cep.terms.values import term_value
+from paths.spark import END, PathGraph, START, evaluate as path_evaluate
 from rdfcore.dictionary import merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
+from reasoner.store import Materialized
 
 __all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
 
@@ -262,8 +264,6 @@ class _Runtime:
 
     def __init__(self, background, streams, at, time_unit, dictionaries: Sequence[DataFrame | None], since, *,
                  ops=I, cache: dict | None = None):
-        from reasoner.store import Materialized
-
         self.store = None
         dictionaries = [d for d in dictionaries if d is not None]
         if isinstance(background, Materialized):
@@ -682,9 +682,6 @@ class _Runtime:
         return out
 
     def path_part(self, tp: A.PathPattern, name, triples: DataFrame) -> DataFrame:
-        from paths.spark import END, START, PathGraph
-        from paths.spark import evaluate as path_evaluate
-
         if self.store is not None and name is None:
             graph = PathGraph(triples, closures=self.store)
         else:
