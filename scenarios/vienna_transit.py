@@ -111,10 +111,8 @@ def network_world(network: str | None, work: str | Path) -> tuple[str, World]:
     """``network`` ("real", "example", or None: real when the data directory is there) and its
     world (``real_network`` built under ``work``, or ``example_map``)."""
     if network is None:
-        from ontologies.data import data_dir
-
         try:
-            data_dir()
+            find_data_dir()
             network = "real"
         except FileNotFoundError:
             network = "example"
