@@ -112,7 +112,7 @@ __all__ = [
     "triple", "path_pattern", "bgp", "join", "union", "left_join", "sequence", "seq", "project",
     "construct",
     "children", "walk", "variables", "constants", "leaves", "expr_variables", "event_clauses", "background_patterns",
-    "stream_patterns", "graph_name", "stream_path_refusal",
+    "stream_patterns", "graph_name", "stream_path_refusal", "contains", "per_instant_only",
 ]
 
 # --- checks (Var, the expressions and the windows live in cep.algebra.expressions and cep.algebra.windows) -----
@@ -1249,6 +1249,34 @@ def is_csparql(node: "Query | Pattern | Form") -> bool:
     if isinstance(node, Query):
         node = node.form
     return any(isinstance(p, Snapshot) for p in walk(node))
+
+
+def contains(node, found) -> bool:
+    """Whether ``found(x)`` holds for ``node`` or any part of it: patterns, expressions (EXISTS
+    patterns included), templates and modifiers, every field of every node."""
+    if found(node):
+        return True
+    if isinstance(node, (tuple, list, frozenset)):
+        return any(contains(x, found) for x in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return any(contains(getattr(node, f), found) for f in node.__dataclass_fields__)
+    return False
+
+
+def per_instant_only(query: Query) -> str | None:
+    """Why a CQELS-CEP query's answers are defined per instant and not as rows with lifetimes, or
+    None: ORDER BY / LIMIT / OFFSET (a top n at an instant is no row's lifetime), NOW() (a value per
+    instant), GROUP BY / aggregates over events (a group's value and cover change with its members).
+    Such a query is evaluated instant by instant (continuously: at its content changes,
+    ``cep.continuous.plan``; at given instants: ``cep.engines.spark.evaluate.evaluate_at_instants``)."""
+    if query.modifiers is not None or any(isinstance(n, SubSelect) and n.modifiers is not None
+                                          for n in walk(query.form)):
+        return "ORDER BY / LIMIT / OFFSET"
+    if contains(query, lambda x: isinstance(x, Builtin) and x.name == "NOW"):
+        return "NOW()"
+    if any(isinstance(n, GroupCover) for n in walk(query.form)):
+        return "GROUP BY over events"
+    return None
 
 
 def snapshots(node) -> tuple[Snapshot, ...]:

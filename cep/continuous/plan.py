@@ -234,7 +234,7 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
                               "windows bound it already")
     if A.is_rsepql(query) or A.is_csparql(query):
         return _report_every(_instants_plan(query, time_unit, lateness, emit), every)
-    why = _per_instant_only(query)
+    why = A.per_instant_only(query)
     if why is None and every is not None:
         raise ContinuousError("--every sets when C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated, and CQELS-CEP "
                               "queries whose answers are defined per instant (ORDER BY / LIMIT, NOW(), GROUP BY over "
@@ -256,21 +256,6 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     if why is not None:     # one evaluation per content change (module doc)
         return _report_every(ContinuousPlan(query, time_unit, lateness, windows, emit, INSTANTS, cqels=True), every)
     return ContinuousPlan(query, time_unit, lateness, windows, emit)
-
-
-def _per_instant_only(query: A.Query) -> str | None:
-    """Why a CQELS-CEP query's answers are defined per instant and not as rows with lifetimes (so
-    the plan evaluates it at its content changes), or None: ORDER BY / LIMIT / OFFSET (a top n at an
-    instant is no row's lifetime), NOW() (a value per instant), GROUP BY / aggregates over events (a
-    group's value and cover change with its members)."""
-    if query.modifiers is not None or any(isinstance(n, A.SubSelect) and n.modifiers is not None
-                                          for n in A.walk(query.form)):
-        return "ORDER BY / LIMIT / OFFSET"
-    if _calls(query, "NOW"):
-        return "NOW()"
-    if any(isinstance(n, A.GroupCover) for n in A.walk(query.form)):
-        return "GROUP BY over events"
-    return None
 
 
 def _report_every(cplan: ContinuousPlan, every: int | None) -> ContinuousPlan:
@@ -300,17 +285,6 @@ def _background_only(node) -> bool:
         case A.Sequence() | A.SeqWithout() | A.NoHead() | A.NoTail() | A.StreamPattern():
             return False
     return any(_background_only(child) for child in A.children(node))     # to be safe: any part
-
-
-def _calls(node, name: str) -> bool:
-    """Whether the built-in ``name`` is called anywhere in ``node`` (patterns, expressions, modifiers)."""
-    if isinstance(node, A.Builtin) and node.name == name:
-        return True
-    if isinstance(node, (tuple, list, frozenset)):
-        return any(_calls(x, name) for x in node)
-    if hasattr(node, "__dataclass_fields__"):
-        return any(_calls(getattr(node, f), name) for f in node.__dataclass_fields__)
-    return False
 
 
 def _instants_plan(query: A.Query, time_unit: str, lateness: int, emit: str) -> ContinuousPlan:

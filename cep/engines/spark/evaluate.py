@@ -43,7 +43,7 @@ durations are converted with ``Duration.ticks(time_unit)``.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -71,7 +71,8 @@ from rdfcore.hashing import term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 from reasoner.store import Materialized
 
-__all__ = ["evaluate", "evaluate_sequence", "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
+__all__ = ["evaluate", "evaluate_at_instants", "evaluate_each", "evaluate_sequence", "one_pass_refusal", "AT",
+           "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
 
 
 def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms", *,
@@ -122,43 +123,137 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     return result
 
 
-def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str = "ms", *,
-                      dictionary: DataFrame | None = None, since=None, prefixes=None,
-                      terms: list | None = None, consumed: DataFrame | None = None,
-                      consumed_out: list | None = None) -> list[DataFrame]:
-    """:func:`evaluate` at each of the instants ``times`` (increasing), in order; the answers are
-    collected at each instant (one Spark job) so that an RSEP-QL MATCH with a consuming policy
-    (chronological, recent; RSEP-QL §4.4) no longer sees, at later instants, the stream triples
-    its answers used. Returns one (cached) DataFrame per instant. ``consumed``: what earlier
-    evaluations consumed (``cep.engines.spark.rsepql.USED_COLUMNS``; the continuous runtime's state); the
-    consumed set after the last instant is appended to ``consumed_out`` (None: nothing consumed)."""
+#: the instant column of :func:`evaluate_at_instants`' result (``query --at T1,T2,...``'s ``_at``)
+AT = "_at"
+
+
+def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: str = "ms", *,
+                         dictionary: DataFrame | None = None, since=None, prefixes=None,
+                         terms: list | None = None, rules=(), column: str = AT) -> DataFrame:
+    """⟦Q, t⟧ at each of the instants ``times`` (increasing), as ONE DataFrame: for each t, the rows
+    :func:`evaluate` returns at t (the same columns), with t in the long column ``column``.
+    Arguments as :func:`evaluate`'s.
+
+    A query whose answers are rows with lifetimes (a CQELS-CEP query; :func:`one_pass_refusal`
+    says which are not) is evaluated once, for every instant at once (:func:`evaluate_lifetimes`' plan):
+    its mappings alive at each t are read off the lifetimes by one range join with the instants
+    (``cep.engines.spark.lifetimes.alive_at_instants``), and the query form (projection, CONSTRUCT
+    template) is applied to them as :func:`evaluate` applies it at t. The cost is one plan however
+    many instants are asked.
+
+    Any other query is evaluated instant by instant (:func:`evaluate_each`: an RSEP-QL consuming
+    policy makes each evaluation depend on the earlier ones; a C-SPARQL snapshot, ORDER BY / LIMIT,
+    NOW() are defined per instant); the result reads the answers each evaluation materialised
+    (no plan of an earlier instant stays alive)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
-    out, last = [], None
-    for at in times:
-        if last is not None and at <= last:
-            raise ValueError(f"evaluation instants must increase, got {at} after {last}")
-        last = at
-        runtime = _Runtime(background, streams, int(at), time_unit, [dictionary], since)
-        runtime.keep_terms = terms is not None
+    times = _increasing(times)
+    if not times:
+        raise ValueError("evaluate_at_instants() needs at least one instant")
+    if rules or one_pass_refusal(query) is not None:
+        frames = evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
+                               terms=terms, rules=rules)
+        out = None
+        for at, frame in zip(times, frames):
+            frame = frame.withColumn(column, F.lit(at).cast("long"))
+            out = frame if out is None else out.unionByName(frame)
+        return out
+    runtime = _Runtime(background, streams, None, time_unit, [dictionary], since, ops=L)
+    runtime.keep_terms = terms is not None
+    instants = runtime.spark.createDataFrame([(t,) for t in times], f"{column} long")
+    alive = L.alive_at_instants(runtime.eval(query.form.inner, None), instants, column)
+    result = runtime.answers(query, alive, (column,))
+    if terms is not None:
+        terms.extend(runtime.terms)
+    return result
+
+
+def one_pass_refusal(query: A.Query) -> str | None:
+    """Why :func:`evaluate_at_instants` evaluates ``query`` instant by instant and not all instants
+    at once, or None. C-SPARQL, RSEP-QL and EP-SPARQL define their answers at evaluation instants;
+    a CQELS-CEP query may be defined per instant (``cep.algebra.patterns.per_instant_only``); and
+    an expression that reads a solution's interval (getDURATION() ...) or draws from its hash
+    (RAND(), UUID(), BNODE()) would read the open end of a background or VALUES mapping's lifetime
+    ([t1, OPEN_END]) where one evaluation at t reads [t1, t]."""
+    if A.is_csparql(query):
+        return "C-SPARQL answers at its windows' evaluation instants"
+    if A.is_rsepql(query):
+        return "RSEP-QL evaluates at a sequence of instants (its consuming policies carry from one to the next)"
+    if A.is_epsparql(query):
+        return "EP-SPARQL evaluates at each instant"
+    why = A.per_instant_only(query)
+    if why is not None:
+        return f"{why}: defined per instant"
+    reads = A.contains(query, lambda x: isinstance(x, A.IntervalFn)
+                       or (isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS))
+    if reads and A.contains(query, lambda x: isinstance(x, (A.Background, A.Values))):
+        return "an expression reads the interval or the hash of a mapping whose interval ends at t"
+    return None
+
+
+def evaluate_each(query, background, streams: Mapping, times, time_unit: str = "ms", *,
+                  dictionary: DataFrame | None = None, since=None, prefixes=None, terms: list | None = None,
+                  rules=(), consumed: DataFrame | None = None, consumed_out: list | None = None
+                  ) -> Iterator[DataFrame]:
+    """:func:`evaluate` at each of the instants ``times`` (increasing), in order, one answer
+    DataFrame per instant as it is evaluated. Each is materialised (``localCheckpoint``: its rows
+    stored, its plan dropped) before the next instant is evaluated, and what the evaluation cached
+    is released, so that n instants hold n answer sets but no plan of an earlier evaluation: a plan
+    per instant (a C-SPARQL snapshot's joins and aggregates) and the cached frames reading it,
+    all alive until the last instant, are what n evaluations would otherwise keep on the driver.
+
+    An RSEP-QL MATCH with a consuming policy (chronological, recent; RSEP-QL §4.4) no longer sees,
+    at later instants, the stream triples its answers used. ``consumed``: what earlier evaluations
+    consumed (``cep.engines.spark.rsepql.USED_COLUMNS``; the continuous runtime's state); the
+    consumed set after the last instant is appended to ``consumed_out`` (None: nothing consumed).
+    ``terms`` receives the (id, term) frames of the terms each evaluation computed (materialised
+    too); ``rules``: EP-SPARQL CONSTRUCT rules, closed at each instant (:func:`evaluate`)."""
+    if isinstance(query, str):
+        query = compile_query(query, prefixes)
+    checked = check_rules(query, rules) if rules else ()
+    for at in _increasing(times):
+        computed: list = []
+        at_streams = streams
+        if checked:
+            at_streams = close_rules(checked, background, streams, at, time_unit, dictionary=dictionary,
+                                     terms=computed)
+        runtime = _Runtime(background, at_streams, at, time_unit, [dictionary, *computed], since)
+        runtime.keep_terms = True   # what the answers and the terms share is computed once
         runtime.consumed = consumed
-        result = runtime.query(query).cache()
-        result.count()
-        out.append(result)
-        if terms is not None:
-            terms.extend(runtime.terms)
+        result = runtime.query(query).localCheckpoint()
+        made = computed + runtime.terms
+        kept = [t.localCheckpoint() for t in made] if terms is not None else []
         if runtime.used:
             used = runtime.used[0]
             for more in runtime.used[1:]:
                 used = used.unionByName(more)
-            rows = used.distinct().collect()
-            if rows:
-                new = runtime.spark.createDataFrame(
-                    [tuple(r) for r in rows], f"window string, {ITEM} long, {S} long, {P} long, {O} long")
-                consumed = new if consumed is None else consumed.unionByName(new)
-                consumed = consumed.select(*USED_COLUMNS).distinct().cache()
+            new = used.select(*USED_COLUMNS).distinct()
+            consumed = (new if consumed is None else consumed.unionByName(new).distinct()).localCheckpoint()
+        for frame in made + runtime.cached:
+            frame.unpersist()
+        if terms is not None:
+            terms.extend(kept)
+        yield result
     if consumed_out is not None:
         consumed_out.append(consumed)
+
+
+def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str = "ms", *,
+                      dictionary: DataFrame | None = None, since=None, prefixes=None,
+                      terms: list | None = None, consumed: DataFrame | None = None,
+                      consumed_out: list | None = None) -> list[DataFrame]:
+    """:func:`evaluate_each` as a list: one materialised DataFrame per instant, in order."""
+    return list(evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
+                              prefixes=prefixes, terms=terms, consumed=consumed, consumed_out=consumed_out))
+
+
+def _increasing(times) -> list[int]:
+    """The evaluation instants as ints; ValueError unless they increase."""
+    out: list[int] = []
+    for at in times:
+        if out and int(at) <= out[-1]:
+            raise ValueError(f"evaluation instants must increase, got {at} after {out[-1]}")
+        out.append(int(at))
     return out
 
 
@@ -279,6 +374,7 @@ class _Runtime:
         self.consumed: DataFrame | None = None   # RSEP-QL: stream triples earlier answers used
         self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
         self.terms: list[DataFrame] = []         # (id, term) of the terms C-SPARQL's aggregates computed
+        self.cached: list[DataFrame] = []        # other frames this evaluation cached (to release after it)
         self.keep_terms = False                  # cache them (the caller asked for them)
         #: where a CONSTRUCT template's fresh blank nodes go (None: ``terms``); the lifetimes runtime
         #: keeps them apart from the prepared background's terms, which outlive one evaluation
@@ -292,9 +388,13 @@ class _Runtime:
 
     # --- query forms (eq. 1) -------------------------------------------------------------------
     def query(self, query: "A.Query | A.SubSelect", scope: "_Scope" = None) -> DataFrame:
+        return self.answers(query, self.eval(query.form.inner, scope), self.ops.EXTRA)
+
+    def answers(self, query: "A.Query | A.SubSelect", omega: DataFrame, extra: Sequence[str]) -> DataFrame:
+        """The query form (eq. 1) over the mappings ``omega`` of its pattern: the projection or the
+        CONSTRUCT template, each row keeping the columns ``extra`` (the lifetimes' ``ops.EXTRA``;
+        :func:`evaluate_at_instants`' instant)."""
         form = query.form
-        omega = self.eval(form.inner, scope)
-        extra = self.ops.EXTRA
         match form:
             case A.Project(variables=variables):
                 present = set(var_columns(omega))
@@ -307,7 +407,7 @@ class _Runtime:
                                                 "(query --at T1,T2,...); not in continuous evaluation")
                 if query.modifiers is not None and not query.modifiers.reads_only([v.name for v in variables]):
                     return order_solutions(omega, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
-                answers = omega.select(*cols, T_START, T_END, *self.ops.EXTRA).distinct()
+                answers = omega.select(*cols, T_START, T_END, *extra).distinct()
                 if query.modifiers is None:
                     return answers
                 return order_answers(answers, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
@@ -440,6 +540,7 @@ class _Runtime:
         events = match_events(node, self.streams, self.at, self.unit, self.consumed)
         if node.policy in A.CONSUMING_POLICIES:
             events = events.cache()
+            self.cached.append(events)
             self.used.append(used_triples(events))
         return I.canonical(events).distinct()
 
@@ -558,6 +659,7 @@ class _Runtime:
         extended = evaluate_rows(df, [expr], names, row, [StructField(value, StringType(), True)], instant=self.at)
         if self.keep_terms:   # the terms and the rows read it: computed once (the terms are cached too)
             extended = extended.persist()
+            self.cached.append(extended)
         ident = F.when(F.col(value).isNotNull(), F.xxhash64(F.col(value)))
         terms = extended.select(ident.alias(ID), F.col(value).alias(TERM)).filter(F.col(TERM).isNotNull()).distinct()
         if self.keep_terms:

@@ -41,7 +41,7 @@ from cep.engines.spark.intervals import compatible, merged, prefixed, side_col
 from rdfcore.schema import O, P, S, require_columns
 
 __all__ = ["EXTRA", "canonical", "constant", "join", "union", "seq", "seq_wo", "no_head",
-           "no_tail", "left_join", "window", "within_item", "alive_at"]
+           "no_tail", "left_join", "window", "within_item", "alive_at", "alive_at_instants"]
 
 #: the columns a row carries besides the mapping and its interval
 EXTRA = (LIFE_FROM, LIFE_TO)
@@ -72,6 +72,16 @@ def alive_at(df: DataFrame, t: int) -> DataFrame:
     rows = df.filter((F.col(LIFE_FROM) <= F.lit(int(t))) & (F.col(LIFE_TO) >= F.lit(int(t))))
     end = F.when(F.col(T_END) == F.lit(OPEN_END), F.lit(int(t)).cast("long")).otherwise(F.col(T_END))
     return rows.select(*sorted(var_columns(df)), T_START, end.alias(T_END)).distinct()
+
+
+def alive_at_instants(df: DataFrame, instants: DataFrame, column: str) -> DataFrame:
+    """``alive_at`` at every instant of ``instants`` (one long column, ``column``) at once: the
+    rows alive at t, with their intervals (an open end reads t) and t in ``column``. One range join
+    of the lifetimes with the (few) instants, not a filter per instant."""
+    t = F.col(column)
+    rows = df.join(F.broadcast(instants), (F.col(LIFE_FROM) <= t) & (F.col(LIFE_TO) >= t), "inner")
+    end = F.when(F.col(T_END) == F.lit(OPEN_END), t).otherwise(F.col(T_END))
+    return rows.select(*sorted(var_columns(df)), T_START, end.alias(T_END), t).distinct()
 
 
 def _both_alive(lside: str, rside: str) -> tuple[Column, Column]:
@@ -146,7 +156,9 @@ def _subtract(rows: DataFrame, blockers: DataFrame, condition: Column, b_from: C
     for c in cols:
         same = same & F.col(c).eqNullSafe(side_col(_N, c))
     starts = rows.select(*cols, F.col(LIFE_FROM).alias(_P)).unionByName(
-        hits.filter(F.col(_B_TO) < F.col(LIFE_TO)).select(*cols, (F.col(_B_TO) + 1).alias(_P)))
+        hits.filter(F.col(_B_TO) < F.col(LIFE_TO))
+        # the condition again: the optimizer may evaluate the sum before the filter (OPEN_END + 1 overflows)
+        .select(*cols, F.when(F.col(_B_TO) < F.col(LIFE_TO), F.col(_B_TO) + 1).alias(_P)))
     covered = same & (side_col(_N, _B_FROM) <= F.col(_P)) & (side_col(_N, _B_TO) >= F.col(_P))
     free = starts.distinct().join(hit, covered, "left_anti")
     after = same & (side_col(_N, _B_FROM) > F.col(_P))
