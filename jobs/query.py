@@ -524,14 +524,10 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     dictionary, cached = checked_dictionary([constants, *dictionaries])
     computed: list = []   # (id, term) of the terms the query computes (C-SPARQL's aggregates)
     try:
-        if p.instants:
-            from cep.engines.spark.evaluate import evaluate_sequence
-            results = evaluate_sequence(query, background, streams, p.instants, time_unit=p.time_unit,
-                                        dictionary=dictionary, terms=computed)
-            result = None
-            for at, frame in zip(p.instants, results):
-                frame = frame.withColumn(AT_COLUMN, F.lit(at).cast("long"))
-                result = frame if result is None else result.unionByName(frame)
+        if p.instants:   # one plan for every instant where the answers have lifetimes
+            from cep.engines.spark.evaluate import evaluate_at_instants
+            result = evaluate_at_instants(query, background, streams, p.instants, time_unit=p.time_unit,
+                                          dictionary=dictionary, terms=computed, rules=p.rules, column=AT_COLUMN)
         else:
             result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary,
                               terms=computed, rules=p.rules)
