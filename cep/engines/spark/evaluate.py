@@ -205,7 +205,8 @@ def evaluate_each(query, background, streams: Mapping, times, time_unit: str = "
     An RSEP-QL MATCH with a consuming policy (chronological, recent; RSEP-QL §4.4) no longer sees,
     at later instants, the stream triples its answers used. ``consumed``: what earlier evaluations
     consumed (``cep.engines.spark.rsepql.USED_COLUMNS``; the continuous runtime's state); the
-    consumed set after the last instant is appended to ``consumed_out`` (None: nothing consumed).
+    consumed set after the last instant is appended to ``consumed_out`` (None when no consuming
+    MATCH was evaluated and none was given).
     ``terms`` receives the (id, term) frames of the terms each evaluation computed (materialised
     too); ``rules``: EP-SPARQL CONSTRUCT rules, closed at each instant (:func:`evaluate`)."""
     if isinstance(query, str):
