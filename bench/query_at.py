@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -31,6 +32,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from scenarios import vienna_transit as vt  # noqa: E402  (the repository, put on the path above)
 
 
 def timed(argv: list, repeat: int) -> tuple[float, str, str]:
@@ -76,8 +79,6 @@ WHERE { ?obs a :Observation ; :observedProperty :temperature ; :procedure ?senso
 
 
 def csrbench(work: Path, repeat: int) -> None:
-    import random
-
     rng = random.Random(7)
     stream = work / "observations.nt"
     ex = "http://example.org/csr#"
@@ -100,8 +101,6 @@ def csrbench(work: Path, repeat: int) -> None:
 
 
 def crossover(work: Path, sizes: list[int], instants: int, spark_max: int, network: str, repeat: int) -> None:
-    from scenarios import vienna_transit as vt
-
     network, world = vt.network_world(network, work / "net")
     (work / "q.rq").write_text(world.query, encoding="utf-8")
     static = [f"{graph}={path}" for graph, paths in world.static.items() for path in paths]

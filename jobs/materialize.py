@@ -23,6 +23,7 @@ from rdfcore.fs import is_hadoop  # noqa: E402
 from rdfcore.locations import location  # noqa: E402
 from rdfcore.progress import Progress  # noqa: E402
 from reasoner.closure import STRATEGIES  # noqa: E402
+from reasoner.publish import choose_engine, materialize_sources  # noqa: E402
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reasoner.publish import choose_engine, materialize_sources
-
     # bad paths fail before Spark starts; a Hadoop filesystem (hdfs://, s3a://) is reached
     # through the session's JVM, so it starts first
     named = [location(p, "--ontology") for p in args.ontology] + [location(args.out, "--out")]

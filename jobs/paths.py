@@ -40,11 +40,12 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 
 from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
-from rdfcore.errors import SidecarError  # noqa: E402
+from rdfcore.errors import RDFLoadError, SidecarError  # noqa: E402
 from rdfcore.fs import is_hadoop  # noqa: E402
 from rdfcore.hashing import term_id  # noqa: E402
 from rdfcore.locations import location  # noqa: E402
 from rdfcore.schema import FILE, ID, LINE, REASON, TERM  # noqa: E402
+from rdfcore.sources import detect_format, parse_with_rdflib  # noqa: E402
 
 VARIABLES = ("start", "end")
 _PREFIX_FORMATS = ("turtle", "n3", "trig")
@@ -110,11 +111,10 @@ def declared_prefixes(files: Sequence[Path]) -> dict[str, str]:
 
     A graph without rdflib's default bindings is used, so the result is exactly what the files
     declare (rdflib's defaults would shadow e.g. a file's own ``geo:``). A file that does not parse
-    raises the loader's located :class:`rdfcore.sources.RDFLoadError`.
+    raises the loader's located :class:`rdfcore.errors.RDFLoadError`.
     """
     import rdflib
 
-    from rdfcore.sources import RDFLoadError, detect_format, parse_with_rdflib
 
     prefixes: dict[str, str] = {}
     for path in files:
@@ -217,7 +217,6 @@ def evaluate_query(spark, query: Query, out: TextIO, fmt: str, err: TextIO | Non
 
 
 def run(args: argparse.Namespace, spark=None, out: TextIO | None = None) -> int:
-    from rdfcore.sources import RDFLoadError
 
     try:
         return _run(args, spark, out)
@@ -235,7 +234,6 @@ def _without_spark(query: Query, engine: str) -> bool:
         return True
     if engine != "auto":
         return False
-    from rdfcore.sources import detect_format
 
     return (all(detect_format(f) != "ntriples" for f in query.files)
             and sum(f.stat().st_size for f in query.files) <= LOCAL_FILE_BYTES)
@@ -247,7 +245,6 @@ def evaluate_query_local(query: Query, out: TextIO, fmt: str) -> int:
     Same terms (blank nodes scoped per file, as ``rdfcore.loading.load``), same sorted output."""
     from paths import local
     from paths.compiler import PathIterationLimit
-    from rdfcore.sources import detect_format, parse_with_rdflib
     from rdfcore.terms import from_rdflib
 
     triples: set[tuple[str, str, str]] = set()

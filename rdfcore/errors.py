@@ -12,7 +12,7 @@ that catch the built-in class keep working.
 """
 from __future__ import annotations
 
-__all__ = ["SidecarError", "FixpointError", "HashCollisionError"]
+__all__ = ["SidecarError", "FixpointError", "HashCollisionError", "RDFLoadError"]
 
 
 class SidecarError(Exception):
@@ -31,3 +31,12 @@ class HashCollisionError(SidecarError, RuntimeError):
         shown = "; ".join(f"id {i}: {', '.join(terms)}" for i, terms in collisions[:5])
         super().__init__(f"{len(collisions)} dictionary hash collision(s) between distinct terms: {shown}. "
                          f"The 64-bit dictionary cannot encode this data; rename one of the terms.")
+
+
+class RDFLoadError(SidecarError, ValueError):
+    """A source cannot be read: names the file, line and column (where known) and the problem."""
+
+    def __init__(self, file: str, problem: str, line: int | None = None, column: int | None = None):
+        self.file, self.problem, self.line, self.column = file, problem, line, column
+        where = file if line is None else f"{file}:{line}" + ("" if column is None else f":{column}")
+        super().__init__(f"{where}: {problem}")

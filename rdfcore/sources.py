@@ -18,13 +18,14 @@ import re
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import rdflib
-
-from rdfcore.errors import SidecarError
+from rdfcore.errors import RDFLoadError
 from rdfcore.locations import location
-from rdfcore.terms import from_rdflib
 from rdfcore.vocab import OWL_IMPORTS, XSD_STRING
+
+if TYPE_CHECKING:
+    import rdflib
 
 _RDFLIB_FORMATS = {
     ".ttl": "turtle", ".turtle": "turtle", ".n3": "n3", ".rdf": "xml", ".owl": "xml", ".xml": "xml",
@@ -32,15 +33,6 @@ _RDFLIB_FORMATS = {
 }
 _NT_SUFFIXES = (".nt", ".ntriples")
 FORMATS = sorted({"ntriples", *_RDFLIB_FORMATS.values()})
-
-
-class RDFLoadError(SidecarError, ValueError):
-    """A source cannot be read: names the file, line and column (where known) and the problem."""
-
-    def __init__(self, file: str, problem: str, line: int | None = None, column: int | None = None):
-        self.file, self.problem, self.line, self.column = file, problem, line, column
-        where = file if line is None else f"{file}:{line}" + ("" if column is None else f":{column}")
-        super().__init__(f"{where}: {problem}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,8 +212,10 @@ def _refuse_external_entities(path: Path, data: bytes) -> None:
                                       "resolved (inline the content or declare an internal entity)", line, column)
 
 
-def parse_with_rdflib(path: Path, fmt: str, scope: int) -> rdflib.Graph:
+def parse_with_rdflib(path: Path, fmt: str, scope: int) -> "rdflib.Graph":
     """Parse one file with rdflib, turning its exceptions into a located :class:`RDFLoadError`."""
+    import rdflib   # ~0.3 s: loaded only when a source is not N-Triples
+
     data = path.read_bytes()
     if fmt == "xml":
         _refuse_external_entities(path, data)
@@ -242,6 +236,19 @@ def parse_with_rdflib(path: Path, fmt: str, scope: int) -> rdflib.Graph:
         message = exc.getMessage() if hasattr(exc, "getMessage") else str(exc)
         raise RDFLoadError(str(path), f"bad {fmt} document: {message}", line, column) from None
     return graph
+
+
+def rdflib_triples(path: Path, fmt: str, scope: int) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """A non-N-Triples source's triples as N-Triples strings (blank nodes scoped by ``scope``, as
+    the N-Triples readers scope theirs) and the IRIs it ``owl:imports``."""
+    import rdflib   # rdflib, and rdfcore.terms' conversions from it, only for such sources
+
+    from rdfcore.terms import from_rdflib
+
+    graph = parse_with_rdflib(path, fmt, scope)
+    tag = f"f{scope}."
+    rows = [(from_rdflib(s, tag), from_rdflib(p, tag), from_rdflib(o, tag)) for s, p, o in graph]
+    return rows, [str(o) for o in graph.objects(None, rdflib.OWL.imports)]
 
 
 def _import_target(importer: Path, iri: str) -> Path:
@@ -282,11 +289,10 @@ def walk_sources(paths: Sequence[str | Path], formats: dict[str, str], follow_im
         if fmt == "ntriples":
             imports = on_ntriples(path, scope)
         else:
-            graph = parse_with_rdflib(path, fmt, scope)
-            tag = f"f{scope}."
-            rows.extend((from_rdflib(s, tag), from_rdflib(p, tag), from_rdflib(o, tag)) for s, p, o in graph)
+            found, imported = rdflib_triples(path, fmt, scope)
+            rows.extend(found)
             if follow_imports:
-                imports = [str(o) for o in graph.objects(None, rdflib.OWL.imports)]
+                imports = imported
         for iri in imports if follow_imports else ():
             target = _import_target(path, iri) if ":" in iri.split("/")[0] else (path.parent / iri)
             queue.append(target)

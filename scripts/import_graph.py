@@ -5,7 +5,7 @@
   is an edge, so a function-local import cannot hide a cycle;
 * no private name (``_x``) of a project module imported or read by another module;
 * an import of a project module inside a function is there to keep a heavy library (``HEAVY``:
-  pyspark, numba, rdflib, lark, matplotlib, graphframes) off the importing module's start-up: one
+  pyspark, numba, numpy, rdflib, lark, matplotlib, graphframes) off the importing module's start-up: one
   that would load none the module does not load already (through its top-level imports, those of
   its packages' ``__init__``, and so on) is hoisted to the top (``LOCAL_IMPORTS_KEPT`` lists the
   exceptions, each with its reason); ``--local-imports`` lists them all with the library each keeps
@@ -231,13 +231,10 @@ def private_uses(modules: dict[str, Path]) -> list[str]:
 
 #: the libraries a module must not load at start-up unless it needs them there: each takes from a
 #: tenth of a second (lark) to seconds (pyspark, numba) to import
-HEAVY = ("pyspark", "numba", "rdflib", "lark", "matplotlib", "graphframes")
+HEAVY = ("pyspark", "numba", "numpy", "rdflib", "lark", "matplotlib", "graphframes")
 #: function-local imports of project modules kept local although hoisting them would load no heavy
 #: library: {(module, imported module): why}; each is a design gap, not a licence
 LOCAL_IMPORTS_KEPT = {
-    ("jobs.query", "cep.engines.driver.answers"): "the driver engine loads numpy (0.3 s, half of jobs.query's start-up "
-                                                  "again); only --at on the driver needs it, not --help, --engine spark "
-                                                  "or the other rsp-sidecar commands that import jobs.query",
     ("jobs.streaming", "rdfcore.jars"): "the jar cache loads urllib.request, ssl, http and email (55 ms, which "
                                         "jobs.query's start-up would pay through jobs.streaming); only a Kafka "
                                         "source or sink needs it",

@@ -14,7 +14,7 @@ import pytest
 from cep.io.formats import detect_stream_format
 from cep.io.streams import ITEM, STREAM_COLUMNS, _ticks, read_stream
 from rdfcore.hashing import term_id
-from rdfcore.sources import RDFLoadError
+from rdfcore.errors import RDFLoadError
 from rdfcore.schema import ID, LINE, O, P, REASON, S, T_END, T_START, TERM
 from rdfcore.vocab import RDF_TYPE
 

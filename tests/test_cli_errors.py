@@ -75,7 +75,7 @@ def test_expected_classes_derive_from_sidecar_error():
     from reasoner.closure import GraphFramesUnavailable
     from rdfcore.errors import FixpointError, HashCollisionError
     from rdfcore.jars import JarUnavailable
-    from rdfcore.sources import RDFLoadError
+    from rdfcore.errors import RDFLoadError
     from reasoner.materialize import SchemaTooLarge
     from rdfcore.schema import MissingColumnsError
     from reasoner.store import StoreError

@@ -190,7 +190,8 @@ NTRIPLES = "\n".join(f"<http://ex/{i}> <http://ex/p> \"v{i}\"@en ." for i in ran
 def test_static_loading(tmp_path_factory, text, suffix):
     """``--static`` / ``--background`` files read on the driver: triples and rejects, or an
     ``RDFLoadError`` naming the file (and the line where the parser knows it)."""
-    from rdfcore.sources import RDFLoadError, load_local
+    from rdfcore.errors import RDFLoadError
+    from rdfcore.sources import load_local
 
     path = tmp_path_factory.mktemp("bg") / f"background{suffix}"
     path.write_bytes(text.encode("utf-8", errors="surrogatepass"))

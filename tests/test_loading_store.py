@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 from reasoner import store
 from rdfcore.hashing import term_id
 from rdfcore.loading import load
-from rdfcore.sources import RDFLoadError, parse_with_rdflib
+from rdfcore.errors import RDFLoadError
+from rdfcore.sources import parse_with_rdflib
 from reasoner.publish import materialize_sources
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -94,13 +94,16 @@ from cep.engines.driver import rows as LOC
 from cep.engines.driver.walk import supports
 from cep.engines.spark import lifetimes as L
 from cep.engines.spark.evaluate import Prepared, evaluate_lifetimes
+from cep.io.formats import JSONL, TSNT, detect_stream_format
 from cep.io.lineparse import parse_jsonl
+from cep.io.streams import parse_lines
 from rdfcore.dictionary import decode, merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore import fs
 from rdfcore.errors import SidecarError
 from rdfcore.fs import spark_path
 from rdfcore.locations import location
+from rdfcore.loading import with_line_numbers
 from rdfcore.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 from rdfcore.sparkutil import union_all
 
@@ -283,8 +286,6 @@ class Runner:
     def _numbered(self, lines: DataFrame) -> DataFrame:
         """The batch's lines as (FILE, LINE, RAW, STREAM, SOURCE): Kafka's offset is the line,
         file lines are numbered from their blocks."""
-        from rdfcore.loading import with_line_numbers
-
         columns = (FILE, LINE, RAW, STREAM, SOURCE)
         kinds = {s.numbered for s in self.sources}
         parts = []
@@ -299,8 +300,6 @@ class Runner:
 
     def _parsed(self, numbered: DataFrame) -> tuple[list[DataFrame], list[DataFrame]]:
         """Each source's lines parsed with its format: ([terms per source], [rejects per source])."""
-        from cep.io.streams import parse_lines
-
         terms, rejects = [], []
         for i, source in enumerate(self.sources):
             mine = numbered.filter(F.col(SOURCE) == i).select(FILE, LINE, RAW)
@@ -337,7 +336,6 @@ class Runner:
         import pyarrow as pa
 
         from cep.io import linescan
-        from cep.io.formats import JSONL, TSNT, detect_stream_format
 
         none = F.lit(None).cast("long")
         if "_block" not in lines.columns:           # Kafka only: the offset is the line

@@ -9,6 +9,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from rdfcore.dictionary import checked_dictionary
+from rdfcore.loading import load
 from rdfcore.locations import location
 from rdfcore.schema import DICTIONARY, O, P, S
 from rdfcore.sparkutil import cut
@@ -45,8 +46,6 @@ class StaticFiles:
 
     def current(self, spark: SparkSession) -> StaticSide:
         if self._side is None:
-            from rdfcore.loading import load
-
             background, dictionaries = {}, []
             for graph, files in self.graphs.items():
                 closure, dictionary = encoded_closure(load(spark, files).triples)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rdfcore.sources import RDFLoadError
+from rdfcore.errors import RDFLoadError
 
 __all__ = ["JSONL", "TSNT", "FORMATS", "EXTENSIONS", "detect_stream_format"]
 

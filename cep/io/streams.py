@@ -69,7 +69,8 @@ from cep.io.formats import EXTENSIONS, FORMATS, JSONL, detect_stream_format
 # The N-Triples grammar pieces and term normalisation of the static loader, reused as they are.
 from rdfcore.loading import (canonical_term, column_after, invalid_utf8, read_lines, reject_reason, scope_bnode,
                              with_line_numbers)
-from rdfcore.sources import NT_BLANK_OR_COMMENT, NT_BNODE, NT_IRI, NT_LITERAL, NT_OBJECT, NT_WS, RDFLoadError
+from rdfcore.errors import RDFLoadError
+from rdfcore.sources import NT_BLANK_OR_COMMENT, NT_BNODE, NT_IRI, NT_LITERAL, NT_OBJECT, NT_WS
 from rdfcore.dictionary import build_dictionary, encode_column
 from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START

@@ -16,7 +16,9 @@ form, 2 the language tag, 3 the datatype IRI. :data:`LITERAL_RE` compiles it for
 """
 from __future__ import annotations
 
+import math
 import re
+import struct
 
 from rdfcore.vocab import RDF_NS, XSD_NS
 
@@ -131,9 +133,6 @@ def canonical_double(value: float, single: bool = False) -> str | None:
     """A double's lexical form in XSD's canonical xsd:double shape ("9.233333333333333E1",
     "-2.0E-3", "0.0E0") with the fewest significant digits that read back as the same double
     (for ``single``: as the same 32-bit xsd:float); None for INF and NaN."""
-    import math
-    import struct
-
     if not math.isfinite(value):
         return None
     if not single:

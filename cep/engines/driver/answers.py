@@ -32,9 +32,11 @@ from cep.algebra.timeline import OPEN_END
 from cep.engines.driver import rows as L
 from cep.engines.driver import static
 from cep.engines.driver.walk import supports
+from cep.io.formats import JSONL, detect_stream_format
 from cep.io.lineparse import parse_jsonl
 from rdfcore.errors import SidecarError
 from rdfcore.hashing import term_id
+from rdfcore.sources import load_local, split_lines
 from reasoner import local as RL
 
 __all__ = ["NotOnDriver", "Answers", "refusal", "read_static", "read_streams", "answers_at", "COLUMNAR_FROM"]
@@ -74,7 +76,6 @@ class Answers:
 def read_static(graphs: Mapping[str | None, Sequence[Path]]) -> tuple[dict, dict, list]:
     """The ``--static`` graphs after the reasoner: ({graph: ``static.StaticGraph``}, {id: term},
     {graph: its rejects as ``(file, line, reason, raw)``})."""
-    from rdfcore.sources import load_local
 
     out, terms, rejects = {}, {}, {}
     for graph, files in graphs.items():
@@ -91,8 +92,6 @@ def read_static(graphs: Mapping[str | None, Sequence[Path]]) -> tuple[dict, dict
 def read_streams(streams: Mapping[str, Path], prefixes: Mapping[str, str]) -> tuple[dict, dict]:
     """The stream files' items as ``(item, s, p, o, t1, t2)`` id rows: ({stream IRI: int64 matrix},
     {id: term}). Raises :class:`NotOnDriver` at the first line the driver's readers do not take."""
-    from cep.io.formats import JSONL, detect_stream_format
-    from rdfcore.sources import split_lines
 
     out, terms = {}, {}
     for iri, path in streams.items():
