@@ -66,7 +66,7 @@ def test_distinct_rows_survive_hash_collisions(monkeypatch):
     data = rng.integers(0, 3, size=(400, 5))
     expected = set(map(tuple, data.tolist()))
     assert set(map(tuple, C._distinct(data).tolist())) == expected and len(C._distinct(data)) == len(expected)
-    monkeypatch.setattr(C, "_mix", lambda keys: np.zeros(len(keys), np.int64))   # every row collides
+    monkeypatch.setattr(C, "mix", lambda keys: np.zeros(len(keys), np.int64))   # every row collides
     got = C._distinct(data)
     assert set(map(tuple, got.tolist())) == expected and len(got) == len(expected)
     li, ri = C._match(data[:, :2], data[:, 1:3])     # multi-column keys: every pair checked
@@ -77,7 +77,7 @@ def test_distinct_rows_survive_hash_collisions(monkeypatch):
 @pytest.mark.parametrize("collide", (False, True), ids=("hashed", "colliding"))
 def test_first_instants_are_each_keys_earliest_instant_in_range(monkeypatch, collide):
     if collide:
-        monkeypatch.setattr(C, "_mix", lambda keys: np.zeros(len(keys), np.int64))
+        monkeypatch.setattr(C, "mix", lambda keys: np.zeros(len(keys), np.int64))
     for seed in range(30):
         rng = random.Random(seed)
         rel = random_rel(rng, ("?a", "?b"), 80, 0.2)

@@ -99,7 +99,8 @@ from rdfcore.errors import SidecarError
 from cep.engines.rules import RulesError, check_rules
 
 __all__ = ["ContinuousError", "WindowRule", "ContinuousPlan", "plan", "EMITS", "ISTREAM", "RSTREAM", "DSTREAM",
-           "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from", "keep_bounds", "LANDMARK"]
+           "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from", "keep_bounds", "LANDMARK", "COUNT",
+           "background_only"]
 
 ISTREAM, RSTREAM, DSTREAM = "istream", "rstream", "dstream"
 EMITS = (ISTREAM, RSTREAM, DSTREAM)
@@ -242,7 +243,7 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
                               "(--emit rstream reports the whole answer wherever it changes)")
     if isinstance(query.form, A.Construct) and any(x.startswith("_:") for tp in query.form.template
                                                    for x in (tp.s, tp.p, tp.o) if isinstance(x, str)) \
-            and _background_only(query.pattern):
+            and background_only(query.pattern):
         raise ContinuousError("a CONSTRUCT template's blank nodes are named from their solution and its interval, "
                               "and an answer from the background alone has the interval [MIN_TIME, t], which "
                               "changes at every instant t; give that part of the pattern a stream, use an IRI or a "
@@ -269,7 +270,7 @@ def _report_every(cplan: ContinuousPlan, every: int | None) -> ContinuousPlan:
     return replace(cplan, every=(every,))
 
 
-def _background_only(node) -> bool:
+def background_only(node) -> bool:
     """Whether ``node`` can give a mapping from the background alone (interval [MIN_TIME, t]: no
     stream pattern took part in it): a pattern without streams, a UNION with such a side, an
     OPTIONAL / MINUS whose left side is such; an event operator always binds its stream's times."""
@@ -277,14 +278,14 @@ def _background_only(node) -> bool:
         return True
     match node:
         case A.Join(left=left, right=right):
-            return _background_only(left) and _background_only(right)
+            return background_only(left) and background_only(right)
         case A.Union(left=left, right=right):
-            return _background_only(left) or _background_only(right)
+            return background_only(left) or background_only(right)
         case A.LeftJoin(left=inner) | A.Minus(left=inner) | A.Filter(inner=inner) | A.Extend(inner=inner):
-            return _background_only(inner)
+            return background_only(inner)
         case A.Sequence() | A.SeqWithout() | A.NoHead() | A.NoTail() | A.StreamPattern():
             return False
-    return any(_background_only(child) for child in A.children(node))     # to be safe: any part
+    return any(background_only(child) for child in A.children(node))     # to be safe: any part
 
 
 def _instants_plan(query: A.Query, time_unit: str, lateness: int, emit: str) -> ContinuousPlan:

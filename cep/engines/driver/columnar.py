@@ -47,7 +47,7 @@ from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
 from cep.engines.driver.walk import supports, walk
 
-__all__ = ["NULL", "Table", "first_instants", "pairs", "join", "seq", "union", "seq_wo", "no_head", "no_tail",
+__all__ = ["NULL", "Table", "first_instants", "mix", "pairs", "join", "seq", "union", "seq_wo", "no_head", "no_tail",
            "left_join", "window", "evaluate", "supports", "holds", "filter_rel", "keeper", "narrow", "bgp_in_window"]
 
 #: an unbound variable (a term whose id is this one sends the evaluation to ``cep.engines.driver.rows``)
@@ -114,7 +114,7 @@ def _distinct(data: np.ndarray) -> np.ndarray:
     checked against its group's first; on a collision, by the rows' bytes."""
     if len(data) <= 1:
         return data
-    _, first, group = np.unique(_mix(data), return_index=True, return_inverse=True)
+    _, first, group = np.unique(mix(data), return_index=True, return_inverse=True)
     if not (data[first[group.ravel()]] == data).all():
         data = np.ascontiguousarray(data)
         _, first = np.unique(data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).ravel(),
@@ -131,7 +131,7 @@ def first_instants(table: Table, lo: int, hi: int) -> dict:
         return {}
     first = np.maximum(data[:, _A], lo)
     keys = data[:, :_A]
-    h = _mix(keys)
+    h = mix(keys)
     order = np.lexsort((first, h))
     h = h[order]
     starts = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1])))
@@ -147,7 +147,7 @@ def first_instants(table: Table, lo: int, hi: int) -> dict:
             for row, at in zip(keys[heads].tolist(), first[heads].tolist())}
 
 
-def _mix(keys: np.ndarray) -> np.ndarray:
+def mix(keys: np.ndarray) -> np.ndarray:
     """One int64 per row of a key matrix (several columns): equal rows, equal hashes."""
     h = np.full(len(keys), 0x9E3779B97F4A7C15, dtype=np.uint64)
     with np.errstate(over="ignore"):
@@ -163,8 +163,8 @@ def _match(lkeys: np.ndarray, rkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray
     nl, nr = len(lkeys), len(rkeys)
     if lkeys.shape[1] == 0:
         return np.repeat(np.arange(nl), nr), np.tile(np.arange(nr), nl)
-    lh = lkeys[:, 0] if lkeys.shape[1] == 1 else _mix(lkeys)
-    rh = rkeys[:, 0] if rkeys.shape[1] == 1 else _mix(rkeys)
+    lh = lkeys[:, 0] if lkeys.shape[1] == 1 else mix(lkeys)
+    rh = rkeys[:, 0] if rkeys.shape[1] == 1 else mix(rkeys)
     order = np.argsort(rh, kind="stable")
     ordered = rh[order]
     lo = np.searchsorted(ordered, lh, "left")
@@ -365,7 +365,7 @@ def left_join(left: Table, right: Table, keep=None) -> Table:
 
 def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of a key matrix: (index of each one's first row, each row's group)."""
-    _, first, group = np.unique(_mix(keys), return_index=True, return_inverse=True)
+    _, first, group = np.unique(mix(keys), return_index=True, return_inverse=True)
     group = group.ravel()
     if not (keys[first[group]] == keys).all():      # rows that only hash alike: by their bytes
         keys = np.ascontiguousarray(keys)

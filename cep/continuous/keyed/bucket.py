@@ -1,0 +1,274 @@
+"""One bucket of the keyed continuous operator: its state and one step, in numpy (no Spark).
+
+A bucket holds the keys ``cep.continuous.keyed.keys`` hashes to it. The Spark operator
+(``cep.continuous.keyed.operator``) calls :func:`step` once per micro-batch for each bucket that
+has new rows or a due timer, with ``upto``: the last instant that is final, from Spark's watermark.
+
+Time. Spark drops a row whose event time is below the watermark, and a row of the batch is never
+older than what the watermark made final: every accepted item starts after ``upto``. An answer at
+instant t reads only items started by t (a window holds ``t1 ≤ t``; a negated element blocks from
+its start on), so the answers at instants ≤ ``upto`` are known from the items of earlier batches.
+A step therefore never finds a new answer at a final instant; it finds the *future* of its keys:
+
+1. **Due answers.** ``pending`` holds the answers computed earlier whose first instant lies after
+   the ``upto`` of their evaluation, with that first instant. Those now ≤ ``upto`` are final:
+   they are emitted (Istream: each (mapping, interval) once, with ``_at`` its first instant) and
+   remembered in ``emitted``. This is how answers that appear with no new event are found — a
+   negated head leaving its RANGE, a tail negation's deadline, a STEP close: their lifetimes were
+   computed when their inputs arrived, and the bucket's timer is the earliest pending instant.
+2. **Late rows.** A new row that starts at or before ``upto`` would change instants already final:
+   it goes to the rejects with reason ``late``.
+3. **Touched keys.** The keys of the new rows are re-evaluated: their state items and the new ones,
+   by ``cep.engines.driver.columnar`` (lifetimes of every answer at every instant). The answers of
+   those keys that start after ``upto`` and were not emitted replace the keys' pending answers.
+   Other keys' items are not read: a step costs the new rows and their keys' live items, not what
+   the windows hold.
+4. **State.** An item is dropped once every window's lifetime for it ends by ``upto`` (its
+   ``keep``); an emitted answer once it starts before its key's oldest kept item (no evaluation can
+   find it again); the timer is the earliest pending instant, else the instant the last item
+   expires.
+
+Rows, keys and answers are dictionary-encoded: term ids (``rdfcore.hashing.term_id``) in int64
+columns, the terms beside them for the answers' output.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from cep import algebra as A
+from cep.algebra.timeline import OPEN_END
+from cep.engines.columns import var_column
+from cep.engines.driver import columnar as COL
+from cep.continuous.state import OUT_AT, OUT_END, OUT_START, OUT_VERSION
+
+__all__ = ["Program", "BucketState", "Step", "step", "new_rows", "key_columns", "ITEM_COLUMNS", "LATE"]
+
+#: the state's item columns: key hash, stream code, the triple's ids and interval, keep-until, terms
+ITEM_COLUMNS = ("key", "stream", "item", "s", "p", "o", "t1", "t2", "keep", "s_term", "p_term", "o_term")
+_IDS = ("item", "s", "p", "o", "t1", "t2")
+#: the reject reason of a row older than the watermark
+LATE = "late"
+
+
+def key_columns(n: int) -> tuple[str, ...]:
+    """The columns of a new row holding its key's term ids, one per key variable."""
+    return tuple(f"k{i}" for i in range(n))
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """What every bucket evaluates: the query, its key, its streams (``stream`` codes index them),
+    the static side (``background``: {``A.Background`` node: table} as ``cep.engines.driver.columnar``
+    takes it, with ``terms`` {id: term} of its ids and of the query's constants) and the closure
+    ``version`` the static side was prepared from."""
+
+    query: A.Query
+    time_unit: str
+    key: tuple[str, ...]
+    streams: tuple[A.Term, ...]
+    background: dict = field(default_factory=dict)
+    terms: dict = field(default_factory=dict)
+    version: int | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(v.name for v in self.query.form.variables)
+
+
+@dataclass(frozen=True, eq=False)
+class BucketState:
+    """A bucket's state: ``items`` (``ITEM_COLUMNS``, a row per (key, triple)), ``emitted``
+    (key, answer value ids, t1, t2), ``pending`` (the same, then ``first`` and the answer's terms),
+    ``first`` (the earliest item time seen) and ``done`` (the last instant made final here)."""
+
+    items: pd.DataFrame
+    emitted: pd.DataFrame
+    pending: pd.DataFrame
+    first: int | None = None
+    done: int | None = None
+
+    @staticmethod
+    def empty(program: Program) -> "BucketState":
+        n = len(program.names)
+        values = [f"v{i}" for i in range(n)]
+        items = pd.DataFrame({c: pd.Series(dtype=object if c.endswith("_term") else np.int64) for c in ITEM_COLUMNS})
+        emitted = pd.DataFrame({c: pd.Series(dtype=np.int64) for c in ("key", *values, "t1", "t2")})
+        pending = pd.DataFrame({**{c: pd.Series(dtype=np.int64) for c in ("key", *values, "t1", "t2", "first")},
+                                **{f"x{i}": pd.Series(dtype=object) for i in range(n)}})
+        return BucketState(items, emitted, pending)
+
+    @property
+    def rows(self) -> int:
+        return len(self.items) + len(self.emitted) + len(self.pending)
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """What a step gives: the ``answers`` (dicts: the variables' terms, ``_start``, ``_end``,
+    ``_at``, ``_version``), the ``rejects`` (the late rows, with ``reason``), the new ``state`` and
+    the ``timer`` (the instant this bucket must be stepped at with no new row; None: never)."""
+
+    answers: list
+    rejects: pd.DataFrame
+    state: BucketState
+    timer: int | None
+
+
+def new_rows(rows: pd.DataFrame, key: int) -> pd.DataFrame:
+    """Routed rows (``key_columns(key)``, stream, the triple's ids and interval, its terms) with
+    their key hash in ``key`` (every key of one bucket is evaluated by the same kernels)."""
+    ids = rows[list(key_columns(key))].to_numpy(np.int64) if key else np.zeros((len(rows), 0), np.int64)
+    out = rows.copy()
+    out["key"] = _mix(ids)
+    return out
+
+
+def _mix(ids: np.ndarray) -> np.ndarray:
+    """One int64 per key (a row of term ids): equal keys, equal hashes; no key: 0."""
+    if ids.shape[1] == 0:
+        return np.zeros(len(ids), np.int64)
+    return COL.mix(ids) if ids.shape[1] > 1 else ids[:, 0].copy()
+
+
+def step(program: Program, state: BucketState, new: pd.DataFrame | None, upto: int | None) -> Step:
+    """One micro-batch of a bucket (module doc): ``new`` as ``new_rows`` gives them (None: a
+    timer), ``upto`` the last final instant (None: none yet)."""
+    answers: list = []
+    pending, emitted = state.pending, state.emitted
+    if upto is not None and len(pending):
+        due = pending["first"].to_numpy() <= upto
+        if due.any():
+            answers = _answers(program, pending[due])
+            emitted = pd.concat([emitted, pending.loc[due, emitted.columns]], ignore_index=True)
+            pending = pending[~due]
+    rejects = new.iloc[:0] if new is not None else None
+    if new is not None and upto is not None:
+        late = new["t1"].to_numpy() <= upto
+        rejects, new = new[late], new[~late]
+        if len(rejects):
+            rejects = rejects.assign(reason=[f"{LATE}: event time {t} is not after {upto}, the last instant already "
+                                             f"final (the watermark)" for t in rejects["t1"].tolist()])
+    items, first = state.items, state.first
+    if new is not None and len(new):
+        low = int(new["t1"].min())
+        first = low if first is None else min(first, low)
+        items, pending, emitted = _evaluate(program, items, pending, emitted, new, upto, first)
+    done = upto if upto is not None else state.done
+    if upto is not None:
+        items, emitted = _prune(items, emitted, upto)
+    timer = None
+    if len(pending):
+        timer = int(pending["first"].min())
+    elif len(items):
+        last = int(items["keep"].max())
+        timer = None if last == OPEN_END else last + 1
+    return Step(answers, rejects if rejects is not None else pd.DataFrame(),
+                BucketState(items, emitted, pending, first, done), timer)
+
+
+def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emitted: pd.DataFrame,
+              new: pd.DataFrame, upto: int | None, first: int):
+    """Step 3 of the module doc: re-evaluate the keys of ``new``; (items, pending, emitted)."""
+    touched = np.unique(new["key"].to_numpy(np.int64))
+    mine = COL.member(items["key"].to_numpy(np.int64), touched)
+    rows = pd.concat([items[mine], new.assign(keep=np.int64(0))[list(ITEM_COLUMNS)]], ignore_index=True)
+    triples = rows.drop_duplicates(["stream", *_IDS])
+    streams, windows = {}, {}
+    codes = triples["stream"].to_numpy()
+    matrix = triples[list(_IDS)].to_numpy(np.int64)
+    for code, iri in enumerate(program.streams):
+        streams[iri] = matrix[codes == code]
+    terms = dict(program.terms)
+    for part in ("s", "p", "o"):
+        terms.update(zip(triples[part].tolist(), triples[f"{part}_term"].tolist()))
+
+    def lookup(ids) -> dict:
+        return {i: terms[i] for i in ids if i in terms}
+
+    result = COL.evaluate(program.query, streams, program.background, program.time_unit, None, windows, lookup)
+    data = result.data if isinstance(result, COL.Table) else _matrix(result)
+    names = [var_column(n) for n in program.names]
+    if program.key:
+        at = [names.index(var_column(k)) for k in program.key]
+        data = data[COL.member(_mix(data[:, at]), touched)]
+    lo = first if upto is None else max(first, upto + 1)
+    future = data[data[:, -1] >= lo]
+    n = len(names)
+    if len(future):
+        starts = np.maximum(future[:, -2], lo)
+        order = np.lexsort((starts,))
+        future, starts = future[order], starts[order]
+        keys = pd.DataFrame(future[:, :n + 2], columns=[*(f"v{i}" for i in range(n)), "t1", "t2"])
+        keys.insert(0, "key", _mix(future[:, at]) if program.key else np.zeros(len(future), np.int64))
+        keys["first"] = starts
+        keys = keys.drop_duplicates(["key", *(f"v{i}" for i in range(n)), "t1", "t2"])   # the earliest start
+        seen = emitted[COL.member(emitted["key"].to_numpy(np.int64), touched)]
+        if len(seen):
+            done_keys = set(map(tuple, seen.drop(columns="key").to_numpy(np.int64).tolist()))
+            values = keys[[*(f"v{i}" for i in range(n)), "t1", "t2"]].to_numpy(np.int64).tolist()
+            keys = keys[[tuple(v) not in done_keys for v in values]]
+        for i in range(n):
+            keys[f"x{i}"] = [None if v == COL.NULL else terms.get(v) for v in keys[f"v{i}"].tolist()]
+    else:
+        keys = pending.iloc[:0]
+    pending = pd.concat([pending[~COL.member(pending["key"].to_numpy(np.int64), touched)], keys],
+                        ignore_index=True)
+    # keep-until of each evaluated triple: the last instant a window of its stream holds it
+    for sp in A.stream_patterns(program.query.pattern):
+        if (sp.stream, sp.window) not in windows and sp.stream in streams:
+            windows[(sp.stream, sp.window)] = COL.window(streams[sp.stream], sp.window, time_unit=program.time_unit)
+    lives = [_last_lives(program.streams.index(iri), held) for (iri, _window), held in windows.items()]
+    rows = rows.drop(columns="keep")
+    if lives:
+        held = pd.concat(lives, ignore_index=True).groupby(["stream", *_IDS], sort=False)["keep"].max().reset_index()
+        held["keep"] = held["keep"].astype("Int64")     # nullable: a left join's misses must not go through float
+        rows = rows.merge(held, on=["stream", *_IDS], how="left")
+    never = np.iinfo(np.int64).min                      # a triple no window holds
+    rows["keep"] = rows["keep"].fillna(never).astype(np.int64) if "keep" in rows else never
+    rows = rows[list(ITEM_COLUMNS)]
+    items = pd.concat([items[~mine], rows], ignore_index=True)
+    return items, pending, emitted
+
+
+def _last_lives(code: int, lives: np.ndarray) -> pd.DataFrame:
+    """(stream, item, s, p, o, t1, t2, keep) of a window's lifetimes: ``keep`` the last instant the
+    window holds the triple (a row per lifetime; the caller takes the largest)."""
+    frame = pd.DataFrame(lives[:, [0, 1, 2, 3, 4, 5, 7]], columns=[*_IDS, "keep"])
+    frame.insert(0, "stream", np.int64(code))
+    return frame
+
+
+def _matrix(rel) -> np.ndarray:
+    """A ``cep.engines.driver.rows`` relation as a ``COL.Table``'s matrix (None: ``COL.NULL``)."""
+    rows = [[COL.NULL if v is None else v for v in row] for row in rel.rows]
+    return np.array(rows, np.int64).reshape(-1, len(rel.vars) + 4)
+
+
+def _prune(items: pd.DataFrame, emitted: pd.DataFrame, upto: int):
+    """Step 4 of the module doc."""
+    items = items[items["keep"].to_numpy() > upto]
+    if len(emitted):
+        oldest = items.groupby("key")["t1"].min()
+        since = emitted["key"].map(oldest)
+        open_end = emitted["t2"].to_numpy() == OPEN_END
+        emitted = emitted[open_end | (since.notna().to_numpy() & (emitted["t1"].to_numpy() >= since.fillna(0).to_numpy()))]
+    return items, emitted
+
+
+def _answers(program: Program, due: pd.DataFrame) -> list:
+    """The output rows of due pending answers, in the Spark path's order (instant, terms, interval)."""
+    names = program.names
+    ordered = []
+    for row in due.itertuples(index=False):
+        record = row._asdict()
+        values = [record[f"x{i}"] if isinstance(record[f"x{i}"], str) else None for i in range(len(names))]
+        first, t1, t2 = int(record["first"]), int(record["t1"]), int(record["t2"])
+        answer = dict(zip(names, values))
+        answer[OUT_START] = t1
+        answer[OUT_END] = first if t2 == OPEN_END else t2
+        answer[OUT_AT], answer[OUT_VERSION] = first, program.version
+        ordered.append(((first, *[(0, "") if t is None else (1, t) for t in values], t1, t2), answer))
+    return [answer for _sort, answer in sorted(ordered, key=lambda pair: pair[0])]
