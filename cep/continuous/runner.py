@@ -84,13 +84,12 @@ from cep.continuous.sources import SOURCE
 from cep.continuous.state import (EMITTED, ITEMS, ITEM_COLUMNS, LAST, LINES, METRICS_FILE, NEW, OUT_AT, OUT_END,
                                   OUT_START, OUT_VERSION, SPARK_DIR, STREAM, TERM_COLUMNS, Meta, StateStore,
                                   item_schema, rows_table, state_items, table_rows)
-from cep.continuous.static import StaticSide
+from cep.continuous.static import StaticSide, collect_background
 from cep import algebra as A
 from cep.algebra.patterns import TIME_UNITS
-from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, is_var_column, scratch, var_column
+from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
 from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan
 from cep.algebra.timeline import OPEN_END
-from cep.engines.driver import rows as LOC
 from cep.engines.driver.walk import supports
 from cep.engines.spark import lifetimes as L
 from cep.engines.spark.evaluate import Prepared, evaluate_lifetimes
@@ -462,31 +461,12 @@ class Runner:
     def _background_local(self):
         """The static side's background patterns as ``cep.engines.driver.columnar`` tables with their terms,
         collected once per closure version; None when they are larger than LOCAL_MAX_BACKGROUND."""
-        from cep.engines.driver import columnar as COL
-
         version, prepared, side = self._static()
         if self.background_local is not None and self.background_local[0] == version:
             return self.background_local[1]
-        rels, ids = {}, set()
-        for node, frame in prepared.background_lifetimes().items():
-            rows = frame.limit(LOCAL_MAX_BACKGROUND + 1).collect()
-            if len(rows) > LOCAL_MAX_BACKGROUND:
-                self.background_local = (version, None, {})
-                return None
-            columns = [c for c in frame.columns if is_var_column(c)]
-            rel = LOC.Rel.of(columns, {tuple(r[c] for c in columns) + (r[T_START], r[T_END], r[LIFE_FROM], r[LIFE_TO])
-                                       for r in rows})
-            # as a Rel, a term whose id is the columnar engine's unbound mark stays a term
-            rels[node] = rel if any(v == COL.NULL for r in rel.rows for v in r[:-4]) else COL.Table.from_rel(rel)
-            ids.update(r[c] for r in rows for c in columns if r[c] is not None)
-        terms = {}
-        if ids and side.dictionary is not None:
-            wanted = self.spark.createDataFrame([(i,) for i in ids], f"{ID} long")
-            terms = {r[ID]: r[TERM] for r in side.dictionary.join(wanted, ID, "left_semi").collect()}
-        for computed in prepared.terms:   # a sub-query's aggregates: a handful of rows
-            terms.update((r[ID], r[TERM]) for r in computed.collect())
-        self.background_local = (version, rels, terms)
-        return rels
+        collected = collect_background(self.spark, prepared, side, LOCAL_MAX_BACKGROUND)
+        self.background_local = (version, None, {}) if collected is None else (version, *collected)
+        return self.background_local[1]
 
     def _advance_local(self, items, previous: str | None, meta: Meta, upto: int | None, label: str,
                        max_time, closed: bool):

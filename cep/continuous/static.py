@@ -11,7 +11,9 @@ from pyspark.sql import DataFrame, SparkSession
 from rdfcore.dictionary import checked_dictionary
 from rdfcore.loading import load
 from rdfcore.locations import location
-from rdfcore.schema import DICTIONARY, O, P, S
+from cep.engines.driver import rows as LOC
+from cep.engines.columns import LIFE_FROM, LIFE_TO, T_END, T_START, is_var_column
+from rdfcore.schema import DICTIONARY, ID, O, P, S, TERM
 from rdfcore.sparkutil import cut
 from reasoner.api import encoded_closure
 from reasoner.store import StoreError, current_version, open_version
@@ -74,6 +76,33 @@ class ClosureStore:
     def current(self, spark: SparkSession) -> StaticSide:
         store = open_version(spark, self.directory, self.version())
         return StaticSide(store.version, store, store.table(DICTIONARY))
+
+
+def collect_background(spark: SparkSession, prepared, side: StaticSide, limit: int) -> tuple[dict, dict] | None:
+    """The background patterns of ``prepared`` (a ``cep.engines.spark.evaluate.Prepared`` of ``side``)
+    on the driver, as ``cep.engines.driver.columnar`` takes them: ({``A.Background`` node: table},
+    {id: term} of their ids and of the sub-queries' computed terms); None when a pattern has more
+    than ``limit`` rows."""
+    from cep.engines.driver import columnar as COL
+
+    rels, ids = {}, set()
+    for node, frame in prepared.background_lifetimes().items():
+        rows = frame.limit(limit + 1).collect()
+        if len(rows) > limit:
+            return None
+        columns = [c for c in frame.columns if is_var_column(c)]
+        rel = LOC.Rel.of(columns, {tuple(r[c] for c in columns) + (r[T_START], r[T_END], r[LIFE_FROM], r[LIFE_TO])
+                                   for r in rows})
+        # as a Rel, a term whose id is the columnar engine's unbound mark stays a term
+        rels[node] = rel if any(v == COL.NULL for r in rel.rows for v in r[:-4]) else COL.Table.from_rel(rel)
+        ids.update(r[c] for r in rows for c in columns if r[c] is not None)
+    terms = {}
+    if ids and side.dictionary is not None:
+        wanted = spark.createDataFrame([(i,) for i in ids], f"{ID} long")
+        terms = {r[ID]: r[TERM] for r in side.dictionary.join(wanted, ID, "left_semi").collect()}
+    for computed in prepared.terms:   # a sub-query's aggregates: a handful of rows
+        terms.update((r[ID], r[TERM]) for r in computed.collect())
+    return rels, terms
 
 
 class NoStatic:

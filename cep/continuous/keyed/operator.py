@@ -1,0 +1,311 @@
+"""A continuous CQELS-CEP query as ONE Spark stateful operator: streaming items in, answers out.
+
+    from cep.continuous.keyed.operator import answers
+    out = answers(spark, query_text, {"<http://example.org/publicTransport>": items_df}, lateness=0)
+    out.filter("_reject IS NULL").writeStream.format("delta")...      # any sink
+
+``items_df`` is any streaming DataFrame of stream triples (``ITEM_SCHEMA``: ``s``, ``p``, ``o`` as
+N-Triples terms, ``t`` the event time in ticks of the time unit; ``t_end`` for an interval item,
+``item`` to make several rows one graph item). The plan:
+
+1. **Watermark.** ``withWatermark`` on the event time (``t`` as a timestamp) with the allowed
+   lateness as its delay. Spark's watermark is the largest event time of the earlier batches minus
+   the delay: the instants up to ``upto`` = watermark − 1 are final (``cep.continuous.plan``).
+2. **Routing** (``route_items``): each triple goes to the keys of the stream triple patterns it
+   matches (``cep.continuous.keyed.keys``), a row per (triple, key), with the key's bucket
+   ``pmod(xxhash64(key ids), buckets)``. A row without a triple (``s`` null) is a *heartbeat*: it
+   moves the watermark and reaches no bucket. The column that carries the watermark is dropped
+   before the operator, so Spark does not drop late rows silently: the bucket rejects them, with
+   reason ``late`` (``cep.continuous.keyed.bucket``).
+3. **The operator**: ``groupBy(bucket).transformWithStateInPandas`` (event-time mode, RocksDB
+   state store). Per bucket with rows or a due timer, :class:`KeyedProcessor` loads the bucket's
+   state, runs ``bucket.step`` and writes the answers, the rejects, the new state and the timer.
+
+The output has the SELECT's variables (strings, null when unbound), ``_start``, ``_end``, ``_at``,
+``_version``, and ``_reject`` (null for an answer; for a rejected row its reason, with the row in
+``_stream``, ``_s``, ``_p``, ``_o``, ``_t``).
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+from cep import algebra as A
+from cep.algebra.windows import TIME_UNITS
+from cep.continuous.keyed import bucket as B
+from cep.continuous.keyed.keys import DEFAULT_BUCKETS, Partition, partition
+from cep.continuous.plan import ContinuousError, plan
+from cep.continuous.state import OUT_AT, OUT_END, OUT_START, OUT_VERSION
+from cep.continuous.static import NoStatic, collect_background
+from cep.engines.spark.evaluate import Prepared
+from cep.lowering.languages import compile_query
+from rdfcore.hashing import term_id
+
+__all__ = ["answers", "ROCKSDB", "route_items", "KeyedProcessor", "output_schema", "REJECT", "BROADCAST_ROWS"]
+
+#: the state store provider ``transformWithStateInPandas`` needs
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: the output column that tells a reject (its reason) from an answer (null)
+REJECT = "_reject"
+_REJECT_ROW = (("_stream", StringType()), ("_s", StringType()), ("_p", StringType()), ("_o", StringType()),
+               ("_t", LongType()))
+_POSITIONS = ("s", "p", "o")
+#: the most rows a background pattern may have: each bucket gets the static side with the operator
+BROADCAST_ROWS = 2_000_000
+
+
+def route_items(items: DataFrame, part: Partition, buckets: int, streams: tuple) -> DataFrame:
+    """``items`` (``stream`` code, ``item``, ``s``, ``p``, ``o`` terms, ``t1``, ``t2`` ticks) → a row
+    per (triple, key) with ``bucket``, ``k0``.. (the key's term ids), the triple's ids ``s``, ``p``,
+    ``o`` and terms ``s_term``.. (module doc, step 2). ``primary`` marks one row per triple (its
+    first key), the row that reports the triple when it is rejected."""
+    n = len(part.key)
+    ids = {c: F.xxhash64(F.col(c)) for c in _POSITIONS}
+    if part.filtering:
+        keys = []
+        for shape in part.shapes:
+            match = F.col("stream") == F.lit(streams.index(shape.stream))
+            for i, term in shape.constants:
+                match = match & (ids[_POSITIONS[i]] == F.lit(term_id(term)))
+            for i, j in shape.same:
+                match = match & (F.col(_POSITIONS[i]) == F.col(_POSITIONS[j]))
+            key = F.struct(*[ids[_POSITIONS[i]].alias(f"k{k}") for k, i in enumerate(shape.key)]) if n \
+                else F.struct(F.lit(0).alias("_none"))
+            keys.append(F.when(match, key))
+        keyed = F.array_distinct(F.filter(F.array(*keys), lambda k: k.isNotNull()))
+    else:
+        keyed = F.when(F.col("s").isNotNull(), F.array(F.struct(F.lit(0).alias("_none"))))
+    # a heartbeat (no triple) gets no key (an empty or null array), so no row; not a filter, which
+    # Spark pushes below the watermark, where the heartbeat could no longer move it
+    rows = items.select("*", F.posexplode(keyed).alias("_pos", "_key"))
+    key_columns = [F.col("_key")[f"k{k}"].alias(f"k{k}") for k in range(n)]
+    bucket = F.pmod(F.xxhash64(*[F.col("_key")[f"k{k}"] for k in range(n)]), F.lit(buckets)) if n else F.lit(0)
+    return rows.select(bucket.cast("int").alias("bucket"), *key_columns, F.col("stream").cast("long").alias("stream"),
+                       "item", *[ids[c].alias(c) for c in _POSITIONS], "t1", "t2",
+                       *[F.col(c).alias(f"{c}_term") for c in _POSITIONS], (F.col("_pos") == 0).alias("primary"))
+
+
+def output_schema(names: tuple[str, ...]) -> StructType:
+    """The operator's rows (module doc)."""
+    fields = [StructField(f"v_{i}", StringType()) for i in range(len(names))]
+    fields += [StructField(c, LongType()) for c in (OUT_START, OUT_END, OUT_AT)] + [StructField(OUT_VERSION, StringType())]
+    fields += [StructField(REJECT, StringType())] + [StructField(c, t) for c, t in _REJECT_ROW]
+    return StructType(fields)
+
+
+class KeyedProcessor(StatefulProcessor):
+    """One bucket's micro-batch (module doc, step 3). The bucket's state is one value: its three
+    tables and two numbers as Arrow IPC bytes."""
+
+    def __init__(self, program: B.Program):
+        self.program = program
+        self.unit = TIME_UNITS[program.time_unit]
+        self.names = program.names
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.value = handle.getValueState("bucket", StructType([StructField("state", BinaryType())]))
+
+    def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
+        frames = [frame for frame in rows if len(frame)]
+        new = pd.concat(frames, ignore_index=True) if frames else None
+        yield from self._step(new, timerValues)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+        yield from self._step(None, timerValues)
+
+    def close(self) -> None:
+        pass
+
+    def _upto(self, timerValues) -> int | None:
+        watermark = timerValues.getCurrentWatermarkInMs()
+        if watermark is None or watermark < 0:
+            return None
+        return watermark // self.unit - 1
+
+    def _step(self, new: pd.DataFrame | None, timerValues) -> Iterator[pd.DataFrame]:
+        stored = self.value.get()
+        state = load_state(stored[0]) if stored is not None else B.BucketState.empty(self.program)
+        if new is not None:
+            new = B.new_rows(new, len(self.program.key))
+        out = B.step(self.program, state, new, self._upto(timerValues))
+        if out.state.rows or out.state.first is not None:
+            self.value.update((dump_state(out.state),))
+        else:
+            self.value.clear()
+        for old in list(self.handle.listTimers()):
+            self.handle.deleteTimer(old)
+        if out.timer is not None:
+            # Spark fires a timer once the watermark reaches it (expiry ≤ watermark), and instant c
+            # is final once the watermark reaches c + 1 ticks (``_upto``); a timer that fired finds
+            # its answers due, so the next one is later (Spark deletes the fired one afterwards)
+            self.handle.registerTimer((out.timer + 1) * self.unit)
+        frame = self._rows(out)
+        if len(frame):
+            yield frame
+
+    def _rows(self, out: B.Step) -> pd.DataFrame:
+        columns = [f"v_{i}" for i in range(len(self.names))]
+        answers = pd.DataFrame([[a.get(n) for n in self.names] + [a[OUT_START], a[OUT_END], a[OUT_AT], a[OUT_VERSION]]
+                                for a in out.answers],
+                               columns=[*columns, OUT_START, OUT_END, OUT_AT, OUT_VERSION])
+        parts = [answers] if len(answers) else []
+        rejects = out.rejects
+        if len(rejects):
+            rejects = rejects[rejects["primary"].to_numpy(bool)] if "primary" in rejects else rejects
+            streams = [str(self.program.streams[int(c)]) for c in rejects["stream"].tolist()]
+            parts.append(pd.DataFrame({REJECT: rejects["reason"].tolist(), "_stream": streams,
+                                       "_s": rejects["s_term"].tolist(), "_p": rejects["p_term"].tolist(),
+                                       "_o": rejects["o_term"].tolist(), "_t": rejects["t1"].tolist()}))
+        if not parts:
+            return pd.DataFrame()
+        frame = pd.concat(parts, ignore_index=True)
+        for c in (*columns, OUT_VERSION, REJECT, "_stream", "_s", "_p", "_o"):
+            if c not in frame:
+                frame[c] = None
+        for c in (OUT_START, OUT_END, OUT_AT, "_t"):
+            frame[c] = frame[c].astype("Int64") if c in frame else pd.array([None] * len(frame), dtype="Int64")
+        return frame[[f.name for f in output_schema(self.names).fields]]
+
+
+_TABLES = ("items", "emitted", "pending")
+
+
+def dump_state(state: B.BucketState) -> bytes:
+    """A bucket's state as bytes: its tables as one Arrow IPC stream each, with their lengths."""
+    out = io.BytesIO()
+    meta = np.array([-1 if state.first is None else 0, state.first or 0,
+                     -1 if state.done is None else 0, state.done or 0], np.int64)
+    out.write(meta.tobytes())
+    for name in _TABLES:
+        table = pa.Table.from_pandas(getattr(state, name), preserve_index=False)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        data = sink.getvalue().to_pybytes()
+        out.write(np.int64(len(data)).tobytes())
+        out.write(data)
+    return out.getvalue()
+
+
+def load_state(data: bytes) -> B.BucketState:
+    meta = np.frombuffer(data[:32], np.int64)
+    at, tables = 32, {}
+    for name in _TABLES:
+        size = int(np.frombuffer(data[at:at + 8], np.int64)[0])
+        at += 8
+        tables[name] = pa.ipc.open_stream(data[at:at + size]).read_all().to_pandas()
+        at += size
+    return B.BucketState(tables["items"], tables["emitted"], tables["pending"],
+                         None if meta[0] < 0 else int(meta[1]), None if meta[2] < 0 else int(meta[3]))
+
+
+def source_items(frame: DataFrame, stream: int, time_unit: str) -> DataFrame:
+    """A user's streaming DataFrame of stream triples (module doc) as ``route_items`` takes it, with
+    the event time ``_time`` (a timestamp) for the watermark."""
+    columns = set(frame.columns)
+    t2 = F.col("t_end") if "t_end" in columns else F.col("t")
+    item = F.col("item").cast("long") if "item" in columns else F.xxhash64(*[F.col(c) for c in ("s", "p", "o", "t")],
+                                                                             *([t2] if "t_end" in columns else []))
+    unit = TIME_UNITS[time_unit]
+    return frame.select(F.lit(stream).alias("stream"), item.alias("item"), "s", "p", "o",
+                        F.col("t").cast("long").alias("t1"), t2.cast("long").alias("t2"),
+                        F.timestamp_millis(F.col("t").cast("long") * F.lit(unit)).alias("_time"))
+
+
+def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, lateness: int, buckets: int) -> DataFrame:
+    """The operator over ``items`` ({stream IRI: ``source_items``' DataFrame}; module doc), its
+    variables in columns ``v_0``.. (``answers`` names them)."""
+    frames = [items[iri] for iri in program.streams if iri in items]
+    union = frames[0]
+    for other in frames[1:]:
+        union = union.unionByName(other)
+    delay = lateness * TIME_UNITS[program.time_unit]
+    watermarked = union.withWatermark("_time", f"{delay} milliseconds")
+    routed = route_items(watermarked.drop("_time"), part, buckets, program.streams)
+    return (routed.groupBy("bucket")
+            .transformWithStateInPandas(KeyedProcessor(program), output_schema(program.names), "Append", "EventTime"))
+
+
+def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, static=None, lateness: int = 0,
+            time_unit: str = "ms", buckets: int = DEFAULT_BUCKETS, lang: str | None = None) -> DataFrame:
+    """The answers of a continuous CQELS-CEP ``query`` (text or ``cep.algebra.Query``) over the
+    streaming DataFrames ``streams`` ({stream IRI: DataFrame with ``s``, ``p``, ``o``, ``t`` and
+    optionally ``t_end``, ``item``}), as a streaming DataFrame (module doc): write it with any sink.
+    ``static``: the background (``cep.continuous.static.StaticFiles`` or ``ClosureStore``; None:
+    no background), prepared once when the query is planned; ``lateness``: the allowed lateness in
+    ``time_unit`` ticks; ``buckets``: the number of groups the keys are hashed into.
+
+    The session's state store provider is set to RocksDB, which the operator needs; a session that
+    names another provider is refused."""
+    if isinstance(query, str):
+        query = compile_query(query, lang=lang)
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+        raise ContinuousError(f"buckets must be a positive number, got {buckets!r}")
+    cplan = plan(query, time_unit, lateness)
+    part = partition(cplan)
+    if part.single is not None:
+        buckets = 1
+    names = tuple(v.name for v in query.form.variables)
+    _check_names(names)
+    missing = [iri for iri in part.streams if iri not in streams]
+    unknown = [iri for iri in streams if iri not in part.streams]
+    if missing or unknown:
+        raise ContinuousError("the streams given do not match the query's: "
+                              + "; ".join(filter(None, [missing and f"the query reads {', '.join(missing)}, not given",
+                                                        unknown and f"{', '.join(unknown)} given, which the query "
+                                                                    f"does not read (it reads "
+                                                                    f"{', '.join(part.streams)})"])))
+    for iri, frame in streams.items():
+        if not frame.isStreaming:
+            raise ContinuousError(f"the DataFrame given for {iri} is not a streaming DataFrame (spark.readStream...)")
+        absent = [c for c in ("s", "p", "o", "t") if c not in frame.columns]
+        if absent:
+            raise ContinuousError(f"the DataFrame given for {iri} has no column {', '.join(absent)}: a stream "
+                                  f"DataFrame has s, p, o (N-Triples terms), t (event time in {time_unit}) and "
+                                  f"optionally t_end and item; it has {', '.join(frame.columns)}")
+    rels, terms, version = _static_side(spark, cplan, static)
+    terms.update((term_id(t), t) for t in A.constants(query.form))
+    program = B.Program(query, time_unit, part.key, part.streams, rels, terms, version)
+    provider = spark.conf.get(_PROVIDER, None)
+    if provider not in (None, ROCKSDB, _HDFS):
+        raise ContinuousError(f"{_PROVIDER} is {provider}: the keyed operator's state needs {ROCKSDB}")
+    spark.conf.set(_PROVIDER, ROCKSDB)
+    items = {iri: source_items(frame, part.streams.index(iri), time_unit) for iri, frame in streams.items()}
+    out = keyed_answers(items, program, part, lateness=lateness, buckets=buckets)
+    return out.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(names)],
+                      *[c for c in out.columns if not c.startswith("v_")])
+
+
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+_HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+
+def _check_names(names) -> None:
+    """The output's columns are the variables' names: Spark resolves them ignoring case."""
+    seen: dict = {}
+    for name in (*names, OUT_START, OUT_END, OUT_AT, OUT_VERSION, REJECT, *(c for c, _t in _REJECT_ROW)):
+        if name.lower() in seen:
+            raise ContinuousError(f"?{name} and {seen[name.lower()]} name the same output column in Spark, "
+                                  f"which ignores case: rename one of them")
+        seen[name.lower()] = f"?{name}" if name in names else name
+
+
+def _static_side(spark: SparkSession, cplan, static) -> tuple[dict, dict, str]:
+    """The background of ``cplan``'s query, prepared on the driver for the buckets."""
+    side = (static or NoStatic()).current(spark)
+    prepared = Prepared(cplan.query, side.background, cplan.time_unit, dictionary=side.dictionary)
+    collected = collect_background(spark, prepared, side, BROADCAST_ROWS)
+    if collected is None:
+        raise ContinuousError(f"the query's background patterns have more than {BROADCAST_ROWS} rows, more than the "
+                              f"keyed operator ships to every bucket")
+    rels, terms = collected
+    return rels, dict(terms), side.version

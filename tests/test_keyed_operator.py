@@ -1,0 +1,128 @@
+"""The keyed operator on Spark (cep.continuous.keyed.operator): a user's streaming DataFrame in, the
+answers out through Spark's own sinks, equal to the union over instants of the reference.
+
+Each stream is a directory of JSON files of triples, one file per micro-batch. Spark's watermark
+makes an instant final one batch after its events arrive, so each run ends with a *heartbeat*
+(a row with a time and no triple): it moves the watermark past the last event, and the output is
+then the union of ``cep.engines.reference.evaluate`` over every instant up to the last event time.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+
+from cep.continuous.keyed.operator import answers
+from cep.continuous.plan import ContinuousError
+from tests.test_keyed_bucket import QUERIES, as_answers, query, random_items, reference_union
+from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "item long, s string, p string, o string, t long"
+
+
+def write_batches(directory: Path, batches) -> None:
+    """One JSON file per batch of rows ``(item, (s, p, o) or None, t)``, modified in order."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for i, rows in enumerate(batches):
+        path = directory / f"part{i:03d}.json"
+        with open(path, "w", encoding="utf-8") as out:
+            for item, triple, t in rows:
+                s, p, o = triple if triple is not None else (None, None, None)
+                out.write(json.dumps({"item": item, "s": s, "p": p, "o": o, "t": t}) + "\n")
+        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+
+
+def run(spark, tmp_path: Path, q, batches, *, lateness=0, buckets=4, sink="foreach"):
+    """The operator's output rows over ``batches`` (every file processed, then stopped)."""
+    directory = tmp_path / "in"
+    write_batches(directory, batches)
+    frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
+    out = answers(spark, q, {STREAM_IRI: frame}, lateness=lateness, buckets=buckets)
+    got: list = []
+    writer = out.writeStream.option("checkpointLocation", str(tmp_path / "ckpt"))
+    if sink == "memory":
+        name = f"keyed_{zlib.crc32(str(tmp_path).encode())}"
+        running = writer.format("memory").queryName(name).start()
+        running.processAllAvailable()
+        running.stop()
+        return [r.asDict() for r in spark.sql(f"SELECT * FROM {name}").collect()]
+    running = writer.foreachBatch(lambda batch, _id: got.extend(r.asDict() for r in batch.collect())).start()
+    try:
+        running.processAllAvailable()
+    finally:
+        running.stop()
+    return got
+
+
+def item_batches(items, k, heartbeat=True):
+    """``items`` cut into k batches of triple rows, then a heartbeat one tick after the last event."""
+    size = max(1, -(-len(items) // k))
+    batches = [[(item, triple, t1) for item, g, t1, _t2 in items[i:i + size] for triple in sorted(g)]
+               for i in range(0, len(items), size)]
+    if heartbeat:
+        batches.append([(0, None, max(t for _i, _g, t, _t2 in items) + 1)])
+    return batches
+
+
+@pytest.mark.parametrize("which", [0, 2, 9], ids=[QUERIES[i][0] for i in (0, 2, 9)])
+def test_operator_equals_union_of_instants(spark, tmp_path, which):
+    label, window, pattern, shown = QUERIES[which]
+    q = query(window, pattern, shown)
+    names = [v.name for v in q.form.variables]
+    for attempt in range(20):
+        items = random_items(random.Random(zlib.crc32(label.encode()) + attempt), 24, 14)
+        expected = reference_union(q, items, max(t for _i, _g, t, _t2 in items))
+        if expected:
+            break
+    rows = run(spark, tmp_path, q, item_batches(items, 3))
+    got = as_answers([r for r in rows if r["_reject"] is None], names)
+    assert len(got) == len(set(got)), "an answer was emitted twice"
+    assert set(got) == expected
+    assert all(r["_reject"] is None for r in rows)
+
+
+def test_late_rows_are_rejected_not_dropped_and_an_idle_stream_waits_for_a_heartbeat(spark, tmp_path):
+    """A negated tail's answer holds once its instant is final: with no later event, only a
+    heartbeat makes it final. A row older than the watermark comes out as a reject, with its reason."""
+    a, b = SUBJECTS[0], SUBJECTS[1]
+    q = query(*QUERIES[0][1:3])      # SEQ(A, A, !B), RANGE 6
+    p0 = PREDICATES[0]
+    first = [(1, (a, p0, OBJECTS[0]), 10), (2, (a, p0, OBJECTS[0]), 12)]
+    late = [(3, (b, p0, OBJECTS[0]), 5)]                       # the watermark is 12 by now
+    rows = run(spark, tmp_path / "idle", q, [first, late])
+    assert [r for r in rows if r["_reject"] is None] == []     # instant 12 is not final yet
+    rejects = [r for r in rows if r["_reject"] is not None]
+    assert [(r["_s"], r["_t"]) for r in rejects] == [(b, 5)]
+    assert rejects[0]["_reject"].startswith("late: event time 5 is not after 11")
+    rows = run(spark, tmp_path / "beat", q, [first, late, [(0, None, 13)]])
+    got = [(r["v"], r["s"], r["_start"], r["_end"], r["_at"]) for r in rows if r["_reject"] is None]
+    assert got == [(a, OBJECTS[0], 10, 12, 12)]
+
+
+def test_a_users_dataframe_to_a_memory_sink(spark, tmp_path):
+    q = query(*QUERIES[9][1:4])      # SELECT ?s: keyed by ?s
+    items = random_items(random.Random(3), 20, 10)
+    rows = run(spark, tmp_path, q, item_batches(items, 2), sink="memory", buckets=2)
+    got = as_answers([r for r in rows if r["_reject"] is None], ["s"])
+    assert set(got) == reference_union(q, items, max(t for _i, _g, t, _t2 in items))
+
+
+def test_answers_refuses_what_it_cannot_run(spark, tmp_path):
+    q = query(*QUERIES[0][1:3])
+    frame = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    with pytest.raises(ContinuousError, match="not given"):
+        answers(spark, q, {"<http://ex/other>": frame})
+    with pytest.raises(ContinuousError, match="no column t"):
+        answers(spark, q, {STREAM_IRI: frame.drop("t")})
+    with pytest.raises(ContinuousError, match="not a streaming DataFrame"):
+        answers(spark, q, {STREAM_IRI: spark.range(1)})
+    with pytest.raises(ContinuousError, match="istream"):
+        from cep.continuous.keyed.keys import partition
+        from cep.continuous.plan import plan
+        partition(plan(q, emit="dstream"))
