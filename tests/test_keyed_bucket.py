@@ -202,3 +202,19 @@ def test_partition_keys_and_single_bucket_reasons():
     assert no_key.key == () and "no variable" in no_key.single
     with pytest.raises(ContinuousError, match="istream"):
         partition(plan(query(*QUERIES[0][1:3]), emit="rstream"))
+
+
+def test_bucket_state_round_trips_and_keeps_its_bucket_count():
+    from cep.continuous.keyed.operator import dump_state, load_state
+
+    q = query(*QUERIES[0][1:3])
+    part = partition(plan(q))
+    program = B.Program(q, "ms", part.key, part.streams)
+    rows = routed(part, program, random_items(random.Random(1), 12, 8), 1)[0]
+    state = B.step(program, B.BucketState.empty(program), rows, None).state
+    back = load_state(dump_state(state, 4), 4)
+    for name in ("items", "emitted", "pending"):
+        pd.testing.assert_frame_equal(getattr(back, name), getattr(state, name), check_dtype=False)
+    assert (back.first, back.done) == (state.first, state.done)
+    with pytest.raises(ContinuousError, match="written with 4 buckets"):
+        load_state(dump_state(state, 4), 8)

@@ -45,18 +45,14 @@ def run(spark, tmp_path: Path, q, batches, *, lateness=0, buckets=4, sink="forea
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
     out = answers(spark, q, {STREAM_IRI: frame}, lateness=lateness, buckets=buckets)
     got: list = []
-    writer = out.writeStream.option("checkpointLocation", str(tmp_path / "ckpt"))
+    # available-now: every file, then the batch without data in which the last watermark fires the
+    # timers (processAllAvailable may return before that batch has run)
+    writer = out.writeStream.option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True)
     if sink == "memory":
         name = f"keyed_{zlib.crc32(str(tmp_path).encode())}"
-        running = writer.format("memory").queryName(name).start()
-        running.processAllAvailable()
-        running.stop()
+        writer.format("memory").queryName(name).start().awaitTermination()
         return [r.asDict() for r in spark.sql(f"SELECT * FROM {name}").collect()]
-    running = writer.foreachBatch(lambda batch, _id: got.extend(r.asDict() for r in batch.collect())).start()
-    try:
-        running.processAllAvailable()
-    finally:
-        running.stop()
+    writer.foreachBatch(lambda batch, _id: got.extend(r.asDict() for r in batch.collect())).start().awaitTermination()
     return got
 
 
@@ -94,12 +90,15 @@ def test_late_rows_are_rejected_not_dropped_and_an_idle_stream_waits_for_a_heart
     q = query(*QUERIES[0][1:3])      # SEQ(A, A, !B), RANGE 6
     p0 = PREDICATES[0]
     first = [(1, (a, p0, OBJECTS[0]), 10), (2, (a, p0, OBJECTS[0]), 12)]
-    late = [(3, (b, p0, OBJECTS[0]), 5)]                       # the watermark is 12 by now
+    late = [(3, (b, p0, OBJECTS[0]), 5),                       # the watermark is 12 by now
+            (4, ("not-a-term", p0, OBJECTS[0]), 12), (5, (a, None, OBJECTS[0]), 12)]
     rows = run(spark, tmp_path / "idle", q, [first, late])
     assert [r for r in rows if r["_reject"] is None] == []     # instant 12 is not final yet
-    rejects = [r for r in rows if r["_reject"] is not None]
-    assert [(r["_s"], r["_t"]) for r in rejects] == [(b, 5)]
+    rejects = sorted((r for r in rows if r["_reject"] is not None), key=lambda r: (r["_t"], r["_s"]))
+    assert [(r["_s"], r["_t"]) for r in rejects] == [(b, 5), (a, 12), ("not-a-term", 12)]
     assert rejects[0]["_reject"].startswith("late: event time 5 is not after 11")
+    assert rejects[1]["_reject"] == "p: missing term (null)"
+    assert rejects[2]["_reject"].startswith("s: expected an IRI")
     rows = run(spark, tmp_path / "beat", q, [first, late, [(0, None, 13)]])
     got = [(r["v"], r["s"], r["_start"], r["_end"], r["_at"]) for r in rows if r["_reject"] is None]
     assert got == [(a, OBJECTS[0], 10, 12, 12)]

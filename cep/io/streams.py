@@ -76,7 +76,7 @@ from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START
 from rdfcore.vocab import RDF_TYPE
 
-__all__ = ["ITEM", "STREAM_COLUMNS", "Stream", "read_stream"]
+__all__ = ["ITEM", "STREAM_COLUMNS", "Stream", "read_stream", "resolve_term"]
 
 
 # JSON keys of an item
@@ -234,7 +234,7 @@ def _quoted(text: Column) -> Column:
 
 # --- terms ----------------------------------------------------------------------------------
 
-def _resolve(term: Column, position: str, label: Column, prefixes: Column | None, scope: Column) -> Column:
+def resolve_term(term: Column, position: str, label: Column, prefixes: Column | None, scope: Column) -> Column:
     """``struct(v, e)``: the N-Triples form of a JSON term (null on error) and why it is bad.
 
     ``position`` is S, P or O (what the term may be); ``label`` names it in the reason.
@@ -298,7 +298,7 @@ def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Co
 
     def resolved(triple: Column, index: Column) -> Column:
         where = F.when(is_graph, F.concat(F.lit("triples["), index.cast("string"), F.lit("]."))).otherwise(F.lit(""))
-        parts = [_resolve(F.try_element_at(triple, F.lit(k + 1)), pos, F.concat(where, F.lit(pos)), prefix_map, scope)
+        parts = [resolve_term(F.try_element_at(triple, F.lit(k + 1)), pos, F.concat(where, F.lit(pos)), prefix_map, scope)
                  for k, pos in enumerate((S, P, O))]
         return F.struct(_triple_struct(*(x["v"] for x in parts)).alias("t"),
                         F.coalesce(*(x["e"] for x in parts)).alias("e"))

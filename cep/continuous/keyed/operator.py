@@ -46,6 +46,7 @@ from cep.continuous.plan import ContinuousError, plan
 from cep.continuous.state import OUT_AT, OUT_END, OUT_START, OUT_VERSION
 from cep.continuous.static import NoStatic, collect_background
 from cep.engines.spark.evaluate import Prepared
+from cep.io.streams import resolve_term
 from cep.lowering.languages import compile_query
 from rdfcore.hashing import term_id
 
@@ -85,12 +86,18 @@ def route_items(items: DataFrame, part: Partition, buckets: int, streams: tuple)
         keyed = F.when(F.col("s").isNotNull(), F.array(F.struct(F.lit(0).alias("_none"))))
     # a heartbeat (no triple) gets no key (an empty or null array), so no row; not a filter, which
     # Spark pushes below the watermark, where the heartbeat could no longer move it
+    if n:
+        nothing = F.array(F.struct(*[F.lit(0).cast("long").alias(f"k{k}") for k in range(n)]))
+    else:
+        nothing = F.array(F.struct(F.lit(0).alias("_none")))
+    keyed = F.when(F.col("bad").isNotNull(), nothing).otherwise(keyed)     # a bad row: reported by one bucket
     rows = items.select("*", F.posexplode(keyed).alias("_pos", "_key"))
     key_columns = [F.col("_key")[f"k{k}"].alias(f"k{k}") for k in range(n)]
     bucket = F.pmod(F.xxhash64(*[F.col("_key")[f"k{k}"] for k in range(n)]), F.lit(buckets)) if n else F.lit(0)
     return rows.select(bucket.cast("int").alias("bucket"), *key_columns, F.col("stream").cast("long").alias("stream"),
                        "item", *[ids[c].alias(c) for c in _POSITIONS], "t1", "t2",
-                       *[F.col(c).alias(f"{c}_term") for c in _POSITIONS], (F.col("_pos") == 0).alias("primary"))
+                       *[F.col(c).alias(f"{c}_term") for c in _POSITIONS], (F.col("_pos") == 0).alias("primary"),
+                       "bad")
 
 
 def output_schema(names: tuple[str, ...]) -> StructType:
@@ -101,18 +108,24 @@ def output_schema(names: tuple[str, ...]) -> StructType:
     return StructType(fields)
 
 
-class KeyedProcessor(StatefulProcessor):
-    """One bucket's micro-batch (module doc, step 3). The bucket's state is one value: its three
-    tables and two numbers as Arrow IPC bytes."""
+#: the largest piece of a bucket's state in one state row: PySpark's state client fails on values
+#: of a few MB (one message per value), while a list is sent as Arrow batches
+CHUNK = 256 * 1024
 
-    def __init__(self, program: B.Program):
+
+class KeyedProcessor(StatefulProcessor):
+    """One bucket's micro-batch (module doc, step 3). The bucket's state is its three tables and
+    two numbers as Arrow IPC bytes (``dump_state``), kept as a list of ``CHUNK``-sized rows."""
+
+    def __init__(self, program: B.Program, buckets: int):
         self.program = program
+        self.buckets = buckets
         self.unit = TIME_UNITS[program.time_unit]
         self.names = program.names
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
-        self.value = handle.getValueState("bucket", StructType([StructField("state", BinaryType())]))
+        self.chunks = handle.getListState("bucket", StructType([StructField("chunk", BinaryType())]))
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         frames = [frame for frame in rows if len(frame)]
@@ -132,15 +145,25 @@ class KeyedProcessor(StatefulProcessor):
         return watermark // self.unit - 1
 
     def _step(self, new: pd.DataFrame | None, timerValues) -> Iterator[pd.DataFrame]:
-        stored = self.value.get()
-        state = load_state(stored[0]) if stored is not None else B.BucketState.empty(self.program)
+        stored = b"".join(bytes(row[0]) for row in self.chunks.get()) if self.chunks.exists() else b""
+        state = load_state(stored, self.buckets) if stored else B.BucketState.empty(self.program)
+        bad = None
         if new is not None:
-            new = B.new_rows(new, len(self.program.key))
+            broken = new["bad"].notna().to_numpy()
+            if broken.any():
+                bad, new = new[broken].assign(reason=new.loc[broken, "bad"]), new[~broken]
+            # a long column with nulls arrives as float64: the good rows' ids and times are whole
+            ids = [*B.key_columns(len(self.program.key)), "stream", "item", "s", "p", "o", "t1", "t2"]
+            new = B.new_rows(new.astype({c: np.int64 for c in ids}), len(self.program.key)) if len(new) else None
         out = B.step(self.program, state, new, self._upto(timerValues))
+        if bad is not None:
+            out = B.Step(out.answers, pd.concat([bad, out.rejects], ignore_index=True) if len(out.rejects) else bad,
+                         out.state, out.timer)
         if out.state.rows or out.state.first is not None:
-            self.value.update((dump_state(out.state),))
+            data = dump_state(out.state, self.buckets)
+            self.chunks.put([(data[at:at + CHUNK],) for at in range(0, len(data), CHUNK)])
         else:
-            self.value.clear()
+            self.chunks.clear()
         for old in list(self.handle.listTimers()):
             self.handle.deleteTimer(old)
         if out.timer is not None:
@@ -162,9 +185,10 @@ class KeyedProcessor(StatefulProcessor):
         if len(rejects):
             rejects = rejects[rejects["primary"].to_numpy(bool)] if "primary" in rejects else rejects
             streams = [str(self.program.streams[int(c)]) for c in rejects["stream"].tolist()]
+            times = [None if t != t else int(t) for t in rejects["t1"].tolist()]
             parts.append(pd.DataFrame({REJECT: rejects["reason"].tolist(), "_stream": streams,
                                        "_s": rejects["s_term"].tolist(), "_p": rejects["p_term"].tolist(),
-                                       "_o": rejects["o_term"].tolist(), "_t": rejects["t1"].tolist()}))
+                                       "_o": rejects["o_term"].tolist(), "_t": times}))
         if not parts:
             return pd.DataFrame()
         frame = pd.concat(parts, ignore_index=True)
@@ -179,11 +203,11 @@ class KeyedProcessor(StatefulProcessor):
 _TABLES = ("items", "emitted", "pending")
 
 
-def dump_state(state: B.BucketState) -> bytes:
+def dump_state(state: B.BucketState, buckets: int) -> bytes:
     """A bucket's state as bytes: its tables as one Arrow IPC stream each, with their lengths."""
     out = io.BytesIO()
     meta = np.array([-1 if state.first is None else 0, state.first or 0,
-                     -1 if state.done is None else 0, state.done or 0], np.int64)
+                     -1 if state.done is None else 0, state.done or 0, buckets], np.int64)
     out.write(meta.tobytes())
     for name in _TABLES:
         table = pa.Table.from_pandas(getattr(state, name), preserve_index=False)
@@ -196,9 +220,15 @@ def dump_state(state: B.BucketState) -> bytes:
     return out.getvalue()
 
 
-def load_state(data: bytes) -> B.BucketState:
-    meta = np.frombuffer(data[:32], np.int64)
-    at, tables = 32, {}
+def load_state(data: bytes, buckets: int) -> B.BucketState:
+    """``dump_state``'s bytes; a ContinuousError when they were written with another bucket count
+    (the keys would now hash to other buckets than the ones holding their state)."""
+    meta = np.frombuffer(data[:40], np.int64)
+    if int(meta[4]) != buckets:
+        raise ContinuousError(f"this checkpoint's state was written with {int(meta[4])} buckets and the query now "
+                              f"asks for {buckets}: the bucket count is fixed when a checkpoint is created (give "
+                              f"buckets={int(meta[4])}, or start from a new checkpoint)")
+    at, tables = 40, {}
     for name in _TABLES:
         size = int(np.frombuffer(data[at:at + 8], np.int64)[0])
         at += 8
@@ -210,15 +240,30 @@ def load_state(data: bytes) -> B.BucketState:
 
 def source_items(frame: DataFrame, stream: int, time_unit: str) -> DataFrame:
     """A user's streaming DataFrame of stream triples (module doc) as ``route_items`` takes it, with
-    the event time ``_time`` (a timestamp) for the watermark."""
+    the event time ``_time`` (a timestamp) for the watermark. Terms are checked and normalised as
+    the stream files' are (``cep.io.streams.resolve_term``: literals canonical, blank nodes scoped
+    to the stream); a row with a bad term, a partial triple, no time or ``t_end`` before ``t`` keeps
+    its raw values and gets the reason in ``bad``; a row with a time and no triple is a heartbeat."""
     columns = set(frame.columns)
-    t2 = F.col("t_end") if "t_end" in columns else F.col("t")
-    item = F.col("item").cast("long") if "item" in columns else F.xxhash64(*[F.col(c) for c in ("s", "p", "o", "t")],
-                                                                             *([t2] if "t_end" in columns else []))
+    t1 = F.col("t").cast("long")
+    t2 = F.col("t_end").cast("long") if "t_end" in columns else t1
+    row_id = F.xxhash64(*[F.col(c) for c in ("s", "p", "o", "t")], *([t2] if "t_end" in columns else []))
+    item = F.coalesce(F.col("item").cast("long"), row_id) if "item" in columns else row_id
+    scope = F.lit(f"k{stream}")
+    checked = {c: resolve_term(F.col(c).cast("string"), c, F.lit(c), None, scope) for c in _POSITIONS}
+    beat = F.col("s").isNull() & F.col("p").isNull() & F.col("o").isNull()
+    bad = (F.when(F.col("t").isNull() | t1.isNull(), F.lit("missing or non-integer event time t"))
+           .when(beat, None)
+           .when(t2.isNull(), F.lit("non-integer t_end"))
+           .when(t2 < t1, F.lit("t_end is before t"))
+           .otherwise(F.concat_ws("; ", *[checked[c]["e"] for c in _POSITIONS])))
+    bad = F.when(bad == F.lit(""), None).otherwise(bad)
     unit = TIME_UNITS[time_unit]
-    return frame.select(F.lit(stream).alias("stream"), item.alias("item"), "s", "p", "o",
-                        F.col("t").cast("long").alias("t1"), t2.cast("long").alias("t2"),
-                        F.timestamp_millis(F.col("t").cast("long") * F.lit(unit)).alias("_time"))
+    return frame.select(F.lit(stream).alias("stream"), item.alias("item"),
+                        *[F.when(bad.isNull(), checked[c]["v"]).otherwise(F.col(c).cast("string")).alias(c)
+                          for c in _POSITIONS],
+                        t1.alias("t1"), t2.alias("t2"), bad.alias("bad"),
+                        F.timestamp_millis(F.coalesce(t1, F.lit(0)) * F.lit(unit)).alias("_time"))
 
 
 def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, lateness: int, buckets: int) -> DataFrame:
@@ -232,7 +277,7 @@ def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, latene
     watermarked = union.withWatermark("_time", f"{delay} milliseconds")
     routed = route_items(watermarked.drop("_time"), part, buckets, program.streams)
     return (routed.groupBy("bucket")
-            .transformWithStateInPandas(KeyedProcessor(program), output_schema(program.names), "Append", "EventTime"))
+            .transformWithStateInPandas(KeyedProcessor(program, buckets), output_schema(program.names), "Append", "EventTime"))
 
 
 def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, static=None, lateness: int = 0,

@@ -1,0 +1,183 @@
+"""Benchmark: the keyed operator (``cep.continuous.keyed.operator``) against the continuous runner
+(``cep.continuous.runner``, which re-evaluates the window each micro-batch), with a real fleet.
+
+    python bench/keyed.py [--vehicles 3000] [--events 200000] [--batches 10] [--per-minute 2000]
+                          [--scales 1 10 30] [--buckets 16] [--network real|example] [--esper]
+
+DESIGN.md's Vienna query (``SELECT ?s``: SEQ of two delays of a subway and no arrival after them in
+a RANGE 10m window, at stops that reach the centre by subway) over the seeded stream of
+``scenarios.vienna_transit`` with ``--vehicles`` vehicles (a third of them subways), on the real
+Wiener Linien network when the data directory is there. The same ``--events`` events in the same
+``--batches`` micro-batches, for each ``--scales`` factor s: ``--per-minute`` × s events per
+event-time minute, so the 10-minute window holds s times more events (window scaling). Per run:
+
+* **keyed**: ``answers()`` over ``spark.readStream.json`` of the files (one file per micro-batch,
+  then a heartbeat file that closes the stream up to its last event time), written with
+  ``foreachBatch``; total time, seconds per micro-batch (p50, from Spark's progress), and the
+  cost of the heartbeat's batch (a batch of one row: the fixed cost);
+* **runner**: ``cep.continuous.job.run`` over the same files (the driver engine while the state is
+  small, as it chooses): total time and seconds per batch;
+* the answer counts, which must be equal;
+* with ``--esper``, Esper 8.9 on the same files (``bench/streaming.py``'s baseline).
+
+Both run in one warm local[2] session; each is warmed up on a small stream first. The ratio of a
+scale's time to scale 1's is the window-scaling figure: the keyed operator's work follows the new
+events and the live partial matches of their keys, so it should stay near 1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+STREAM = "<http://example.org/publicTransport>"
+
+
+def expand(source: Path, target: Path, prefixes: dict) -> int:
+    """The stream's JSON Lines with prefixed names written as full IRIs (what a user's DataFrame
+    of N-Triples terms holds), one file per source file, same modification times; the last
+    event time."""
+    target.mkdir(parents=True, exist_ok=True)
+    last = 0
+    for f in sorted(source.iterdir()):
+        with open(f, encoding="utf-8") as inp, open(target / f.name, "w", encoding="utf-8") as out:
+            for line in inp:
+                row = json.loads(line)
+                for k in ("s", "p", "o"):
+                    prefix, local = row[k].split(":", 1)
+                    row[k] = f"<{prefixes[prefix]}{local}>"
+                last = max(last, row["t"])
+                out.write(json.dumps(row) + "\n")
+        st = f.stat()
+        os.utime(target / f.name, (st.st_mtime, st.st_mtime))
+    return last
+
+
+def heartbeat(directory: Path, t: int) -> None:
+    """A file with one row that has a time and no triple: it moves the watermark past ``t - 1``."""
+    path = directory / "zz-heartbeat.jsonl"
+    path.write_text(json.dumps({"s": None, "p": None, "o": None, "t": t}) + "\n", encoding="utf-8")
+    newest = max(f.stat().st_mtime for f in directory.iterdir())
+    os.utime(path, (newest + 1, newest + 1))
+
+
+def run_keyed(spark, query, static, directory: Path, checkpoint: Path, buckets: int):
+    from cep.continuous.keyed.operator import answers
+
+    frame = (spark.readStream.schema("s string, p string, o string, t long").option("maxFilesPerTrigger", 1)
+             .json(str(directory)))
+    out = answers(spark, query, {STREAM: frame}, static=static, time_unit="m", buckets=buckets)
+    counts = {"answers": 0, "rejects": 0}
+
+    def sink(batch, _id):
+        for row in batch.groupBy(batch["_reject"].isNull().alias("ok")).count().collect():
+            counts["answers" if row["ok"] else "rejects"] += row["count"]
+
+    started = time.perf_counter()
+    running = (out.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
+               .trigger(availableNow=True).start())
+    running.awaitTermination()      # every file, then the batch without data that fires the last timers
+    total = time.perf_counter() - started
+    progress = running.recentProgress
+    seconds = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress]
+    rows = [p["numInputRows"] for p in progress]
+    return total, seconds, rows, counts
+
+
+def run_runner(spark, query, static, directory: Path, checkpoint: Path):
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
+
+    started = time.perf_counter()
+    summary = run(spark, query, [FileSource(STREAM, str(directory), max_files_per_trigger=1)],
+                  sink=CallbackSink(lambda *_: None), checkpoint=checkpoint, static=static, time_unit="m",
+                  rejects=checkpoint / "rejects", metrics=open(checkpoint.parent / f"{checkpoint.name}.metrics", "w"))
+    total = time.perf_counter() - started
+    lines = (checkpoint / "metrics.jsonl").read_text().splitlines() if (checkpoint / "metrics.jsonl").exists() else []
+    seconds = [json.loads(line)["seconds"] for line in lines]
+    return total, seconds, summary
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vehicles", type=int, default=3000)
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--batches", type=int, default=10)
+    ap.add_argument("--per-minute", type=int, default=2000)
+    ap.add_argument("--scales", type=int, nargs="+", default=[1, 10, 30])
+    ap.add_argument("--buckets", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--network", choices=("real", "example"), default=None)
+    ap.add_argument("--esper", action="store_true", help="also Esper 8.9 on the same files (bench/streaming.py)")
+    args = ap.parse_args(argv)
+
+    from jobs.spark import build_session
+    from scenarios import vienna_transit as vt
+    from cep.continuous.static import StaticFiles
+    from cep.lowering.languages import compile_query
+
+    spark = build_session("bench keyed", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
+                                          "spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    work = Path(tempfile.mkdtemp(prefix="bench-keyed-"))
+    if args.network == "example":
+        network, world = "example", vt.example_map()
+    else:
+        network, world = "real", vt.real_network(work, vehicles=args.vehicles, subways=args.vehicles // 3)
+    query = compile_query(world.query)
+    prefixes = dict(query.prefixes)
+    static = StaticFiles(world.static)
+    print(f"network: {network}; {len(world.vehicles)} vehicles; {args.events} events in {args.batches} micro-batches "
+          f"per run; buckets {args.buckets}")
+
+    # warm-up of both (JIT, the first job, the static side)
+    vt.write_stream(work / "warm", 20, 50, 10, args.seed, world)
+    last = expand(work / "warm", work / "warm-x", prefixes)
+    heartbeat(work / "warm-x", last + 1)
+    run_keyed(spark, query, static, work / "warm-x", work / "warm-keyed", args.buckets)
+    run_runner(spark, query, static, work / "warm", work / "warm-runner")
+
+    table = []
+    for scale in args.scales:
+        per_minute = args.per_minute * scale
+        minutes = max(1, args.events // per_minute)
+        batch_minutes = max(1, -(-minutes // args.batches))
+        name = f"x{scale}"
+        events = vt.write_stream(work / name, minutes, per_minute, batch_minutes, args.seed, world)
+        last = expand(work / name, work / f"{name}-x", prefixes)
+        heartbeat(work / f"{name}-x", last + 1)
+        k_total, k_seconds, k_rows, counts = run_keyed(spark, query, static, work / f"{name}-x", work / f"{name}-keyed",
+                                                       args.buckets)
+        r_total, r_seconds, summary = run_runner(spark, query, static, work / name, work / f"{name}-runner")
+        data = [s for s, n in zip(k_seconds, k_rows) if n > 1]
+        beat = [s for s, n in zip(k_seconds, k_rows) if n == 1]
+        print(f"scale {scale}: {per_minute} events/min, the window holds ~{10 * per_minute} events; {events} events")
+        print(f"  keyed : {k_total:.1f} s total, {events / k_total:,.0f} events/s, p50 {statistics.median(data):.2f} s "
+              f"per data batch, heartbeat batch {beat[0] if beat else float('nan'):.2f} s, {counts['answers']} answers, "
+              f"{counts['rejects']} rejects")
+        print(f"  runner: {r_total:.1f} s total, {events / r_total:,.0f} events/s, p50 "
+              f"{statistics.median(r_seconds) if r_seconds else float('nan'):.2f} s per batch, {summary.answers} answers")
+        print(f"  ratio : keyed / runner = {k_total / r_total:.2f}; answers {'equal' if counts['answers'] == summary.answers else 'DIFFER'}")
+        table.append((scale, k_total, r_total))
+        if args.esper:
+            from bench.streaming import esper_baseline
+
+            esper_baseline(spark, query, static.current(spark), work / name, k_total, counts["answers"], events)
+    if len(table) > 1:
+        base_k, base_r = table[0][1], table[0][2]
+        print("window scaling (time at scale s / time at scale 1): "
+              + "; ".join(f"x{s}: keyed {k / base_k:.2f}, runner {r / base_r:.2f}" for s, k, r in table[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
