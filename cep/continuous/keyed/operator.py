@@ -27,12 +27,19 @@ The output has the SELECT's variables (strings, null when unbound), ``_start``, 
 """
 from __future__ import annotations
 
+import hashlib
 import io
+import os
+import pickle
+import tempfile
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pyspark import SparkFiles
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
@@ -117,9 +124,10 @@ class KeyedProcessor(StatefulProcessor):
     """One bucket's micro-batch (module doc, step 3). The bucket's state is its three tables and
     two numbers as Arrow IPC bytes (``dump_state``), kept as a list of ``CHUNK``-sized rows."""
 
-    def __init__(self, program: B.Program, buckets: int):
+    def __init__(self, program: B.Program, buckets: int, static: str | None = None):
         self.program = program
         self.buckets = buckets
+        self.static = static
         self.unit = TIME_UNITS[program.time_unit]
         self.names = program.names
 
@@ -155,7 +163,11 @@ class KeyedProcessor(StatefulProcessor):
             # a long column with nulls arrives as float64: the good rows' ids and times are whole
             ids = [*B.key_columns(len(self.program.key)), "stream", "item", "s", "p", "o", "t1", "t2"]
             new = B.new_rows(new.astype({c: np.int64 for c in ids}), len(self.program.key)) if len(new) else None
-        out = B.step(self.program, state, new, self._upto(timerValues))
+        program = self.program
+        if self.static is not None:
+            background, terms = load_static(self.static)
+            program = replace(program, background=background, terms=terms)
+        out = B.step(program, state, new, self._upto(timerValues))
         if bad is not None:
             out = B.Step(out.answers, pd.concat([bad, out.rejects], ignore_index=True) if len(out.rejects) else bad,
                          out.state, out.timer)
@@ -201,6 +213,37 @@ class KeyedProcessor(StatefulProcessor):
 
 
 _TABLES = ("items", "emitted", "pending")
+#: the static sides a Python worker has read, by file name (a worker serves many batches)
+_STATIC: dict = {}
+
+
+def ship_static(spark: SparkSession, background: dict, terms: dict) -> str:
+    """The static side to every executor as a file (``SparkContext.addFile``), not inside the
+    operator's pickled function: a large function goes through a broadcast variable, which the
+    process that plans ``transformWithStateInPandas`` cannot read. Its name is its content's hash."""
+    data = pickle.dumps((background, terms), protocol=pickle.HIGHEST_PROTOCOL)
+    name = f"rsp-keyed-static-{hashlib.sha256(data).hexdigest()[:16]}.pkl"
+    directory = Path(tempfile.gettempdir()) / "rsp-keyed"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    if not path.exists():
+        partial = directory / f".{name}.{os.getpid()}"
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    if name not in _SHIPPED:
+        spark.sparkContext.addFile(str(path))
+        _SHIPPED.add(name)
+    return name
+
+
+_SHIPPED: set = set()
+
+
+def load_static(name: str) -> tuple[dict, dict]:
+    if name not in _STATIC:
+        with open(SparkFiles.get(name), "rb") as f:
+            _STATIC[name] = pickle.load(f)
+    return _STATIC[name]
 
 
 def dump_state(state: B.BucketState, buckets: int) -> bytes:
@@ -266,9 +309,10 @@ def source_items(frame: DataFrame, stream: int, time_unit: str) -> DataFrame:
                         F.timestamp_millis(F.coalesce(t1, F.lit(0)) * F.lit(unit)).alias("_time"))
 
 
-def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, lateness: int, buckets: int) -> DataFrame:
+def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, lateness: int, buckets: int,
+                  static: str | None = None) -> DataFrame:
     """The operator over ``items`` ({stream IRI: ``source_items``' DataFrame}; module doc), its
-    variables in columns ``v_0``.. (``answers`` names them)."""
+    variables in columns ``v_0``.. (``answers`` names them); ``static``: ``ship_static``'s file."""
     frames = [items[iri] for iri in program.streams if iri in items]
     union = frames[0]
     for other in frames[1:]:
@@ -277,7 +321,7 @@ def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, latene
     watermarked = union.withWatermark("_time", f"{delay} milliseconds")
     routed = route_items(watermarked.drop("_time"), part, buckets, program.streams)
     return (routed.groupBy("bucket")
-            .transformWithStateInPandas(KeyedProcessor(program, buckets), output_schema(program.names), "Append", "EventTime"))
+            .transformWithStateInPandas(KeyedProcessor(program, buckets, static), output_schema(program.names), "Append", "EventTime"))
 
 
 def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, static=None, lateness: int = 0,
@@ -319,13 +363,14 @@ def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, sta
                                   f"optionally t_end and item; it has {', '.join(frame.columns)}")
     rels, terms, version = _static_side(spark, cplan, static)
     terms.update((term_id(t), t) for t in A.constants(query.form))
-    program = B.Program(query, time_unit, part.key, part.streams, rels, terms, version)
+    program = B.Program(query, time_unit, part.key, part.streams, version=version)
+    shipped = ship_static(spark, rels, terms)
     provider = spark.conf.get(_PROVIDER, None)
     if provider not in (None, ROCKSDB, _HDFS):
         raise ContinuousError(f"{_PROVIDER} is {provider}: the keyed operator's state needs {ROCKSDB}")
     spark.conf.set(_PROVIDER, ROCKSDB)
     items = {iri: source_items(frame, part.streams.index(iri), time_unit) for iri, frame in streams.items()}
-    out = keyed_answers(items, program, part, lateness=lateness, buckets=buckets)
+    out = keyed_answers(items, program, part, lateness=lateness, buckets=buckets, static=shipped)
     return out.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(names)],
                       *[c for c in out.columns if not c.startswith("v_")])
 
