@@ -249,7 +249,7 @@ FROM STREAM :S2 [TRIPLES 2] WHERE {{ ?s ?p ?v }} AGGREGATE {{ (?n, COUNT, {{?s}}
 ]
 #: instants on and beside the closes of every convention above (5k, 5k + 3, 5k − 2), before, inside
 #: and after the gap (each is one Spark evaluation: C-SPARQL is evaluated instant by instant)
-BOUNDARY_INSTANTS = [-1, 0, 3, 5, 8, 13, 15, 20, 38, 40, 45, 50]
+BOUNDARY_INSTANTS = [-1, 0, 5, 8, 15, 40, 45]
 
 
 def boundary_streams():
@@ -271,11 +271,12 @@ def _spark_inputs(spark, streams):
 
 def _spark_at_instants(spark, cases, streams):
     """{key: [(instant, mapping, t1, t2)]} of each (query text, convention, instants) in ``cases``,
-    on Spark with ``evaluate_at_instants``, collected in one job."""
+    on Spark: ``evaluate`` at each instant (what ``evaluate_at_instants`` does for C-SPARQL, one
+    evaluation per instant, without materialising each), all collected in one job."""
     from pyspark.sql import functions as F
 
     from cep.engines.columns import column_var
-    from cep.engines.spark.evaluate import AT, evaluate_at_instants
+    from cep.engines.spark.evaluate import AT, evaluate
     from rdfcore.schema import ID, TERM, T_END, T_START
 
     frames, background, words, dictionary_of = _spark_inputs(spark, streams)
@@ -283,25 +284,26 @@ def _spark_at_instants(spark, cases, streams):
     for key, (text, convention, instants) in cases.items():
         query = compile_query(text)
         dictionary = dictionary_of(set(A.constants(query.form)))
-        out[key] = evaluate_at_instants(query, background, frames, instants, dictionary=dictionary, terms=computed,
-                                        window_convention=convention)
+        parts = [evaluate(query, background, frames, at, dictionary=dictionary, terms=computed,
+                          window_convention=convention).withColumn(AT, F.lit(at).cast("long")) for at in instants]
+        out[key] = parts[0]
+        for part in parts[1:]:
+            out[key] = out[key].unionByName(part)
     ids = {}
-    for terms in computed:
+    if computed:
+        terms = computed[0]
+        for more in computed[1:]:
+            terms = terms.unionByName(more)
         ids.update({r[ID]: r[TERM] for r in terms.collect()})
     from rdfcore.hashing import term_id
 
     ids.update({term_id(w): w for w in words})
-    keys = list(out)
-    union = None
-    for i, frame in enumerate(out.values()):
-        tagged = frame.select(F.lit(i).alias("_case"), F.col(AT).alias("_at"),
-                              F.to_json(F.struct(*[c for c in frame.columns if c not in (T_START, T_END, AT)]))
-                              .alias("_m"), T_START, T_END)
-        union = tagged if union is None else union.unionByName(tagged)
-    got = {key: [] for key in keys}
-    for r in union.collect():
-        mu = frozenset((column_var(k), ids.get(v, v)) for k, v in json.loads(r["_m"]).items() if v is not None)
-        got[keys[r["_case"]]].append((r["_at"], mu, r[T_START], r[T_END]))
+    got = {}
+    for key, frame in out.items():   # one job per case: one union of every case's plans plans slowly
+        rows = frame.select(F.col(AT).alias("_at"), F.to_json(F.struct(
+            *[c for c in frame.columns if c not in (T_START, T_END, AT)])).alias("_m"), T_START, T_END).collect()
+        got[key] = [(r["_at"], frozenset((column_var(k), ids.get(v, v)) for k, v in json.loads(r["_m"]).items()
+                                         if v is not None), r[T_START], r[T_END]) for r in rows]
     for terms in computed:
         terms.unpersist()
     return got
