@@ -41,6 +41,15 @@ intervals are not printed; ``--format`` does not apply).
   STREAM`` query prints its triples as timestamped N-Triples (``s p o "c" .``), the format
   ``--stream`` reads, so another query can read them. EP-SPARQL, RSEP-QL and C-SPARQL run with
   ``--at`` only.
+* C-SPARQL windows (``FROM STREAM``) are RSEP-QL's by default: the window closing at c holds the
+  items stamped c − ρ < τ ≤ c, a STEP σ / TUMBLING window closes at the multiples of σ, and an
+  instant whose windows are empty is answered. The C-SPARQL 0.9 engine's conventions, per job
+  (``--at`` and ``--continuous``; ``cep.algebra.WindowConvention``): ``--window-bounds
+  right-closed|left-closed`` (left-closed: c − ρ ≤ τ < c), ``--window-start T0`` (closes at
+  T0 + kσ, COMPUTED EVERY p at T0 + kp; ticks or ISO-8601 as ``--at``), ``--empty-windows
+  report|skip`` (skip: an instant at which every FROM STREAM window holds no triple gives no
+  rows); ``--csparql-compat`` is ``--window-bounds left-closed --empty-windows skip``, and an
+  explicit ``--window-bounds`` / ``--empty-windows`` overrides it. Other languages refuse them.
 * ``--policy unrestricted|naive|chronological|recent``: the selection policy of an RSEP-QL MATCH
   that names none (default unrestricted); chronological and recent consume the stream triples an
   answer used, so later instants of ``--at T1,T2,...`` do not use them again.
@@ -139,6 +148,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="evaluate continuously as the streams arrive (each --stream IRI=DIR a directory)")
     parser.add_argument("--time-unit", choices=tuple(TIME_UNITS), default="ms",
                         help="unit of the stream timestamps and of --at (default ms)")
+    wins = parser.add_argument_group("C-SPARQL windows (default: RSEP-QL's (c - range, c], closes at multiples of "
+                                     "the step, empty windows answered)")
+    wins.add_argument("--window-bounds", choices=A.BOUNDS, default=None,
+                      help="right-closed: the window closing at c holds c - range < t <= c (default); left-closed: "
+                           "c - range <= t < c, as the C-SPARQL engine")
+    wins.add_argument("--window-start", metavar="T0",
+                      help="STEP/TUMBLING windows close at T0 + k*step (COMPUTED EVERY at T0 + k*period); integer "
+                           "ticks of --time-unit or an ISO-8601 date-time (default 0)")
+    wins.add_argument("--empty-windows", choices=A.EMPTY_WINDOWS, default=None,
+                      help="report: answer an instant whose windows are empty (default); skip: no rows at an instant "
+                           "at which every FROM STREAM window holds no triple, as the C-SPARQL engine")
+    wins.add_argument("--csparql-compat", action="store_true",
+                      help="the C-SPARQL 0.9 engine's conventions: --window-bounds left-closed --empty-windows skip "
+                           "(either may still be given to override; --window-start stays 0 unless given)")
     parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
                         help="where the query is evaluated: auto (default: the driver, with no JVM, when the query "
                              "allows it and the inputs are small; else Spark), local (the driver), spark; with "
@@ -263,6 +286,27 @@ class Plan:
     streams: dict[str, Path | str] = field(default_factory=dict)   # str: a kafka:// URL (continuous)
     instants: list[int] = field(default_factory=list)   # --at T1,T2,...: more than one
     rules: tuple = ()                  # --rules: EP-SPARQL CONSTRUCT rules (cep.engines.rules)
+    convention: A.WindowConvention = A.RSEPQL_WINDOWS   # --window-bounds, --window-start, --empty-windows
+
+
+def window_convention(args: argparse.Namespace, time_unit: str) -> A.WindowConvention:
+    """``--window-bounds``, ``--window-start``, ``--empty-windows`` and ``--csparql-compat`` as one
+    ``cep.algebra.WindowConvention`` (an explicit option overrides ``--csparql-compat``'s)."""
+    compat = A.CSPARQL_ENGINE_WINDOWS if getattr(args, "csparql_compat", False) else A.RSEPQL_WINDOWS
+    bounds = getattr(args, "window_bounds", None) or compat.bounds
+    empty = getattr(args, "empty_windows", None) or compat.empty
+    start_text = getattr(args, "window_start", None)
+    start = compat.start
+    if start_text is not None:
+        try:
+            start = parse_at(start_text, time_unit)
+        except QueryError:
+            raise QueryError(f"--window-start {start_text!r}: expected an integer number of {time_unit} or an "
+                             f"ISO-8601 date-time (e.g. 2024-05-01T10:00:00Z)") from None
+    try:
+        return A.WindowConvention(bounds, start, empty)
+    except A.WindowConventionError as exc:
+        raise QueryError(str(exc)) from None
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -285,6 +329,15 @@ def plan(args: argparse.Namespace) -> Plan:
         raise QueryError(f"{query_path}: {_one_line(exc)}") from None
     prefixes = dict(query.prefixes)
     result = Plan(query, at, args.time_unit, instants=instants if len(instants) > 1 else [])
+    try:
+        result.convention = A.check_window_convention(query, window_convention(args, args.time_unit))
+    except A.WindowConventionError as exc:
+        raise QueryError(f"{query_path}: {exc}") from None
+    if getattr(args, "window_start", None) is not None and not any(
+            snap.every is not None or any(isinstance(w, A.Range) and w.step_ticks(args.time_unit) > 1
+                                          for _s, w in snap.windows) for snap in snapshots(query)):
+        print("warning: --window-start has no effect: the query has no STEP or TUMBLING window and no COMPUTED "
+              "EVERY (its windows close at every instant)", file=sys.stderr)
     ep = is_epsparql(query)
     rules = []
     for rule_file in getattr(args, "rules", None) or []:
@@ -403,7 +456,7 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     ``LOCAL_STREAM_BYTES`` too."""
     from cep.engines.driver import answers as D
 
-    why = D.refusal(p.query)
+    why = D.refusal(p.query, p.convention)
     files = [f for paths in p.graphs.values() for f in paths] + list(p.streams.values())
     if why is None and any(is_hadoop(f) for f in files):
         why = "a file on a Hadoop filesystem (read through Spark)"
@@ -422,7 +475,7 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     if None not in graphs:
         graphs[None] = D.static.StaticGraph(frozenset())
     instants = p.instants or [p.at]
-    answers = D.answers_at(p.query, graphs, streams, instants, p.time_unit, terms)
+    answers = D.answers_at(p.query, graphs, streams, instants, p.time_unit, terms, window_convention=p.convention)
     reported = [(f"static {graph or 'default graph'}", static_rejects[graph]) for graph, paths in p.graphs.items()
                 if any(str(f).lower().endswith((".nt", ".ntriples")) for f in paths)]
     reported += [(f"stream {iri} ({path})", []) for iri, path in p.streams.items()]
@@ -527,10 +580,11 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         if p.instants:   # one plan for every instant where the answers have lifetimes
             from cep.engines.spark.evaluate import evaluate_at_instants
             result = evaluate_at_instants(query, background, streams, p.instants, time_unit=p.time_unit,
-                                          dictionary=dictionary, terms=computed, rules=p.rules, column=AT_COLUMN)
+                                          dictionary=dictionary, terms=computed, rules=p.rules, column=AT_COLUMN,
+                                          window_convention=p.convention)
         else:
             result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary,
-                              terms=computed, rules=p.rules)
+                              terms=computed, rules=p.rules, window_convention=p.convention)
         if computed:
             dictionary = merge_dictionaries([dictionary, *computed])
         if isinstance(query.form, A.Construct):
@@ -605,7 +659,7 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     every = None if args.every is None else parse_lateness(args.every, p.time_unit, "--every")
     # the plan's refusals (ContinuousError) before any JVM starts; the run plans again, with its sources
     continuous_plan(p.query, p.time_unit, lateness, emit=args.emit, horizon=horizon, streams=list(p.streams),
-                    rules=p.rules, every=every)
+                    rules=p.rules, every=every, window_convention=p.convention)
     sources = []
     for iri, where in p.streams.items():
         sources.append(file_or_kafka_source(iri, where if isinstance(where, str) else str(where), args.max_per_trigger))
@@ -616,7 +670,8 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     trigger = trigger_for(args.trigger)
     summary = run_stream(spark, p.query, sources, sink=sink, checkpoint=args.checkpoint, static=static,
                          trigger=trigger, lateness=lateness, emit=args.emit, time_unit=p.time_unit,
-                         rejects=args.rejects, engine=args.engine, horizon=horizon, every=every, rules=p.rules)
+                         rejects=args.rejects, engine=args.engine, horizon=horizon, every=every, rules=p.rules,
+                         window_convention=p.convention)
     print(json.dumps({"continuous": summary.to_dict()}), file=sys.stderr)
     return summary.answers
 

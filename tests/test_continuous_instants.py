@@ -146,7 +146,7 @@ def _write(directory, chunks) -> dict:
 
 
 def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=None, name="run", horizon=None,
-                 rules=(), every=None):
+                 rules=(), every=None, window_convention=None):
     """Run ``text`` over ``streams`` ({IRI: items}, each cut into 3 files by time — the same
     ranges for every stream, so that no stream's items arrive late — one file per batch);
     returns (rows, the items relabeled with the runtime's ids, metrics lines)."""
@@ -175,16 +175,17 @@ def run_instants(spark, tmp_path, text, streams, *, emit, engine, background=Non
     run(spark, text, sources, sink=CallbackSink(lambda label, rows: got.extend(rows)),
         checkpoint=tmp_path / name / "ckpt", static=static, emit=emit, metrics=open(os.devnull, "w"),
         engine=engine, rejects=tmp_path / name / "rejects", horizon=horizon,
-        rules=[compile_query(r, lang="epsparql") for r in rules], every=every)
+        rules=[compile_query(r, lang="epsparql") for r in rules], every=every, window_convention=window_convention)
     metrics = [json.loads(line) for line in (tmp_path / name / "ckpt" / "metrics.jsonl").read_text().splitlines()]
     assert not any(m["rejected"] for m in metrics), metrics
     return got, relabeled_streams, metrics
 
 
-def expected_rows(text, streams, emit, background=None, horizon=None, rules=(), every=None):
+def expected_rows(text, streams, emit, background=None, horizon=None, rules=(), every=None, window_convention=None):
     """The reference at the evaluation instants of the whole stream, as (instant, answer) rows."""
     query = compile_query(text)
-    cplan = plan(query, emit=emit, horizon=horizon, streams=list(streams), every=every)
+    cplan = plan(query, emit=emit, horizon=horizon, streams=list(streams), every=every,
+                 window_convention=window_convention)
     starts = {iri: [t1 for (_i, _g, t1, _t2) in items] for iri, items in streams.items()}
     ends = {iri: [t2 for (_i, _g, _t1, t2) in items] for iri, items in streams.items()}
     times = [t for values in starts.values() for t in values]
@@ -193,7 +194,7 @@ def expected_rows(text, streams, emit, background=None, horizon=None, rules=(), 
     if background:
         graphs[f"<{EX}bg>"] = set(background)
     if horizon is None:
-        results = R.evaluate_sequence(query, graphs, streams, instants)
+        results = R.evaluate_sequence(query, graphs, streams, instants, window_convention=window_convention)
     else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - horizon
         compiled = [compile_query(r, lang="epsparql") for r in rules]
         results = [R.evaluate(query, graphs, {iri: [it for it in items if it[2] >= c - horizon]

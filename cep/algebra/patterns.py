@@ -88,8 +88,9 @@ from cep.algebra.expressions import (ARITH_OPS, BUILTINS, COMPARE_OPS, EXPR_TYPE
                              Datatype, Exists, Expr, INTERVAL_FUNCTIONS, IntervalFn, Lang, Neg, Not, Or,
                              PatternTimestamp, Regex, SOLUTION_BUILTINS, Str, TERM_BUILTINS, Timestamp, Var, check_expr, check_term,
                              expr_variables, subexpressions, uses_interval, uses_timestamp)
-from cep.algebra.timeline import close_instant
-from cep.algebra.windows import TIME_UNITS, WINDOW_TYPES, All, Duration, Now, Range, Triples, Window
+from cep.algebra.windows import (BOUNDS, CSPARQL_ENGINE_WINDOWS, EMPTY_WINDOWS, LEFT_CLOSED, REPORT, RIGHT_CLOSED,
+                                 RSEPQL_WINDOWS, SKIP, TIME_UNITS, WINDOW_TYPES, All, Duration, Now, Range, Triples,
+                                 Window, WindowConvention, WindowConventionError)
 from paths import algebra as PA
 from paths.algebra import Term, is_term
 
@@ -106,6 +107,8 @@ __all__ = [
     "uses_timestamp", "subexpressions", "is_csparql", "snapshots", "window_close",
     "Builtin", "BUILTINS", "TERM_BUILTINS", "SOLUTION_BUILTINS", "IntervalFn", "INTERVAL_FUNCTIONS", "uses_interval", "is_epsparql", "check_expr", "check_term", "check_condition",
     "Duration", "Range", "Triples", "Now", "All", "Window",
+    "WindowConvention", "WindowConventionError", "RSEPQL_WINDOWS", "CSPARQL_ENGINE_WINDOWS", "BOUNDS",
+    "EMPTY_WINDOWS", "LEFT_CLOSED", "RIGHT_CLOSED", "REPORT", "SKIP", "check_window_convention",
     "Const", "Compare", "Arith", "And", "Or", "Not", "Neg", "Bound", "Regex", "Str", "Lang",
     "Datatype", "Expr", "EXPR_TYPES", "COMPARE_OPS", "ARITH_OPS",
     "Query", "Pattern", "PATTERN_TYPES", "Form", "OrderKey", "Modifiers", "TIME_UNITS",
@@ -708,16 +711,17 @@ class Snapshot:
             raise ValueError(f"Snapshot.named must be a tuple of the windows' streams, got {self.named!r}")
         _check_pattern(self.pattern, "Snapshot.pattern")
 
-    def instant(self, t: int, time_unit: str = "ms") -> int:
+    def instant(self, t: int, time_unit: str = "ms", convention: WindowConvention = RSEPQL_WINDOWS) -> int:
         """The evaluation instant c the answer at t is that of (C-SPARQL reports on window close,
         §2.3 "the query result does not change during the slide interval"): the last multiple of
         ``every`` ≤ t; without it, the latest last close ≤ t of the windows (a window without STEP
-        or TUMBLING, a TRIPLES, NOW or ALL window closes at every instant); t without windows."""
+        or TUMBLING, a TRIPLES, NOW or ALL window closes at every instant); t without windows.
+        ``convention``'s start t0 shifts the multiples to t0 + k·σ (``WindowConvention``)."""
         if self.every is not None:
-            return close_instant(t, self.every.ticks(time_unit))
+            return convention.close(t, self.every.ticks(time_unit))
         if not self.windows:
             return int(t)
-        return max(window_close(w, t, time_unit) for _s, w in self.windows)
+        return max(window_close(w, t, time_unit, convention) for _s, w in self.windows)
 
     def __str__(self) -> str:
         wins = ", ".join(f"{'NAMED ' if s in self.named else ''}{s} {w}" for s, w in self.windows)
@@ -725,12 +729,43 @@ class Snapshot:
         return f"SNAPSHOT({graph_name(self.graph)} + [{wins}]{every}, {self.pattern})"
 
 
-def window_close(window: Window, t: int, time_unit: str = "ms") -> int:
-    """The last close ≤ t of a C-SPARQL window: ⌊t/σ⌋σ for STEP σ (TUMBLING: σ = the range),
-    else t."""
+def window_close(window: Window, t: int, time_unit: str = "ms", convention: WindowConvention = RSEPQL_WINDOWS) -> int:
+    """The last close ≤ t of a C-SPARQL window: t0 + ⌊(t − t0)/σ⌋σ for STEP σ (TUMBLING: σ = the
+    range; t0 = ``convention.start``, 0 by default), else t."""
     if isinstance(window, Range):
-        return close_instant(t, window.step_ticks(time_unit))
+        return convention.close(t, window.step_ticks(time_unit))
     return int(t)
+
+
+def check_window_convention(query: "Query", convention: "WindowConvention | None") -> WindowConvention:
+    """``convention`` (None: RSEP-QL's) checked against ``query``: the conventions other than the
+    default are the C-SPARQL engine's, for C-SPARQL windows (``FROM STREAM``) only, and a left-closed
+    ``[NOW]`` is always empty. Raises ``WindowConventionError`` saying why; returns the convention."""
+    if convention is None:
+        return RSEPQL_WINDOWS
+    if not isinstance(convention, WindowConvention):
+        raise WindowConventionError(f"a window convention must be a cep.algebra.WindowConvention, got {convention!r}")
+    if convention.is_default:
+        return convention
+    if not is_csparql(query):
+        language = "an RSEP-QL" if is_rsepql(query) else "an EP-SPARQL" if is_epsparql(query) else "a CQELS-CEP"
+        raise WindowConventionError(
+            f"the window options ({convention}) follow the C-SPARQL engine and apply to C-SPARQL windows (FROM "
+            f"STREAM); this is {language} query, whose windows are its language's own. Leave the options at their "
+            f"defaults (right-closed, start 0, report)")
+    if convention.empty == SKIP and not any(snap.windows for snap in snapshots(query)):
+        raise WindowConventionError("empty windows 'skip' gives no rows at an instant whose stream windows hold "
+                                    "nothing, and this query reads no stream window (no FROM STREAM): leave empty "
+                                    "windows at 'report'")
+    if convention.bounds == LEFT_CLOSED:
+        for snap in snapshots(query):
+            for stream, w in snap.windows:
+                if isinstance(w, Now):
+                    raise WindowConventionError(
+                        f"FROM STREAM {stream} [NOW] holds the items stamped at the evaluation instant c; a "
+                        "left-closed window [c, c) holds none. Use [RANGE 1] (the items of c - 1) or right-closed "
+                        "windows")
+    return convention
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,13 @@ time-based window ``w_RANGE`` (slide 1) or C-SPARQL's ``RANGE .. STEP`` / ``TUMB
 ``Triples`` the count-based ``TRIPLES n``; ``Now`` and ``All`` CQL's NOW and UNBOUNDED windows.
 Every engine evaluates them through ``apply_window``: which kind a window is and its parameters in
 ticks are decided there, once; each engine brings its own functions (``WindowFunctions``).
+
+C-SPARQL's windows (``FROM STREAM``) follow RSEP-QL's definition by default: the window closing at
+c holds the items stamped τ with c − ρ < τ ≤ c, closes fall on the multiples of the step, and an
+evaluation instant whose windows are empty is answered. ``WindowConvention`` offers the C-SPARQL
+0.9 engine's conventions instead (left-closed [c − ρ, c), closes at t0 + kσ, no report for empty
+windows); ``WindowConvention.content`` is the one place that turns a window, an evaluation
+instant and a convention into the τ a window holds, for every engine.
 """
 from __future__ import annotations
 
@@ -13,8 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rdfcore.errors import SidecarError
+
 __all__ = ["TIME_UNITS", "Duration", "Range", "Triples", "Now", "All", "Window", "WINDOW_TYPES",
-           "WindowFunctions", "apply_window"]
+           "WindowFunctions", "apply_window", "WindowConvention", "WindowConventionError", "RIGHT_CLOSED",
+           "LEFT_CLOSED", "BOUNDS", "REPORT", "SKIP", "EMPTY_WINDOWS", "RSEPQL_WINDOWS", "CSPARQL_ENGINE_WINDOWS"]
 
 # --- windows (§4.1; C-SPARQL) ------------------------------------------------------------------
 
@@ -158,3 +168,104 @@ def apply_window(spec: Window, time_unit: str, functions: WindowFunctions, *args
         case Range():
             return functions.stepped(*args, spec.range.ticks(time_unit), spec.step_ticks(time_unit))
     raise TypeError(f"unknown window {spec!r}")
+
+
+# --- C-SPARQL's window conventions ---------------------------------------------------------------
+
+RIGHT_CLOSED, LEFT_CLOSED = "right-closed", "left-closed"
+#: ``WindowConvention.bounds``: (c − ρ, c] (RSEP-QL, the default) or [c − ρ, c) (the C-SPARQL engine)
+BOUNDS = (RIGHT_CLOSED, LEFT_CLOSED)
+REPORT, SKIP = "report", "skip"
+#: ``WindowConvention.empty``: answer an instant whose windows are all empty (default), or give no rows
+EMPTY_WINDOWS = (REPORT, SKIP)
+
+
+class WindowConventionError(SidecarError, ValueError):
+    """A window convention that is malformed, or that a query or an engine cannot apply (says which
+    and what was expected)."""
+
+
+@dataclass(frozen=True)
+class WindowConvention:
+    """How the windows of a C-SPARQL query (``FROM [NAMED] STREAM``) are bounded and reported.
+
+    The default is RSEP-QL's definition, which the project follows (``RSEPQL_WINDOWS``);
+    ``CSPARQL_ENGINE_WINDOWS`` is the C-SPARQL 0.9 engine's (left-closed, empty windows skipped).
+
+    * ``bounds``: ``right-closed`` — the window closing at c holds c − ρ < τ ≤ c (RSEP-QL's
+      W^τ(α, β)); ``left-closed`` — it holds c − ρ ≤ τ < c (the engine's [o, c)). Over integer
+      ticks the left-closed window at c holds what the right-closed one holds at c − 1, reported
+      at c. ``TRIPLES n`` and ``ALL`` follow: the last n triples / every triple with τ ≤ c, or τ < c.
+      ``NOW`` (τ = c) has no left-closed form (it would always be empty) and is refused.
+    * ``start``: t0, the phase of the closes: a STEP σ / TUMBLING window (σ = ρ) closes at
+      t0 + kσ for every integer k, COMPUTED EVERY p reports at t0 + kp; only t0 mod σ matters.
+      A window that slides by one tick, ``TRIPLES`` and ``ALL`` close at every instant, whatever t0.
+    * ``empty``: ``report`` — an evaluation instant is answered even when its windows hold nothing
+      (an AGGREGATE over nothing gives its value over nothing, ``COUNT`` 0); ``skip`` — an
+      evaluation instant at which EVERY window of the query (FROM STREAM and FROM NAMED STREAM
+      alike) holds no stream triple gives no rows at all, background answers included. As soon as
+      one window holds a triple the instant is answered as usual, even when WHERE matches nothing
+      in it: the engine reports nothing when its window has no triple, and with several streams we
+      read "its window" as the union of the windows (one stream: exactly the engine's rule).
+    """
+
+    bounds: str = RIGHT_CLOSED
+    start: int = 0
+    empty: str = REPORT
+
+    def __post_init__(self) -> None:
+        if self.bounds not in BOUNDS:
+            raise WindowConventionError(f"window bounds must be one of {', '.join(BOUNDS)}, got {self.bounds!r}")
+        if isinstance(self.start, bool) or not isinstance(self.start, int):
+            raise WindowConventionError(f"the window start must be an integer number of ticks, got {self.start!r}")
+        if self.empty not in EMPTY_WINDOWS:
+            raise WindowConventionError(f"empty windows must be one of {', '.join(EMPTY_WINDOWS)}, got {self.empty!r}")
+
+    @property
+    def is_default(self) -> bool:
+        """Whether this is RSEP-QL's convention (what the engines do without one)."""
+        return self == RSEPQL_WINDOWS
+
+    @property
+    def lag(self) -> int:
+        """How many ticks after its time τ an item first counts in a window closing every tick
+        (0 right-closed, 1 left-closed): content changes happen this much later."""
+        return 1 if self.bounds == LEFT_CLOSED else 0
+
+    def close(self, t: int, step: int) -> int:
+        """The last close at or before t of a window closing every ``step`` ticks: t0 + ⌊(t − t0)/σ⌋σ."""
+        if step <= 0:
+            raise ValueError(f"a window step must be positive, got {step}")
+        t, step, t0 = int(t), int(step), int(self.start)
+        return t0 + ((t - t0) // step) * step
+
+    def content(self, spec: "Window", c: int, time_unit: str = "ms") -> tuple[int | None, int, int | None]:
+        """What window ``spec`` holds at evaluation instant c: (lo, hi, n) — the items whose time τ
+        has lo ≤ τ ≤ hi (lo None: no lower bound), and of those only the n latest triples when n
+        is not None (``TRIPLES n``). The one definition every engine filters with (class doc)."""
+        lag = self.lag
+        match spec:
+            case Now():
+                if lag:
+                    raise WindowConventionError("[NOW] holds the items stamped at the evaluation instant c; a "
+                                                "left-closed window [c, c) holds none. Use [RANGE 1] (the items "
+                                                "of c - 1), or right-closed windows")
+                return int(c), int(c), None
+            case All():
+                return None, int(c) - lag, None
+            case Triples(n=n):
+                return None, int(c) - lag, n
+            case Range():
+                alpha = spec.range.ticks(time_unit)
+                top = self.close(c, spec.step_ticks(time_unit))
+                return top - alpha + 1 - lag, top - lag, None
+        raise TypeError(f"unknown window {spec!r}")
+
+    def __str__(self) -> str:
+        return f"windows {self.bounds}, start {self.start}, empty windows {self.empty}"
+
+
+#: RSEP-QL's windows (c − ρ, c], closes at the multiples of the step, empty windows answered: the default
+RSEPQL_WINDOWS = WindowConvention()
+#: the C-SPARQL 0.9 engine's: [c − ρ, c), no report for an instant whose windows are all empty (t0 = 0)
+CSPARQL_ENGINE_WINDOWS = WindowConvention(LEFT_CLOSED, 0, SKIP)

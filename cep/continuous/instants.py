@@ -15,7 +15,8 @@ too, at their windows' content changes (``cep.continuous.plan``, "CQELS-CEP at e
 
 Semantics (``cep.continuous.plan``, "Evaluation instants"; README "Continuous C-SPARQL and RSEP-QL"):
 
-* **Evaluation instants** (``cep.continuous.plan.evaluation_instants``): the multiples of C-SPARQL's
+* **Evaluation instants** (``cep.continuous.plan.evaluation_instants``; a C-SPARQL plan's window
+  convention, ``cep.algebra.WindowConvention``, shifts them and goes to both engines): the multiples of C-SPARQL's
   COMPUTED EVERY when given; else every close of a STEP / TUMBLING window (σ > 1), and for a window
   sliding by one tick (RANGE without STEP or STEP 1, NOW, TRIPLES) each instant its content
   changes. Between two of those instants such a window, and so the answer, stays the same (a
@@ -139,7 +140,8 @@ class InstantsRunner(Runner):
         D = self.plan.lookback
         if D is None:
             results, consumed = evaluate_instants(self.plan.query, self._background_local(), streams, instants,
-                                                  self.plan.time_unit, consumed)
+                                                  self.plan.time_unit, consumed,
+                                                  window_convention=self.plan.convention)
         else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - D
             results = [reference_evaluate(self.plan.query, self._background_local(),
                                           {s: [it for it in mine if it[2] >= c - D] for s, mine in streams.items()}, c,
@@ -188,7 +190,8 @@ class InstantsRunner(Runner):
         if D is None:
             frames = evaluate_sequence(self.plan.query, side.background, streams, instants, self.plan.time_unit,
                                        dictionary=dictionary, terms=computed,
-                                       consumed=self.state.frame(previous, _CONSUMED), consumed_out=consumed_out)
+                                       consumed=self.state.frame(previous, _CONSUMED), consumed_out=consumed_out,
+                                       window_convention=self.plan.convention)
         else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - D
             frames = [spark_evaluate(self.plan.query, side.background,
                                      {s: df.filter(F.col(T_START) >= F.lit(c - D)) for s, df in streams.items()}, c,

@@ -28,7 +28,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
         metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
         timeout: float | None = None, engine: str = "auto", horizon: int | None = None,
-        rules=(), every: int | None = None) -> RunSummary:
+        rules=(), every: int | None = None, window_convention=None) -> RunSummary:
     """Run ``query`` continuously over ``sources`` (see the module doc).
 
     ``query``: text or a ``cep.algebra.patterns.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
@@ -45,13 +45,14 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     (an EP-SPARQL query has no window; ``cep.continuous.instants``). ``rules``: EP-SPARQL CONSTRUCT rules
     (compiled queries, ``cep.engines.rules``): each instant reads the Q-closure of its events. ``every``
     (ticks; C-SPARQL, RSEP-QL, EP-SPARQL): evaluate at its multiples (the report policy), not at
-    each content change. A landmark ([ALL]) window's warning (``ContinuousPlan.warnings``) is
+    each content change. ``window_convention`` (C-SPARQL): the C-SPARQL engine's window
+    conventions (``cep.algebra.WindowConvention``; None: RSEP-QL's). A landmark ([ALL]) window's warning (``ContinuousPlan.warnings``) is
     printed to ``metrics`` (stderr by default) before the first batch.
     """
     if isinstance(query, str):
         query = compile_query(query, prefixes)
     cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources],
-                      rules=rules, every=every)
+                      rules=rules, every=every, window_convention=window_convention)
     if engine not in ENGINES:
         raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     if engine == "local" and cplan.mode == LIFETIMES:

@@ -68,6 +68,10 @@ watermark, lateness, rejects and finality are the same as above; the state kept 
 multiples of P, as C-SPARQL's COMPUTED EVERY does (RSEP-QL, 001 §3.4: ET "can be expressed through
 report policies"; the default, each content change, is its content-change policy).
 ``cep.continuous.instants``' module doc has the rest (output streams, the state).
+A C-SPARQL plan may carry the C-SPARQL engine's window conventions (``ContinuousPlan.convention``,
+``cep.algebra.WindowConvention``): closes at t0 + kσ (and COMPUTED EVERY / ``every`` at t0 + kp),
+left-closed windows, whose content changes one tick after an item's time (``WindowConvention.lag``),
+and no rows at an instant whose windows are all empty (the engines decide that per evaluation).
 
 CQELS-CEP at evaluation instants (``cqels``)
 --------------------------------------------
@@ -94,6 +98,7 @@ from dataclasses import dataclass, replace
 
 from cep import algebra as A
 from cep.algebra import windows as W
+from cep.algebra.windows import RSEPQL_WINDOWS, WindowConvention
 from cep.algebra.timeline import MIN_TIME, close_instant
 from rdfcore.errors import SidecarError
 from cep.engines.rules import RulesError, check_rules
@@ -157,6 +162,9 @@ class ContinuousPlan:
     #: a CQELS-CEP query evaluated at its windows' content changes (module doc, "CQELS-CEP at
     #: evaluation instants"): CQELS-CEP's windows (closed lower bound, interval items)
     cqels: bool = False
+    #: C-SPARQL: how the windows are bounded, when they close and whether empty ones report
+    #: (``cep.algebra.WindowConvention``; checked against the query by ``plan``)
+    convention: WindowConvention = RSEPQL_WINDOWS
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -204,7 +212,8 @@ def _rule(stream: A.Term, w: A.Window, where: str, time_unit: str) -> WindowRule
 
 
 def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = ISTREAM, *,
-         horizon: int | None = None, streams=(), rules=(), every: int | None = None) -> ContinuousPlan:
+         horizon: int | None = None, streams=(), rules=(), every: int | None = None,
+         window_convention: WindowConvention | None = None) -> ContinuousPlan:
     """Check that ``query`` can run continuously and describe its windows.
 
     ``lateness``: allowed lateness in ticks (≥ 0); ``emit``: istream, rstream or dstream.
@@ -212,10 +221,13 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
     ``horizon`` ticks of ``streams`` (the stream IRIs an EP-SPARQL query reads: it names none).
     ``every`` (ticks; C-SPARQL, RSEP-QL, EP-SPARQL, and CQELS-CEP queries evaluated per instant):
     the report policy, evaluations at the multiples of ``every`` instead of each content change
-    (module doc, "Evaluation instants").
+    (module doc, "Evaluation instants"). ``window_convention`` (C-SPARQL only): the C-SPARQL engine's
+    window conventions (``cep.algebra.WindowConvention``; None: RSEP-QL's); any other query refuses a
+    convention other than the default (``WindowConventionError``).
     """
     if not isinstance(query, A.Query):
         raise TypeError(f"plan() needs a cep.algebra.patterns.Query, got {type(query).__name__}")
+    convention = A.check_window_convention(query, window_convention)
     if isinstance(lateness, bool) or not isinstance(lateness, int) or lateness < 0:
         raise ContinuousError(f"the allowed lateness must be a non-negative number of {time_unit}, got {lateness!r}")
     if emit not in EMITS:
@@ -234,7 +246,7 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
         raise ContinuousError("--horizon bounds what an EP-SPARQL query sees (it has no window); this query's "
                               "windows bound it already")
     if A.is_rsepql(query) or A.is_csparql(query):
-        return _report_every(_instants_plan(query, time_unit, lateness, emit), every)
+        return _report_every(replace(_instants_plan(query, time_unit, lateness, emit), convention=convention), every)
     why = A.per_instant_only(query)
     if why is None and every is not None:
         raise ContinuousError("--every sets when C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated, and CQELS-CEP "
@@ -327,8 +339,9 @@ def _epsparql_plan(query, time_unit, lateness, emit, horizon, streams) -> Contin
     return ContinuousPlan(query, time_unit, lateness, windows, emit, INSTANTS, lookback=horizon)
 
 
-def _multiples(step: int, lo: int, hi: int) -> range:
-    first = -(-lo // step) * step
+def _multiples(step: int, lo: int, hi: int, start: int = 0) -> range:
+    """start + k·step in [lo, hi]."""
+    first = start + -(-(lo - start) // step) * step
     return range(first, hi + 1, step)
 
 
@@ -357,8 +370,9 @@ def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[
     instant an item's content in a window changes (``_content_changes``)."""
     if hi < lo:
         return []
+    start, lag = cplan.convention.start, cplan.convention.lag
     if cplan.every:
-        return sorted({c for e in cplan.every for c in _multiples(e, lo, hi)})
+        return sorted({c for e in cplan.every for c in _multiples(e, lo, hi, start)})
     out: set[int] = set()
     if cplan.cqels:
         for w in cplan.windows:
@@ -371,15 +385,15 @@ def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[
             out.update(t + cplan.lookback + 1 for t in mine)
             out.update((ends or starts).get(stream, ()))
         return sorted(c for c in out if lo <= c <= hi)
-    for w in cplan.windows:
+    for w in cplan.windows:   # C-SPARQL's windows close at t0 + kσ; a left-closed one counts τ from τ + 1
         if w.kind == STEP and w.step > 1:
-            out.update(_multiples(w.step, lo, hi))
+            out.update(_multiples(w.step, lo, hi, start))
             continue
         leave = None if w.kind in (COUNT, LANDMARK) else max(w.range, 1)
         for t in starts.get(w.stream, ()):
-            out.add(t)
+            out.add(t + lag)
             if leave is not None:
-                out.add(t + leave)
+                out.add(t + leave + lag)
     return sorted(c for c in out if lo <= c <= hi)
 
 
@@ -423,7 +437,8 @@ def keep_from(cplan: ContinuousPlan, stream: A.Term, upto: int, latest: Iterable
             low = min(low, boundary if boundary is not None and seen >= w.count else MIN_TIME)
         elif w.range == 0 and w.kind == SLIDING:   # NOW
             continue
-        else:
+        else:   # the window closing at c' ≥ close(upto + 1) holds τ ≥ c' − ρ + 1 (left-closed: c' − ρ)
             step = w.step if w.kind == STEP else 1
-            low = min(low, close_instant(upto + 1, step) - w.range + 1)
+            convention = cplan.convention
+            low = min(low, convention.close(upto + 1, step) - w.range + 1 - convention.lag)
     return low

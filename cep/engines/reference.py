@@ -61,6 +61,9 @@ instant c (``A.Snapshot.instant``), each mapping with [c, c]:
 
 * ``csparql_window``: a logical window ω_l(R, c' − ρ, c') = {τ | c' − ρ < τ ≤ c'}, c' its last close
   ≤ c (§3.2; τ = an item's start time); ``TRIPLES n`` the last n triples with τ ≤ c (``w_triples``);
+  a ``WindowConvention`` (``evaluate``'s ``window_convention``) makes them the C-SPARQL engine's
+  [c' − ρ, c'), closing at t0 + kσ (``WindowConvention.content`` decides which τ, for every engine),
+  and with ``empty="skip"`` an instant whose windows all hold nothing has no answer;
 * a triple's timestamp is the greatest τ of its occurrences in the windows (per stream too); a
   background triple that no window holds has none;
 * ``timestamp(?v [, s])`` (§3.3): ts(v, P) = max τ of the triples matched by the FILTER's BGP's
@@ -90,7 +93,7 @@ from cep.terms.numbers import Number, literal_number, simple_string
 from cep.terms.values import (ERROR, EVALUATION_INSTANT, Temporal, ebv, eval_expr, float_value, fresh_blank,
                               temporal, term_value)
 from cep.algebra.timeline import MIN_TIME, close_instant
-from cep.algebra.windows import WindowFunctions, apply_window
+from cep.algebra.windows import RSEPQL_WINDOWS, SKIP, WindowConvention, WindowFunctions, apply_window
 from paths.reference import evaluate as path_eval
 from rdfcore.hashing import term_id
 
@@ -366,19 +369,23 @@ def _match_triples(patterns, graph, is_var) -> list[frozenset]:
     return [frozenset(s.items()) for s in sols]
 
 
-def evaluate(query, background: TMapping, streams: TMapping, at: int, time_unit: str = "ms", rules=()) -> set:
+def evaluate(query, background: TMapping, streams: TMapping, at: int, time_unit: str = "ms", rules=(), *,
+             window_convention: WindowConvention | None = None) -> set:
     """The answer of a cep algebra ``Query`` at time ``at`` (eq. 1).
 
     ``background``: {graph IRI or None: iterable of (s, p, o) N-Triples strings};
     ``streams``: {stream IRI: list of items ``(item, frozenset of triples, t1, t2)``}.
     ``rules``: EP-SPARQL CONSTRUCT rules: the query reads the streams' Q-closure (``cep.engines.rules``).
+    ``window_convention``: how C-SPARQL windows are bounded and reported (``cep.algebra.WindowConvention``;
+    None: RSEP-QL's (c − ρ, c]); a convention the query cannot take raises ``WindowConventionError``.
     Returns a set of ``(mapping, t1, t2)`` for SELECT (mapping restricted to the projected
     variables) — a list in order for a query with ORDER BY / LIMIT / OFFSET — or of
     ``((s, p, o), t1, t2)`` for CONSTRUCT.
     """
+    convention = A.check_window_convention(query, window_convention)
     if rules:
         streams = close_rules(check_rules(query, rules), background, streams, at, time_unit)
-    evaluator = _Evaluator({g: set(ts) for g, ts in background.items()}, streams, at, time_unit)
+    evaluator = _Evaluator({g: set(ts) for g, ts in background.items()}, streams, at, time_unit, convention)
     return evaluator.query(query)
 
 
@@ -400,18 +407,22 @@ def close_rules(rules: Sequence[A.Query], background: Mapping, streams: Mapping,
     raise no_fixpoint(rules, at, max_rounds)
 
 
-def evaluate_sequence(query, background: TMapping, streams: TMapping, times, time_unit: str = "ms") -> list[set]:
+def evaluate_sequence(query, background: TMapping, streams: TMapping, times, time_unit: str = "ms", *,
+                      window_convention: WindowConvention | None = None) -> list[set]:
     """The answers of ``query`` at each of the evaluation instants ``times`` (increasing), in
     order. They are ``evaluate``'s, except that an RSEP-QL MATCH with a consuming policy
     (chronological, recent; §4.4) no longer sees the stream triples its earlier answers used."""
-    return evaluate_instants(query, {g: set(ts) for g, ts in background.items()}, streams, times, time_unit)[0]
+    return evaluate_instants(query, {g: set(ts) for g, ts in background.items()}, streams, times, time_unit,
+                             window_convention=window_convention)[0]
 
 
 def evaluate_instants(query, background: TMapping, streams: TMapping, times, time_unit: str = "ms",
-                      consumed: frozenset | set = frozenset()) -> tuple[list, set]:
+                      consumed: frozenset | set = frozenset(), *,
+                      window_convention: WindowConvention | None = None) -> tuple[list, set]:
     """``evaluate_sequence`` continued from ``consumed`` (the (window name, item, triple) entries
     earlier evaluations consumed); returns the answers per instant and what is consumed after the
     last. ``background``: {graph: set of triples}, used as given (not copied)."""
+    convention = A.check_window_convention(query, window_convention)
     consumed = set(consumed)
     out = []
     last = None
@@ -419,7 +430,7 @@ def evaluate_instants(query, background: TMapping, streams: TMapping, times, tim
         if last is not None and at <= last:
             raise ValueError(f"evaluation instants must increase, got {at} after {last}")
         last = at
-        evaluator = _Evaluator(background, streams, at, time_unit)
+        evaluator = _Evaluator(background, streams, at, time_unit, convention)
         evaluator.consumed = consumed
         out.append(evaluator.query(query))
         consumed = consumed | evaluator.used
@@ -442,12 +453,15 @@ def rsep_window(stream: Iterable[Item], spec, t: int, time_unit: str = "ms") -> 
     raise ValueError(f"RSEP-QL has no {spec} window")
 
 
-def csparql_window(stream: Iterable[Item], spec, c: int, time_unit: str = "ms") -> list[Item]:
-    """C-SPARQL's windows at evaluation instant c (§3.2): logical ones as ``rsep_window`` (the
-    same (c' − ρ, c'] with c' = ⌊c/σ⌋σ), ``TRIPLES n`` the last n triples started by c."""
-    if isinstance(spec, A.Triples):
-        return w_triples(stream, c, spec.n)
-    return rsep_window(stream, spec, c, time_unit)
+def csparql_window(stream: Iterable[Item], spec, c: int, time_unit: str = "ms",
+                   convention: WindowConvention = RSEPQL_WINDOWS) -> list[Item]:
+    """C-SPARQL's windows at evaluation instant c (§3.2), under ``convention``
+    (``WindowConvention.content``): by default logical ones as ``rsep_window`` (the same
+    (c' − ρ, c'] with c' = ⌊c/σ⌋σ), ``TRIPLES n`` the last n triples started by c."""
+    lo, hi, n = convention.content(spec, c, time_unit)
+    if n is not None:
+        return w_triples(stream, hi, n)
+    return [it for it in stream if (lo is None or lo <= it[2]) and it[2] <= hi]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -690,13 +704,16 @@ _UNBOUNDED = (-(1 << 63), (1 << 63) - 1)
 
 
 class _Evaluator:
-    def __init__(self, background, streams, at, time_unit):
+    def __init__(self, background, streams, at, time_unit, convention: WindowConvention = RSEPQL_WINDOWS):
         self.background, self.streams, self.at, self.unit = background, streams, at, time_unit
+        self.convention = convention   # C-SPARQL's windows (cep.algebra.windows.WindowConvention)
         self.consumed: set = set()   # (window name, item, triple) used by earlier evaluations
         self.used: set = set()       # ... used by this one (consuming policies only)
         self.outer: dict = {}        # inside EXISTS: the mapping substituted into its pattern
 
     def query(self, query, scope=None):
+        if isinstance(query, A.Query) and self.convention.empty == SKIP and self.windows_empty(query):
+            return [] if query.modifiers is not None else set()
         token = EVALUATION_INSTANT.set(self.at)      # NOW()
         try:
             return self._query(query, scope)
@@ -905,25 +922,38 @@ class _Evaluator:
             self.outer = saved
 
     # -- C-SPARQL
+    def windows_empty(self, query) -> bool:
+        """Whether no window of ``query``'s snapshots holds a stream triple at this evaluation
+        (``WindowConvention.empty`` "skip": then the instant has no answer)."""
+        for node in A.snapshots(query):
+            c = node.instant(self.at, self.unit, self.convention)
+            for stream, spec in node.windows:
+                if stream not in self.streams:
+                    raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
+                if any(g for (_i, g, _t1, _t2) in csparql_window(self.streams[stream], spec, c, self.unit,
+                                                                  self.convention)):
+                    return False
+        return True
+
     def empty_interval(self, inner) -> tuple[int, int]:
         """The interval an answer of ``inner`` has at this evaluation: [c, c] over a Snapshot, else
         a background's [MIN_TIME, t]."""
         found = A.snapshots(inner)
         if found:
-            c = found[0].instant(self.at, self.unit)
+            c = found[0].instant(self.at, self.unit, self.convention)
             return (c, c)
         return (MIN_TIME, self.at)
 
     def snapshot(self, node: A.Snapshot) -> _Graph:
         """The merged graph of ``node`` at this evaluation (module docstring)."""
-        c = node.instant(self.at, self.unit)
+        c = node.instant(self.at, self.unit, self.convention)
         static = self.graph(node.graph) if (node.graph is not None or None in self.background) else set()
         times: dict = {}
         for stream, spec in node.windows:
             if stream not in self.streams:
                 raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
             keys = (stream,) if stream in node.named else (None, stream)   # a named one: GRAPH only
-            for (_item, g, t1, _t2) in csparql_window(self.streams[stream], spec, c, self.unit):
+            for (_item, g, t1, _t2) in csparql_window(self.streams[stream], spec, c, self.unit, self.convention):
                 for tr in g:
                     slot = times.setdefault(tr, {})
                     for key in keys:

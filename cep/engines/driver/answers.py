@@ -53,8 +53,12 @@ class NotOnDriver(SidecarError):
         super().__init__(reason)
 
 
-def refusal(query: A.Query) -> str | None:
-    """Why ``query`` is not evaluated on the driver (module doc), or None."""
+def refusal(query: A.Query, window_convention: A.WindowConvention | None = None) -> str | None:
+    """Why ``query`` is not evaluated on the driver (module doc), or None. The driver engine applies
+    no window convention but the default (``cep.algebra.WindowConvention``): it refuses any other."""
+    if window_convention is not None and not window_convention.is_default:
+        return (f"the C-SPARQL engine's window conventions ({window_convention}) are applied by the Spark and "
+                "reference engines, not by the driver's")
     if A.is_csparql(query) or A.is_rsepql(query) or A.is_epsparql(query):
         return "C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated at their evaluation instants (on Spark)"
     if not isinstance(query.form, A.Project):
@@ -129,10 +133,12 @@ def read_streams(streams: Mapping[str, Path], prefixes: Mapping[str, str]) -> tu
 
 
 def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
-               time_unit: str, terms: Mapping[int, str]) -> Answers:
+               time_unit: str, terms: Mapping[int, str], *,
+               window_convention: A.WindowConvention | None = None) -> Answers:
     """⟦query, t⟧ for each t of ``instants`` (module doc), decoded with ``terms`` ({id: term}; the
-    query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'."""
-    why = refusal(query)
+    query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'.
+    ``window_convention``: only the default is applied here (``refusal``); another raises ``NotOnDriver``."""
+    why = refusal(query, window_convention)
     if why is not None:
         raise NotOnDriver(why)
     known = dict(terms)

@@ -6,8 +6,10 @@ the algebra and calls into this module for ``Snapshot`` (``snapshot``), a FILTER
 timestamp() in one (``timed_filter``) and ``Aggregate`` (``aggregate``).
 
 * The snapshot at evaluation instant c is one (s, p, o) graph: the background graph unioned with
-  every window's triples (``csparql_window``), grouped per triple with its latest time in any
-  window (``TAU``) and, for each stream a ``timestamp(?v, <s>)`` names, in that one.
+  every window's triples (``csparql_window``, under the evaluation's ``WindowConvention``), grouped
+  per triple with its latest time in any window (``TAU``) and, for each stream a
+  ``timestamp(?v, <s>)`` names, in that one. ``windows_content``: whether any window holds a triple
+  (``empty="skip"``: the answers are gated on it, in the plan, with no extra job).
 * ``timestamp(?v)``: the FILTER's BGP is matched keeping each pattern's triple time; ts(v) is the
   greatest over the patterns mentioning v (Spark's ``greatest`` skips nulls, as max over the
   stream triples does). ``timestamp(s p o)``: a left join of the solutions with the timed triples
@@ -25,10 +27,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
+from cep.algebra.windows import RSEPQL_WINDOWS, WindowConvention
 from cep.engines.columns import STREAM_COLUMNS, T_END, T_START, scratch, var_column, var_columns
 from cep.engines.errors import DictionaryRequiredError, MissingInputError
 from cep.engines.spark import intervals as I
-from cep.engines.spark.rsepql import rsep_window
 from cep.engines.spark.triples import non_null, triple_part
 from cep.terms.literals import (AGGREGATE_SCALE, LITERAL_JAVA_RE, NUMBER_LEXICAL, canonical_double,
                           NUMERIC_DATATYPES, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, RDF_LANGSTRING)
@@ -36,7 +38,7 @@ from rdfcore.dictionary import merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM, require_columns
 
-__all__ = ["TAU", "IN_DEFAULT", "csparql_window", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate",
+__all__ = ["TAU", "IN_DEFAULT", "csparql_window", "windows_content", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate",
            "canonical_double_column"]
 
 #: the latest time of a snapshot triple in any window (null: background only)
@@ -46,13 +48,32 @@ IN_DEFAULT = scratch("in_default")
 _DEC = f"decimal(38,{AGGREGATE_SCALE})"
 
 
-def csparql_window(stream: DataFrame, spec, c: int, time_unit: str = "ms") -> DataFrame:
-    """``cep.engines.reference.csparql_window`` on Spark: RSEP-QL's (c' − ρ, c'] for logical windows,
-    the last n triples for ``TRIPLES n``."""
+def csparql_window(stream: DataFrame, spec, c: int, time_unit: str = "ms",
+                   convention: WindowConvention = RSEPQL_WINDOWS) -> DataFrame:
+    """``cep.engines.reference.csparql_window`` on Spark: the items whose time τ the window holds at
+    c under ``convention`` (``WindowConvention.content``: by default RSEP-QL's (c' − ρ, c'] for
+    logical windows), the last n triples for ``TRIPLES n``."""
+    lo, hi, n = convention.content(spec, c, time_unit)
+    if n is not None:
+        return I.w_triples(stream, hi, n)
+    ts = F.col(T_START)
+    keep = ts <= F.lit(int(hi))
+    if lo is not None:
+        keep = keep & (ts >= F.lit(int(lo)))
+    return stream.filter(keep)
 
-    if isinstance(spec, A.Triples):
-        return I.w_triples(stream, c, spec.n)
-    return rsep_window(stream, spec, c, time_unit)
+
+def windows_content(node: A.Snapshot, streams, c: int, time_unit: str,
+                    convention: WindowConvention = RSEPQL_WINDOWS) -> DataFrame | None:
+    """One row (no column) when some window of ``node`` holds a stream triple at ``c``, else none;
+    None when ``node`` has no window."""
+    out = None
+    for iri, spec in node.windows:
+        if iri not in streams:
+            raise MissingInputError(f"no stream {iri} was given; streams: {sorted(streams)}")
+        part = csparql_window(streams[iri], spec, c, time_unit, convention).select(F.lit(1).alias("_in"))
+        out = part if out is None else out.unionByName(part)
+    return None if out is None else out.limit(1)
 
 
 def _tau(stream) -> str:
@@ -92,9 +113,10 @@ def stream_graph(times: DataFrame, stream) -> DataFrame:
 
 
 def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, time_unit: str,
-                   spark) -> DataFrame:
+                   spark, convention: WindowConvention = RSEPQL_WINDOWS) -> DataFrame:
     """The merged graph of ``node`` at instant ``c``: (s, p, o, ``TAU``, one time column per
-    stream of ``timed_streams``); ``static``: the background (s, p, o) or None."""
+    stream of ``timed_streams``); ``static``: the background (s, p, o) or None; the windows'
+    content under ``convention``."""
     stream_col = scratch("stream")
     parts = []
     if static is not None:
@@ -106,7 +128,7 @@ def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, 
             raise MissingInputError(f"no stream {iri} was given; streams: {sorted(streams)}")
         frame = streams[iri]
         require_columns(frame, STREAM_COLUMNS, f"stream {iri}")
-        content = csparql_window(frame, spec, c, time_unit)
+        content = csparql_window(frame, spec, c, time_unit, convention)
         parts.append(content.select(S, P, O, F.lit(iri).alias(stream_col), F.col(T_START).alias(TAU)))
     if not parts:
         return spark.createDataFrame([], f"{S} long, {P} long, {O} long, {TAU} long")

@@ -58,7 +58,8 @@ from cep.engines.spark import graphpatterns as sparql
 from cep.engines.spark import intervals as I
 from cep.engines.spark import lifetimes as L
 from cep.engines.spark.arrow import evaluate_rows, solution_seed
-from cep.engines.spark.csparql import IN_DEFAULT, aggregate, snapshot_graph, stream_graph, timed_filter
+from cep.algebra.windows import RSEPQL_WINDOWS, SKIP, WindowConvention
+from cep.engines.spark.csparql import IN_DEFAULT, aggregate, snapshot_graph, stream_graph, timed_filter, windows_content
 from cep.engines.spark.filters import ORDER, filter_mappings, order_answers, order_solutions
 from cep.engines.spark.graphpatterns import correlate, group_cover, minus, values_rows
 from cep.engines.spark.rsepql import USED_COLUMNS, match_events, rsep_window, used_triples
@@ -77,7 +78,7 @@ __all__ = ["evaluate", "evaluate_at_instants", "evaluate_each", "evaluate_sequen
 
 def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms", *,
              dictionary: DataFrame | None = None, since=None, prefixes=None,
-             terms: list | None = None, rules=()) -> DataFrame:
+             terms: list | None = None, rules=(), window_convention: WindowConvention | None = None) -> DataFrame:
     """⟦Q, t⟧ (eq. 1) as a DataFrame.
 
     ``query``: query text (compiled with ``cep.compile_query``) or a ``cep.algebra.patterns.Query``.
@@ -94,6 +95,9 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
     ``unpersist()`` them when done.
     ``rules``: EP-SPARQL CONSTRUCT rules (compiled queries): the query reads the streams' Q-closure
     (``close_rules``; the terms the rules compute go to ``terms`` too).
+    ``window_convention``: how a C-SPARQL query's windows are bounded and reported
+    (``cep.algebra.WindowConvention``; None: RSEP-QL's (c − ρ, c], closes at multiples of the step,
+    empty windows answered); one the query cannot take raises ``WindowConventionError``.
 
     Returns one long column per projected variable (``cep.engines.columns.var_column(name)``) plus
     ``T_START``, ``T_END`` (and ``cep.engines.spark.filters.ORDER``, each answer's position, for a query with
@@ -109,13 +113,15 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
         query = compile_query(query, prefixes)
     if not isinstance(query, A.Query):
         raise TypeError(f"evaluate() needs query text or a cep.algebra.patterns.Query, got {type(query).__name__}")
+    convention = A.check_window_convention(query, window_convention)
     computed: list = []
     if rules:
         streams = close_rules(check_rules(query, rules), background, streams, int(at), time_unit,
                               dictionary=dictionary, terms=computed)
         if terms is not None:
             terms.extend(computed)
-    runtime = _Runtime(background, streams, int(at), time_unit, [dictionary, *computed], since)
+    runtime = _Runtime(background, streams, int(at), time_unit, [dictionary, *computed], since,
+                       convention=convention)
     runtime.keep_terms = terms is not None
     result = runtime.query(query)
     if terms is not None:
@@ -129,7 +135,8 @@ AT = "_at"
 
 def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: str = "ms", *,
                          dictionary: DataFrame | None = None, since=None, prefixes=None,
-                         terms: list | None = None, rules=(), column: str = AT) -> DataFrame:
+                         terms: list | None = None, rules=(), column: str = AT,
+                         window_convention: WindowConvention | None = None) -> DataFrame:
     """⟦Q, t⟧ at each of the instants ``times`` (increasing), as ONE DataFrame: for each t, the rows
     :func:`evaluate` returns at t (the same columns), with t in the long column ``column``.
     Arguments as :func:`evaluate`'s.
@@ -147,12 +154,13 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     (no plan of an earlier instant stays alive)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
+    convention = A.check_window_convention(query, window_convention)
     times = _increasing(times)
     if not times:
         raise ValueError("evaluate_at_instants() needs at least one instant")
     if rules or one_pass_refusal(query) is not None:
         frames = evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
-                               terms=terms, rules=rules)
+                               terms=terms, rules=rules, window_convention=convention)
         out = None
         for at, frame in zip(times, frames):
             frame = frame.withColumn(column, F.lit(at).cast("long"))
@@ -193,8 +201,8 @@ def one_pass_refusal(query: A.Query) -> str | None:
 
 def evaluate_each(query, background, streams: Mapping, times, time_unit: str = "ms", *,
                   dictionary: DataFrame | None = None, since=None, prefixes=None, terms: list | None = None,
-                  rules=(), consumed: DataFrame | None = None, consumed_out: list | None = None
-                  ) -> Iterator[DataFrame]:
+                  rules=(), consumed: DataFrame | None = None, consumed_out: list | None = None,
+                  window_convention: WindowConvention | None = None) -> Iterator[DataFrame]:
     """:func:`evaluate` at each of the instants ``times`` (increasing), in order, one answer
     DataFrame per instant as it is evaluated. Each is materialised (``localCheckpoint``: its rows
     stored, its plan dropped) before the next instant is evaluated, and what the evaluation cached
@@ -208,9 +216,11 @@ def evaluate_each(query, background, streams: Mapping, times, time_unit: str = "
     consumed set after the last instant is appended to ``consumed_out`` (None when no consuming
     MATCH was evaluated and none was given).
     ``terms`` receives the (id, term) frames of the terms each evaluation computed (materialised
-    too); ``rules``: EP-SPARQL CONSTRUCT rules, closed at each instant (:func:`evaluate`)."""
+    too); ``rules``: EP-SPARQL CONSTRUCT rules, closed at each instant; ``window_convention``: as
+    :func:`evaluate`'s."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
+    convention = A.check_window_convention(query, window_convention)
     checked = check_rules(query, rules) if rules else ()
     for at in _increasing(times):
         computed: list = []
@@ -218,7 +228,8 @@ def evaluate_each(query, background, streams: Mapping, times, time_unit: str = "
         if checked:
             at_streams = close_rules(checked, background, streams, at, time_unit, dictionary=dictionary,
                                      terms=computed)
-        runtime = _Runtime(background, at_streams, at, time_unit, [dictionary, *computed], since)
+        runtime = _Runtime(background, at_streams, at, time_unit, [dictionary, *computed], since,
+                           convention=convention)
         runtime.keep_terms = True   # what the answers and the terms share is computed once
         runtime.consumed = consumed
         result = runtime.query(query).localCheckpoint()
@@ -242,10 +253,12 @@ def evaluate_each(query, background, streams: Mapping, times, time_unit: str = "
 def evaluate_sequence(query, background, streams: Mapping, times, time_unit: str = "ms", *,
                       dictionary: DataFrame | None = None, since=None, prefixes=None,
                       terms: list | None = None, consumed: DataFrame | None = None,
-                      consumed_out: list | None = None) -> list[DataFrame]:
+                      consumed_out: list | None = None,
+                      window_convention: WindowConvention | None = None) -> list[DataFrame]:
     """:func:`evaluate_each` as a list: one materialised DataFrame per instant, in order."""
     return list(evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
-                              prefixes=prefixes, terms=terms, consumed=consumed, consumed_out=consumed_out))
+                              prefixes=prefixes, terms=terms, consumed=consumed, consumed_out=consumed_out,
+                              window_convention=window_convention))
 
 
 def _increasing(times) -> list[int]:
@@ -359,8 +372,9 @@ class _Runtime:
     across runtimes (``Prepared``)."""
 
     def __init__(self, background, streams, at, time_unit, dictionaries: Sequence[DataFrame | None], since, *,
-                 ops=I, cache: dict | None = None):
+                 ops=I, cache: dict | None = None, convention: WindowConvention = RSEPQL_WINDOWS):
         self.store = None
+        self.convention = convention   # C-SPARQL's windows (cep.algebra.windows.WindowConvention)
         dictionaries = [d for d in dictionaries if d is not None]
         if isinstance(background, Materialized):
             self.store = background
@@ -389,7 +403,26 @@ class _Runtime:
 
     # --- query forms (eq. 1) -------------------------------------------------------------------
     def query(self, query: "A.Query | A.SubSelect", scope: "_Scope" = None) -> DataFrame:
-        return self.answers(query, self.eval(query.form.inner, scope), self.ops.EXTRA)
+        out = self.answers(query, self.eval(query.form.inner, scope), self.ops.EXTRA)
+        if isinstance(query, A.Query) and self.convention.empty == SKIP:
+            out = self.skip_empty(query, out)
+        return out
+
+    def skip_empty(self, query: A.Query, out: DataFrame) -> DataFrame:
+        """``out`` when some window of the query holds a stream triple at this instant, else no
+        rows (``WindowConvention.empty`` "skip"): a semi join with ``windows_content``'s one row."""
+        if self.ops is not I:
+            raise UnsupportedQueryError("empty windows 'skip' is decided per evaluation instant; not for every "
+                                        "instant at once")
+        gates = [g for node in A.snapshots(query)
+                 if (g := windows_content(node, self.streams, node.instant(self.at, self.unit, self.convention),
+                                          self.unit, self.convention)) is not None]
+        if not gates:
+            return out
+        gate = gates[0]
+        for more in gates[1:]:
+            gate = gate.unionByName(more)
+        return out.join(gate.limit(1), how="left_semi")
 
     def answers(self, query: "A.Query | A.SubSelect", omega: DataFrame, extra: Sequence[str]) -> DataFrame:
         """The query form (eq. 1) over the mappings ``omega`` of its pattern: the projection or the
@@ -699,7 +732,7 @@ class _Runtime:
         """The interval an answer of ``inner`` has at this evaluation (``cep.engines.reference``)."""
         found = A.snapshots(inner)
         if found:
-            c = found[0].instant(self.at, self.unit)
+            c = found[0].instant(self.at, self.unit, self.convention)
             return (c, c)
         graphs = [b.graph for b in A.walk(inner) if isinstance(b, A.Background)]
         return (self.since_for(graphs[0] if graphs else None), self.at)
@@ -709,9 +742,9 @@ class _Runtime:
         if self.ops is not I:
             raise UnsupportedQueryError("C-SPARQL queries are evaluated at evaluation instants (evaluate_sequence; "
                                         "continuously: cep.continuous.instants), not for every instant at once")
-        c = node.instant(self.at, self.unit)
+        c = node.instant(self.at, self.unit, self.convention)
         static = self.graph(node.graph) if (node.graph is not None or None in self.background) else None
-        times = snapshot_graph(node, static, self.streams, c, self.unit, self.spark)
+        times = snapshot_graph(node, static, self.streams, c, self.unit, self.spark, self.convention)
         if not node.named:
             return _Graph(node.graph, times.select(S, P, O), (c, c), times)
         everything = times.drop(IN_DEFAULT)                 # what GRAPH <s> / GRAPH ?g read

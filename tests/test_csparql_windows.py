@@ -1,0 +1,440 @@
+"""C-SPARQL window conventions (issue 37; ``cep.algebra.WindowConvention``, docs/csparql.md
+"Window conventions"): left-closed windows, a window start t0 and no report for empty windows.
+
+Each option on items stamped exactly on a window's opening o and close c, in the reference; the
+Spark engine against the reference at every asked instant (``--at``) and the continuous runtime
+(driver and Spark engines) against the reference at the evaluation instants; a random
+differential test; the refusals and the command line's errors.
+"""
+from __future__ import annotations
+
+import json
+import random
+import zlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cep import algebra as A
+from cep import compile_query
+from cep.continuous.plan import evaluation_instants, keep_from, plan
+from cep.engines import reference as R
+from tests.hypothesis_profiles import examples
+
+EX = "http://example.org/cw#"
+S1, S2 = f"<{EX}S>", f"<{EX}S2>"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+LEFT, RIGHT = A.LEFT_CLOSED, A.RIGHT_CLOSED
+ENGINE = A.CSPARQL_ENGINE_WINDOWS
+
+
+def num(n: int) -> str:
+    return f'"{n}"^^<{XSD}integer>'
+
+
+def ex(name: str) -> str:
+    return f"<{EX}{name}>"
+
+
+def items(*times, first: int = 0, subject: str = "a"):
+    """One item per time: (a :p n) with n its time, so an answer says which items a window held."""
+    return [(first + k, frozenset({(ex(subject), ex("p"), num(t))}), t, t) for k, t in enumerate(times)]
+
+
+#: the values a window held, as a set of times (each item's value is its time)
+SELECT = f"PREFIX : <{EX}> SELECT ?v FROM STREAM :S WIN WHERE {{ ?s :p ?v }}"
+#: an aggregate over the implicit group: one row at every instant, AVG = 0 over nothing
+COUNT = f"PREFIX : <{EX}> SELECT (COUNT(*) AS ?n) FROM STREAM :S WIN WHERE {{ ?s :p ?v }}"
+
+
+def held(window: str, stream, at: int, convention=None) -> set[int]:
+    query = compile_query(SELECT.replace("WIN", window))
+    out = R.evaluate(query, {None: set()}, {S1: stream}, at, window_convention=convention)
+    return {int(dict(mu)["v"].split('"')[1]) for (mu, _t1, _t2) in out}
+
+
+# --- the options on boundary-stamped items (reference) -------------------------------------------
+
+def test_bounds_on_the_opening_and_the_close():
+    """RANGE 10 STEP 5 at 15 (window o = 5, c = 15): items at 4, 5, 6, 14, 15, 16. Right-closed
+    (5, 15] holds 6..15; left-closed [5, 15) holds 5..14. The sliding RANGE 3 and TRIPLES / ALL
+    follow: τ ≤ c or τ < c."""
+    stream = items(4, 5, 6, 14, 15, 16)
+    assert held("[RANGE 10 STEP 5]", stream, 15) == {6, 14, 15}
+    assert held("[RANGE 10 STEP 5]", stream, 15, A.WindowConvention(LEFT)) == {5, 6, 14}
+    assert held("[RANGE 10 STEP 5]", stream, 17, A.WindowConvention(LEFT)) == {5, 6, 14}   # still the close 15
+    assert held("[RANGE 10 TUMBLING]", stream, 10, A.WindowConvention(LEFT)) == {4, 5, 6}
+    assert held("[RANGE 10 TUMBLING]", stream, 10) == {4, 5, 6}     # (0, 10] and [0, 10): no item on 0 or 10
+    assert held("[RANGE 3]", stream, 15) == {14, 15} and held("[RANGE 3]", stream, 15, A.WindowConvention(LEFT)) == {14}
+    assert held("[TRIPLES 2]", stream, 15) == {14, 15}
+    assert held("[TRIPLES 2]", stream, 15, A.WindowConvention(LEFT)) == {6, 14}
+    assert held("[ALL]", stream, 5) == {4, 5} and held("[ALL]", stream, 5, A.WindowConvention(LEFT)) == {4}
+
+
+def test_window_start_moves_the_closes():
+    """t0 = 2: RANGE 10 STEP 5 closes at 2 + 5k. At 13 the last close is 12: (2, 12] or [2, 12);
+    items on 2 and 12 are the boundaries; t0 = 7 is the same phase as t0 = 2."""
+    stream = items(1, 2, 3, 11, 12, 13)
+    assert held("[RANGE 10 STEP 5]", stream, 13, A.WindowConvention(start=2)) == {3, 11, 12}
+    assert held("[RANGE 10 STEP 5]", stream, 13, A.WindowConvention(LEFT, 2)) == {2, 3, 11}
+    assert held("[RANGE 10 STEP 5]", stream, 13, A.WindowConvention(LEFT, 7)) == {2, 3, 11}
+    assert held("[RANGE 10 STEP 5]", stream, 13, A.WindowConvention(LEFT, -3)) == {2, 3, 11}
+    assert held("[RANGE 10 STEP 5]", stream, 13) == {1, 2, 3}                       # the close 10: (0, 10]
+    assert held("[RANGE 10 STEP 5]", stream, 11, A.WindowConvention(start=2)) == {1, 2, 3}   # the close 7
+    # COMPUTED EVERY 5 with t0 = 3: reports at 3 + 5k, each answer stamped with its instant
+    query = compile_query(f"REGISTER QUERY q COMPUTED EVERY 5 AS PREFIX : <{EX}> SELECT ?v FROM STREAM :S [RANGE 4] "
+                          "WHERE { ?s :p ?v }")
+    assert R.evaluate(query, {None: set()}, {S1: stream}, 12, window_convention=A.WindowConvention(start=3)) == set()
+    out = R.evaluate(query, {None: set()}, {S1: stream}, 14, window_convention=A.WindowConvention(start=3))
+    assert {(dict(mu)["v"], t1, t2) for (mu, t1, t2) in out} == {(num(11), 13, 13), (num(12), 13, 13),
+                                                                 (num(13), 13, 13)}
+
+
+def test_empty_windows_report_or_skip():
+    """COUNT over the implicit group: one row of 0 when the window is empty (report), none with
+    skip. With two streams an instant is skipped only when both windows are empty, and answered
+    as usual when one holds a triple that WHERE does not match."""
+    query = compile_query(COUNT.replace("WIN", "[RANGE 5 TUMBLING]"))
+    stream = {S1: items(5, 7)}
+
+    def count(at, convention=None, streams=stream, q=query):
+        return sorted(dict(mu)["n"] for (mu, _t1, _t2) in R.evaluate(q, {None: set()}, streams, at,
+                                                                     window_convention=convention))
+
+    assert count(0) == [num(0)] and count(5) == [num(1)] and count(10) == [num(1)] and count(15) == [num(0)]
+    skip = A.WindowConvention(empty=A.SKIP)
+    assert count(0, skip) == [] and count(5, skip) == [num(1)] and count(15, skip) == []
+    assert count(5, ENGINE) == [] and count(10, ENGINE) == [num(2)] and count(15, ENGINE) == []   # [0,5), [5,10)
+    two = compile_query(f"PREFIX : <{EX}> SELECT (COUNT(*) AS ?n) FROM STREAM :S [RANGE 5 TUMBLING] "
+                        f"FROM NAMED STREAM :S2 [RANGE 5 TUMBLING] WHERE {{ ?s :p ?v }}")
+    other = {(0, frozenset({(ex("b"), ex("q"), ex("c"))}), 12, 12)}
+    streams = {S1: items(5, 7), S2: list(other)}
+    assert count(15, skip, streams, two) == [num(0)]          # :S2 holds a triple (named, unmatched): answered
+    assert count(20, skip, streams, two) == []                # both empty
+
+
+def test_left_closed_at_c_is_right_closed_at_c_minus_one():
+    """Over integer ticks [c − ρ, c) with closes at t0 + kσ holds what (c − 1 − ρ, c − 1] with
+    closes at t0 − 1 + kσ holds: the answers at t are those at t − 1, reported one tick later."""
+    rng = random.Random(37)
+    for text in RANDOM_QUERIES:
+        query = compile_query(text)
+        for _round in range(6):
+            streams = {S1: random_items(rng, 9, 14), S2: random_items(rng, 6, 14, first=100)}
+            t0, at = rng.randint(-4, 4), rng.randint(0, 16)
+            left = R.evaluate(query, {None: set()}, streams, at, window_convention=A.WindowConvention(LEFT, t0))
+            right = R.evaluate(query, {None: set()}, streams, at - 1, window_convention=A.WindowConvention(RIGHT, t0 - 1))
+            assert _shifted(left, -1) == _shifted(right, 0), (text, t0, at)
+
+
+def _shifted(answers, by: int):
+    return sorted(((mu, t1 + by, t2 + by) for (mu, t1, t2) in answers), key=repr)
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+def test_refusals():
+    with pytest.raises(A.WindowConventionError, match="window bounds must be one of right-closed, left-closed"):
+        A.WindowConvention("closed")
+    with pytest.raises(A.WindowConventionError, match="empty windows must be one of report, skip"):
+        A.WindowConvention(empty="drop")
+    with pytest.raises(A.WindowConventionError, match="integer number of ticks"):
+        A.WindowConvention(start=1.5)
+    cqels = compile_query(f"PREFIX : <{EX}> SELECT ?s WHERE {{ WINDOW :w ON :S [RANGE 5] {{ ?s :p ?o }} }}")
+    for convention in (A.WindowConvention(LEFT), A.WindowConvention(start=1), A.WindowConvention(empty=A.SKIP)):
+        with pytest.raises(A.WindowConventionError, match="apply to C-SPARQL windows .* a CQELS-CEP query"):
+            R.evaluate(cqels, {None: set()}, {S1: []}, 5, window_convention=convention)
+        with pytest.raises(A.WindowConventionError, match="a CQELS-CEP query"):
+            plan(cqels, window_convention=convention)
+    assert R.evaluate(cqels, {None: set()}, {S1: []}, 5, window_convention=A.RSEPQL_WINDOWS) == set()
+    now = compile_query(f"PREFIX : <{EX}> SELECT ?s FROM STREAM :S [NOW] WHERE {{ ?s :p ?o }}")
+    with pytest.raises(A.WindowConventionError, match=r"left-closed window \[c, c\) holds none"):
+        R.evaluate(now, {None: set()}, {S1: []}, 5, window_convention=ENGINE)
+    nothing = compile_query(f"PREFIX : <{EX}> SELECT ?s ?n WHERE {{ ?s :p ?o }} AGGREGATE {{ (?n, COUNT, {{?s}}) }}")
+    with pytest.raises(A.WindowConventionError, match="reads no stream window"):
+        R.evaluate(nothing, {None: set()}, {}, 5, window_convention=ENGINE)
+    assert R.evaluate(nothing, {None: set()}, {}, 5, window_convention=A.WindowConvention(LEFT)) == set()
+    from cep.engines.driver.answers import refusal
+
+    assert "not by the driver's" in refusal(cqels, A.WindowConvention(LEFT))
+
+
+# --- the continuous plan: instants and state (no Spark) -----------------------------------------------
+
+def test_continuous_instants_and_state_follow_the_convention():
+    def csparql(window, every=""):
+        head = f"REGISTER QUERY q {every} AS " if every else ""
+        return compile_query(head + f"PREFIX : <{EX}> SELECT ?s FROM STREAM :S {window} WHERE {{ ?s ?p ?o }}")
+
+    step = csparql("[RANGE 6 STEP 4]")
+    assert evaluation_instants(plan(step), {S1: [1, 9]}, 1, 17) == [4, 8, 12, 16]
+    assert evaluation_instants(plan(step, window_convention=A.WindowConvention(start=3)), {S1: [1]}, 1, 17) == \
+        [3, 7, 11, 15]
+    assert evaluation_instants(plan(step, window_convention=A.WindowConvention(start=-3)), {S1: [1]}, 1, 17) == \
+        [1, 5, 9, 13, 17]
+    sliding = csparql("[RANGE 5]")   # arrivals and leavings: one tick later when left-closed
+    assert evaluation_instants(plan(sliding), {S1: [1, 3]}, 0, 12) == [1, 3, 6, 8]
+    assert evaluation_instants(plan(sliding, window_convention=ENGINE), {S1: [1, 3]}, 0, 12) == [2, 4, 7, 9]
+    every = csparql("[RANGE 5]", "COMPUTED EVERY 3")
+    assert evaluation_instants(plan(every, window_convention=A.WindowConvention(start=1)), {S1: [1]}, 1, 10) == \
+        [1, 4, 7, 10]
+    # the state: after 9, the close ≥ 10 of RANGE 6 STEP 4 (closes 12, ...) needs τ > 6, or ≥ 6 left-closed;
+    # with t0 = 3 the next close is 11: τ > 5, or ≥ 5
+    assert keep_from(plan(step), S1, 9) == 3     # the close 8 (an evaluation at 10 of another window's)
+    assert keep_from(plan(step, window_convention=A.WindowConvention(LEFT)), S1, 9) == 2
+    assert keep_from(plan(step, window_convention=A.WindowConvention(start=3)), S1, 9) == 2
+    assert keep_from(plan(step, window_convention=A.WindowConvention(LEFT, 3)), S1, 9) == 1
+    assert plan(step, window_convention=ENGINE).convention == ENGINE
+
+
+# --- the command line: errors before anything runs (no Spark) -----------------------------------------
+
+def _files(tmp_path, text, stream=None):
+    (tmp_path / "q.rq").write_text(text, encoding="utf-8")
+    lines = [json.dumps({"s": f"<{EX}a>", "p": f"<{EX}p>", "o": num(t), "t": t}) for t in (stream or (0, 5, 10))]
+    (tmp_path / "s.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [str(tmp_path / "q.rq"), "--stream", f"{S1}={tmp_path / 's.jsonl'}"]
+
+
+def test_command_line_errors(tmp_path, capsys):
+    from jobs import query as job
+
+    args = _files(tmp_path, SELECT.replace("WIN", "[RANGE 10 STEP 5]"))
+    with pytest.raises(SystemExit) as exit_:
+        job.main(args + ["--at", "5", "--window-bounds", "closed"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--window-bounds: invalid choice: 'closed'" in err and "right-closed" in err and "left-closed" in err
+    with pytest.raises(SystemExit) as exit_:
+        job.main(args + ["--at", "5", "--empty-windows", "drop"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--empty-windows: invalid choice: 'drop'" in err and "skip" in err
+    assert job.main(args + ["--at", "5", "--window-start", "soon"]) == 2
+    assert "--window-start 'soon': expected an integer number of ms or an ISO-8601 date-time" in capsys.readouterr().err
+    assert job.main(args + ["--at", "5", "--csparql-compat", "--engine", "local"]) == 2
+    assert "--engine local: the driver engine cannot evaluate this: the C-SPARQL engine's window conventions" \
+        in capsys.readouterr().err
+    sliding = _files(tmp_path, SELECT.replace("WIN", "[RANGE 5]"))
+    assert job.main(sliding + ["--at", "5", "--window-start", "3", "--engine", "local"]) == 2
+    err = capsys.readouterr().err
+    assert "warning: --window-start has no effect: the query has no STEP or TUMBLING window" in err
+    now = _files(tmp_path, SELECT.replace("WIN", "[NOW]"))
+    assert job.main(now + ["--at", "5", "--csparql-compat"]) == 2
+    assert "left-closed window [c, c) holds none" in capsys.readouterr().err
+    cqels = _files(tmp_path, f"PREFIX : <{EX}> SELECT ?s WHERE {{ WINDOW :w ON :S [RANGE 5] {{ ?s :p ?o }} }}")
+    for option in (["--csparql-compat"], ["--window-start", "3"], ["--window-bounds", "left-closed"]):
+        assert job.main(cqels + ["--at", "5", *option]) == 2
+        assert "apply to C-SPARQL windows (FROM STREAM); this is a CQELS-CEP query" in capsys.readouterr().err
+    assert job.main(cqels + ["--continuous", "--checkpoint", str(tmp_path / "c"), "--empty-windows", "skip"]) == 2
+    assert "a CQELS-CEP query" in capsys.readouterr().err
+
+
+# --- Spark against the reference ------------------------------------------------------------------
+
+#: the conventions the Spark tests run: each option alone, and all three
+CONVENTIONS = [A.RSEPQL_WINDOWS, A.WindowConvention(LEFT), A.WindowConvention(start=3),
+               A.WindowConvention(empty=A.SKIP), A.WindowConvention(LEFT, -2, A.SKIP)]
+
+#: the boundary case: items on the opening and the close of RANGE 10 STEP 5 windows (closes at 5k,
+#: or 5k + 3 / 5k − 2), a gap that leaves the windows empty, and both streams
+BOUNDARY_TIMES = (0, 3, 5, 8, 10, 13, 15, 40, 43, 45)
+BOUNDARY_QUERIES = [
+    f"""PREFIX : <{EX}> SELECT (COUNT(*) AS ?n) (AVG(?v) AS ?avg) (MAX(?v) AS ?max)
+FROM STREAM :S [RANGE 10 STEP 5] WHERE {{ ?s :p ?v }}""",
+    f"""PREFIX : <{EX}> SELECT ?v ?w FROM STREAM :S [RANGE 10 STEP 5] FROM STREAM :S2 [RANGE 5 TUMBLING]
+WHERE {{ ?s :p ?v OPTIONAL {{ ?s :q ?w }} }}""",
+    f"""REGISTER QUERY q COMPUTED EVERY 5 AS PREFIX : <{EX}> SELECT ?s ?n FROM STREAM :S [RANGE 6]
+FROM STREAM :S2 [TRIPLES 2] WHERE {{ ?s ?p ?v }} AGGREGATE {{ (?n, COUNT, {{?s}}) }}""",
+]
+#: instants on and beside the closes of every convention above (5k, 5k + 3, 5k − 2), before, inside
+#: and after the gap (each is one Spark evaluation: C-SPARQL is evaluated instant by instant)
+BOUNDARY_INSTANTS = [-1, 0, 5, 8, 15, 40, 45]
+
+
+def boundary_streams():
+    s2 = [(100 + k, frozenset({(ex("a"), ex("q"), num(t))}), t, t) for k, t in enumerate((5, 10, 30))]
+    return {S1: items(*BOUNDARY_TIMES), S2: s2}
+
+
+def _spark_inputs(spark, streams):
+    from rdfcore.hashing import term_id
+    from rdfcore.schema import ID, TERM
+    from tests.test_cep_differential import stream_frame
+
+    words = {x for its in streams.values() for (_i, g, _a, _b) in its for tr in g for x in tr}
+    frames = {iri: stream_frame(spark, its) for iri, its in streams.items()}
+    background = {None: spark.createDataFrame([], "s long, p long, o long")}
+    return frames, background, words, lambda extra: spark.createDataFrame(
+        sorted({(term_id(w), w) for w in words | extra}), f"{ID} long, {TERM} string")
+
+
+def _spark_at_instants(spark, cases, streams):
+    """{key: [(instant, mapping, t1, t2)]} of each (query text, convention, instants) in ``cases``,
+    on Spark: ``evaluate`` at each instant (what ``evaluate_at_instants`` does for C-SPARQL, one
+    evaluation per instant, without materialising each), all collected in one job."""
+    from pyspark.sql import functions as F
+
+    from cep.engines.columns import column_var
+    from cep.engines.spark.evaluate import AT, evaluate
+    from rdfcore.schema import ID, TERM, T_END, T_START
+
+    frames, background, words, dictionary_of = _spark_inputs(spark, streams)
+    out, computed = {}, []
+    for key, (text, convention, instants) in cases.items():
+        query = compile_query(text)
+        dictionary = dictionary_of(set(A.constants(query.form)))
+        parts = [evaluate(query, background, frames, at, dictionary=dictionary, terms=computed,
+                          window_convention=convention).withColumn(AT, F.lit(at).cast("long")) for at in instants]
+        out[key] = parts[0]
+        for part in parts[1:]:
+            out[key] = out[key].unionByName(part)
+    ids = {}
+    if computed:
+        terms = computed[0]
+        for more in computed[1:]:
+            terms = terms.unionByName(more)
+        ids.update({r[ID]: r[TERM] for r in terms.collect()})
+    from rdfcore.hashing import term_id
+
+    ids.update({term_id(w): w for w in words})
+    got = {}
+    for key, frame in out.items():   # one job per case: one union of every case's plans plans slowly
+        rows = frame.select(F.col(AT).alias("_at"), F.to_json(F.struct(
+            *[c for c in frame.columns if c not in (T_START, T_END, AT)])).alias("_m"), T_START, T_END).collect()
+        got[key] = [(r["_at"], frozenset((column_var(k), ids.get(v, v)) for k, v in json.loads(r["_m"]).items()
+                                         if v is not None), r[T_START], r[T_END]) for r in rows]
+    for terms in computed:
+        terms.unpersist()
+    return got
+
+
+def _reference_at_instants(text, convention, instants, streams):
+    query = compile_query(text)
+    results = R.evaluate_sequence(query, {None: set()}, streams, instants, window_convention=convention)
+    return sorted(((at, mu, t1, t2) for at, answers in zip(instants, results) for (mu, t1, t2) in answers), key=repr)
+
+
+@pytest.mark.spark
+def test_boundary_items_spark_equals_reference_at_every_instant(spark):
+    """Each convention, each query, at every instant from before the first item to past the last:
+    Spark's rows are the reference's (the driver engine does not run C-SPARQL: it refuses)."""
+    streams = boundary_streams()
+    # every convention on the aggregate; the others under the three options together
+    cases = {(q, c): (text, convention, BOUNDARY_INSTANTS) for q, text in enumerate(BOUNDARY_QUERIES)
+             for c, convention in enumerate(CONVENTIONS) if q == 0 or c == len(CONVENTIONS) - 1}
+    got = _spark_at_instants(spark, cases, streams)
+    for (q, c), (text, convention, instants) in cases.items():
+        expected = _reference_at_instants(text, convention, instants, streams)
+        assert sorted(got[(q, c)], key=repr) == expected, (text, convention)
+    # the options do change the answers here (a test of equal nothings would prove nothing)
+    answers = {c: _reference_at_instants(BOUNDARY_QUERIES[0], conv, BOUNDARY_INSTANTS, streams)
+               for c, conv in enumerate(CONVENTIONS)}
+    assert len({repr(a) for a in answers.values()}) == len(CONVENTIONS)
+
+
+#: random C-SPARQL queries (sliding, STEP, TUMBLING, TRIPLES, ALL windows, COMPUTED EVERY, timestamp(),
+#: GRAPH over a named stream, aggregates) for the differential tests
+RANDOM_QUERIES = [
+    f"""PREFIX : <{EX}> SELECT ?s (COUNT(*) AS ?n) (SUM(?v) AS ?sum) FROM STREAM :S [RANGE 6 STEP 3]
+FROM STREAM :S2 [RANGE 4 TUMBLING] WHERE {{ ?s :p ?v }} GROUP BY ?s""",
+    f"""PREFIX : <{EX}> SELECT ?s ?o FROM STREAM :S [RANGE 5] FROM STREAM :S2 [TRIPLES 3]
+WHERE {{ ?s :p ?o . ?s :q ?z FILTER (timestamp(?o) >= timestamp(?z)) }}""",
+    f"""REGISTER QUERY q COMPUTED EVERY 4 AS PREFIX : <{EX}> SELECT ?g ?s ?o FROM NAMED STREAM :S [RANGE 7 STEP 2]
+FROM STREAM :S2 [ALL] WHERE {{ {{ ?s :q ?o }} UNION {{ GRAPH ?g {{ ?s :p ?o }} }} }}""",
+    f"""PREFIX : <{EX}> SELECT (COUNT(?o) AS ?n) (MIN(?o) AS ?m) FROM STREAM :S [RANGE 3 TUMBLING] WHERE {{ ?s ?p ?o }}""",
+]
+SUBJECTS = [ex(n) for n in "abc"]
+VALUES = [num(v) for v in (1, 2, 5)]
+
+
+def random_items(rng: random.Random, n: int, span: int, first: int = 0):
+    out = []
+    for k in range(n):
+        t = rng.randint(0, span)
+        out.append((first + k, frozenset({(rng.choice(SUBJECTS), rng.choice([ex("p"), ex("q")]),
+                                           rng.choice(VALUES + SUBJECTS))}), t, t))
+    return sorted(out, key=lambda it: it[2])
+
+
+@st.composite
+def random_cases(draw):
+    def stream(first):
+        rows = draw(st.lists(st.tuples(st.sampled_from(SUBJECTS), st.sampled_from([ex("p"), ex("q")]),
+                                       st.sampled_from(VALUES + SUBJECTS), st.integers(0, 12)), max_size=8))
+        return [(first + k, frozenset({r[:3]}), r[3], r[3]) for k, r in enumerate(sorted(rows, key=lambda r: r[3]))]
+    convention = A.WindowConvention(draw(st.sampled_from(A.BOUNDS)), draw(st.integers(-4, 4)),
+                                    draw(st.sampled_from(A.EMPTY_WINDOWS)))
+    instants = sorted(draw(st.sets(st.integers(-1, 15), min_size=1, max_size=3)))
+    return {S1: stream(0), S2: stream(100)}, convention, instants
+
+
+@pytest.mark.spark
+@settings(max_examples=examples(1), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                         HealthCheck.too_slow])
+@given(drawn=random_cases())
+def test_random_conventions_spark_equals_reference(spark, drawn):
+    streams, convention, instants = drawn
+    cases = {i: (text, convention, instants) for i, text in enumerate(RANDOM_QUERIES)}
+    got = _spark_at_instants(spark, cases, streams)
+    for i, text in enumerate(RANDOM_QUERIES):
+        assert sorted(got[i], key=repr) == _reference_at_instants(text, convention, instants, streams), \
+            (text, convention, instants)
+
+
+# --- the job: --at and --continuous -----------------------------------------------------------------
+
+def _job_rows(lines) -> list[tuple]:
+    return sorted(tuple(line.split("\t")) for line in lines[1:])
+
+
+@pytest.mark.spark
+def test_query_job_at_instants_with_the_options(spark, tmp_path, capsys):
+    """``query --at`` with the options gives the reference's rows at every asked instant."""
+    from jobs import query as job
+
+    text = BOUNDARY_QUERIES[0]
+    args = _files(tmp_path, text, BOUNDARY_TIMES)
+    instants = [0, 5, 10, 15, 50]
+    stream = {S1: [(k, frozenset({(ex("a"), ex("p"), num(t))}), t, t) for k, t in enumerate(BOUNDARY_TIMES)]}
+    counts = []
+    for options, convention in ((["--csparql-compat", "--window-start", "-2"], A.WindowConvention(LEFT, -2, A.SKIP)),
+                                (["--window-bounds", "left-closed"], A.WindowConvention(LEFT))):
+        assert job.main(args + ["--at", ",".join(map(str, instants)), "--engine", "spark", *options]) == 0
+        got = _job_rows(capsys.readouterr().out.splitlines())
+        query = compile_query(text)
+        expected = []
+        for at, answers in zip(instants, R.evaluate_sequence(query, {None: set()}, stream, instants,
+                                                             window_convention=convention)):
+            for (mu, t1, t2) in answers:
+                row = dict(mu)
+                expected.append((f'"{at}"^^<{XSD}integer>', row["n"], row.get("avg", ""), row.get("max", ""),
+                                 f'"{t1}"^^<{XSD}integer>', f'"{t2}"^^<{XSD}integer>'))
+        assert got == sorted(expected), options
+        counts.append(len(got))
+    # closes at -2 + 5k with skip: at 0 the window [-12, -2) is empty, no row; reported, a COUNT of 0
+    assert counts == [len(instants) - 1, len(instants)]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_continuous_with_the_options_equals_reference(spark, tmp_path, engine):
+    """``--continuous`` (the runtime ``query --continuous`` runs) with each option: on the driver's
+    engine and on Spark, the rows are the reference's at the evaluation instants, which the
+    convention moves; the partial, empty window at the first event time is not reported with skip."""
+    from tests.test_continuous_instants import _check, expected_rows, got_rows, run_instants
+
+    rng = random.Random(zlib.crc32(engine.encode()))
+    text = RANDOM_QUERIES[0] if engine == "local" else BOUNDARY_QUERIES[0]
+    streams = {S1: random_items(rng, 14, 14), S2: random_items(rng, 8, 14, first=100)} if engine == "local" \
+        else {S1: items(*BOUNDARY_TIMES)}
+    conventions = CONVENTIONS[1:4] if engine == "local" else [ENGINE]
+    for k, convention in enumerate(conventions):
+        got, relabeled, metrics = run_instants(spark, tmp_path, text, streams, emit="rstream", engine=engine,
+                                               name=f"run{k}", window_convention=convention)
+        assert {m["engine"] for m in metrics} == {engine}
+        expected, ordered = expected_rows(text, relabeled, "rstream", window_convention=convention)
+        assert expected
+        _check(got_rows(got, text), expected, ordered)
+        if engine == "spark":   # the close at the first event time, 0, holds [-10, 0): empty, no row (COUNT 0)
+            assert min(at for at, _row in expected) == 5
