@@ -52,8 +52,10 @@ def alive(rows, t):
     return {(mu, t1, t if t2 == OPEN_END else t2) for (mu, t1, t2, a, b) in rows if a <= t <= b}
 
 
-@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                             HealthCheck.too_slow])
+# 2 drawn examples and the explicit one by default (each is a batch of random queries on Spark); the
+# thorough profile draws 100
+@settings(max_examples=examples(2, 100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                                  HealthCheck.too_slow])
 @given(drawn=streams_and_cases())
 @example(drawn=SPLIT_GRAPH)
 def test_lifetimes_equal_reference_at_every_instant(spark, drawn):

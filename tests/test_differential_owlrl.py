@@ -83,7 +83,9 @@ def ontologies(draw) -> list[set[tuple[str, str, str]]]:
     return [draw(ontology(f"http://example.org/r{i}#")) for i in range(count)]
 
 
-@settings(max_examples=examples(4), deadline=None, suppress_health_check=list(HealthCheck))
+# 2 drawn examples by default (each is 4-10 random ontologies reasoned together on Spark), 100
+# under the thorough profile
+@settings(max_examples=examples(2, 100), deadline=None, suppress_health_check=list(HealthCheck))
 @given(ontologies())
 def test_random_ontologies_match_owlrl(spark, onts):
     """Random ontologies (with cycles, sub-properties, domains/ranges on literals, meta-level sp)."""

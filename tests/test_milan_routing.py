@@ -288,12 +288,18 @@ def test_agent_state_survives_a_restart_and_a_replayed_batch_writes_the_same(spa
     assert again == want
 
 
-def test_the_job_draws_its_map_and_names_bad_plans(shared_data, tmp_path):
+def test_the_job_draws_its_map_and_names_bad_plans(shared_data, tmp_path, capsys):
+    """The job as ``python -m jobs.milan_routing`` (a process and JVM of its own), then its plan
+    check in-process (``main``: it fails before any JVM is wanted, and a second interpreter would
+    only build the network again)."""
     import subprocess
     import sys
 
-    base = [sys.executable, "-m", "jobs.milan_routing", "--stream", str(tmp_path / "in"), "--agents",
-            str(tmp_path / "plans.json"), "--checkpoint", str(tmp_path / "ck"), "--data-dir", str(shared_data)]
+    from jobs.milan_routing import main
+
+    options = ["--stream", str(tmp_path / "in"), "--agents", str(tmp_path / "plans.json"), "--checkpoint",
+               str(tmp_path / "ck"), "--data-dir", str(shared_data)]
+    base = [sys.executable, "-m", "jobs.milan_routing", *options]
     done = subprocess.run(base + ["--generate", "2", "--locations", "3", "--out", str(tmp_path / "out"),
                                   "--map", str(tmp_path / "map.png")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -302,5 +308,6 @@ def test_the_job_draws_its_map_and_names_bad_plans(shared_data, tmp_path):
     assert summary["routes"] >= 6 and summary["rejected"] == 0
     (tmp_path / "plans.json").write_text(json.dumps({"agents": [{"id": "x", "start": "m:stop/nowhere",
                                                                   "locations": []}]}))
-    done = subprocess.run(base + ["--checkpoint", str(tmp_path / "ck2")], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 2 and "agents[0]: stop(s) not in the network: <http://example.org/milan/stop/nowhere>" in done.stderr
+    capsys.readouterr()
+    code = main(options + ["--checkpoint", str(tmp_path / "ck2")])
+    assert code == 2 and "agents[0]: stop(s) not in the network: <http://example.org/milan/stop/nowhere>" in capsys.readouterr().err

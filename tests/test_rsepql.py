@@ -236,8 +236,10 @@ def rsep_cases(draw):
     return A.Query(A.Project(tuple(A.Var(n) for n in names), False, A.Match(node, policy)))
 
 
-@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                             HealthCheck.too_slow])
+# 2 drawn examples by default (each is three queries at two instants on Spark); the thorough
+# profile draws 100
+@settings(max_examples=examples(2, 100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                                  HealthCheck.too_slow])
 @given(items=rsep_streams(), cases=st.lists(rsep_cases(), min_size=3, max_size=3),
        times=st.lists(st.integers(0, 14), min_size=2, max_size=2, unique=True))
 def test_random_event_patterns_spark_equals_reference(spark, items, cases, times):

@@ -426,12 +426,17 @@ def test_many_batches_read_their_files_from_the_compacted_source_log(spark, taxa
     assert sorted(got(tmp_path / "out")) == sorted(want)
 
 
-def test_cli_errors_name_the_problem(closure, tmp_path):
+def test_cli_errors_name_the_problem(closure, tmp_path, capsys):
+    """The first as ``python -m jobs.tracheobionta`` (the entry point, a process of its own), the
+    second in-process (``main``): both fail before any JVM starts."""
+    from jobs.tracheobionta import main
+
     (tmp_path / "in").mkdir()
     cmd = [sys.executable, "-m", "jobs.tracheobionta", "--stream", str(tmp_path / "in"), "--closure", str(closure),
            "--checkpoint", str(tmp_path / "ck"), "--class", "genus:Nonexistent"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert "genus_Nonexistent" in done.stderr and "is not a term of closure version" in done.stderr
-    done = subprocess.run(cmd[:4] + [str(tmp_path / "missing")] + cmd[5:-2], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and "no such directory" in done.stderr
+    capsys.readouterr()
+    assert main(cmd[3:4] + [str(tmp_path / "missing")] + cmd[5:-2]) == 2
+    assert "no such directory" in capsys.readouterr().err
