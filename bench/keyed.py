@@ -38,6 +38,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.streaming import esper_baseline  # noqa: E402  (the repository on the path first)
+from cep.continuous.job import run  # noqa: E402
+from cep.continuous.keyed.operator import answers  # noqa: E402
+from cep.continuous.sinks import CallbackSink  # noqa: E402
+from cep.continuous.sources import FileSource  # noqa: E402
+from cep.continuous.static import StaticFiles  # noqa: E402
+from cep.lowering.languages import compile_query  # noqa: E402
+from jobs.spark import build_session  # noqa: E402
+from scenarios import vienna_transit as vt  # noqa: E402
+
 STREAM = "<http://example.org/publicTransport>"
 
 
@@ -70,8 +80,6 @@ def heartbeat(directory: Path, t: int) -> None:
 
 
 def run_keyed(spark, query, static, directory: Path, checkpoint: Path, buckets: int):
-    from cep.continuous.keyed.operator import answers
-
     frame = (spark.readStream.schema("s string, p string, o string, t long").option("maxFilesPerTrigger", 1)
              .json(str(directory)))
     out = answers(spark, query, {STREAM: frame}, static=static, time_unit="m", buckets=buckets)
@@ -93,10 +101,6 @@ def run_keyed(spark, query, static, directory: Path, checkpoint: Path, buckets: 
 
 
 def run_runner(spark, query, static, directory: Path, checkpoint: Path):
-    from cep.continuous.job import run
-    from cep.continuous.sinks import CallbackSink
-    from cep.continuous.sources import FileSource
-
     started = time.perf_counter()
     summary = run(spark, query, [FileSource(STREAM, str(directory), max_files_per_trigger=1)],
                   sink=CallbackSink(lambda *_: None), checkpoint=checkpoint, static=static, time_unit="m",
@@ -119,11 +123,6 @@ def main(argv=None) -> int:
     ap.add_argument("--network", choices=("real", "example"), default=None)
     ap.add_argument("--esper", action="store_true", help="also Esper 8.9 on the same files (bench/streaming.py)")
     args = ap.parse_args(argv)
-
-    from jobs.spark import build_session
-    from scenarios import vienna_transit as vt
-    from cep.continuous.static import StaticFiles
-    from cep.lowering.languages import compile_query
 
     spark = build_session("bench keyed", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
                                           "spark.ui.enabled": "false"})
@@ -169,8 +168,6 @@ def main(argv=None) -> int:
         print(f"  ratio : keyed / runner = {k_total / r_total:.2f}; answers {'equal' if counts['answers'] == summary.answers else 'DIFFER'}")
         table.append((scale, k_total, r_total))
         if args.esper:
-            from bench.streaming import esper_baseline
-
             esper_baseline(spark, query, static.current(spark), work / name, k_total, counts["answers"], events)
     if len(table) > 1:
         base_k, base_r = table[0][1], table[0][2]

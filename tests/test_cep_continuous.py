@@ -21,7 +21,7 @@ from cep.algebra import expressions as E
 from cep.engines import reference as R
 from cep.continuous.plan import ContinuousError, plan
 from cep.lowering.languages import compile_query
-from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI
+from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI, random_items
 
 pytestmark = pytest.mark.spark
 
@@ -128,18 +128,6 @@ def reference_union(query, items, background=None):
     for t in range(min(times), max(times) + 1):
         out |= R.evaluate(query, {None: background or set()}, {STREAM_IRI: items}, at=t)
     return out
-
-
-def random_items(rng: random.Random, n: int, span: int):
-    """Point events, several per time, some items graphs of two or three triples."""
-    items = []
-    for i in range(n):
-        size = rng.choice([1, 1, 2, 3])
-        sub = rng.choice(SUBJECTS)
-        g = {(sub, rng.choice(PREDICATES), rng.choice(OBJECTS)) for _ in range(size)}
-        t = rng.randint(0, span)
-        items.append((i, frozenset(g), t, t))
-    return sorted(items, key=lambda it: it[2])
 
 
 def chunked(items, k):

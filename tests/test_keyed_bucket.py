@@ -9,6 +9,7 @@ each answer once (DESIGN.md "Continuous evaluation"), whatever the number of buc
 """
 from __future__ import annotations
 
+import functools
 import random
 import zlib
 
@@ -24,6 +25,7 @@ from cep.continuous.plan import ContinuousError, plan
 from cep.engines import reference as R
 from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
+from tests import stream_terms
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI
 
 v, s, x = (A.Var(n) for n in ("v", "s", "x"))
@@ -64,18 +66,8 @@ QUERIES = [
 ]
 
 
-def random_items(rng: random.Random, n: int, span: int):
-    """Point events, several per time, some items graphs of two or three triples (the subjects are
-    also objects, so a triple can match a pattern with its positions swapped)."""
-    terms = SUBJECTS + OBJECTS
-    items = []
-    for i in range(n):
-        size = rng.choice([1, 1, 2, 3])
-        sub = rng.choice(SUBJECTS)
-        g = {(sub, rng.choice(PREDICATES), rng.choice(terms)) for _ in range(size)}
-        t = rng.randint(0, span)
-        items.append((i + 1, frozenset(g), t, t))
-    return sorted(items, key=lambda it: it[2])
+#: the subjects are objects too, so a triple can match a pattern with its positions swapped
+random_items = functools.partial(stream_terms.random_items, objects=SUBJECTS + OBJECTS, first=1)
 
 
 def reference_union(q, items, until):

@@ -461,11 +461,14 @@ class Runner:
     def _background_local(self):
         """The static side's background patterns as ``cep.engines.driver.columnar`` tables with their terms,
         collected once per closure version; None when they are larger than LOCAL_MAX_BACKGROUND."""
+        from cep.engines.driver import columnar as COL
+
         version, prepared, side = self._static()
         if self.background_local is not None and self.background_local[0] == version:
             return self.background_local[1]
         collected = collect_background(self.spark, prepared, side, LOCAL_MAX_BACKGROUND)
-        self.background_local = (version, None, {}) if collected is None else (version, *collected)
+        self.background_local = (version, None, {}) if collected is None \
+            else (version, COL.background_tables(collected[0]), collected[1])
         return self.background_local[1]
 
     def _advance_local(self, items, previous: str | None, meta: Meta, upto: int | None, label: str,

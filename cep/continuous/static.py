@@ -80,21 +80,17 @@ class ClosureStore:
 
 def collect_background(spark: SparkSession, prepared, side: StaticSide, limit: int) -> tuple[dict, dict] | None:
     """The background patterns of ``prepared`` (a ``cep.engines.spark.evaluate.Prepared`` of ``side``)
-    on the driver, as ``cep.engines.driver.columnar`` takes them: ({``A.Background`` node: table},
-    {id: term} of their ids and of the sub-queries' computed terms); None when a pattern has more
-    than ``limit`` rows."""
-    from cep.engines.driver import columnar as COL
-
+    on the driver: ({``A.Background`` node: ``cep.engines.driver.rows.Rel``}, {id: term} of their ids
+    and of the sub-queries' computed terms); None when a pattern has more than ``limit`` rows.
+    ``cep.engines.driver.columnar.background_tables`` makes them the columnar engine's tables."""
     rels, ids = {}, set()
     for node, frame in prepared.background_lifetimes().items():
         rows = frame.limit(limit + 1).collect()
         if len(rows) > limit:
             return None
         columns = [c for c in frame.columns if is_var_column(c)]
-        rel = LOC.Rel.of(columns, {tuple(r[c] for c in columns) + (r[T_START], r[T_END], r[LIFE_FROM], r[LIFE_TO])
-                                   for r in rows})
-        # as a Rel, a term whose id is the columnar engine's unbound mark stays a term
-        rels[node] = rel if any(v == COL.NULL for r in rel.rows for v in r[:-4]) else COL.Table.from_rel(rel)
+        rels[node] = LOC.Rel.of(columns, {tuple(r[c] for c in columns) + (r[T_START], r[T_END], r[LIFE_FROM],
+                                                                          r[LIFE_TO]) for r in rows})
         ids.update(r[c] for r in rows for c in columns if r[c] is not None)
     terms = {}
     if ids and side.dictionary is not None:

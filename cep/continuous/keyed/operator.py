@@ -52,6 +52,7 @@ from cep.continuous.keyed.keys import DEFAULT_BUCKETS, Partition, partition
 from cep.continuous.plan import ContinuousError, plan
 from cep.continuous.state import OUT_AT, OUT_END, OUT_START, OUT_VERSION
 from cep.continuous.static import NoStatic, collect_background
+from cep.engines.driver import columnar as COL
 from cep.engines.spark.evaluate import Prepared
 from cep.io.streams import resolve_term
 from cep.lowering.languages import compile_query
@@ -398,4 +399,4 @@ def _static_side(spark: SparkSession, cplan, static) -> tuple[dict, dict, str]:
         raise ContinuousError(f"the query's background patterns have more than {BROADCAST_ROWS} rows, more than the "
                               f"keyed operator ships to every bucket")
     rels, terms = collected
-    return rels, dict(terms), side.version
+    return COL.background_tables(rels), dict(terms), side.version

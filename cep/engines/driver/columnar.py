@@ -48,7 +48,7 @@ from rdfcore.hashing import term_id
 from cep.engines.driver.walk import supports, walk
 
 __all__ = ["NULL", "Table", "first_instants", "mix", "pairs", "join", "seq", "union", "seq_wo", "no_head", "no_tail",
-           "left_join", "window", "evaluate", "supports", "holds", "filter_rel", "keeper", "narrow", "bgp_in_window"]
+           "left_join", "window", "evaluate", "background_tables", "supports", "holds", "filter_rel", "keeper", "narrow", "bgp_in_window"]
 
 #: an unbound variable (a term whose id is this one sends the evaluation to ``cep.engines.driver.rows``)
 NULL = np.iinfo(np.int64).min
@@ -522,6 +522,14 @@ def narrow(allowed: dict, static: Table) -> dict:
         values = sorted_unique(column)
         out[v] = np.intersect1d(out[v], values, assume_unique=True) if v in out else values
     return out
+
+
+def background_tables(rels: Mapping) -> dict:
+    """Background relations (``cep.engines.driver.rows.Rel``) as :func:`evaluate` takes them best,
+    converted once: each as a ``Table``, except one holding a term whose id is ``NULL`` (kept a
+    ``Rel``, so that the evaluation takes ``cep.engines.driver.rows``' exact code)."""
+    return {node: rel if any(v == NULL for r in rel.rows for v in r[:-4]) else Table.from_rel(rel)
+            for node, rel in rels.items()}
 
 
 def _has_null(streams: Mapping[str, np.ndarray], background: Mapping) -> bool:
