@@ -122,13 +122,15 @@ def _spark_answers(spark, texts: list[str]) -> list[set]:
     frame = frame.withColumn(nope, F.lit(None).cast("long")).withColumn(_term_column(nope), F.lit(None).cast("string"))
     frame = _Filter(None, ()).taken_apart(frame, [s_col, o_col, nope]).cache()   # the terms' parts, as FILTER has them
     tests = []
-    for n, text in enumerate(texts):
-        expr = compile_query(text).pattern.condition
-        tests.append(F.coalesce(_ebv(_Filter(expr, ()).compile(expr, frame.columns)), F.lit(False)).alias(f"c{n}"))
     got = [set() for _ in texts]
-    for first in range(0, len(tests), 8):   # a few conditions per select keeps each plan small
-        batch = range(first, min(first + 8, len(tests)))
-        for r in frame.select(_term_column(s_col), _term_column(o_col), *[tests[n] for n in batch]).collect():
+    for first in range(0, len(texts), 8):   # a few conditions per select keeps each plan small
+        batch = range(first, min(first + 8, len(texts)))
+        staged = frame
+        for n in batch:   # each condition's nested values in columns of their own, as FILTER has them
+            expr = compile_query(texts[n]).pattern.condition
+            f, staged = _Filter(expr, ()).stage(staged)
+            tests.append(F.coalesce(_ebv(f.compile(expr, staged.columns)), F.lit(False)).alias(f"c{n}"))
+        for r in staged.select(_term_column(s_col), _term_column(o_col), *[tests[n] for n in batch]).collect():
             for n in batch:
                 if r[f"c{n}"]:
                     got[n].add((r[0], r[1]))

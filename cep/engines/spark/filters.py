@@ -43,7 +43,7 @@ drops the row, as FILTER does, §18.5 Filter):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -77,6 +77,16 @@ _TERM, _NUM, _BOOL = "term", "num", "bool"
 _DUR, _DT = "duration", "dateTime"  # exact seconds (decimal), EP-SPARQL's interval functions
 _SECONDS = "decimal(38,9)"
 _EXACT = f"decimal(38,{AGGREGATE_SCALE})"
+#: the nondeterministic columns the filter reads, so that Catalyst keeps the stages' columns
+#: (it pushes a filter below a deterministic projection, inlining the columns' expressions again)
+_BARRIERS = (scratch("parsed"), scratch("parsed2"), scratch("drawn"))
+
+
+_STAGED = scratch("staged", "")
+
+
+def _barrier(n: int) -> str:
+    return scratch("barrier", str(n))
 
 
 def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame], *,
@@ -181,6 +191,49 @@ def _computed_value(e, condition, columns) -> "_Val | None":
     vars(col)[_PARTS] = {"literal": F.col(lexical).isNotNull(), "lexical": F.col(lexical), "lang": F.col(lang),
                          "datatype": F.col(datatype)}
     return _Val(_TERM, col, number=(F.col(exact), F.col(double)))
+
+
+#: expressions that read nothing compiled: a column, a constant, or Spark SQL's own value
+_LEAVES = (A.Var, A.Const, A.Bound, A.Exists, A.Timestamp, A.PatternTimestamp, A.IntervalFn)
+#: what a connective (And, Or, Not) reads once: its boolean children are not staged
+_BOOLEANS = (A.And, A.Or, A.Not, A.Compare, A.Regex)
+
+
+def _staged_exprs(condition) -> dict:
+    """{sub-expression: its height}: the compound sub-expressions of ``condition`` whose value
+    ``_Filter.staged`` puts in columns of its own, one stage per height, innermost first.
+
+    A compiled value is a Spark expression, and what reads it repeats it: a comparison reads each
+    side's term, number, string and seconds (~10 copies), a built-in its argument's parts. So a
+    value nested n deep grew as 10^n (``IRI(CONCAT("../b#", STRAFTER(STR(?s), "#")))`` made a
+    14 MB plan that took minutes to optimise and to ship with every task). Read from a column, it
+    is written once. Not staged: the root, leaves and values that are columns already (drawn
+    calls, computed numbers, constants), and a connective's boolean children (read once)."""
+    if condition is None:
+        return {}
+    columns = set(_computed_numbers(condition)) | set(_drawn_calls(condition))
+    out: dict = {}
+
+    def visit(e, parent) -> int:
+        if isinstance(e, _LEAVES) or e in columns or _id_compare(e) is not None \
+                or (isinstance(e, A.Builtin) and e.name in SOLUTION_BUILTINS) \
+                or (numeric(e) and _constant_number(e)):
+            return 0
+        height = 1 + max((visit(x, e) for x in _children(e)), default=0)
+        if parent is not None and not (isinstance(parent, (A.And, A.Or, A.Not)) and isinstance(e, _BOOLEANS)):
+            out[e] = max(out.get(e, 0), height)
+        return height
+
+    visit(condition, None)
+    return out
+
+
+def _staged_columns(i: int) -> tuple[str, ...]:
+    """A staged value's columns: its value (a term, number, boolean or seconds); a term's parts
+    (literal?, lexical form, language, datatype); its (duration, dateTime) seconds and a computed
+    number's (exact, double) when the value carries them."""
+    return tuple(f"{_STAGED}{i}_{part}"
+                 for part in ("value", "lit", "lex", "lang", "dtype", "dur", "dt", "exact", "double"))
 
 
 def _drawn_column(e, calls: list) -> str:
@@ -653,14 +706,60 @@ class _Filter:
     stamps: tuple = ()
     exists: tuple = ()
     instant: int | None = None
+    #: (sub-expression, (index, kind, has seconds, has number)): the values ``staged`` computed
+    staged: tuple = ()
 
     def apply(self, omega: DataFrame) -> DataFrame:
         df = self.computed(self.drawn(self.decoded(omega, sorted(_needs_terms(self.condition)))))
-        keep = _ebv(self.compile(self.condition, df.columns))
-        for barrier in (scratch("parsed"), scratch("parsed2"), scratch("drawn")):
-            if barrier in df.columns:   # always true; referenced so that the parts stay columns
-                keep = keep & (F.col(barrier) >= 0)
+        f, df = self.stage(df)
+        keep = _ebv(f.compile(self.condition, df.columns))
+        for barrier in [c for c in df.columns if c in _BARRIERS or c.startswith(_barrier(0)[:-1])]:
+            keep = keep & (F.col(barrier) >= 0)   # always true; read so that the parts stay columns
         return df.filter(keep).select(*omega.columns)
+
+    def stage(self, df: DataFrame) -> tuple["_Filter", DataFrame]:
+        """``df`` with the value of each sub-expression of ``_staged_exprs`` in columns of its own
+        (``_staged_columns``), a select per height, and this filter knowing them. Columns staged
+        by other filters before on ``df`` are kept (their numbers are taken)."""
+        heights = _staged_exprs(self.condition)
+        f = self
+        for height in sorted(set(heights.values())):
+            columns, known = [], []
+            first = sum(1 for c in df.columns if c.startswith(_STAGED) and c.endswith("_value"))
+            barrier = scratch("barrier", str(sum(1 for c in df.columns if c.startswith(_barrier(0)[:-1]))))
+            for e in [e for e, h in heights.items() if h == height]:
+                i = first + len(known)
+                v = f.compile(e, df.columns)
+                names = _staged_columns(i)
+                columns.append(v.col.alias(names[0]))
+                if v.kind == _TERM:
+                    columns += [_is_literal(v.col).alias(names[1]), _lexical(v.col).alias(names[2]),
+                                _lang(v.col).alias(names[3]), _datatype(v.col).alias(names[4])]
+                if v.seconds is not None:
+                    columns += [v.seconds[0].alias(names[5]), v.seconds[1].alias(names[6])]
+                if v.number is not None:
+                    columns += [v.number[0].alias(names[7]), v.number[1].alias(names[8])]
+                known.append((e, (i, v.kind, v.seconds is not None, v.number is not None)))
+            df = df.select(*df.columns, *columns,
+                           F.monotonically_increasing_id().alias(barrier))
+            f = replace(f, staged=f.staged + tuple(known))
+        return f, df
+
+    def _staged_value(self, e, columns) -> "_Val | None":
+        """``e``'s value read from its staged columns, None when ``stage`` did not compute it."""
+        known = dict(self.staged).get(e)
+        if known is None:
+            return None
+        i, kind, seconds, number = known
+        names = _staged_columns(i)
+        if names[0] not in columns:
+            return None
+        col = F.col(names[0])
+        if kind == _TERM:
+            vars(col)[_PARTS] = {"literal": F.col(names[1]), "lexical": F.col(names[2]), "lang": F.col(names[3]),
+                                 "datatype": F.col(names[4])}
+        return _Val(kind, col, (F.col(names[5]), F.col(names[6])) if seconds else None,
+                    (F.col(names[7]), F.col(names[8])) if number else None)
 
     def decoded(self, omega: DataFrame, needed: list[str]) -> DataFrame:
         """``omega`` with the terms of the variable columns ``needed`` decoded and taken apart."""
@@ -758,6 +857,9 @@ class _Filter:
         return merge_dictionaries(self.dictionaries)
 
     def compile(self, e, columns) -> _Val:
+        staged = self._staged_value(e, columns)
+        if staged is not None:
+            return staged
         pair = _id_compare(e)
         if pair is not None:
             v, c = pair
