@@ -568,7 +568,8 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         if iri not in read:
             continue
         stream = read_stream(spark, path, prefixes=dict(query.prefixes), time_unit=p.time_unit)
-        streams[iri] = stream.triples
+        # parsed once: an evaluation per instant, and each stream pattern of one, reads the items
+        streams[iri] = stream.triples.cache()
         dictionaries.append(stream.dictionary)
         reject_frames.append((f"stream {iri} ({path})", stream.rejects))
     _rejects(spark, reject_frames, rejects_path)
@@ -614,8 +615,8 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         return write_results(_select_rows(decoded, names, columns, events, bool(p.instants)), head, fmt, out)
     finally:
         cached.unpersist()
-        for terms in computed:
-            terms.unpersist()
+        for frame in [*computed, *streams.values()]:
+            frame.unpersist()
 
 
 def parse_lateness(text: str, time_unit: str, option: str = "--lateness") -> int:
