@@ -101,6 +101,7 @@ from cep import CepSyntaxError, compile_query  # noqa: E402
 from cep import algebra as A  # noqa: E402
 from cep.algebra.patterns import (BGP, Duration, NamedGraph, Project, TIME_UNITS, Var, background_patterns, is_csparql,
                                   is_epsparql, is_rsepql, rsep_windows, snapshots, stream_patterns, walk)  # noqa: E402
+from cep.continuous.keyed.keys import refusal as keyed_refusal  # noqa: E402
 from cep.continuous.plan import plan as continuous_plan  # noqa: E402
 from cep.engines.columns import var_column  # noqa: E402
 from cep.engines.rules import RulesError, check_rules  # noqa: E402
@@ -162,10 +163,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     wins.add_argument("--csparql-compat", action="store_true",
                       help="the C-SPARQL 0.9 engine's conventions: --window-bounds left-closed --empty-windows skip "
                            "(either may still be given to override; --window-start stays 0 unless given)")
-    parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
+    parser.add_argument("--engine", choices=("auto", "spark", "local", "keyed"), default="auto",
                         help="where the query is evaluated: auto (default: the driver, with no JVM, when the query "
                              "allows it and the inputs are small; else Spark), local (the driver), spark; with "
-                             "--continuous, where each micro-batch is evaluated")
+                             "--continuous, where each micro-batch is evaluated, or keyed: the whole query as one "
+                             "Spark stateful operator on the executors (CQELS-CEP SELECT, --emit istream)")
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
     parser.add_argument("--rejects", metavar="FILE|DIR",
                         help="write the rejected input lines here (JSON Lines; a directory with --continuous)")
@@ -659,8 +661,11 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     horizon = None if args.horizon is None else parse_lateness(args.horizon, p.time_unit, "--horizon")
     every = None if args.every is None else parse_lateness(args.every, p.time_unit, "--every")
     # the plan's refusals (ContinuousError) before any JVM starts; the run plans again, with its sources
-    continuous_plan(p.query, p.time_unit, lateness, emit=args.emit, horizon=horizon, streams=list(p.streams),
-                    rules=p.rules, every=every, window_convention=p.convention)
+    cplan = continuous_plan(p.query, p.time_unit, lateness, emit=args.emit, horizon=horizon, streams=list(p.streams),
+                            rules=p.rules, every=every, window_convention=p.convention)
+    why = keyed_refusal(cplan) if args.engine == "keyed" else None
+    if why is not None:
+        raise QueryError(f"--engine keyed: the keyed operator cannot run this query: {why}")
     sources = []
     for iri, where in p.streams.items():
         sources.append(file_or_kafka_source(iri, where if isinstance(where, str) else str(where), args.max_per_trigger))
@@ -681,6 +686,8 @@ def _evaluate(p: Plan, out: TextIO, args: argparse.Namespace) -> None:
     """``--at``: on the driver when ``--engine`` and the inputs allow it, else on Spark."""
     from cep.engines.driver.answers import NotOnDriver
 
+    if args.engine == "keyed":
+        raise QueryError("--engine keyed runs continuous queries (--continuous); --at evaluates with auto, local or spark")
     if args.engine != "spark":
         try:
             execute_local(p, out, args.format, args.rejects, args.engine)

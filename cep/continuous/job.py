@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cep.continuous.instants import InstantsRunner
+from cep.continuous.keyed.job import run_keyed
 from cep.continuous.runner import ENGINES, Runner, RunSummary, run_micro_batches
 from rdfcore.sparkutil import union_all
 from cep.continuous.sinks import DirectorySink
@@ -21,6 +22,10 @@ from cep.continuous.plan import ISTREAM, LIFETIMES, ContinuousError, plan as mak
 from cep.engines.driver.walk import supports
 from cep.lowering.languages import compile_query
 from rdfcore.locations import location
+
+
+#: the engine that runs the query as one Spark stateful operator (``cep.continuous.keyed``)
+KEYED = "keyed"
 
 
 def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink, checkpoint: str | Path,
@@ -40,7 +45,9 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     rejected rows (JSON Lines per batch). ``metrics``: where the per-batch metric lines go (stderr
     by default; they are also appended to ``CHECKPOINT/metrics.jsonl``). ``engine``: where a batch
     evaluates the query — ``auto`` (default: on the driver, ``cep.engines.driver.rows``, while the state and the
-    static side are small and the query allows it; on Spark otherwise), ``spark`` or ``local``.
+    static side are small and the query allows it; on Spark otherwise), ``spark`` or ``local``; or
+    ``keyed``: the whole query as one Spark stateful operator on the executors
+    (``cep.continuous.keyed.job``: CQELS-CEP, Istream, ``cep.continuous.keyed.keys.refusal``).
     ``horizon`` (EP-SPARQL, ticks): each instant sees the events started in its last ``horizon``
     (an EP-SPARQL query has no window; ``cep.continuous.instants``). ``rules``: EP-SPARQL CONSTRUCT rules
     (compiled queries, ``cep.engines.rules``): each instant reads the Q-closure of its events. ``every``
@@ -53,8 +60,12 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         query = compile_query(query, prefixes)
     cplan = make_plan(query, time_unit, lateness, emit=emit, horizon=horizon, streams=[s.stream for s in sources],
                       rules=rules, every=every, window_convention=window_convention)
+    if engine == KEYED:
+        return run_keyed(spark, query, sources, sink=sink, checkpoint=checkpoint, static=static, trigger=trigger,
+                         lateness=lateness, time_unit=time_unit, rejects=rejects, on_answers=on_answers,
+                         metrics=metrics, prefixes=prefixes, timeout=timeout)
     if engine not in ENGINES:
-        raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join((*ENGINES, KEYED))}")
     if engine == "local" and cplan.mode == LIFETIMES:
         why = supports(query) or (None if emit == ISTREAM else f"--emit {emit}")
         if why:

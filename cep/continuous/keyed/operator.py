@@ -33,7 +33,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +58,7 @@ from cep.io.streams import resolve_term
 from cep.lowering.languages import compile_query
 from rdfcore.hashing import term_id
 
-__all__ = ["answers", "ROCKSDB", "route_items", "KeyedProcessor", "output_schema", "REJECT", "BROADCAST_ROWS"]
+__all__ = ["answers", "prepare", "Keyed", "parsed_items", "check_streams", "ROCKSDB", "route_items", "KeyedProcessor", "output_schema", "REJECT", "BROADCAST_ROWS"]
 
 #: the state store provider ``transformWithStateInPandas`` needs
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -98,7 +98,8 @@ def route_items(items: DataFrame, part: Partition, buckets: int, streams: tuple)
         nothing = F.array(F.struct(*[F.lit(0).cast("long").alias(f"k{k}") for k in range(n)]))
     else:
         nothing = F.array(F.struct(F.lit(0).alias("_none")))
-    keyed = F.when(F.col("bad").isNotNull(), nothing).otherwise(keyed)     # a bad row: reported by one bucket
+    # a bad row: reported by one bucket; a heartbeat (no triple, not bad): no key
+    keyed = F.when(F.col("bad").isNotNull(), nothing).when(F.col("s").isNotNull(), keyed)
     rows = items.select("*", F.posexplode(keyed).alias("_pos", "_key"))
     key_columns = [F.col("_key")[f"k{k}"].alias(f"k{k}") for k in range(n)]
     bucket = F.pmod(F.xxhash64(*[F.col("_key")[f"k{k}"] for k in range(n)]), F.lit(buckets)) if n else F.lit(0)
@@ -310,6 +311,17 @@ def source_items(frame: DataFrame, stream: int, time_unit: str) -> DataFrame:
                         F.timestamp_millis(F.coalesce(t1, F.lit(0)) * F.lit(unit)).alias("_time"))
 
 
+def parsed_items(terms: DataFrame, stream: int, time_unit: str) -> DataFrame:
+    """Stream items the project's own parser read (``cep.io.streams.parse_lines``' terms: ``item``,
+    ``s``, ``p``, ``o``, ``t_start``, ``t_end``, already checked and normalised) as
+    ``route_items`` takes them, with ``_time``; heartbeat rows (``s`` null) pass as they are."""
+    unit = TIME_UNITS[time_unit]
+    return terms.select(F.lit(stream).alias("stream"), F.col("item").cast("long").alias("item"),
+                        *[F.col(c) for c in _POSITIONS], F.col("t_start").alias("t1"), F.col("t_end").alias("t2"),
+                        F.lit(None).cast("string").alias("bad"),
+                        F.timestamp_millis(F.col("t_start") * F.lit(unit)).alias("_time"))
+
+
 def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, lateness: int, buckets: int,
                   static: str | None = None) -> DataFrame:
     """The operator over ``items`` ({stream IRI: ``source_items``' DataFrame}; module doc), its
@@ -325,17 +337,34 @@ def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, latene
             .transformWithStateInPandas(KeyedProcessor(program, buckets, static), output_schema(program.names), "Append", "EventTime"))
 
 
-def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, static=None, lateness: int = 0,
-            time_unit: str = "ms", buckets: int = DEFAULT_BUCKETS, lang: str | None = None) -> DataFrame:
-    """The answers of a continuous CQELS-CEP ``query`` (text or ``cep.algebra.Query``) over the
-    streaming DataFrames ``streams`` ({stream IRI: DataFrame with ``s``, ``p``, ``o``, ``t`` and
-    optionally ``t_end``, ``item``}), as a streaming DataFrame (module doc): write it with any sink.
-    ``static``: the background (``cep.continuous.static.StaticFiles`` or ``ClosureStore``; None:
-    no background), prepared once when the query is planned; ``lateness``: the allowed lateness in
-    ``time_unit`` ticks; ``buckets``: the number of groups the keys are hashed into.
+@dataclass(frozen=True)
+class Keyed:
+    """A query planned for the operator: what ``keyed_answers`` runs (``prepare``)."""
 
-    The session's state store provider is set to RocksDB, which the operator needs; a session that
-    names another provider is refused."""
+    program: B.Program
+    part: Partition
+    buckets: int
+    lateness: int
+    static: str       # ``ship_static``'s file
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.program.names
+
+    def run(self, items: Mapping[str, DataFrame]) -> DataFrame:
+        """The operator over ``items`` ({stream IRI: ``source_items``' or ``parsed_items``' frame}),
+        its columns named after the query's variables (module doc)."""
+        out = keyed_answers(items, self.program, self.part, lateness=self.lateness, buckets=self.buckets,
+                            static=self.static)
+        return out.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(self.names)],
+                          *[c for c in out.columns if not c.startswith("v_")])
+
+
+def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_unit: str = "ms",
+            buckets: int = DEFAULT_BUCKETS, lang: str | None = None) -> Keyed:
+    """Plan ``query`` (text or ``cep.algebra.Query``) for the operator: its keys and buckets, its
+    static side shipped to the executors, the session's state store set to RocksDB (module doc);
+    a ContinuousError for what the operator does not run (``cep.continuous.keyed.keys.refusal``)."""
     if isinstance(query, str):
         query = compile_query(query, lang=lang)
     if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
@@ -346,22 +375,6 @@ def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, sta
         buckets = 1
     names = tuple(v.name for v in query.form.variables)
     _check_names(names)
-    missing = [iri for iri in part.streams if iri not in streams]
-    unknown = [iri for iri in streams if iri not in part.streams]
-    if missing or unknown:
-        raise ContinuousError("the streams given do not match the query's: "
-                              + "; ".join(filter(None, [missing and f"the query reads {', '.join(missing)}, not given",
-                                                        unknown and f"{', '.join(unknown)} given, which the query "
-                                                                    f"does not read (it reads "
-                                                                    f"{', '.join(part.streams)})"])))
-    for iri, frame in streams.items():
-        if not frame.isStreaming:
-            raise ContinuousError(f"the DataFrame given for {iri} is not a streaming DataFrame (spark.readStream...)")
-        absent = [c for c in ("s", "p", "o", "t") if c not in frame.columns]
-        if absent:
-            raise ContinuousError(f"the DataFrame given for {iri} has no column {', '.join(absent)}: a stream "
-                                  f"DataFrame has s, p, o (N-Triples terms), t (event time in {time_unit}) and "
-                                  f"optionally t_end and item; it has {', '.join(frame.columns)}")
     rels, terms, version = _static_side(spark, cplan, static)
     terms.update((term_id(t), t) for t in A.constants(query.form))
     program = B.Program(query, time_unit, part.key, part.streams, version=version)
@@ -370,10 +383,43 @@ def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, sta
     if provider not in (None, ROCKSDB, _HDFS):
         raise ContinuousError(f"{_PROVIDER} is {provider}: the keyed operator's state needs {ROCKSDB}")
     spark.conf.set(_PROVIDER, ROCKSDB)
-    items = {iri: source_items(frame, part.streams.index(iri), time_unit) for iri, frame in streams.items()}
-    out = keyed_answers(items, program, part, lateness=lateness, buckets=buckets, static=shipped)
-    return out.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(names)],
-                      *[c for c in out.columns if not c.startswith("v_")])
+    return Keyed(program, part, buckets, lateness, shipped)
+
+
+def check_streams(keyed: Keyed, given) -> None:
+    """A ContinuousError unless ``given`` (stream IRIs) are the streams the query reads."""
+    missing = [iri for iri in keyed.part.streams if iri not in given]
+    unknown = [iri for iri in given if iri not in keyed.part.streams]
+    if missing or unknown:
+        raise ContinuousError("the streams given do not match the query's: "
+                              + "; ".join(filter(None, [missing and f"the query reads {', '.join(missing)}, not given",
+                                                        unknown and f"{', '.join(unknown)} given, which the query "
+                                                                    f"does not read (it reads "
+                                                                    f"{', '.join(keyed.part.streams)})"])))
+
+
+def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, static=None, lateness: int = 0,
+            time_unit: str = "ms", buckets: int = DEFAULT_BUCKETS, lang: str | None = None) -> DataFrame:
+    """The answers of a continuous CQELS-CEP ``query`` (text or ``cep.algebra.Query``) over the
+    streaming DataFrames ``streams`` ({stream IRI: DataFrame with ``s``, ``p``, ``o``, ``t`` and
+    optionally ``t_end``, ``item``}), as a streaming DataFrame (module doc): write it with any sink.
+    ``static``: the background (``cep.continuous.static.StaticFiles`` or ``ClosureStore``; None:
+    no background), prepared once when the query is planned; ``lateness``: the allowed lateness in
+    ``time_unit`` ticks; ``buckets``: the number of groups the keys are hashed into.
+    The session's state store provider is set to RocksDB, which the operator needs; a session that
+    names another provider is refused."""
+    keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets, lang=lang)
+    check_streams(keyed, list(streams))
+    for iri, frame in streams.items():
+        if not frame.isStreaming:
+            raise ContinuousError(f"the DataFrame given for {iri} is not a streaming DataFrame (spark.readStream...)")
+        absent = [c for c in ("s", "p", "o", "t") if c not in frame.columns]
+        if absent:
+            raise ContinuousError(f"the DataFrame given for {iri} has no column {', '.join(absent)}: a stream "
+                                  f"DataFrame has s, p, o (N-Triples terms), t (event time in {time_unit}) and "
+                                  f"optionally t_end and item; it has {', '.join(frame.columns)}")
+    streams_ = keyed.part.streams
+    return keyed.run({iri: source_items(frame, streams_.index(iri), time_unit) for iri, frame in streams.items()})
 
 
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"

@@ -1,0 +1,277 @@
+"""A continuous CQELS-CEP query as a job on the keyed operator (``engine="keyed"`` of
+``cep.continuous.job.run``, ``query --continuous --engine keyed``).
+
+The same sources, sinks, rejects, checkpoint and metrics as the per-batch runner, as two
+Structured Streaming queries under the checkpoint:
+
+* **answers** (``CHECKPOINT/keyed``): each source's lines, numbered in the stream itself (a file
+  is read whole, ``wholetext``, and split at ``\\n``, ``\\r\\n`` or ``\\r``, as Spark's line reader
+  splits; a Kafka message's line is its offset), parsed by the project's parser
+  (``cep.io.streams.parse_lines``: the same items, ids and terms as every other path), into the
+  operator (``cep.continuous.keyed.operator``); each micro-batch's answers go to the sink under
+  the batch's label (a replayed batch replaces its file: exactly once), its late rows to the
+  rejects directory with their reason;
+* **bad lines** (``CHECKPOINT/keyed-rejects``): the lines the parser rejects, with their reason,
+  file and line, to the rejects directory.
+
+**End of input.** The operator's instants become final as Spark's watermark passes them, and the
+watermark moves only when rows arrive. With ``available-now``, once the input is read, the job
+writes a *heartbeat* (a row with an event time and no triple) at the largest event time + the
+lateness + 1 into ``CHECKPOINT/heartbeats``, a source of the operator's, and runs once more: every
+instant up to the largest event time is then final, as the runner's close makes it. A live job
+(``interval:``) is closed the same way by a heartbeat file written by whoever knows that time
+has passed (``write_heartbeat``): an idle source otherwise holds back a pending answer, such
+as a tail negation's, until its next row.
+
+Each micro-batch appends a metrics line to ``CHECKPOINT/metrics.jsonl`` (and ``metrics``) from
+Spark's own ``StreamingQueryProgress``: the rows the sources gave (a file read whole is one row;
+a Kafka message one), the operator's state rows and memory, the watermark and the largest event
+time (in ticks), the batch's duration.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TextIO
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from cep.algebra.windows import TIME_UNITS
+from cep.continuous.keyed.keys import DEFAULT_BUCKETS
+from cep.continuous.keyed.operator import REJECT, Keyed, check_streams, parsed_items, prepare
+from cep.continuous.plan import ContinuousError
+from cep.continuous.runner import RunSummary
+from cep.continuous.sinks import write_jsonl
+from cep.continuous.sources import FileSource, KafkaSource, check_sources
+from cep.continuous.state import METRICS_FILE, OUT_AT, OUT_END, OUT_START, OUT_VERSION
+from cep.io.streams import parse_lines
+from rdfcore import fs
+from rdfcore.fs import spark_path
+from rdfcore.locations import location
+from rdfcore.schema import FILE, LINE, RAW, REASON
+
+__all__ = ["run_keyed", "numbered_lines", "write_heartbeat", "HEARTBEATS"]
+
+#: the operator's heartbeat source, under the checkpoint
+HEARTBEATS = "heartbeats"
+_ANSWERS, _BAD_LINES = "keyed", "keyed-rejects"
+
+
+def numbered_lines(spark: SparkSession, source: FileSource) -> DataFrame:
+    """The lines of each new file of ``source`` as ``(file, line, raw)``, 1-based, numbered in the
+    stream (module doc): no empty line after a final terminator, as ``rdfcore.sources.split_lines``."""
+    reader = spark.readStream.format("text").option("wholetext", "true")
+    if source.max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", str(source.max_files_per_trigger))
+    path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
+    files = reader.load(spark_path(source.directory)).select(F.col("value"), path.alias(FILE))
+    parts = F.split(F.col("value"), "\r\n|\n|\r")
+    lines = files.select(FILE, F.size(parts).alias("_n"), F.posexplode(parts).alias("_pos", RAW))
+    last_empty = (F.col("_pos") == F.col("_n") - 1) & (F.col(RAW) == "")
+    return lines.filter(~last_empty).select(FILE, (F.col("_pos") + 1).cast("long").alias(LINE), RAW)
+
+
+def write_heartbeat(checkpoint: str | Path, t: int) -> Path:
+    """A heartbeat at event time ``t`` (ticks) for the job whose checkpoint is ``checkpoint``: the
+    watermark moves to it once it is read (module doc)."""
+    directory = location(checkpoint, "the checkpoint") / HEARTBEATS
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"heartbeat-{t:020d}.json"
+    fs.write_lines(path, [json.dumps({"t": t})])
+    return path
+
+
+def _heartbeats(spark: SparkSession, checkpoint: Path) -> DataFrame:
+    directory = checkpoint / HEARTBEATS
+    directory.mkdir(parents=True, exist_ok=True)
+    beats = spark.readStream.schema("t long").json(spark_path(str(directory)))
+    none = F.lit(None).cast("string")
+    return beats.select(F.lit(-1).cast("long").alias("item"), none.alias("s"), none.alias("p"), none.alias("o"),
+                        F.col("t").alias("t_start"), F.col("t").alias("t_end"))
+
+
+@dataclass
+class _Writer:
+    """What each micro-batch of the two queries writes (module doc)."""
+
+    keyed: Keyed
+    sink: object
+    rejects_dir: Path | None
+    on_answers: Callable | None
+    metrics: TextIO | None
+    checkpoint: Path
+    summary: RunSummary
+
+    def answers(self, frame: DataFrame, batch_id: int) -> None:
+        label = f"{batch_id:010d}"
+        rows = frame.collect()
+        names = self.keyed.names
+        out, late = [], []
+        # the runner's order: instant, terms (unbound first), interval
+        for r in sorted((r for r in rows if r[REJECT] is None),
+                        key=lambda r: (r[OUT_AT], *[(r[n] is not None, r[n] or "") for n in names],
+                                       r[OUT_START], r[OUT_END])):
+            out.append({**{n: r[n] for n in names}, **{c: r[c] for c in (OUT_START, OUT_END, OUT_AT, OUT_VERSION)}})
+        for r in rows:
+            if r[REJECT] is not None:
+                late.append({"stream": r["_stream"], "s": r["_s"], "p": r["_p"], "o": r["_o"], "t": r["_t"],
+                             "reason": r[REJECT]})
+        n = self.sink.write(label, out)
+        if self.on_answers is not None:
+            self.on_answers(label, out)
+        self.summary.answers += n
+        self._rejected(label + "-late", late)
+
+    def bad_lines(self, frame: DataFrame, batch_id: int) -> None:
+        rows = frame.orderBy(FILE, LINE).collect()
+        self._rejected(f"{batch_id:010d}-lines", [{"file": r[FILE], "line": r[LINE], "reason": r[REASON],
+                                                   "raw": r[RAW]} for r in rows])
+
+    def _rejected(self, label: str, rows: list[dict]) -> None:
+        if not rows:
+            return
+        if self.rejects_dir is not None:
+            self.rejects_dir.mkdir(parents=True, exist_ok=True)
+            write_jsonl(self.rejects_dir / f"part-{label}.jsonl", rows)
+        for row in rows:
+            key = "late" if row["reason"].startswith("late") else "bad input"
+            self.summary.rejected[key] = self.summary.rejected.get(key, 0) + 1
+
+    def progress(self, progress, unit: int) -> None:
+        """A metrics line from Spark's progress of a micro-batch of the answers query."""
+        state = progress.stateOperators[0] if progress.stateOperators else None
+        watermark = _millis(progress.eventTime.get("watermark"))
+        line = {"batch": progress.batchId, "source_rows": progress.numInputRows,
+                "state_rows": None if state is None else state.numRowsTotal,
+                "state_memory_bytes": None if state is None else state.memoryUsedBytes,
+                "watermark": None if watermark is None else watermark // unit,
+                "max_event_time": _ticks(progress.eventTime.get("max"), unit),
+                "seconds": round(progress.batchDuration / 1000, 3), "engine": "keyed"}
+        self.summary.batches += 1
+        self.summary.input_rows += progress.numInputRows
+        self.summary.state_rows = line["state_rows"] or 0
+        if line["watermark"] is not None:
+            self.summary.watermark = line["watermark"]
+        if line["max_event_time"] is not None:
+            self.summary.max_time = max(self.summary.max_time or line["max_event_time"], line["max_event_time"])
+        text = json.dumps(line)
+        print(text, file=self.metrics or sys.stderr, flush=True)
+        fs.append_text(self.checkpoint / METRICS_FILE, text + "\n")
+
+
+def _millis(stamp: str | None) -> int | None:
+    """Spark's progress time (ISO 8601, UTC) in epoch milliseconds."""
+    if not stamp:
+        return None
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _ticks(stamp: str | None, unit: int) -> int | None:
+    millis = _millis(stamp)
+    return None if millis is None else millis // unit
+
+
+def _start(frame: DataFrame, on_batch: Callable, checkpoint: Path, trigger: str):
+    writer = frame.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(checkpoint))
+    if trigger == "available-now":
+        return writer.trigger(availableNow=True).start()
+    if trigger.startswith("interval:"):
+        return writer.trigger(processingTime=f"{float(trigger.split(':', 1)[1])} seconds").start()
+    raise ContinuousError(f"unknown trigger {trigger!r}; expected available-now or interval:SECONDS")
+
+
+def _await(queries: Sequence, timeout: float | None, on_progress: Callable) -> None:
+    """Wait for ``queries`` (``timeout`` seconds at most, else until they stop), reporting the
+    first one's progress as it comes; stop them all; raise the first failure."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen = -1
+
+    def report() -> None:
+        nonlocal seen
+        for progress in queries[0].recentProgress:
+            if progress.batchId > seen:
+                seen = progress.batchId
+                on_progress(progress)
+
+    try:
+        while any(q.isActive for q in queries) and (deadline is None or time.monotonic() < deadline):
+            for q in queries:
+                if q.isActive:
+                    q.awaitTermination(0.1)
+            report()
+        report()
+    finally:
+        for q in queries:
+            if q.isActive:
+                q.stop()
+    for q in queries:
+        failure = q.exception()
+        if failure is not None:
+            raise failure
+
+
+def _largest_event_time(checkpoint: Path) -> int | None:
+    """The largest event time of the items this checkpoint's runs read: from their metrics lines,
+    leaving out the times of the heartbeats (Spark's progress counts them as rows)."""
+    path = checkpoint / METRICS_FILE
+    if not path.exists():
+        return None
+    beats = {int(p.stem.split("-", 1)[1]) for p in (checkpoint / HEARTBEATS).glob("heartbeat-*.json")}
+    times = [json.loads(line).get("max_event_time") for line in path.read_text(encoding="utf-8").splitlines() if line]
+    times = [t for t in times if t is not None and t not in beats]
+    return max(times) if times else None
+
+
+def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink,
+              checkpoint: str | Path, static=None, trigger: str = "available-now", lateness: int = 0,
+              time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
+              metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
+              timeout: float | None = None, buckets: int = DEFAULT_BUCKETS) -> RunSummary:
+    """``query`` continuously over ``sources`` on the keyed operator (module doc); the arguments
+    are ``cep.continuous.job.run``'s."""
+    keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets)
+    check_streams(keyed, [s.stream for s in sources])
+    check_sources(sources)
+    checkpoint = location(checkpoint, "the checkpoint")
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    prefixes = dict(keyed.program.query.prefixes) if prefixes is None else dict(prefixes)
+    if hasattr(sink, "bind"):
+        sink.bind(spark)
+    summary = RunSummary(version=keyed.program.version)
+    writer = _Writer(keyed, sink, location(rejects, "the rejects directory") if rejects else None, on_answers,
+                     metrics, checkpoint, summary)
+    streams = keyed.part.streams
+    items, bad = {}, []
+    for source in sources:
+        lines = numbered_lines(spark, source) if isinstance(source, FileSource) else \
+            source.lines(spark).select(FILE, LINE, RAW)
+        terms, rejected = parse_lines(lines, prefixes, time_unit, source.fmt)
+        items[source.stream] = parsed_items(terms, streams.index(source.stream), time_unit)
+        bad.append(rejected)
+    first = streams[0]
+    items[first] = items[first].unionByName(parsed_items(_heartbeats(spark, checkpoint), 0, time_unit))
+    unit = TIME_UNITS[time_unit]
+    bad_lines = bad[0]
+    for more in bad[1:]:
+        bad_lines = bad_lines.unionByName(more)
+
+    def once() -> None:
+        queries = [_start(keyed.run(items), writer.answers, checkpoint / _ANSWERS, trigger),
+                   _start(bad_lines, writer.bad_lines, checkpoint / _BAD_LINES, trigger)]
+        _await(queries, timeout, lambda progress: writer.progress(progress, unit))
+
+    once()
+    largest = _largest_event_time(checkpoint)
+    if trigger == "available-now" and largest is not None:
+        closing = largest + lateness + 1
+        path = checkpoint / HEARTBEATS / f"heartbeat-{closing:020d}.json"
+        if not path.exists():
+            write_heartbeat(checkpoint, closing)
+            once()
+    return summary

@@ -1,0 +1,92 @@
+"""The continuous job on the keyed operator (``engine="keyed"``, cep.continuous.keyed.job): the
+project's file sources, sinks, rejects, checkpoint and metrics, with the answers of the union over
+instants of the reference, closed at the end of the input by a heartbeat."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+
+from tests.test_cep_continuous import relabeled, runtime_ids, write_stream
+from tests.test_keyed_bucket import QUERIES, as_answers, query, random_items, reference_union
+from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS
+
+pytestmark = pytest.mark.spark
+
+
+def _items_with_answers(label: str, q, n=24, span=14):
+    for attempt in range(20):     # the first seed that gives answers (else the test proves nothing)
+        items = random_items(random.Random(zlib.crc32(label.encode()) + attempt), n, span)
+        if reference_union(q, items, max(t for _i, _g, t, _t2 in items)):
+            return items
+    raise AssertionError(f"no seed gives {label} answers")
+
+
+def _chunks(items, k):
+    """``items`` (sorted by time) in about k chunks, each ending where the time strictly grows: a
+    chunk's times all later than the earlier chunks' (a restart after a closed input sees no item
+    at a closed instant)."""
+    size = max(1, -(-len(items) // k))
+    out, current = [], []
+    for i, item in enumerate(items):
+        if len(current) >= size and item[2] > items[i - 1][2]:
+            out.append(current)
+            current = []
+        current.append(item)
+    return out + [current]
+
+
+def test_keyed_job_equals_union_of_instants_across_a_restart_with_rejects(spark, tmp_path):
+    """Every answer of every instant up to the last event time, once, from files read over two
+    runs of one checkpoint (the second reads only the new files); the tail
+    negation's answers at the last instants come from the end-of-input heartbeat (no row arrives
+    after them). A bad line and a late row go to the rejects with their reasons, counted."""
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
+
+    label, window, pattern, shown = QUERIES[0]
+    q = query(window, pattern, shown)
+    names = [v.name for v in q.form.variables]
+    items = _items_with_answers(label, q, n=30, span=18)
+    first, *rest = _chunks(items, 3)
+    directory, ckpt, rejects = tmp_path / "in", tmp_path / "ckpt", tmp_path / "rejects"
+    got: list = []
+
+    def once():
+        return run(spark, q, [FileSource(STREAM_IRI, str(directory))],   # the new files in one micro-batch
+                   sink=CallbackSink(lambda _label, rows: got.extend(rows)), checkpoint=ckpt, rejects=rejects,
+                   metrics=open(os.devnull, "w"), engine="keyed")
+
+    placed = write_stream(directory, [first])
+    assert once().rejected == {}
+    # then: the rest (new files in the same directory), a line that is no JSON, and an item at an
+    # instant the first run closed (its input ended there)
+    staged = write_stream(tmp_path / "staged", rest)
+    for item, (path, line) in staged.items():
+        target = directory / f"later-{Path(path).name}"
+        placed[item] = (str(target.resolve()), line)
+    for path in (tmp_path / "staged").glob("*.jsonl"):
+        (directory / f"later-{path.name}").write_text(path.read_text())
+    late = json.dumps({"t": first[0][2], "triples": [[SUBJECTS[0], PREDICATES[0], OBJECTS[0]]]})
+    (directory / "zz-bad.jsonl").write_text("{not json\n" + late + "\n")
+    summary = once()
+    assert summary.rejected == {"bad input": 1, "late": 1}, summary.rejected
+    metrics = [json.loads(line) for line in (ckpt / "metrics.jsonl").read_text().splitlines()]
+    assert {m["engine"] for m in metrics} == {"keyed"}
+    files = len(list(directory.glob("*.jsonl")))
+    assert sum(m["source_rows"] for m in metrics) == files + 2      # each file read whole, and two heartbeats
+    assert metrics[-1]["watermark"] == max(t for _i, _g, t, _t2 in items) + 1
+    rows = [json.loads(line) for f in sorted(rejects.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    assert sorted(r["reason"].startswith("late") for r in rows) == [False, True]
+    bad = [r for r in rows if "line" in r]
+    assert [(Path(r["file"]).name, r["line"]) for r in bad] == [("zz-bad.jsonl", 1)]
+    ids = runtime_ids(spark, placed)
+    expected = reference_union(q, relabeled(items, ids), max(t for _i, _g, t, _t2 in items))
+    answers = as_answers(got, names)
+    assert len(answers) == len(set(answers)), "an answer was reported twice"
+    assert set(answers) == expected
