@@ -67,7 +67,8 @@ intervals are not printed; ``--format`` does not apply).
   evaluation); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
   the static files and stream files are small (:data:`LOCAL_STATIC_BYTES`,
   :data:`LOCAL_STREAM_BYTES`, and every stream line one the driver's readers take), else on Spark;
-  ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs.
+  ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs,
+  or ``keyed``: the whole query as one Spark stateful operator (``cep.continuous.keyed.job``).
 * Rejects: bad lines of stream files and N-Triples static files are not loaded; their count is
   printed on stderr, and ``--rejects FILE`` writes them as JSON Lines ``{"file", "line",
   "reason", "raw"}``.

@@ -15,8 +15,6 @@ from tests.test_cep_continuous import relabeled, runtime_ids, write_stream
 from tests.test_keyed_bucket import QUERIES, as_answers, query, random_items, reference_union
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS
 
-pytestmark = pytest.mark.spark
-
 
 def _items_with_answers(label: str, q, n=24, span=14):
     for attempt in range(20):     # the first seed that gives answers (else the test proves nothing)
@@ -40,6 +38,26 @@ def _chunks(items, k):
     return out + [current]
 
 
+def test_the_query_job_refuses_what_the_keyed_operator_cannot_run(tmp_path, capsys):
+    """Before any JVM starts: --engine keyed with --at, with --emit rstream, with RSEP-QL."""
+    from jobs import query as job
+
+    def vienna(stream):
+        return ["ontologies/vienna_example_query.rq", "--static", "ontologies/vienna_example.ttl", "--stream",
+                f"<http://example.org/publicTransport>={stream}", "--time-unit", "m"]
+
+    cases = [(vienna("ontologies/vienna_example_stream.jsonl") + ["--at", "16"], "--engine keyed runs continuous"),
+             (vienna(tmp_path) + ["--continuous", "--checkpoint", str(tmp_path / "c"), "--emit", "rstream"],
+              "--emit rstream"),
+             (["ontologies/rsep_fig1_query.rq", "--stream", f":S={tmp_path}", "--continuous", "--checkpoint",
+               str(tmp_path / "c")], "evaluation instants")]
+    for args, why in cases:
+        assert job.main(args + ["--engine", "keyed"]) == 2
+        err = capsys.readouterr().err
+        assert "error:" in err and why in err, err
+
+
+@pytest.mark.spark
 def test_keyed_job_equals_union_of_instants_across_a_restart_with_rejects(spark, tmp_path):
     """Every answer of every instant up to the last event time, once, from files read over two
     runs of one checkpoint (the second reads only the new files); the tail

@@ -158,8 +158,6 @@ class _Writer:
         self.summary.state_rows = line["state_rows"] or 0
         if line["watermark"] is not None:
             self.summary.watermark = line["watermark"]
-        if line["max_event_time"] is not None:
-            self.summary.max_time = max(self.summary.max_time or line["max_event_time"], line["max_event_time"])
         text = json.dumps(line)
         print(text, file=self.metrics or sys.stderr, flush=True)
         fs.append_text(self.checkpoint / METRICS_FILE, text + "\n")
@@ -261,9 +259,10 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
     for more in bad[1:]:
         bad_lines = bad_lines.unionByName(more)
 
-    def once() -> None:
-        queries = [_start(keyed.run(items), writer.answers, checkpoint / _ANSWERS, trigger),
-                   _start(bad_lines, writer.bad_lines, checkpoint / _BAD_LINES, trigger)]
+    def once(lines: bool = True) -> None:
+        queries = [_start(keyed.run(items), writer.answers, checkpoint / _ANSWERS, trigger)]
+        if lines:
+            queries.append(_start(bad_lines, writer.bad_lines, checkpoint / _BAD_LINES, trigger))
         _await(queries, timeout, lambda progress: writer.progress(progress, unit))
 
     once()
@@ -273,5 +272,6 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
         path = checkpoint / HEARTBEATS / f"heartbeat-{closing:020d}.json"
         if not path.exists():
             write_heartbeat(checkpoint, closing)
-            once()
+            once(lines=False)      # the heartbeat only: no line was added
+    summary.max_time = largest
     return summary
