@@ -29,6 +29,7 @@ import numpy as np
 
 from cep import algebra as A
 from cep.algebra.timeline import OPEN_END
+from cep.engines.driver import csparql as C
 from cep.engines.driver import rows as L
 from cep.engines.driver import static
 from cep.engines.driver.walk import supports
@@ -39,7 +40,8 @@ from rdfcore.hashing import term_id
 from rdfcore.sources import load_local, split_lines
 from reasoner import local as RL
 
-__all__ = ["NotOnDriver", "Answers", "refusal", "read_static", "read_streams", "answers_at", "COLUMNAR_FROM"]
+__all__ = ["NotOnDriver", "Answers", "refusal", "read_static", "read_streams", "answers_at", "sorted_rows",
+           "COLUMNAR_FROM"]
 
 #: from this many stream items on, the numpy operators (``cep.engines.driver.columnar``) evaluate
 COLUMNAR_FROM = 20_000
@@ -54,13 +56,15 @@ class NotOnDriver(SidecarError):
 
 
 def refusal(query: A.Query, window_convention: A.WindowConvention | None = None) -> str | None:
-    """Why ``query`` is not evaluated on the driver (module doc), or None. The driver engine applies
-    no window convention but the default (``cep.algebra.WindowConvention``): it refuses any other."""
+    """Why ``query`` is not evaluated on the driver (module doc), or None. A window convention
+    (``cep.algebra.WindowConvention``) other than the default applies to C-SPARQL windows only."""
+    if A.is_csparql(query):
+        return C.refusal(query)
     if window_convention is not None and not window_convention.is_default:
-        return (f"the C-SPARQL engine's window conventions ({window_convention}) are applied by the Spark and "
-                "reference engines, not by the driver's")
-    if A.is_csparql(query) or A.is_rsepql(query) or A.is_epsparql(query):
-        return "C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated at their evaluation instants (on Spark)"
+        return (f"the C-SPARQL engine's window conventions ({window_convention}) apply to C-SPARQL windows, not "
+                "by the driver's engine to this query")
+    if A.is_rsepql(query) or A.is_epsparql(query):
+        return "RSEP-QL and EP-SPARQL queries are evaluated at their evaluation instants (on Spark)"
     if not isinstance(query.form, A.Project):
         return "CONSTRUCT (on Spark)"
     if query.modifiers is not None:
@@ -137,12 +141,18 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
                window_convention: A.WindowConvention | None = None) -> Answers:
     """⟦query, t⟧ for each t of ``instants`` (module doc), decoded with ``terms`` ({id: term}; the
     query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'.
-    ``window_convention``: only the default is applied here (``refusal``); another raises ``NotOnDriver``."""
+    ``window_convention``: C-SPARQL's windows (``cep.algebra.WindowConvention``; None: the default).
+    A query ``refusal`` gives a reason for raises ``NotOnDriver``."""
     why = refusal(query, window_convention)
     if why is not None:
         raise NotOnDriver(why)
     known = dict(terms)
     known.update((term_id(t), t) for t in A.constants(query.form))
+    variables = tuple(v.name for v in query.form.variables)
+    if A.is_csparql(query):
+        convention = A.check_window_convention(query, window_convention)
+        return Answers(variables, sorted_rows(C.answers(query, graphs, streams, instants, time_unit, known,
+                                                        convention)))
 
     def lookup(ids) -> dict:
         return {i: known[i] for i in ids if i in known}
@@ -157,7 +167,6 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
     else:
         items = {iri: [tuple(r) for r in rows.tolist()] for iri, rows in streams.items()}
         rows = L.evaluate(query, items, background, time_unit, terms=lookup).rows
-    variables = tuple(v.name for v in query.form.variables)
     out = []
     for row in rows:
         values = tuple(None if v is None else known[v] for v in row[:-4])
@@ -165,5 +174,10 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
         for at in instants:
             if a <= at <= b:
                 out.append((at, *values, t1, at if t2 == OPEN_END else t2))
-    out = sorted(set(out), key=lambda r: (r[0], *[(v is not None, v or "") for v in r[1:-2]], r[-2], r[-1]))
-    return Answers(variables, out)
+    return Answers(variables, sorted_rows(out))
+
+
+def sorted_rows(rows) -> list:
+    """``(t, term or None..., t1, t2)`` rows, distinct, in the Spark engine's output order: by the
+    instant, each term (unbound first), t1, t2."""
+    return sorted(set(rows), key=lambda r: (r[0], *[(v is not None, v or "") for v in r[1:-2]], r[-2], r[-1]))
