@@ -100,7 +100,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 from cep import CepSyntaxError, compile_query  # noqa: E402
 from cep import algebra as A  # noqa: E402
 from cep.algebra.patterns import (BGP, Duration, NamedGraph, Project, TIME_UNITS, Var, background_patterns, is_csparql,
-                                  is_epsparql, is_rsepql, rsep_windows, snapshots, stream_patterns, walk)  # noqa: E402
+                                  is_epsparql, rsep_windows, snapshots, stream_patterns, walk)  # noqa: E402
 from cep.continuous.plan import plan as continuous_plan  # noqa: E402
 from cep.engines.columns import var_column  # noqa: E402
 from cep.engines.rules import RulesError, check_rules  # noqa: E402
@@ -425,8 +425,7 @@ def plan(args: argparse.Namespace) -> Plan:
         print(f"warning: --static {'default graph files' if graph is None else graph} not read by the query; "
               f"not loaded", file=sys.stderr)
         del result.graphs[graph]
-    if isinstance(query.form, Project) and (ep or stream_patterns(query.pattern) or is_rsepql(query)
-                                            or is_csparql(query)):
+    if isinstance(query.form, Project) and with_intervals(query):
         clash = [f"?{v.name}" for v in query.form.variables if v.name in (START_VAR, END_VAR, AT_VAR)]
         if clash:
             raise QueryError(f"the query projects {', '.join(clash)}: with event clauses the answers carry "
@@ -443,6 +442,13 @@ def plan(args: argparse.Namespace) -> Plan:
 LOCAL_STATIC_BYTES = 64 << 20
 #: ... and the stream files to at most this many
 LOCAL_STREAM_BYTES = 64 * 1024 * 1024
+
+
+def with_intervals(query) -> bool:
+    """Whether the answers carry ``_start`` / ``_end`` (a query with event clauses: windows over
+    streams, in any language)."""
+    return (A.is_epsparql(query) or bool(A.stream_patterns(query.pattern)) or A.is_rsepql(query)
+            or A.is_csparql(query))
 
 
 def _reject_line(file: str, line: int, reason: str, raw: str) -> str:
@@ -488,7 +494,7 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     finally:
         if handle is not None:
             handle.close()
-    many, events = bool(p.instants), bool(A.stream_patterns(p.query.pattern))
+    many, events = bool(p.instants), with_intervals(p.query)
     head = ([AT_VAR] if many else []) + list(answers.variables) + ([START_VAR, END_VAR] if events else [])
 
     def rows() -> Iterator[dict]:
@@ -600,7 +606,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
                 count += 1
             return count
         names = [v.name for v in query.form.variables]
-        events = ep or bool(A.stream_patterns(query.pattern)) or A.is_rsepql(query) or A.is_csparql(query)
+        events = with_intervals(query)
         columns = [var_column(n) for n in names]
         kept = ([AT_COLUMN] if p.instants else []) + columns + ([T_START, T_END] if events else [])
         if query.modifiers is not None:   # ORDER BY / LIMIT / OFFSET: the query's order, per instant
