@@ -66,7 +66,8 @@ WHERE { ?s ?p ?v }""",
 FROM STREAM :S2 [TRIPLES 2] WHERE { ?s ?p ?v } GROUP BY ?s""",
     HEAD + """SELECT ?s ?g ?k (COUNT(?o) AS ?n) FROM NAMED :G FROM STREAM :S [RANGE 6 STEP 2]
 WHERE { ?s :q ?o . GRAPH ?g { ?s :kind ?k } } GROUP BY ?s ?g ?k""",
-    HEAD + """SELECT (AVG(?v) AS ?avg) (SUM(?v) AS ?sum) (COUNT(*) AS ?n) FROM STREAM :S [RANGE 3 TUMBLING]
+    HEAD + """SELECT (AVG(?v) AS ?avg) (SUM(?v) AS ?sum) (COUNT(*) AS ?n) (COUNT(DISTINCT ?v) AS ?d)
+(SUM(DISTINCT ?v) AS ?sd) (AVG(DISTINCT ?v) AS ?ad) FROM STREAM :S [RANGE 5 STEP 2]
 FROM STREAM :S2 [RANGE 2] WHERE { ?s :p ?v FILTER (isNumeric(?v)) }""",
 ]
 ALL_QUERIES = QUERIES + RANDOM_QUERIES + BOUNDARY_QUERIES
@@ -80,7 +81,8 @@ def random_stream(rng: random.Random, n: int, span: int, first: int = 0) -> list
         t = rng.randint(0, span)
         p = rng.choice([ex("p"), ex("p"), ex("q"), ex("link")])
         o = rng.choice(NUMBERS + NUMBERS + OTHERS) if p == ex("p") else rng.choice(OTHERS)
-        out.append((first + k, frozenset({(rng.choice(NODES), p, o)}), t, t))
+        end = t + rng.choice((0, 0, 0, 1, 3))      # an item may last: its window time τ is its start
+        out.append((first + k, frozenset({(rng.choice(NODES), p, o)}), t, end))
     return sorted(out, key=lambda it: it[2])
 
 
