@@ -1,4 +1,4 @@
-"""A CQELS-CEP query's answers at given instants, entirely on the driver: no JVM.
+"""A CQELS-CEP or C-SPARQL query's answers at given instants, entirely on the driver: no JVM.
 
 ``query --at T1,...,Tn`` on small inputs (``jobs.query`` picks the engine). The inputs are read
 on the driver: the ``--static`` files by ``rdfcore.sources.load_local`` (the same triples and
@@ -8,16 +8,24 @@ N-Triples, ``cep.io.linescan.scan_tsnt``: the same items and ids as Spark's pars
 those readers do not take (an escape, an ISO timestamp, a malformed line: Spark's parser gives
 its reject reason) makes :class:`NotOnDriver`, and the caller runs Spark instead.
 
-The evaluation computes every instant's answers at once, as the continuous runtime's driver
-engine does: the background patterns by ``cep.engines.driver.static``, the rest by the walk of
+A CQELS-CEP query's evaluation computes every instant's answers at once, as the continuous
+runtime's driver engine does: the background patterns by ``cep.engines.driver.static``, the rest by the walk of
 ``cep.engines.driver.rows`` (Python rows; small inputs) or ``cep.engines.driver.columnar``
 (numpy columns; from :data:`COLUMNAR_FROM` stream items on). Each result row carries its lifetime
 [a, b], the instants at which it is an answer; the answers at an asked instant t are the rows
 with a ≤ t ≤ b, their interval's open end (a background-only answer) read as t. So n instants
 cost one evaluation, not n.
 
-What runs here is what both driver engines support (``refusal``): CQELS-CEP SELECT queries whose
-background patterns ``cep.engines.driver.static`` evaluates, without ORDER BY / LIMIT / OFFSET.
+A C-SPARQL query's answers are defined at evaluation instants (its windows' closes, COMPUTED
+EVERY), not as rows with lifetimes: ``cep.engines.driver.csparql`` evaluates it instant by instant,
+under the query's window convention (``cep.algebra.WindowConvention``), each stream sorted once and
+each window's content a slice of it; instants with the same evaluation instant share one
+evaluation. Its answers carry [c, c], c the evaluation instant, as on Spark.
+
+What runs here (``refusal`` says why not): CQELS-CEP SELECT queries that both driver engines
+support, whose background patterns ``cep.engines.driver.static`` evaluates, with the default window
+convention; C-SPARQL SELECT queries ``cep.engines.driver.csparql.refusal`` takes, under any
+convention; neither with ORDER BY / LIMIT / OFFSET. RSEP-QL, EP-SPARQL and CONSTRUCT run on Spark.
 """
 from __future__ import annotations
 
