@@ -28,6 +28,8 @@ from cep import compile_query
 from cep.engines import reference as R
 from cep.engines.driver import answers as D
 from cep.engines.driver import static
+from cep.engines.errors import MissingInputError
+from jobs import query as job
 from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
 from tests.test_csparql_windows import BOUNDARY_QUERIES, CONVENTIONS, EX, RANDOM_QUERIES, S1, S2, boundary_streams, ex
@@ -209,8 +211,6 @@ def test_refusals_say_why(text, reason):
 
 
 def test_missing_stream_is_a_located_error():
-    from cep.engines.errors import MissingInputError
-
     with pytest.raises(MissingInputError, match="no stream <http://example.org/cw#S2>"):
         driver_rows(RANDOM_QUERIES[0], {S1: []}, [5], A.RSEPQL_WINDOWS)
 
@@ -261,8 +261,6 @@ def _expected_lines(streams, background, convention) -> list[str]:
     (["--csparql-compat", "--window-start", "-1"], A.WindowConvention(A.LEFT_CLOSED, -1, A.SKIP)),
 ])
 def test_query_job_on_the_driver_prints_the_reference_rows(tmp_path, capsys, options, convention):
-    from jobs import query as job
-
     argv, streams, background = _cli_files(tmp_path)
     assert job.main(argv + ["--engine", "local", *options]) == 0
     out = capsys.readouterr().out.splitlines()

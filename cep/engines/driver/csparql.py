@@ -162,14 +162,14 @@ class _Evaluation:
         return self.streams[stream]
 
     # -- the instant ------------------------------------------------------------------------------
-    def at(self, t: int) -> tuple[int, list]:
-        """(c, the answers at t as tuples of terms or None per projected variable)."""
+    def at(self, t: int, c: int) -> list:
+        """The answers at t, whose evaluation instant is c: tuples of a term or None per projected
+        variable."""
         node = self.snapshot
-        c = node.instant(t, self.time_unit, self.convention)
         spans = [(stream, self.index(stream).window(spec, c, self.time_unit, self.convention))
                  for stream, spec in node.windows]
         if self.convention.empty == SKIP and not any(len(span) for _s, span in spans):
-            return c, []
+            return []
         token = EVALUATION_INSTANT.set(t)      # NOW()
         try:
             rel = self.above(self.query.form.inner, self.scope(spans, c))
@@ -179,7 +179,7 @@ class _Evaluation:
         picks = [where.get(var_column(v.name)) for v in self.query.form.variables]
         known = self.known
         rows = {tuple(None if i is None or r[i] is None else known[r[i]] for i in picks) for r in rel.rows}
-        return c, list(rows)
+        return list(rows)
 
     def scope(self, spans, c: int) -> _Scope:
         """The snapshot at c (module doc), from each window's positions ``spans``."""
@@ -398,6 +398,6 @@ def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], 
         c = snapshot.instant(t, time_unit, convention)
         key = (c, t) if per_instant else c
         if key not in done:
-            done[key] = evaluation.at(t)[1]
+            done[key] = evaluation.at(t, c)
         out.extend((t, *row, c, c) for row in done[key])
     return out
