@@ -271,10 +271,12 @@ def test_query_job_on_the_driver_prints_the_reference_rows(tmp_path, capsys, opt
 
 
 def test_query_job_on_the_driver_imports_no_pyspark(tmp_path):
+    """``rsp-sidecar query --at`` (``jobs.cli``, as a user runs it) on the driver: the process never
+    imports pyspark, nor the modules of the commands that do."""
     argv, streams, background = _cli_files(tmp_path)
-    code = ("import sys\nfrom jobs.query import main\nrc = main(sys.argv[1:])\n"
+    code = ("import sys\nfrom jobs.cli import main\nrc = main(sys.argv[1:])\n"
             "assert 'pyspark' not in sys.modules, 'pyspark was imported'\nsys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code, *argv, "--engine", "auto"], capture_output=True, text=True,
-                          timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-c", code, "query", *argv, "--engine", "auto"], capture_output=True,
+                          text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.splitlines()[1:]) == sorted(_expected_lines(streams, background, A.RSEPQL_WINDOWS))
