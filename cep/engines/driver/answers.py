@@ -3,8 +3,9 @@
 ``query --at T1,...,Tn`` on small inputs (``jobs.query`` picks the engine). The inputs are read
 on the driver: the ``--static`` files by ``rdfcore.sources.load_local`` (the same triples and
 rejects as Spark's loader) and the reasoner's driver engine (``reasoner.local.materialize``); the
-stream files line by line (``cep.io.lineparse`` and the compiled scanner of timestamped
-N-Triples, ``cep.io.linescan.scan_tsnt``: the same items and ids as Spark's parser). A stream line
+stream files line by line (``cep.io.lineparse``: JSON Lines, and timestamped N-Triples files of at
+most :data:`PYTHON_TSNT_LINES` lines; the compiled scanner of timestamped N-Triples,
+``cep.io.linescan.scan_tsnt``, for longer ones: the same items and ids as Spark's parser). A stream line
 those readers do not take (an escape, an ISO timestamp, a malformed line: Spark's parser gives
 its reject reason) makes :class:`NotOnDriver`, and the caller runs Spark instead.
 
@@ -42,17 +43,21 @@ from cep.engines.driver import rows as L
 from cep.engines.driver import static
 from cep.engines.driver.walk import supports
 from cep.io.formats import JSONL, detect_stream_format
-from cep.io.lineparse import parse_jsonl
+from cep.io.lineparse import parse_jsonl, parse_tsnt
 from rdfcore.errors import SidecarError
 from rdfcore.hashing import term_id
 from rdfcore.sources import load_local, split_lines
 from reasoner import local as RL
 
 __all__ = ["NotOnDriver", "Answers", "refusal", "read_static", "read_streams", "answers_at", "sorted_rows",
-           "COLUMNAR_FROM"]
+           "COLUMNAR_FROM", "PYTHON_TSNT_LINES"]
 
 #: from this many stream items on, the numpy operators (``cep.engines.driver.columnar``) evaluate
 COLUMNAR_FROM = 20_000
+#: a timestamped N-Triples file of at most this many lines is read in Python
+#: (``cep.io.lineparse.parse_tsnt``, ~10 µs a line), a longer one by the compiled scanner
+#: (``cep.io.linescan.scan_tsnt``: ~1 s to load numba and its kernels, then ~0.1 µs a line)
+PYTHON_TSNT_LINES = 100_000
 
 
 class NotOnDriver(SidecarError):
@@ -114,16 +119,24 @@ def read_streams(streams: Mapping[str, Path], prefixes: Mapping[str, str]) -> tu
         file = str(Path(path).resolve())
         lines = split_lines(Path(path).read_bytes())
         items = []
-        if detect_stream_format(Path(path)) == JSONL:
+        jsonl = detect_stream_format(Path(path)) == JSONL
+        if jsonl or len(lines) <= PYTHON_TSNT_LINES:
             cache: dict = {}
+            ids: dict = {}
             for number, raw in enumerate(lines, start=1):
-                parsed = parse_jsonl(raw, file, number, prefixes, cache)
+                parsed = (parse_jsonl(raw, file, number, prefixes, cache) if jsonl
+                          else parse_tsnt(raw, file, number, cache))
                 if parsed is None:
                     raise NotOnDriver(f"{file}, line {number}: a line the driver's reader leaves to Spark's parser")
                 for item, s, p, o, t1, t2 in parsed:
+                    row = [item]
                     for t in (s, p, o):
-                        terms.setdefault(term_id(t), t)
-                    items.append((item, term_id(s), term_id(p), term_id(o), t1, t2))
+                        ident = ids.get(t)
+                        if ident is None:
+                            ident = ids[t] = term_id(t)
+                            terms.setdefault(ident, t)
+                        row.append(ident)
+                    items.append((*row, t1, t2))
         else:   # the compiled scanner (numba: imported only for these files)
             import pyarrow as pa
 
