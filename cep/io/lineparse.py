@@ -12,6 +12,10 @@ what ``parse_lines`` gives (``tests/test_cep_lineparse.py`` compares the two on 
 lines): the same N-Triples terms (prefixes expanded, ``a`` for ``rdf:type``, language tags
 lower-cased, ``^^xsd:string`` dropped, blank nodes scoped to the file or Kafka partition) and the
 same item id ``xxhash64(file, line)``.
+
+``parse_tsnt`` does the same for timestamped N-Triples: the lines of :data:`TSNT_STRICT` (the
+definition ``cep.io.tsnt`` and its compiled scanner share), for the driver's ``query --at`` on files
+too small to repay loading the scanner.
 """
 from __future__ import annotations
 
