@@ -53,10 +53,10 @@ def timed(argv: list, repeat: int) -> tuple[float, str, str]:
     return statistics.median(times), out, engine
 
 
-def line(label: str, ours: float, theirs: float | None, note: str = "") -> None:
+def line(label: str, ours: float, theirs: float | None, note: str = "", engine: str = "auto") -> None:
     ratio = f"{theirs / ours:6.1f}x" if theirs else "   n/a"
     shown = f"{theirs:8.2f} s" if theirs else "      n/a"
-    print(f"{label:<44} auto {ours:8.2f} s   spark {shown}   ratio {ratio}  {note}", flush=True)
+    print(f"{label:<44} {engine} {ours:8.2f} s   spark {shown}   ratio {ratio}  {note}", flush=True)
 
 
 def running_example(repeat: int) -> None:
@@ -98,7 +98,7 @@ def csrbench(work: Path, repeat: int, engine: str = "auto") -> None:
             "--at", instants]
     ours, out, ran = timed([*argv, "--engine", engine], repeat)
     line("CSRBench-style C-SPARQL, 15k triples, 34 instants", ours, None,
-         f"(--engine {engine} ran on the {ran}; {len(out.splitlines()) - 1} answers)")
+         f"(ran on the {ran}; {len(out.splitlines()) - 1} answers)", engine)
 
 
 def crossover(work: Path, sizes: list[int], instants: int, spark_max: int, network: str, repeat: int) -> None:
