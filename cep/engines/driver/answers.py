@@ -40,6 +40,7 @@ from cep import algebra as A
 from cep.algebra.timeline import OPEN_END
 from cep.engines.driver import csparql as C
 from cep.engines.driver import rows as L
+from cep.engines.driver import rsepql as RQ
 from cep.engines.driver import static
 from cep.engines.driver.walk import supports
 from cep.io.formats import JSONL, detect_stream_format
@@ -76,8 +77,10 @@ def refusal(query: A.Query, window_convention: A.WindowConvention | None = None)
     if window_convention is not None and not window_convention.is_default:
         return (f"the C-SPARQL engine's window conventions ({window_convention}) apply to C-SPARQL windows, not "
                 "by the driver's engine to this query")
-    if A.is_rsepql(query) or A.is_epsparql(query):
-        return "RSEP-QL and EP-SPARQL queries are evaluated at their evaluation instants (on Spark)"
+    if A.is_rsepql(query):
+        return RQ.refusal(query)
+    if A.is_epsparql(query):
+        return "EP-SPARQL queries are evaluated at each instant (on Spark)"
     if not isinstance(query.form, A.Project):
         return "CONSTRUCT (on Spark)"
     if query.modifiers is not None:
@@ -174,6 +177,8 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
         convention = A.check_window_convention(query, window_convention)
         return Answers(variables, sorted_rows(C.answers(query, graphs, streams, instants, time_unit, known,
                                                         convention)))
+    if A.is_rsepql(query):
+        return Answers(variables, sorted_rows(RQ.answers(query, graphs, streams, instants, time_unit, known)))
 
     def lookup(ids) -> dict:
         return {i: known[i] for i in ids if i in known}

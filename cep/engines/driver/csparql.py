@@ -82,17 +82,20 @@ def refusal(query: A.Query) -> str | None:
 @dataclass(frozen=True)
 class StreamIndex:
     """One stream's triples sorted once by (τ, t2, item, s, p, o): ``times`` their τ (increasing),
-    ``triples`` their id triples. A window's content is the slice :meth:`window` gives."""
+    ``triples`` their id triples, ``items`` their items' ids. A window's content is the slice
+    :meth:`window` gives."""
 
     times: list
     triples: list
+    items: list
 
     @staticmethod
     def of(rows: np.ndarray) -> "StreamIndex":
         """From ``(item, s, p, o, t1, t2)`` id rows (``cep.engines.driver.answers.read_streams``)."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
         rows = rows[np.lexsort((rows[:, 3], rows[:, 2], rows[:, 1], rows[:, 0], rows[:, 5], rows[:, 4]))]
-        return StreamIndex(rows[:, 4].tolist(), list(zip(*(rows[:, k].tolist() for k in (1, 2, 3)))))
+        return StreamIndex(rows[:, 4].tolist(), list(zip(*(rows[:, k].tolist() for k in (1, 2, 3)))),
+                           rows[:, 0].tolist())
 
     def window(self, spec: A.Window, c: int, time_unit: str, convention: WindowConvention) -> range:
         """The positions of the triples ``spec`` holds at evaluation instant c
