@@ -65,7 +65,7 @@ intervals are not printed; ``--format`` does not apply).
 * ``--engine auto|local|spark``: where ``--at`` evaluates. ``local`` runs on the driver and starts
   no JVM (``cep.engines.driver.answers``: CQELS-CEP SELECT queries, every asked instant from one
   evaluation; C-SPARQL SELECT queries under any window convention, instant by instant,
-  ``cep.engines.driver.csparql``); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
+  ``cep.engines.driver.csparql``; RSEP-QL SELECT queries, ``cep.engines.driver.rsepql``); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
   the static files and stream files are small (:data:`LOCAL_STATIC_BYTES`,
   :data:`LOCAL_STREAM_BYTES`, and every stream line one the driver's readers take), else on Spark;
   ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs.
@@ -165,7 +165,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(either may still be given to override; --window-start stays 0 unless given)")
     parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
                         help="where the query is evaluated: auto (default: the driver, with no JVM, when the query "
-                             "allows it (CQELS-CEP and C-SPARQL SELECT queries) and the inputs are small; else "
+                             "allows it (CQELS-CEP, C-SPARQL and RSEP-QL SELECT queries) and the inputs are small; else "
                              "Spark), local (the driver), spark; with --continuous, where each micro-batch is "
                              "evaluated")
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")

@@ -1,4 +1,4 @@
-"""A CQELS-CEP or C-SPARQL query's answers at given instants, entirely on the driver: no JVM.
+"""A CQELS-CEP, C-SPARQL or RSEP-QL query's answers at given instants, entirely on the driver: no JVM.
 
 ``query --at T1,...,Tn`` on small inputs (``jobs.query`` picks the engine). The inputs are read
 on the driver: the ``--static`` files by ``rdfcore.sources.load_local`` (the same triples and
@@ -21,12 +21,15 @@ A C-SPARQL query's answers are defined at evaluation instants (its windows' clos
 EVERY), not as rows with lifetimes: ``cep.engines.driver.csparql`` evaluates it instant by instant,
 under the query's window convention (``cep.algebra.WindowConvention``), each stream sorted once and
 each window's content a slice of it; instants with the same evaluation instant share one
-evaluation. Its answers carry [c, c], c the evaluation instant, as on Spark.
+evaluation. Its answers carry [c, c], c the evaluation instant, as on Spark. An RSEP-QL query is
+evaluated at each asked instant in order (``cep.engines.driver.rsepql``): a chronological or recent
+MATCH consumes what its answers used, so each instant depends on the ones before.
 
 What runs here (``refusal`` says why not): CQELS-CEP SELECT queries that both driver engines
 support, whose background patterns ``cep.engines.driver.static`` evaluates, with the default window
 convention; C-SPARQL SELECT queries ``cep.engines.driver.csparql.refusal`` takes, under any
-convention; neither with ORDER BY / LIMIT / OFFSET. RSEP-QL, EP-SPARQL and CONSTRUCT run on Spark.
+convention; RSEP-QL SELECT queries ``cep.engines.driver.rsepql.refusal`` takes; none with ORDER BY /
+LIMIT / OFFSET. EP-SPARQL and CONSTRUCT run on Spark.
 """
 from __future__ import annotations
 
