@@ -23,7 +23,7 @@ What is not here (:func:`refusal` says what and why) runs on Spark.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -100,35 +100,46 @@ class _Instant:
     time_unit: str
     consumed: frozenset
     used: set
+    #: what an instant computes once: each window's items, each EVENT's events over its whole window
+    memo: dict = field(default_factory=dict)
 
     def items(self, stream, spec) -> list:
         """The items window ``spec`` over ``stream`` holds at t: [(item, τ, [id triples])], by τ."""
-        if stream not in self.streams:
-            raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
-        index = self.streams[stream]
-        out: dict = {}
-        for k in index.window(spec, self.t, self.time_unit, RSEPQL_WINDOWS):
-            out.setdefault(index.items[k], (index.times[k], []))[1].append(index.triples[k])
-        return [(item, tau, triples) for item, (tau, triples) in out.items()]
+        key = ("items", stream, spec)
+        if key not in self.memo:
+            if stream not in self.streams:
+                raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
+            index = self.streams[stream]
+            out: dict = {}
+            for k in index.window(spec, self.t, self.time_unit, RSEPQL_WINDOWS):
+                out.setdefault(index.items[k], (index.times[k], []))[1].append(index.triples[k])
+            self.memo[key] = [(item, tau, triples) for item, (tau, triples) in out.items()]
+        return self.memo[key]
+
+    def matched(self, node: A.EventPattern) -> list:
+        """The events of ``EVENT w P`` over its whole window, unbound: [(μ, τ, τ, used)], by τ. Under
+        an active window and bindings (``events``) they are filtered: matching P against μ2(G_k)
+        keeps exactly the matches compatible with μ2."""
+        key = ("events", node)
+        if key not in self.memo:
+            patterns = [tuple(x if isinstance(x, A.Var) else term_id(x) for x in (tp.s, tp.p, tp.o))
+                        for tp in node.pattern.patterns]
+            out = []
+            for item, tau, triples in self.items(node.stream, node.window):
+                graph = [tr for tr in triples if (node.name, item, tr) not in self.consumed]
+                for mu in _matches(patterns, graph):
+                    d = dict(mu)
+                    used = frozenset((node.name, item, tuple(d[x.name] if isinstance(x, A.Var) else x for x in tp))
+                                     for tp in patterns)
+                    out.append((mu, tau, tau, used))
+            self.memo[key] = out
+        return self.memo[key]
 
     def events(self, node, lo: int, hi: int, bindings: frozenset) -> set:
         """(μ, t1, t2, used) of an event pattern under the active window [lo, hi] and ``bindings``."""
         match node:
-            case A.EventPattern(name=name, stream=stream, window=spec, pattern=pattern):
-                patterns = [tuple(x if isinstance(x, A.Var) else term_id(x) for x in (tp.s, tp.p, tp.o))
-                            for tp in pattern.patterns]
-                out = set()
-                for item, tau, triples in self.items(stream, spec):
-                    if not lo <= tau <= hi:
-                        continue
-                    graph = [tr for tr in triples if (name, item, tr) not in self.consumed]
-                    for mu in _matches(patterns, graph):
-                        if _compatible(mu, bindings):
-                            d = dict(mu)
-                            used = frozenset((name, item, tuple(d[x.name] if isinstance(x, A.Var) else x for x in tp))
-                                             for tp in patterns)
-                            out.add((mu, tau, tau, used))
-                return out
+            case A.EventPattern():
+                return {e for e in self.matched(node) if lo <= e[1] <= hi and _compatible(e[0], bindings)}
             case A.FirstEvent(inner=inner):
                 return _firsts(self.events(inner, lo, hi, bindings))
             case A.LastEvent(inner=inner):
