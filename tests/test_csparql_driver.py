@@ -32,6 +32,7 @@ from cep.engines.errors import MissingInputError
 from jobs import query as job
 from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
+from tests.test_csparql import dataset_answers_at, dataset_files
 from tests.test_csparql_windows import BOUNDARY_QUERIES, CONVENTIONS, EX, RANDOM_QUERIES, S1, S2, boundary_streams, ex
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -268,6 +269,13 @@ def test_query_job_on_the_driver_prints_the_reference_rows(tmp_path, capsys, opt
     expected = _expected_lines(streams, background, convention)
     assert expected and sorted(out[1:]) == sorted(expected)
     assert out[1:] == sorted(out[1:], key=lambda line: int(line.split('"')[1]))   # by instant
+
+
+def test_query_job_datasets_on_the_driver(tmp_path, capsys):
+    """Several FROMs, FROM NAMED and GRAPH ?g over a named stream and a named background graph, each
+    a file (``tests.test_csparql.dataset_files``): the answers derived by hand, on the driver."""
+    args, files, _directories, expected, short = dataset_files(tmp_path)
+    assert dataset_answers_at(capsys, args + files + ["--engine", "local"], short) == expected
 
 
 def test_query_job_on_the_driver_imports_no_pyspark(tmp_path):
