@@ -288,3 +288,17 @@ def test_query_job_on_the_driver_imports_no_pyspark(tmp_path):
                           text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.splitlines()[1:]) == sorted(_expected_lines(streams, background, A.RSEPQL_WINDOWS))
+
+
+@pytest.mark.spark
+def test_local_engine_prints_what_spark_prints(spark, tmp_path, capsys):
+    """The same files at three instants under the C-SPARQL engine's conventions: ``--engine local``
+    prints, byte for byte, what ``--engine spark`` prints (aggregates' terms, unbound values, the
+    intervals, the order)."""
+    argv, _streams, _background = _cli_files(tmp_path)
+    argv = [a for a in argv if not a.startswith("--at=")] + ["--at", "6,9,13", "--csparql-compat"]
+    assert job.main(argv + ["--engine", "local"]) == 0
+    local = capsys.readouterr().out
+    assert job.main(argv + ["--engine", "spark"]) == 0
+    on_spark = capsys.readouterr().out
+    assert len(local.splitlines()) > 3 and local == on_spark
