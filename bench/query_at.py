@@ -3,6 +3,7 @@
 
     python bench/query_at.py [--repeat 3] [--events 1000,10000,100000] [--instants 1000]
                              [--spark-max-events 100000] [--network real|example] [--skip-csparql]
+                             [--csparql-only]
 
 Three parts, each timed as wall-clock seconds of ``python -m jobs.cli query ...`` (imports,
 reading the files, the evaluation, printing the answers; a JVM only where Spark runs), the median
@@ -11,8 +12,8 @@ of ``--repeat`` runs, both engines side by side in one run:
 1. **The running example** (DESIGN.md; 20 background triples, 4 events) at one instant.
 2. **CSRBench-style C-SPARQL**: a 4-pattern BGP and a FILTER over ~15,000 timestamped triples
    (3,750 sensor observations over 10 minutes, in seconds) with ``[RANGE 1s STEP 1s]`` at 34
-   instants. C-SPARQL runs on Spark under both settings today (the driver engine takes
-   CQELS-CEP); the line says which engine ran.
+   instants, on the driver (``cep.engines.driver.csparql``); the line says which engine ran.
+   ``--csparql-only`` runs this part alone, with ``--engine local``: no JVM starts.
 3. **The crossover**: the Vienna query (``ontologies/vienna_example_query.rq``) over a synthetic
    fleet's delays and arrivals (``scenarios.vienna_transit.write_stream``) on the real network
    (``../shared/data``; else the running example's map), at ``--instants`` instants spread over
@@ -52,10 +53,10 @@ def timed(argv: list, repeat: int) -> tuple[float, str, str]:
     return statistics.median(times), out, engine
 
 
-def line(label: str, ours: float, theirs: float | None, note: str = "") -> None:
+def line(label: str, ours: float, theirs: float | None, note: str = "", engine: str = "auto") -> None:
     ratio = f"{theirs / ours:6.1f}x" if theirs else "   n/a"
     shown = f"{theirs:8.2f} s" if theirs else "      n/a"
-    print(f"{label:<44} auto {ours:8.2f} s   spark {shown}   ratio {ratio}  {note}", flush=True)
+    print(f"{label:<44} {engine} {ours:8.2f} s   spark {shown}   ratio {ratio}  {note}", flush=True)
 
 
 def running_example(repeat: int) -> None:
@@ -78,7 +79,7 @@ WHERE { ?obs a :Observation ; :observedProperty :temperature ; :procedure ?senso
 """
 
 
-def csrbench(work: Path, repeat: int) -> None:
+def csrbench(work: Path, repeat: int, engine: str = "auto") -> None:
     rng = random.Random(7)
     stream = work / "observations.nt"
     ex = "http://example.org/csr#"
@@ -95,9 +96,9 @@ def csrbench(work: Path, repeat: int) -> None:
     instants = ",".join(str(t) for t in range(100, 134))
     argv = [work / "csr.rq", "--stream", f"<http://example.org/observations>={stream}", "--time-unit", "s",
             "--at", instants]
-    ours, out, engine = timed([*argv, "--engine", "auto"], repeat)
+    ours, out, ran = timed([*argv, "--engine", engine], repeat)
     line("CSRBench-style C-SPARQL, 15k triples, 34 instants", ours, None,
-         f"(ran on {engine}; {len(out.splitlines()) - 1} answers)")
+         f"(ran on the {ran}; {len(out.splitlines()) - 1} answers)", engine)
 
 
 def crossover(work: Path, sizes: list[int], instants: int, spark_max: int, network: str, repeat: int) -> None:
@@ -136,11 +137,15 @@ def main() -> int:
     ap.add_argument("--spark-max-events", type=int, default=100_000)
     ap.add_argument("--network", choices=("real", "example"), default=None)
     ap.add_argument("--skip-csparql", action="store_true")
+    ap.add_argument("--csparql-only", action="store_true", help="part 2 alone, on the driver (no JVM)")
     args = ap.parse_args()
     print(f"query --at, whole process, median of {args.repeat} (Spark crossover runs: 1); {os.cpu_count()} cores",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="query-at-") as tmp:
         work = Path(tmp)
+        if args.csparql_only:
+            csrbench(work, args.repeat, "local")
+            return 0
         running_example(args.repeat)
         if not args.skip_csparql:
             csrbench(work, 1)

@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 
-from jobs import demo, jars, materialize, package
+from jobs import jars, package
 from jobs import paths as paths_job
 from jobs import milan_routing, tracheobionta
 from jobs import vienna_transit
@@ -29,6 +29,12 @@ from jobs.errors import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default: the process's) and run its command. ``materialize`` and ``demo``
+    load pyspark (and rdflib) when imported: their modules are imported only when they are the
+    command, so that the others (``query --at`` on the driver above all) start no faster than they
+    must and load no Spark."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = argparse.ArgumentParser(prog="rsp-sidecar", description="Semantic-reasoning sidecar for Spark jobs")
     parser.add_argument("--verbose", action="store_true",
                         help="keep Spark's and the JVM's own log lines on stderr (quiet by default)")
@@ -37,11 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     jars.add_arguments(setup)
     setup.set_defaults(run=jars.run)
     mat = sub.add_parser("materialize", help="materialize ontologies into versioned closure tables")
-    materialize.add_arguments(mat)
-    mat.set_defaults(run=materialize.run)
+    if chosen == "materialize":
+        from jobs import materialize   # pyspark
+
+        materialize.add_arguments(mat)
+        mat.set_defaults(run=materialize.run)
     dem = sub.add_parser("demo", help="run the end-to-end demo")
-    demo.add_arguments(dem)
-    dem.set_defaults(run=demo.run)
+    if chosen == "demo":
+        from jobs import demo          # pyspark, rdflib
+
+        demo.add_arguments(dem)
+        dem.set_defaults(run=demo.run)
     pth = sub.add_parser("paths", help="evaluate a property path over RDF files (SPARQL 1.1 results)")
     paths_job.add_arguments(pth)
     pth.set_defaults(run=paths_job.run)

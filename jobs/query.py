@@ -63,8 +63,9 @@ intervals are not printed; ``--format`` does not apply).
   column, ``_at``, the instant.
   ``--time-unit`` (default ``ms``) is the unit of the stream timestamps and of ``--at``.
 * ``--engine auto|local|spark``: where ``--at`` evaluates. ``local`` runs on the driver and starts
-  no JVM (``cep.engines.driver.answers``: CQELS-CEP SELECT queries; every asked instant from one
-  evaluation); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
+  no JVM (``cep.engines.driver.answers``: CQELS-CEP SELECT queries, every asked instant from one
+  evaluation; C-SPARQL SELECT queries under any window convention, instant by instant,
+  ``cep.engines.driver.csparql``; RSEP-QL SELECT queries, ``cep.engines.driver.rsepql``); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
   the static files and stream files are small (:data:`LOCAL_STATIC_BYTES`,
   :data:`LOCAL_STREAM_BYTES`, and every stream line one the driver's readers take), else on Spark;
   ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs,
@@ -101,7 +102,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the project
 from cep import CepSyntaxError, compile_query  # noqa: E402
 from cep import algebra as A  # noqa: E402
 from cep.algebra.patterns import (BGP, Duration, NamedGraph, Project, TIME_UNITS, Var, background_patterns, is_csparql,
-                                  is_epsparql, is_rsepql, rsep_windows, snapshots, stream_patterns, walk)  # noqa: E402
+                                  is_epsparql, rsep_windows, snapshots, stream_patterns, walk)  # noqa: E402
 from cep.continuous.keyed.keys import refusal as keyed_refusal  # noqa: E402
 from cep.continuous.plan import plan as continuous_plan  # noqa: E402
 from cep.engines.columns import var_column  # noqa: E402
@@ -166,9 +167,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(either may still be given to override; --window-start stays 0 unless given)")
     parser.add_argument("--engine", choices=("auto", "spark", "local", "keyed"), default="auto",
                         help="where the query is evaluated: auto (default: the driver, with no JVM, when the query "
-                             "allows it and the inputs are small; else Spark), local (the driver), spark; with "
-                             "--continuous, where each micro-batch is evaluated, or keyed: the whole query as one "
-                             "Spark stateful operator on the executors (CQELS-CEP SELECT, --emit istream)")
+                             "allows it (CQELS-CEP, C-SPARQL and RSEP-QL SELECT queries) and the inputs are small; else "
+                             "Spark), local (the driver), spark; with --continuous, where each micro-batch is "
+                             "evaluated, or keyed: the whole query as one Spark stateful operator on the executors "
+                             "(CQELS-CEP SELECT, --emit istream)")
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
     parser.add_argument("--rejects", metavar="FILE|DIR",
                         help="write the rejected input lines here (JSON Lines; a directory with --continuous)")
@@ -428,8 +430,7 @@ def plan(args: argparse.Namespace) -> Plan:
         print(f"warning: --static {'default graph files' if graph is None else graph} not read by the query; "
               f"not loaded", file=sys.stderr)
         del result.graphs[graph]
-    if isinstance(query.form, Project) and (ep or stream_patterns(query.pattern) or is_rsepql(query)
-                                            or is_csparql(query)):
+    if isinstance(query.form, Project) and with_intervals(query):
         clash = [f"?{v.name}" for v in query.form.variables if v.name in (START_VAR, END_VAR, AT_VAR)]
         if clash:
             raise QueryError(f"the query projects {', '.join(clash)}: with event clauses the answers carry "
@@ -446,6 +447,13 @@ def plan(args: argparse.Namespace) -> Plan:
 LOCAL_STATIC_BYTES = 64 << 20
 #: ... and the stream files to at most this many
 LOCAL_STREAM_BYTES = 64 * 1024 * 1024
+
+
+def with_intervals(query) -> bool:
+    """Whether the answers carry ``_start`` / ``_end`` (a query with event clauses: windows over
+    streams, in any language)."""
+    return (A.is_epsparql(query) or bool(A.stream_patterns(query.pattern)) or A.is_rsepql(query)
+            or A.is_csparql(query))
 
 
 def _reject_line(file: str, line: int, reason: str, raw: str) -> str:
@@ -491,7 +499,7 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     finally:
         if handle is not None:
             handle.close()
-    many, events = bool(p.instants), bool(A.stream_patterns(p.query.pattern))
+    many, events = bool(p.instants), with_intervals(p.query)
     head = ([AT_VAR] if many else []) + list(answers.variables) + ([START_VAR, END_VAR] if events else [])
 
     def rows() -> Iterator[dict]:
@@ -604,7 +612,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
                 count += 1
             return count
         names = [v.name for v in query.form.variables]
-        events = ep or bool(A.stream_patterns(query.pattern)) or A.is_rsepql(query) or A.is_csparql(query)
+        events = with_intervals(query)
         columns = [var_column(n) for n in names]
         kept = ([AT_COLUMN] if p.instants else []) + columns + ([T_START, T_END] if events else [])
         if query.modifiers is not None:   # ORDER BY / LIMIT / OFFSET: the query's order, per instant

@@ -201,6 +201,7 @@ ORACLE_USERS = {
 }
 WITHOUT_PYSPARK = ("cep.syntax", "cep.lowering", "cep.algebra", "cep.terms", "paths.syntax", "paths.parser",
                    "paths.algebra", "paths.lowering", "cep.engines.driver.answers", "cep.engines.driver.static",
+                   "cep.engines.driver.csparql", "cep.engines.driver.rsepql",
                    "cep.io.formats", "cep.io.lineparse", "cep.io.linescan", "rdfcore.sources", "reasoner.local")
 
 

@@ -8,11 +8,12 @@ import json
 import random
 
 import numpy as np
-import pytest
 import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
 
 from cep.io import linescan as J
-from cep.io.lineparse import item_id, parse_jsonl
+from cep.io.lineparse import TSNT_BLANK_OR_COMMENT, TSNT_STRICT, item_id, parse_jsonl, parse_tsnt
 from rdfcore.bytekernels import xxh64_long
 from rdfcore.hashing import xxh64
 from tests.test_cep_lineparse import PREFIXES, random_line
@@ -208,4 +209,32 @@ def test_timestamped_ntriples_plain_lines_parse_as_spark_parses_them(spark, tmp_
             got = (plain.terms["s"][k].as_py(), plain.terms["p"][k].as_py(), plain.terms["o"][k].as_py(),
                    int(plain.t1[k]), int(plain.t2[k]))
             assert number not in rejected and spark_rows[item] == [got], raw
+    assert counts[J.BLANK] > 50 and counts[J.PLAIN] > 500 and counts[J.SLOW] > 1000, counts
+
+
+def test_timestamped_ntriples_lines_parse_in_python_as_the_scanner_reads_them():
+    """``parse_tsnt`` (the driver's reader of small files) against ``scan_tsnt``, which the test
+    above holds to Spark's parser: the same blank, plain and slow lines, and for a plain one the
+    same item id, terms and times; and the lines it takes are those of the RE2 expression."""
+    rng = random.Random(11)
+    lines = [_nt_line(rng).replace("\r", " ") for _ in range(4000)]
+    file = "/data/stream.nt"
+    kind, plain = J.scan_tsnt(pa.array(lines), pa.array([file] * len(lines)), {})
+    row = {int(i): k for k, i in enumerate(plain.at)}
+    strict = pc.match_substring_regex(pa.array(lines), TSNT_STRICT).to_pylist()
+    blank = pc.match_substring_regex(pa.array(lines), TSNT_BLANK_OR_COMMENT).to_pylist()
+    cache: dict = {}
+    counts = {J.BLANK: 0, J.PLAIN: 0, J.SLOW: 0}
+    for number, raw in enumerate(lines, start=1):
+        i = number - 1
+        got = parse_tsnt(raw, file, number, cache)
+        counts[int(kind[i])] += 1
+        if kind[i] == J.BLANK:
+            assert got == [] and blank[i], raw
+        elif kind[i] == J.SLOW:
+            assert got is None, raw
+        else:
+            k = row[i]
+            assert strict[i] and got == [(item_id(file, number), plain.terms["s"][k].as_py(), plain.terms["p"][k].as_py(),
+                                          plain.terms["o"][k].as_py(), int(plain.t1[k]), int(plain.t2[k]))], raw
     assert counts[J.BLANK] > 50 and counts[J.PLAIN] > 500 and counts[J.SLOW] > 1000, counts

@@ -874,14 +874,10 @@ def test_query_job_prints_answers_in_the_querys_order(spark, tmp_path, capsys):
     assert code == 0 and lines == ["?d\t?s", f"{c('Distr3')}\t{c('Hill')}", f"{c('Distr2')}\t{c('Harbour')}"]
 
 
-def test_query_job_datasets_at_instants_and_continuously(spark, tmp_path, capsys):
+def dataset_files(tmp_path):
     """Several FROMs, FROM NAMED and GRAPH ?g over a named stream and a named background graph,
-    each graph a --static IRI=FILE: the job at --at 5,10 and continuously (closes 5 and 10) gives
-    the answers derived by hand."""
-    import shutil
-
-    from jobs import query as job
-
+    each graph a --static IRI=FILE: (the arguments but the streams, the stream files, the stream
+    directories, the answers derived by hand as (instant, x, g, w), a function shortening terms)."""
     def nt(*rows):
         return "".join(" ".join(f"<{EX}{x}>" if x.isalpha() else x for x in row) + " .\n" for row in rows)
 
@@ -908,12 +904,28 @@ WHERE {{ ?x :p ?y . GRAPH ?g {{ ?y ?r ?w }} }}""", encoding="utf-8")
     def short(term):
         return term[len(EX) + 1:-1] if term.startswith(f"<{EX}") else term
 
-    assert job.main(args + files + ["--at", "5,10", "--format", "json"]) == 0
+    return args, files, directories, expected, short
+
+
+def dataset_answers_at(capsys, argv: list[str], short) -> set:
+    """Run the query job at --at 5,10 (JSON) and read its answers as (instant, x, g, w)."""
+    from jobs import query as job
+
+    assert job.main(argv + ["--at", "5,10", "--format", "json"]) == 0
     bindings = json.loads(capsys.readouterr().out)["results"]["bindings"]
     terms = [{k: (f'"{v["value"]}"' if v["type"] == "literal" else f"<{v['value']}>") for k, v in b.items()}
              for b in bindings]
-    assert {(int(b["_at"][1:-1]), *(short(b[k]) for k in ("x", "g", "w"))) for b in terms} == expected
     assert all(b["_start"] == b["_end"] == b["_at"] for b in terms)
+    return {(int(b["_at"][1:-1]), *(short(b[k]) for k in ("x", "g", "w"))) for b in terms}
+
+
+def test_query_job_datasets_at_instants_and_continuously(spark, tmp_path, capsys):
+    """``dataset_files``: the job at --at 5,10 on Spark and continuously (closes 5 and 10) gives the
+    answers derived by hand (on the driver: tests/test_csparql_driver.py)."""
+    from jobs import query as job
+
+    args, files, directories, expected, short = dataset_files(tmp_path)
+    assert dataset_answers_at(capsys, args + files + ["--engine", "spark"], short) == expected
     assert job.main(args + directories + ["--continuous", "--checkpoint", str(tmp_path / "ck"),
                                           "--out", str(tmp_path / "out")]) == 0
     rows = [json.loads(line) for f in sorted((tmp_path / "out").glob("part-*.jsonl"))

@@ -157,7 +157,8 @@ def test_refusals():
     assert R.evaluate(nothing, {None: set()}, {}, 5, window_convention=A.WindowConvention(LEFT)) == set()
     from cep.engines.driver.answers import refusal
 
-    assert "not by the driver's" in refusal(cqels, A.WindowConvention(LEFT))
+    assert "apply to C-SPARQL windows" in refusal(cqels, A.WindowConvention(LEFT))
+    assert refusal(compile_query(SELECT.replace("WIN", "[RANGE 5]")), ENGINE) is None   # the driver's C-SPARQL
 
 
 # --- the continuous plan: instants and state (no Spark) -----------------------------------------------
@@ -212,11 +213,10 @@ def test_command_line_errors(tmp_path, capsys):
     assert exit_.value.code == 2 and "--empty-windows: invalid choice: 'drop'" in err and "skip" in err
     assert job.main(args + ["--at", "5", "--window-start", "soon"]) == 2
     assert "--window-start 'soon': expected an integer number of ms or an ISO-8601 date-time" in capsys.readouterr().err
-    assert job.main(args + ["--at", "5", "--csparql-compat", "--engine", "local"]) == 2
-    assert "--engine local: the driver engine cannot evaluate this: the C-SPARQL engine's window conventions" \
-        in capsys.readouterr().err
+    assert job.main(args + ["--at", "5", "--csparql-compat", "--engine", "local"]) == 0   # on the driver: [-5, 5)
+    assert capsys.readouterr().out.splitlines()[1:] == [f"{num(0)}\t{num(5)}\t{num(5)}"]
     sliding = _files(tmp_path, SELECT.replace("WIN", "[RANGE 5]"))
-    assert job.main(sliding + ["--at", "5", "--window-start", "3", "--engine", "local"]) == 2
+    assert job.main(sliding + ["--at", "5", "--window-start", "3", "--engine", "local"]) == 0
     err = capsys.readouterr().err
     assert "warning: --window-start has no effect: the query has no STEP or TUMBLING window" in err
     now = _files(tmp_path, SELECT.replace("WIN", "[NOW]"))
@@ -318,7 +318,7 @@ def _reference_at_instants(text, convention, instants, streams):
 @pytest.mark.spark
 def test_boundary_items_spark_equals_reference_at_every_instant(spark):
     """Each convention, each query, at every instant from before the first item to past the last:
-    Spark's rows are the reference's (the driver engine does not run C-SPARQL: it refuses)."""
+    Spark's rows are the reference's (the driver's: tests/test_csparql_driver.py)."""
     streams = boundary_streams()
     # every convention on the aggregate; the others under the three options together
     cases = {(q, c): (text, convention, BOUNDARY_INSTANTS) for q, text in enumerate(BOUNDARY_QUERIES)

@@ -18,7 +18,7 @@ import pytest
 
 from ontologies.plants import TRACHEOBIONTA_ID, class_iri, descendants, read_taxonomy, taxonomy_path
 from rdfcore.vocab import RDF_TYPE, RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF
-from cep.io import tsnt
+from cep.io import lineparse, tsnt
 
 pytestmark = pytest.mark.spark
 
@@ -150,7 +150,7 @@ def test_the_compiled_scanner_reads_exactly_the_lines_of_the_strict_expression()
     classes = tsntscan.TermSet(pa.array(["<http://k/C>", "<http://k/D>", "<o>", "_:c-d"]))
     kind, (at, subjects, klasses, ticks) = tsntscan.scan(array, predicates, classes)
     strict = pc.match_substring_regex(array, tsnt.STRICT).to_pylist()
-    blank = pc.match_substring_regex(array, tsnt._BLANK_OR_COMMENT).to_pylist()
+    blank = pc.match_substring_regex(array, lineparse.TSNT_BLANK_OR_COMMENT).to_pylist()
     want = [tsntscan.PLAIN if a else tsntscan.BLANK if b else tsntscan.SLOW for a, b in zip(strict, blank)]
     wrong = [(w, int(k), line) for w, k, line in zip(want, kind, lines) if w != k]
     assert not wrong, wrong[:10]

@@ -12,6 +12,10 @@ what ``parse_lines`` gives (``tests/test_cep_lineparse.py`` compares the two on 
 lines): the same N-Triples terms (prefixes expanded, ``a`` for ``rdf:type``, language tags
 lower-cased, ``^^xsd:string`` dropped, blank nodes scoped to the file or Kafka partition) and the
 same item id ``xxhash64(file, line)``.
+
+``parse_tsnt`` does the same for timestamped N-Triples: the lines of :data:`TSNT_STRICT` (the
+definition ``cep.io.tsnt`` and its compiled scanner share), for the driver's ``query --at`` on files
+too small to repay loading the scanner.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from collections.abc import Mapping
 from rdfcore.hashing import fast_xxh64
 from rdfcore.vocab import RDF_TYPE, XSD_STRING
 
-__all__ = ["parse_jsonl", "item_id", "bnode_scope"]
+__all__ = ["parse_jsonl", "parse_tsnt", "item_id", "bnode_scope", "TSNT_STRICT", "TSNT_BLANK_OR_COMMENT"]
 
 # Conservative subsets of the grammars of cep.io.streams / rdfcore.loading (no escapes anywhere).
 _IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")
@@ -33,6 +37,23 @@ _PNAME = re.compile(r"([A-Za-z](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)?:([A-Za-z0-9
 _LITERAL = re.compile(r"(\"[^\"\\\n\r]*\")(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\^\^(<[^<>\"{}|^`\\\x00-\x20]*>)"
                       r"|\^\^([A-Za-z](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?)?:([A-Za-z0-9_.\-/#%~:]*))?")
 _JSON_SPACE = " \t\n\x0b\f\r"
+
+# Timestamped N-Triples' plain lines (RE2 syntax; ``cep.io.tsnt`` documents them): the one definition
+# of the lines the compiled scanner (``cep.io.tsntscan``) and ``parse_tsnt`` take as they are.
+_NT_IRI = r'<[^<>"{}|^`\\\x00-\x20\x{FFFD}]*>'
+_NT_BNODE = r"_:[A-Za-z0-9_\-](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?"
+_NT_LITERAL = r'"[^"\\\n\r\x{FFFD}]*"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^' + _NT_IRI + ")?"
+# an integer timestamp that fits a long whatever its digits (at most 18), no sign, no leading zero
+_NT_STAMP = r'"(0|[1-9][0-9]{0,17})"(?:\^\^' + _NT_IRI + ")?"
+#: the plain lines: single spaces between the parts, an optional dot before or after the timestamp;
+#: groups: subject, predicate, object, the timestamp's digits
+TSNT_STRICT = (rf"^({_NT_IRI}|{_NT_BNODE}) ({_NT_IRI}) ({_NT_IRI}|{_NT_BNODE}|{_NT_LITERAL}) (?:\. )?{_NT_STAMP}"
+               r"(?: ?\.)?\n?$")
+#: a blank line, or a comment of ASCII bytes (Java's ``.`` in NT_BLANK_OR_COMMENT stops at U+0085,
+#: U+2028 and U+2029: a comment holding other characters is left to Spark's parser)
+TSNT_BLANK_OR_COMMENT = r"^[ \t]*(?:#[\x00-\x09\x0b-\x7f]*)?\n?$"
+_TSNT_LINE = re.compile(TSNT_STRICT.replace(r"\x{FFFD}", r"\uFFFD"))
+_TSNT_BLANK = re.compile(TSNT_BLANK_OR_COMMENT)
 _LONG = (-(1 << 63), (1 << 63) - 1)
 _TRIPLE_KEYS = frozenset(("s", "p", "o", "t", "t_end"))
 _GRAPH_KEYS = frozenset(("t", "t_end", "triples"))
@@ -179,3 +200,20 @@ def parse_jsonl(raw: str, file: str, line: int, prefixes: Mapping[str, str], ter
             return None
         out.append((item, st, pt, ot, t1, t2))
     return out
+
+
+def parse_tsnt(raw: str, file: str, line: int, terms: dict):
+    """One timestamped N-Triples line → ``[]`` (blank or a comment), ``[(item, s, p, o, t, t)]`` with
+    the terms canonicalised as Spark's parser has them (the compiled scanner's term function, blank
+    nodes scoped to the file), or None (not a line of :data:`TSNT_STRICT`: Spark parses it). The
+    lines and items of ``cep.io.linescan.scan_tsnt``, in Python: for files too small to repay the
+    scanner's start-up. ``terms``: a cache of the terms read so far, filled here."""
+    found = _TSNT_LINE.match(raw)
+    if found is None:
+        return [] if _TSNT_BLANK.match(raw) else None
+    scope = bnode_scope(file)
+    s, p, o = (cached_term(text, position, {}, scope, terms) for text, position in zip(found.groups(), "spo"))
+    if s is None or p is None or o is None:
+        return None
+    t = int(found.group(4))
+    return [(item_id(file, line), s, p, o, t, t)]

@@ -31,20 +31,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from cep.io.lineparse import TSNT_STRICT as STRICT
 from cep.io.tsntscan import SLOW, TermSet, scan
 
 __all__ = ["STRICT", "BLOCK_BYTES", "read_lines", "read_terminated", "Hits", "TermSet", "type_hits"]
 
-_IRI = r'<[^<>"{}|^`\\\x00-\x20\x{FFFD}]*>'
-_BNODE = r"_:[A-Za-z0-9_\-](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?"
-_LITERAL = r'"[^"\\\n\r\x{FFFD}]*"(?:@[a-zA-Z]+(?:-[a-zA-Z0-9]+)*|\^\^' + _IRI + ")?"
-# an integer timestamp that fits a long whatever its digits (at most 18), no sign, no leading zero
-_STAMP = r'"(?:0|[1-9][0-9]{0,17})"(?:\^\^' + _IRI + ")?"
-#: the plain lines: single spaces between the parts, an optional dot before or after the timestamp
-STRICT = rf"^(?:{_IRI}|{_BNODE}) {_IRI} (?:{_IRI}|{_BNODE}|{_LITERAL}) (?:\. )?{_STAMP}(?: ?\.)?\n?$"
-# a comment of ASCII bytes (Java's ``.`` in NT_BLANK_OR_COMMENT stops at U+0085, U+2028 and U+2029:
-# a comment holding other characters is left to Spark's parser)
-_BLANK_OR_COMMENT = r"^[ \t]*(?:#[\x00-\x09\x0b-\x7f]*)?\n?$"
 #: bytes of a file per chunk (pyarrow's CSV block)
 BLOCK_BYTES = 1 << 22
 

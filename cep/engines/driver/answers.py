@@ -1,23 +1,35 @@
-"""A CQELS-CEP query's answers at given instants, entirely on the driver: no JVM.
+"""A CQELS-CEP, C-SPARQL or RSEP-QL query's answers at given instants, entirely on the driver: no JVM.
 
 ``query --at T1,...,Tn`` on small inputs (``jobs.query`` picks the engine). The inputs are read
 on the driver: the ``--static`` files by ``rdfcore.sources.load_local`` (the same triples and
 rejects as Spark's loader) and the reasoner's driver engine (``reasoner.local.materialize``); the
-stream files line by line (``cep.io.lineparse`` and the compiled scanner of timestamped
-N-Triples, ``cep.io.linescan.scan_tsnt``: the same items and ids as Spark's parser). A stream line
+stream files line by line (``cep.io.lineparse``: JSON Lines, and timestamped N-Triples files of at
+most :data:`PYTHON_TSNT_LINES` lines; the compiled scanner of timestamped N-Triples,
+``cep.io.linescan.scan_tsnt``, for longer ones: the same items and ids as Spark's parser). A stream line
 those readers do not take (an escape, an ISO timestamp, a malformed line: Spark's parser gives
 its reject reason) makes :class:`NotOnDriver`, and the caller runs Spark instead.
 
-The evaluation computes every instant's answers at once, as the continuous runtime's driver
-engine does: the background patterns by ``cep.engines.driver.static``, the rest by the walk of
+A CQELS-CEP query's evaluation computes every instant's answers at once, as the continuous
+runtime's driver engine does: the background patterns by ``cep.engines.driver.static``, the rest by the walk of
 ``cep.engines.driver.rows`` (Python rows; small inputs) or ``cep.engines.driver.columnar``
 (numpy columns; from :data:`COLUMNAR_FROM` stream items on). Each result row carries its lifetime
 [a, b], the instants at which it is an answer; the answers at an asked instant t are the rows
 with a ≤ t ≤ b, their interval's open end (a background-only answer) read as t. So n instants
 cost one evaluation, not n.
 
-What runs here is what both driver engines support (``refusal``): CQELS-CEP SELECT queries whose
-background patterns ``cep.engines.driver.static`` evaluates, without ORDER BY / LIMIT / OFFSET.
+A C-SPARQL query's answers are defined at evaluation instants (its windows' closes, COMPUTED
+EVERY), not as rows with lifetimes: ``cep.engines.driver.csparql`` evaluates it instant by instant,
+under the query's window convention (``cep.algebra.WindowConvention``), each stream sorted once and
+each window's content a slice of it; instants with the same evaluation instant share one
+evaluation. Its answers carry [c, c], c the evaluation instant, as on Spark. An RSEP-QL query is
+evaluated at each asked instant in order (``cep.engines.driver.rsepql``): a chronological or recent
+MATCH consumes what its answers used, so each instant depends on the ones before.
+
+What runs here (``refusal`` says why not): CQELS-CEP SELECT queries that both driver engines
+support, whose background patterns ``cep.engines.driver.static`` evaluates, with the default window
+convention; C-SPARQL SELECT queries ``cep.engines.driver.csparql.refusal`` takes, under any
+convention; RSEP-QL SELECT queries ``cep.engines.driver.rsepql.refusal`` takes; none with ORDER BY /
+LIMIT / OFFSET. EP-SPARQL and CONSTRUCT run on Spark.
 """
 from __future__ import annotations
 
@@ -29,20 +41,27 @@ import numpy as np
 
 from cep import algebra as A
 from cep.algebra.timeline import OPEN_END
+from cep.engines.driver import csparql as C
 from cep.engines.driver import rows as L
+from cep.engines.driver import rsepql as RQ
 from cep.engines.driver import static
 from cep.engines.driver.walk import supports
 from cep.io.formats import JSONL, detect_stream_format
-from cep.io.lineparse import parse_jsonl
+from cep.io.lineparse import parse_jsonl, parse_tsnt
 from rdfcore.errors import SidecarError
 from rdfcore.hashing import term_id
 from rdfcore.sources import load_local, split_lines
 from reasoner import local as RL
 
-__all__ = ["NotOnDriver", "Answers", "refusal", "read_static", "read_streams", "answers_at", "COLUMNAR_FROM"]
+__all__ = ["NotOnDriver", "Answers", "refusal", "read_static", "read_streams", "answers_at", "sorted_rows",
+           "COLUMNAR_FROM", "PYTHON_TSNT_LINES"]
 
 #: from this many stream items on, the numpy operators (``cep.engines.driver.columnar``) evaluate
 COLUMNAR_FROM = 20_000
+#: a timestamped N-Triples file of at most this many lines is read in Python
+#: (``cep.io.lineparse.parse_tsnt``, ~10 µs a line), a longer one by the compiled scanner
+#: (``cep.io.linescan.scan_tsnt``: ~1 s to load numba and its kernels, then ~0.1 µs a line)
+PYTHON_TSNT_LINES = 100_000
 
 
 class NotOnDriver(SidecarError):
@@ -54,13 +73,17 @@ class NotOnDriver(SidecarError):
 
 
 def refusal(query: A.Query, window_convention: A.WindowConvention | None = None) -> str | None:
-    """Why ``query`` is not evaluated on the driver (module doc), or None. The driver engine applies
-    no window convention but the default (``cep.algebra.WindowConvention``): it refuses any other."""
+    """Why ``query`` is not evaluated on the driver (module doc), or None. A window convention
+    (``cep.algebra.WindowConvention``) other than the default applies to C-SPARQL windows only."""
+    if A.is_csparql(query):
+        return C.refusal(query)
     if window_convention is not None and not window_convention.is_default:
-        return (f"the C-SPARQL engine's window conventions ({window_convention}) are applied by the Spark and "
-                "reference engines, not by the driver's")
-    if A.is_csparql(query) or A.is_rsepql(query) or A.is_epsparql(query):
-        return "C-SPARQL, RSEP-QL and EP-SPARQL queries are evaluated at their evaluation instants (on Spark)"
+        return (f"the C-SPARQL engine's window conventions ({window_convention}) apply to C-SPARQL windows, not "
+                "by the driver's engine to this query")
+    if A.is_rsepql(query):
+        return RQ.refusal(query)
+    if A.is_epsparql(query):
+        return "EP-SPARQL queries are evaluated at each instant (on Spark)"
     if not isinstance(query.form, A.Project):
         return "CONSTRUCT (on Spark)"
     if query.modifiers is not None:
@@ -102,16 +125,24 @@ def read_streams(streams: Mapping[str, Path], prefixes: Mapping[str, str]) -> tu
         file = str(Path(path).resolve())
         lines = split_lines(Path(path).read_bytes())
         items = []
-        if detect_stream_format(Path(path)) == JSONL:
+        jsonl = detect_stream_format(Path(path)) == JSONL
+        if jsonl or len(lines) <= PYTHON_TSNT_LINES:
             cache: dict = {}
+            ids: dict = {}
             for number, raw in enumerate(lines, start=1):
-                parsed = parse_jsonl(raw, file, number, prefixes, cache)
+                parsed = (parse_jsonl(raw, file, number, prefixes, cache) if jsonl
+                          else parse_tsnt(raw, file, number, cache))
                 if parsed is None:
                     raise NotOnDriver(f"{file}, line {number}: a line the driver's reader leaves to Spark's parser")
                 for item, s, p, o, t1, t2 in parsed:
+                    row = [item]
                     for t in (s, p, o):
-                        terms.setdefault(term_id(t), t)
-                    items.append((item, term_id(s), term_id(p), term_id(o), t1, t2))
+                        ident = ids.get(t)
+                        if ident is None:
+                            ident = ids[t] = term_id(t)
+                            terms.setdefault(ident, t)
+                        row.append(ident)
+                    items.append((*row, t1, t2))
         else:   # the compiled scanner (numba: imported only for these files)
             import pyarrow as pa
 
@@ -137,12 +168,20 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
                window_convention: A.WindowConvention | None = None) -> Answers:
     """⟦query, t⟧ for each t of ``instants`` (module doc), decoded with ``terms`` ({id: term}; the
     query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'.
-    ``window_convention``: only the default is applied here (``refusal``); another raises ``NotOnDriver``."""
+    ``window_convention``: C-SPARQL's windows (``cep.algebra.WindowConvention``; None: the default).
+    A query ``refusal`` gives a reason for raises ``NotOnDriver``."""
     why = refusal(query, window_convention)
     if why is not None:
         raise NotOnDriver(why)
     known = dict(terms)
     known.update((term_id(t), t) for t in A.constants(query.form))
+    variables = tuple(v.name for v in query.form.variables)
+    if A.is_csparql(query):
+        convention = A.check_window_convention(query, window_convention)
+        return Answers(variables, sorted_rows(C.answers(query, graphs, streams, instants, time_unit, known,
+                                                        convention)))
+    if A.is_rsepql(query):
+        return Answers(variables, sorted_rows(RQ.answers(query, graphs, streams, instants, time_unit, known)))
 
     def lookup(ids) -> dict:
         return {i: known[i] for i in ids if i in known}
@@ -157,7 +196,6 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
     else:
         items = {iri: [tuple(r) for r in rows.tolist()] for iri, rows in streams.items()}
         rows = L.evaluate(query, items, background, time_unit, terms=lookup).rows
-    variables = tuple(v.name for v in query.form.variables)
     out = []
     for row in rows:
         values = tuple(None if v is None else known[v] for v in row[:-4])
@@ -165,5 +203,10 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
         for at in instants:
             if a <= at <= b:
                 out.append((at, *values, t1, at if t2 == OPEN_END else t2))
-    out = sorted(set(out), key=lambda r: (r[0], *[(v is not None, v or "") for v in r[1:-2]], r[-2], r[-1]))
-    return Answers(variables, out)
+    return Answers(variables, sorted_rows(out))
+
+
+def sorted_rows(rows) -> list:
+    """``(t, term or None..., t1, t2)`` rows, distinct, in the Spark engine's output order: by the
+    instant, each term (unbound first), t1, t2."""
+    return sorted(set(rows), key=lambda r: (r[0], *[(v is not None, v or "") for v in r[1:-2]], r[-2], r[-1]))

@@ -30,10 +30,10 @@ from cep.engines.errors import MissingInputError
 from paths.local import LocalGraph, evaluate
 from rdfcore.hashing import term_id
 
-__all__ = ["StaticGraph", "refusal", "background_relations"]
+__all__ = ["StaticGraph", "ALWAYS", "refusal", "background_relations", "graph", "pattern_rows"]
 
 #: the interval and lifetime of every background mapping (module doc)
-_ALWAYS = (MIN_TIME, OPEN_END, MIN_TIME, OPEN_END)
+ALWAYS = (MIN_TIME, OPEN_END, MIN_TIME, OPEN_END)
 #: the patterns :func:`background_relations` evaluates
 _EVALUATED = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter)
 #: how a user wrote the patterns it does not evaluate
@@ -95,13 +95,15 @@ def background_relations(query: A.Query, graphs: Mapping, terms: Callable, time_
     out = {}
     for node in A.walk(query.form):
         if isinstance(node, A.Background) and node not in out:
-            out[node] = _evaluate(node.pattern, _graph(node.graph, graphs), terms, time_unit)
+            out[node] = pattern_rows(node.pattern, graph(node.graph, graphs), terms, time_unit)
     return out
 
 
-def _graph(name, graphs: Mapping) -> StaticGraph:
+def graph(name, graphs: Mapping) -> StaticGraph:
+    """The background graph ``name`` (a FROM IRI, None the default graph, a tuple of FROMs their
+    merge) of ``graphs``; a FROM graph that was not given reads the default graph, as on Spark."""
     if isinstance(name, tuple):
-        return StaticGraph.merge(_graph(g, graphs) for g in name)
+        return StaticGraph.merge(graph(g, graphs) for g in name)
     if name not in graphs and name is not None and None in graphs:
         name = None
     if name not in graphs:
@@ -111,24 +113,36 @@ def _graph(name, graphs: Mapping) -> StaticGraph:
     return graphs[name]
 
 
-def _evaluate(node, graph: StaticGraph, terms: Callable, time_unit: str) -> L.Rel:
+def pattern_rows(node, graph, terms: Callable, time_unit: str, other: Callable | None = None) -> L.Rel:
+    """The rows of ``node`` (BGP, JOIN, UNION, OPTIONAL, FILTER) over ``graph`` (a
+    :class:`StaticGraph`, or anything with its ``candidates`` and ``path_graph``), each with
+    :data:`ALWAYS`. ``other(node)``: the rows of a node the caller evaluates itself (C-SPARQL's
+    GRAPH and timed FILTER, ``cep.engines.driver.csparql``), or None to leave it to this function;
+    it is asked first, at every node."""
+    if other is not None:
+        found = other(node)
+        if found is not None:
+            return found
+
+    def sub(inner) -> L.Rel:
+        return pattern_rows(inner, graph, terms, time_unit, other)
+
     match node:
         case A.BGP(patterns=patterns):
-            out = L.Rel((), frozenset({_ALWAYS}))
+            out = L.Rel((), frozenset({ALWAYS}))
             for tp in patterns:
                 part = _path(tp, graph) if isinstance(tp, A.PathPattern) else _triples(tp, graph)
                 out = L.join(out, part)
             return out
         case A.Join(left=left, right=right):
-            return L.join(_evaluate(left, graph, terms, time_unit), _evaluate(right, graph, terms, time_unit))
+            return L.join(sub(left), sub(right))
         case A.Union(left=left, right=right):
-            return L.union(_evaluate(left, graph, terms, time_unit), _evaluate(right, graph, terms, time_unit))
+            return L.union(sub(left), sub(right))
         case A.LeftJoin(left=left, right=right, condition=condition):
             keep = None if condition is None else L.keeper(condition, terms, time_unit)
-            return L.left_join(_evaluate(left, graph, terms, time_unit), _evaluate(right, graph, terms, time_unit),
-                               keep)
+            return L.left_join(sub(left), sub(right), keep)
         case A.Filter(condition=condition, inner=inner):
-            return L.filter_rel(_evaluate(inner, graph, terms, time_unit), condition, terms, time_unit)
+            return L.filter_rel(sub(inner), condition, terms, time_unit)
     raise TypeError(f"{type(node).__name__} is not evaluated on the driver (refusal)")
 
 
@@ -142,7 +156,7 @@ def _triples(tp: A.TriplePattern, graph: StaticGraph) -> L.Rel:
             same.append((position, first[part.name]))
         else:
             first[part.name] = position
-    rows = {tuple(triple[i] for i in first.values()) + _ALWAYS
+    rows = {tuple(triple[i] for i in first.values()) + ALWAYS
             for triple in graph.candidates(fixed.get(1))
             if all(triple[i] == v for i, v in fixed.items()) and all(triple[i] == triple[j] for i, j in same)}
     return L.Rel.of([var_column(n) for n in first], rows)
@@ -155,6 +169,6 @@ def _path(tp: A.PathPattern, graph: StaticGraph) -> L.Rel:
     starts, ends = evaluate(graph.path_graph(), tp.path, start=None if s_var else tp.s, end=None if o_var else tp.o)
     pairs = zip(starts.tolist(), ends.tolist())
     if s_var and o_var and tp.s == tp.o:
-        return L.Rel.of([var_column(tp.s.name)], {(a,) + _ALWAYS for a, b in pairs if a == b})
+        return L.Rel.of([var_column(tp.s.name)], {(a,) + ALWAYS for a, b in pairs if a == b})
     names = ([var_column(tp.s.name)] if s_var else []) + ([var_column(tp.o.name)] if o_var else [])
-    return L.Rel.of(names, {(a,) * s_var + (b,) * o_var + _ALWAYS for a, b in pairs})
+    return L.Rel.of(names, {(a,) * s_var + (b,) * o_var + ALWAYS for a, b in pairs})
