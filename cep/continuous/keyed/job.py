@@ -61,6 +61,7 @@ __all__ = ["run_keyed", "numbered_lines", "write_heartbeat", "HEARTBEATS"]
 #: the operator's heartbeat source, under the checkpoint
 HEARTBEATS = "heartbeats"
 _ANSWERS, _BAD_LINES = "keyed", "keyed-rejects"
+_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 def numbered_lines(spark: SparkSession, source: FileSource) -> DataFrame:
@@ -265,13 +266,20 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
             queries.append(_start(bad_lines, writer.bad_lines, checkpoint / _BAD_LINES, trigger))
         _await(queries, timeout, lambda progress: writer.progress(progress, unit))
 
-    once()
-    largest = _largest_event_time(checkpoint)
-    if trigger == "available-now" and largest is not None:
-        closing = largest + lateness + 1
-        path = checkpoint / HEARTBEATS / f"heartbeat-{closing:020d}.json"
-        if not path.exists():
-            write_heartbeat(checkpoint, closing)
-            once(lines=False)      # the heartbeat only: no line was added
+    # a new checkpoint's state partitions (the buckets' groups) as many as the cores, not the
+    # session's shuffle partitions: each is a task, a RocksDB instance and a Python worker per batch
+    previous = spark.conf.get(_PARTITIONS)
+    spark.conf.set(_PARTITIONS, str(max(1, min(keyed.buckets, spark.sparkContext.defaultParallelism))))
+    try:
+        once()
+        largest = _largest_event_time(checkpoint)
+        if trigger == "available-now" and largest is not None:
+            closing = largest + lateness + 1
+            path = checkpoint / HEARTBEATS / f"heartbeat-{closing:020d}.json"
+            if not path.exists():
+                write_heartbeat(checkpoint, closing)
+                once(lines=False)      # the heartbeat only: no line was added
+    finally:
+        spark.conf.set(_PARTITIONS, previous)
     summary.max_time = largest
     return summary

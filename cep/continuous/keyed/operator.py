@@ -383,6 +383,8 @@ def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_
     if provider not in (None, ROCKSDB, _HDFS):
         raise ContinuousError(f"{_PROVIDER} is {provider}: the keyed operator's state needs {ROCKSDB}")
     spark.conf.set(_PROVIDER, ROCKSDB)
+    if spark.conf.get(_CHANGELOG, None) is None:   # a batch commits what changed, not a snapshot
+        spark.conf.set(_CHANGELOG, "true")
     return Keyed(program, part, buckets, lateness, shipped)
 
 
@@ -406,8 +408,8 @@ def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, sta
     ``static``: the background (``cep.continuous.static.StaticFiles`` or ``ClosureStore``; None:
     no background), prepared once when the query is planned; ``lateness``: the allowed lateness in
     ``time_unit`` ticks; ``buckets``: the number of groups the keys are hashed into.
-    The session's state store provider is set to RocksDB, which the operator needs; a session that
-    names another provider is refused."""
+    The session's state store provider is set to RocksDB, which the operator needs (a session that
+    names another provider is refused), with changelog checkpointing unless the session says."""
     keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets, lang=lang)
     check_streams(keyed, list(streams))
     for iri, frame in streams.items():
@@ -423,6 +425,7 @@ def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, sta
 
 
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+_CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 _HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
 
