@@ -17,65 +17,47 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
-from jobs import jars, package
-from jobs import paths as paths_job
-from jobs import milan_routing, tracheobionta
-from jobs import vienna_transit
-from jobs import query as query_job
 from jobs.errors import run_cli
+
+#: (command, its job's module, help). A job's module is imported only when it is the command:
+#: ``materialize`` and ``demo`` load pyspark (and rdflib) at the top, since spark-submit runs them
+#: as files, and ``query --at`` on the driver must start without them. Each module has
+#: ``add_arguments(parser)`` and ``run(args)``.
+COMMANDS = (
+    ("setup", "jobs.jars", "fetch and cache JVM dependencies (GraphFrames, the Kafka connector) from Maven Central"),
+    ("materialize", "jobs.materialize", "materialize ontologies into versioned closure tables"),
+    ("demo", "jobs.demo", "run the end-to-end demo"),
+    ("paths", "jobs.paths", "evaluate a property path over RDF files (SPARQL 1.1 results)"),
+    ("query", "jobs.query", "evaluate a CQELS-CEP, C-SPARQL, EP-SPARQL or RSEP-QL query (detected from the text, or "
+                            "--lang) at given instants (--at) or continuously (--continuous), over static graphs and "
+                            "streams"),
+    ("tracheobionta", "jobs.tracheobionta", "stream reasoning: streamed subjects that are instances of a plant class"),
+    ("vienna-transit", "jobs.vienna_transit", "alerts: repeated subway delays without an arrival, at stops that reach "
+                                              "the centre by subway (the CQELS-CEP query on the real network)"),
+    ("milan-routing", "jobs.milan_routing", "delivery agents' routes on the Milan network, recomputed when traffic "
+                                            "closes a connection"),
+    ("package", "jobs.package", "the project as a zip for spark-submit --py-files, and a launcher"),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` (default: the process's) and run its command. ``materialize`` and ``demo``
-    load pyspark (and rdflib) when imported: their modules are imported only when they are the
-    command, so that the others (``query --at`` on the driver above all) start no faster than they
-    must and load no Spark."""
+    """Parse ``argv`` (default: the process's) and run its command (``COMMANDS``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    chosen = next((a for a in argv if not a.startswith("-")), None)
+    chosen = next((a for a in argv if not a.startswith("-")), None)   # --verbose is the only option before it
     parser = argparse.ArgumentParser(prog="rsp-sidecar", description="Semantic-reasoning sidecar for Spark jobs")
     parser.add_argument("--verbose", action="store_true",
                         help="keep Spark's and the JVM's own log lines on stderr (quiet by default)")
     sub = parser.add_subparsers(dest="command", required=True)
-    setup = sub.add_parser("setup", help="fetch and cache JVM dependencies (GraphFrames, the Kafka connector) from Maven Central")
-    jars.add_arguments(setup)
-    setup.set_defaults(run=jars.run)
-    mat = sub.add_parser("materialize", help="materialize ontologies into versioned closure tables")
-    if chosen == "materialize":
-        from jobs import materialize   # pyspark
-
-        materialize.add_arguments(mat)
-        mat.set_defaults(run=materialize.run)
-    dem = sub.add_parser("demo", help="run the end-to-end demo")
-    if chosen == "demo":
-        from jobs import demo          # pyspark, rdflib
-
-        demo.add_arguments(dem)
-        dem.set_defaults(run=demo.run)
-    pth = sub.add_parser("paths", help="evaluate a property path over RDF files (SPARQL 1.1 results)")
-    paths_job.add_arguments(pth)
-    pth.set_defaults(run=paths_job.run)
-    qry = sub.add_parser("query", help="evaluate a CQELS-CEP, C-SPARQL, EP-SPARQL or RSEP-QL query (detected from "
-                                       "the text, or --lang) at given instants (--at) or continuously (--continuous), "
-                                       "over static graphs and streams")
-    query_job.add_arguments(qry)
-    qry.set_defaults(run=query_job.run)
-    trb = sub.add_parser("tracheobionta", help="stream reasoning: streamed subjects that are instances of a plant class")
-    tracheobionta.add_arguments(trb)
-    trb.set_defaults(run=tracheobionta.run)
-    vt = sub.add_parser("vienna-transit", help="alerts: repeated subway delays without an arrival, at stops that reach "
-                                               "the centre by subway (the CQELS-CEP query on the real network)")
-    vienna_transit.add_arguments(vt)
-    vt.set_defaults(run=vienna_transit.run)
-    mil = sub.add_parser("milan-routing", help="delivery agents' routes on the Milan network, recomputed when "
-                                               "traffic closes a connection")
-    milan_routing.add_arguments(mil)
-    mil.set_defaults(run=milan_routing.run)
-    pkg = sub.add_parser("package", help="the project as a zip for spark-submit --py-files, and a launcher")
-    package.add_arguments(pkg)
-    pkg.set_defaults(run=package.run)
+    for name, module, help_text in COMMANDS:
+        command = sub.add_parser(name, help=help_text)
+        if name == chosen:
+            job = importlib.import_module(module)
+            job.add_arguments(command)
+            command.set_defaults(run=job.run)
     args = parser.parse_args(argv)
     if args.verbose:
         os.environ["RSP_VERBOSE"] = "1"  # read by jobs.spark.build_session

@@ -50,6 +50,9 @@ zip_path = sys.argv[1]
 import paths, cep, reasoner, jobs.cli, scenarios.membership, scenarios.milan_routing, scenarios.vienna_transit
 for module in (paths, cep, reasoner, jobs.cli, scenarios.membership):
     assert module.__file__.startswith(zip_path), (module.__name__, module.__file__)
+import importlib
+for _name, job, _help in jobs.cli.COMMANDS:   # each command's job, imported only when chosen
+    assert importlib.import_module(job).__file__.startswith(zip_path), job
 paths.parse("(^<http://e/beg>/<http://e/end>)+")
 from cep import parse
 print("ok")

@@ -164,10 +164,24 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> dict[str, l
     """{imported module: [(line, when the module loads?)]} for the project modules ``module`` imports
     (anywhere: at the top, in a function, under ``TYPE_CHECKING``)."""
     out: dict[str, list[tuple[int, bool]]] = {}
-    for node, where in import_nodes(parsed(path)):
+    tree = parsed(path)
+    for node, where in import_nodes(tree):
         for target in targets_of(node, module, path.name == "__init__.py", modules):
             out.setdefault(target, []).append((node.lineno, where == "top"))
+    for line, target in dynamic_imports(tree, modules):
+        out.setdefault(target, []).append((line, False))
     return out
+
+
+def dynamic_imports(tree: ast.Module, modules: dict[str, Path]) -> list[tuple[int, str]]:
+    """(line, module) of the project modules a module that calls ``importlib.import_module`` names
+    as string constants (``jobs.cli``'s ``COMMANDS``): edges of the graph like any import, taken
+    when the function runs."""
+    calls = any(isinstance(n, ast.Attribute) and n.attr == "import_module" for n in ast.walk(tree))
+    if not calls:
+        return []
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in modules]
 
 
 def graph() -> dict[str, dict[str, list[tuple[int, bool]]]]:
