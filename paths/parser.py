@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
 from lark import Lark, Token, Transformer, v_args
+from lark.lexer import BasicLexer, ContextualLexer, PatternRE, PatternStr, Scanner, UnlessCallback
 from lark.load_grammar import FromPackageLoader
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, \
     VisitError
@@ -99,6 +100,85 @@ def _position(node) -> tuple[int, int]:
     return (line, column) if isinstance(line, int) and isinstance(column, int) else (1, 1)
 
 
+class _TerminalScanner(Scanner):
+    """lark's scanner with one compiled pattern per terminal, shared by every parser state.
+
+    lark's contextual lexer builds a scanner per parser state, each one alternation of the
+    terminals that state accepts, compiled on first use: ~30 alternations over the grammars'
+    Unicode classes cost ~0.3 s at a query's first parse. An alternation matches its first
+    alternative that matches at the position, so trying the terminals one by one in lark's order
+    gives the same token; each terminal's pattern is compiled once per process (``_COMPILED``).
+    """
+
+    def _build_mres(self, terminals, max_size):
+        return [_compiled(t.name, t.pattern.to_regexp(), self.g_regex_flags, self.re_) for t in terminals]
+
+    def match(self, text, pos):
+        for name, pattern in self._mres:
+            m = pattern.match(text.text, pos, text.end)
+            if m:
+                return m.group(0), name
+        return None
+
+    def fullmatch(self, text: str):
+        for name, pattern in self._mres:
+            if pattern.fullmatch(text):
+                return name
+        return None
+
+
+#: (terminal name, regexp, flags) → (name, compiled pattern): :class:`_TerminalScanner`'s
+_COMPILED: dict = {}
+
+
+def _compiled(name: str, regexp: str, flags: int, re_module) -> tuple:
+    key = (name, regexp, flags, re_module.__name__)
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = (name, re_module.compile(regexp, flags))
+    return found
+
+
+class _TerminalLexer(BasicLexer):
+    """lark's basic lexer on :class:`_TerminalScanner` (the grammars set no lexer callbacks).
+
+    Keywords as lark resolves them: a string terminal that a pattern terminal of the same priority
+    matches whole (``SELECT`` and a name) is lexed by the pattern, and the token renamed after; it
+    leaves the scanner when its flags are among the pattern's. Whether a pattern matches a string
+    whole is asked once per process (``_WHOLE``)."""
+
+    def _build_scanner(self):
+        assert not self.user_callbacks
+        flags, strings = self.g_regex_flags, [t for t in self.terminals if isinstance(t.pattern, PatternStr)]
+        hidden, self.callback = set(), {}
+        for term in self.terminals:
+            if not isinstance(term.pattern, PatternRE):
+                continue
+            same = [s for s in strings if s.priority == term.priority and _whole(term, s.pattern.value, flags, self.re)]
+            if same:
+                self.callback[term.name] = UnlessCallback(_TerminalScanner(same, flags, self.re, self.use_bytes))
+                hidden.update(s for s in same if s.pattern.flags <= term.pattern.flags)
+        return _TerminalScanner([t for t in self.terminals if t not in hidden], flags, self.re, self.use_bytes)
+
+
+#: (terminal name, regexp, flags, text) → whether the terminal's pattern matches the text whole
+_WHOLE: dict = {}
+
+
+def _whole(term, text: str, flags: int, re_module) -> bool:
+    regexp = term.pattern.to_regexp()
+    key = (term.name, regexp, flags, text)
+    found = _WHOLE.get(key)
+    if found is None:
+        m = _compiled(term.name, regexp, flags, re_module)[1].match(text)
+        found = _WHOLE[key] = m is not None and m.group(0) == text
+    return found
+
+
+class _ContextualLexer(ContextualLexer):
+    BasicLexer = _TerminalLexer
+
+
 class GrammarParser:
     """The LALR(1) parser of the grammar ``name`` shipped in ``package`` — ``paths/grammar.lark``
     or a grammar that ``%import``s its rules (the ``paths`` package is on lark's import path) —
@@ -118,7 +198,8 @@ class GrammarParser:
         # ``regex`` module compiles the grammars' large Unicode classes ~3x faster than ``re``
         self.lark = Lark(resources.text(package, name), parser="lalr", cache=True, regex=True,
                          lexer="contextual", propagate_positions=True, maybe_placeholders=False,
-                         import_paths=[FromPackageLoader("paths")])
+                         import_paths=[FromPackageLoader("paths")],
+                         _plugins={"ContextualLexer": _ContextualLexer, "BasicLexer": _TerminalLexer})
         self.words = dict(words)
         self.error_cls = error_cls
         self.subject = subject
