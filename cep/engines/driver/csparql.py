@@ -44,7 +44,7 @@ from cep.engines.driver import rows as L
 from cep.engines.driver import static
 from cep.engines.errors import MissingInputError
 from cep.terms.aggregates import aggregate_value
-from cep.terms.values import EVALUATION_INSTANT, ebv, eval_expr, term_value
+from cep.terms.values import EVALUATION_INSTANT, ebv, eval_expr
 from rdfcore.hashing import term_id
 
 __all__ = ["refusal", "StreamIndex", "SnapshotGraph", "answers"]
@@ -254,14 +254,8 @@ class _Evaluation:
         return ident
 
     def extend(self, rel: L.Rel, var: A.Var, expr, c: int) -> L.Rel:
-        """BIND / SELECT (expr AS ?v): each row with the term ``expr`` gives (unbound on an error)."""
-        names = [column_var(v) for v in rel.vars]
-        known, n = self.known, len(rel.vars)
-        out = []
-        for r in rel.rows:
-            mu = {name: known[v] for name, v in zip(names, r) if v is not None}
-            out.append(r[:n] + (self.intern(term_value(expr, mu, (c, c), self.time_unit)),) + r[n:])
-        return L.Rel.of(list(rel.vars) + [var_column(var.name)], out)
+        """BIND / SELECT (expr AS ?v) at evaluation instant c."""
+        return L.extend(rel, var, expr, self.known, self.time_unit, (c, c))
 
     # -- WHERE over the snapshot ------------------------------------------------------------------
     def where(self, node, scope: _Scope) -> L.Rel:

@@ -30,6 +30,10 @@ do not change with the instant. Conditions are evaluated by the reference's expr
 distinct combination of the values they read; a condition with EXISTS, timestamp() or NOW() is
 left to Spark (``supports``).
 
+EP-SPARQL's operators (``cover_join``, ``eq_join``, ``optional_join``; §4.2, as
+``cep.engines.spark.intervals``) and BIND (``extend``) are here too, defined alike, pointwise in t:
+``cep.engines.driver.epsparql`` evaluates them at one instant at a time, every row alive at it.
+
 The walk of the algebra is ``cep.engines.driver.walk``'s, shared with ``cep.engines.driver.columnar``:
 this module is the operator set it calls (``cep.engines.driver.walk.DriverOperators``), which
 does not narrow (``narrow``).
@@ -44,13 +48,14 @@ from dataclasses import dataclass
 from cep import algebra as A
 from cep.algebra import windows as W
 from cep.engines.columns import column_var, var_column
-from cep.terms.values import ebv, eval_expr, fresh_blank_of_ids
+from cep.terms.values import ebv, eval_expr, fresh_blank_of_ids, term_value
 from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
 from cep.engines.driver.walk import supports, walk
 
 __all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "window", "join", "union", "seq", "seq_wo", "no_head",
-           "no_tail", "left_join", "filter_rel", "keeper", "narrow", "bgp_in_window"]
+           "no_tail", "left_join", "cover_join", "eq_join", "optional_join", "extend", "filter_rel", "keeper", "narrow",
+           "bgp_in_window"]
 
 #: a stream triple: (item, s, p, o, t1, t2), ids
 Item = tuple
@@ -123,27 +128,52 @@ def _alive_both(l, r):
     return max(l[-2], r[-2]), min(l[-1], r[-1])
 
 
+def _combined(left: Rel, right: Rel, interval) -> tuple[tuple, list]:
+    """The compatible pairs alive together whose intervals ``interval(l, r)`` combines ((start, end),
+    or None: no pair): (output variables, [(left row, merged row with that interval and the
+    lifetime both are alive in)])."""
+    out, li, ri, _ = _plan_merge(left, right)
+    found = []
+    for l, r in _pairs(left, right):
+        lo, hi = _alive_both(l, r)
+        span = interval(l, r) if lo <= hi else None
+        if span is not None:
+            found.append((l, _merged(out, li, ri, l, r) + span + (lo, hi)))
+    return out, found
+
+
+def _paired(left: Rel, right: Rel, interval) -> Rel:
+    out, found = _combined(left, right, interval)
+    return Rel(out, frozenset(row for _l, row in found))
+
+
+def _intersection(l, r):
+    start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
+    return (start, end) if start <= end else None
+
+
+def _cover(l, r):
+    return min(l[-4], r[-4]), max(l[-3], r[-3])
+
+
 def join(left: Rel, right: Rel) -> Rel:
     """JOIN: the intersection of the intervals, where both rows are alive."""
-    out, li, ri, _ = _plan_merge(left, right)
-    rows = set()
-    for l, r in _pairs(left, right):
-        start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
-        lo, hi = _alive_both(l, r)
-        if start <= end and lo <= hi:
-            rows.add(_merged(out, li, ri, l, r) + (start, end, lo, hi))
-    return Rel(out, frozenset(rows))
+    return _paired(left, right, _intersection)
 
 
 def seq(left: Rel, right: Rel) -> Rel:
     """SEQ: the left ends before the right starts; interval [t1, t4]."""
-    out, li, ri, _ = _plan_merge(left, right)
-    rows = set()
-    for l, r in _pairs(left, right):
-        lo, hi = _alive_both(l, r)
-        if l[-3] < r[-4] and lo <= hi:
-            rows.add(_merged(out, li, ri, l, r) + (l[-4], r[-3], lo, hi))
-    return Rel(out, frozenset(rows))
+    return _paired(left, right, lambda l, r: (l[-4], r[-3]) if l[-3] < r[-4] else None)
+
+
+def cover_join(left: Rel, right: Rel) -> Rel:
+    """EP-SPARQL's Join: every compatible pair, over the interval covering both."""
+    return _paired(left, right, _cover)
+
+
+def eq_join(left: Rel, right: Rel) -> Rel:
+    """EP-SPARQL's EqJoin (EQUALS): the compatible pairs with equal intervals."""
+    return _paired(left, right, lambda l, r: (l[-4], l[-3]) if (l[-4], l[-3]) == (r[-4], r[-3]) else None)
 
 
 def union(left: Rel, right: Rel) -> Rel:
@@ -231,22 +261,59 @@ def seq_wo(left: Rel, negated: Rel, right: Rel) -> Rel:
     return Rel(out, frozenset(rows))
 
 
-def left_join(left: Rel, right: Rel, keep=None) -> Rel:
-    """OPTIONAL: the JOIN pairs (those ``keep`` keeps: the condition), and each left row where no
-    such pair is alive."""
-    pairs = join(left, right)
-    out, li, ri, _ = _plan_merge(left, right)
+def _optional(left: Rel, right: Rel, interval, keep) -> Rel:
+    """The pairs ``interval`` combines (those ``keep`` keeps: the condition), and each left row
+    where no such pair is alive."""
+    out, found = _combined(left, right, interval)
+    pairs = Rel(out, frozenset(row for _l, row in found))
     if keep is not None:
         pairs = keep(pairs)
     matched: dict = defaultdict(list)
-    for l, r in _pairs(left, right):
-        start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
-        lo, hi = _alive_both(l, r)
-        if start <= end and lo <= hi and (keep is None or _merged(out, li, ri, l, r) + (start, end, lo, hi)
-                                          in pairs.rows):
-            matched[l].append((lo, hi))
+    for l, row in found:
+        if keep is None or row in pairs.rows:
+            matched[l].append(row[-2:])
     unmatched = Rel(left.vars, frozenset(_subtract(left.rows, lambda r: matched.get(r, ()))))
     return union(pairs, unmatched)
+
+
+def left_join(left: Rel, right: Rel, keep=None) -> Rel:
+    """OPTIONAL: the JOIN pairs (those ``keep`` keeps: the condition), and each left row where no
+    such pair is alive."""
+    return _optional(left, right, _intersection, keep)
+
+
+#: when an optional row (r) may join a mandatory one (l) in EP-SPARQL's optional joins
+_OPTIONAL_ORDER = {
+    "left": lambda l, r: r[-3] < l[-3],                               # LeftJoin: t'ω < tω
+    "seq": lambda l, r: r[-3] < l[-4],                                # SeqRightJoin: the optional one first
+    "equal": lambda l, r: (l[-4], l[-3]) == (r[-4], r[-3]),           # EqLeftJoin
+}
+
+
+def optional_join(mandatory: Rel, optional: Rel, order: str, keep=None) -> Rel:
+    """EP-SPARQL's LeftJoin / SeqRightJoin / EqLeftJoin (``order`` "left" / "seq" / "equal"): the
+    covered compatible pairs in that order (those ``keep`` keeps), and each mandatory row where
+    no such pair is alive."""
+    fits = _OPTIONAL_ORDER[order]
+    return _optional(mandatory, optional, lambda l, r: _cover(l, r) if fits(l, r) else None, keep)
+
+
+def extend(rel: Rel, var: A.Var, expr, known: dict, time_unit: str, interval: tuple | None = None) -> Rel:
+    """BIND / SELECT (expr AS ?v): each row with the term ``expr`` gives for its mapping and
+    interval (``interval``: the one every row reads instead, C-SPARQL's [c, c]), unbound on an
+    error. ``known``: {id: term}, which decodes the values and receives the terms computed."""
+    names = [column_var(v) for v in rel.vars]
+    n = len(rel.vars)
+    out = []
+    for r in rel.rows:
+        mu = {name: known[v] for name, v in zip(names, r) if v is not None}
+        term = term_value(expr, mu, (r[-4], r[-3]) if interval is None else interval, time_unit)
+        ident = None
+        if term is not None:
+            ident = term_id(term)
+            known.setdefault(ident, term)
+        out.append(r[:n] + (ident,) + r[n:])
+    return Rel.of(list(rel.vars) + [var_column(var.name)], out)
 
 
 def condition_keys(condition, vars_: tuple[str, ...]) -> tuple[list[int], bool]:
