@@ -82,12 +82,14 @@ def refusal(query: A.Query) -> str | None:
 @dataclass(frozen=True)
 class StreamIndex:
     """One stream's triples sorted once by (τ, t2, item, s, p, o): ``times`` their τ (increasing),
-    ``triples`` their id triples, ``items`` their items' ids. A window's content is the slice
-    :meth:`window` gives."""
+    ``triples`` their id triples, ``items`` their items' ids, ``ends`` their items' end times t2.
+    A window's content is the slice :meth:`window` gives; EP-SPARQL's occurrences at t,
+    :meth:`ended`."""
 
     times: list
     triples: list
     items: list
+    ends: list
 
     @staticmethod
     def of(rows: np.ndarray) -> "StreamIndex":
@@ -95,7 +97,12 @@ class StreamIndex:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
         rows = rows[np.lexsort((rows[:, 3], rows[:, 2], rows[:, 1], rows[:, 0], rows[:, 5], rows[:, 4]))]
         return StreamIndex(rows[:, 4].tolist(), list(zip(*(rows[:, k].tolist() for k in (1, 2, 3)))),
-                           rows[:, 0].tolist())
+                           rows[:, 0].tolist(), rows[:, 5].tolist())
+
+    def ended(self, t: int, since: int | None = None) -> range:
+        """The positions that may hold a triple ended by t (t2 ≤ t) and started at or after
+        ``since`` (None: any): those started in [since, t]; :attr:`ends` tells which have ended."""
+        return range(0 if since is None else bisect_left(self.times, since), bisect_right(self.times, t))
 
     def window(self, spec: A.Window, c: int, time_unit: str, convention: WindowConvention) -> range:
         """The positions of the triples ``spec`` holds at evaluation instant c
