@@ -467,7 +467,7 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     ``LOCAL_STREAM_BYTES`` too."""
     from cep.engines.driver import answers as D
 
-    why = D.refusal(p.query, p.convention)
+    why = D.refusal(p.query, p.convention, p.rules)
     files = [f for paths in p.graphs.values() for f in paths] + list(p.streams.values())
     if why is None and any(is_hadoop(f) for f in files):
         why = "a file on a Hadoop filesystem (read through Spark)"
@@ -486,7 +486,8 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     if None not in graphs:
         graphs[None] = D.static.StaticGraph(frozenset())
     instants = p.instants or [p.at]
-    answers = D.answers_at(p.query, graphs, streams, instants, p.time_unit, terms, window_convention=p.convention)
+    answers = D.answers_at(p.query, graphs, streams, instants, p.time_unit, terms, window_convention=p.convention,
+                           rules=p.rules)
     reported = [(f"static {graph or 'default graph'}", static_rejects[graph]) for graph, paths in p.graphs.items()
                 if any(str(f).lower().endswith((".nt", ".ntriples")) for f in paths)]
     reported += [(f"stream {iri} ({path})", []) for iri, path in p.streams.items()]
@@ -499,6 +500,8 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     finally:
         if handle is not None:
             handle.close()
+    if isinstance(p.query.form, A.Construct):
+        return write_triples((row[1:5] for row in answers.rows), registered_stream(p.query), out)
     many, events = bool(p.instants), with_intervals(p.query)
     head = ([AT_VAR] if many else []) + list(answers.variables) + ([START_VAR, END_VAR] if events else [])
 
@@ -511,6 +514,31 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
             yield row
 
     return write_results(rows(), head, fmt, out)
+
+
+def registered_stream(query) -> bool:
+    """Whether a CONSTRUCT's triples are printed as a stream: C-SPARQL's ``REGISTER STREAM``."""
+    return query.registration is not None and query.registration[0] == "STREAM"
+
+
+def write_triples(rows, stream_out: bool, out: TextIO) -> int:
+    """A CONSTRUCT's answers ``(s, p, o, t1)`` (terms) as the Spark path prints them: the distinct
+    triples sorted, or with ``stream_out`` (``registered_stream``) the distinct (t1, triple)
+    sorted, each line timestamped; returns the number of lines."""
+    if stream_out:
+        return _print_triples(((s, p, o, t1) for t1, s, p, o in sorted({(t1, s, p, o) for s, p, o, t1 in rows})),
+                              True, out)
+    return _print_triples(((s, p, o, None) for s, p, o in sorted({(s, p, o) for s, p, o, _t1 in rows})), False, out)
+
+
+def _print_triples(rows, stream_out: bool, out: TextIO) -> int:
+    count = 0
+    for s, p, o, t1 in rows:
+        # REGISTER STREAM (C-SPARQL §2.5): a stream timestamped at the evaluation instant
+        stamp = f' "{t1}"' if stream_out else ""
+        out.write(f"{s} {p} {o}{stamp} .\n")
+        count += 1
+    return count
 
 
 def _rejects(spark, named_frames, path: str | None) -> None:
@@ -600,17 +628,12 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         if computed:
             dictionary = merge_dictionaries([dictionary, *computed])
         if isinstance(query.form, A.Construct):
-            stream_out = query.registration is not None and query.registration[0] == "STREAM"
+            stream_out = registered_stream(query)
             keep = (S, P, O, T_START) if stream_out else (S, P, O)
             decoded = decode(result.select(*keep).distinct(), dictionary, (S, P, O))
             decoded = decoded.orderBy(T_START, S, P, O) if stream_out else decoded.orderBy(S, P, O)
-            count = 0
-            for row in decoded.toLocalIterator():
-                # REGISTER STREAM (C-SPARQL §2.5): a stream timestamped at the evaluation instant
-                stamp = f' "{row[T_START]}"' if stream_out else ""
-                out.write(f"{row[S]} {row[P]} {row[O]}{stamp} .\n")
-                count += 1
-            return count
+            return _print_triples(((row[S], row[P], row[O], row[T_START] if stream_out else None)
+                                   for row in decoded.toLocalIterator()), stream_out, out)
         names = [v.name for v in query.form.variables]
         events = with_intervals(query)
         columns = [var_column(n) for n in names]

@@ -199,7 +199,6 @@ def test_random_streams_and_conventions_equal_the_reference(drawn):
 
 
 @pytest.mark.parametrize("text, reason", [
-    (HEAD + "REGISTER STREAM s AS CONSTRUCT { ?s :q ?o } FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o }", "CONSTRUCT"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o } ORDER BY ?s LIMIT 2", "ORDER BY"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o MINUS { ?s :q ?o } }", "MINUS in a C-SPARQL WHERE"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o VALUES ?o { :a } }", "VALUES"),

@@ -1,4 +1,4 @@
-"""C-SPARQL SELECT queries at given instants, on the driver: no JVM (``query --at``, issue 37).
+"""C-SPARQL queries at given instants, on the driver: no JVM (``query --at``, issue 37).
 
 The semantics are ``cep.engines.reference``'s ("C-SPARQL" in its module doc; Barbieri et al.,
 WWW 2009, §3), evaluated instant by instant as the Spark engine does
@@ -19,8 +19,10 @@ WWW 2009, §3), evaluated instant by instant as the Spark engine does
   and BIND.
 * **Above WHERE**: the AGGREGATE clauses / GROUP BY (§3.1: every mapping extended with f over its
   group, ``cep.terms.aggregates.aggregate_value`` computing the terms; the implicit group of
-  nothing when there is no solution), their FILTERs / HAVING, SELECT expressions, the projection.
-  Every answer carries [c, c].
+  nothing when there is no solution), their FILTERs / HAVING, SELECT expressions, the projection
+  or CONSTRUCT's template (``CONSTRUCT`` and ``REGISTER STREAM ... CONSTRUCT``; a blank node named
+  from its solution and [c, c], ``cep.terms.values.fresh_blank_of_ids``, as on Spark). Every
+  answer carries [c, c].
 * **Empty windows** (``WindowConvention.empty`` "skip"): an instant at which no window holds a
   triple has no answer.
 
@@ -59,8 +61,6 @@ _KEYWORDS = {"Values": "VALUES", "Minus": "MINUS", "SubSelect": "a sub-query", "
 
 def refusal(query: A.Query) -> str | None:
     """Why this module does not evaluate the C-SPARQL ``query`` (then Spark does), or None."""
-    if not isinstance(query.form, A.Project):
-        return "C-SPARQL CONSTRUCT / REGISTER STREAM (on Spark)"
     if query.modifiers is not None:
         return "ORDER BY / LIMIT / OFFSET (on Spark)"
     node = query.form.inner
@@ -174,7 +174,7 @@ class _Evaluation:
     # -- the instant ------------------------------------------------------------------------------
     def at(self, t: int, c: int) -> list:
         """The answers at t, whose evaluation instant is c: tuples of a term or None per projected
-        variable."""
+        variable (a CONSTRUCT's s, p, o), then c, c."""
         node = self.snapshot
         spans = [(stream, self.index(stream).window(spec, c, self.time_unit, self.convention))
                  for stream, spec in node.windows]
@@ -185,11 +185,13 @@ class _Evaluation:
             rel = self.above(self.query.form.inner, self.scope(spans, c))
         finally:
             EVALUATION_INSTANT.reset(token)
-        where = {v: i for i, v in enumerate(rel.vars)}
-        picks = [where.get(var_column(v.name)) for v in self.query.form.variables]
+        n = len(rel.vars)
+        every = L.Rel(rel.vars, frozenset(r[:n] + (c, c, t, t) for r in rel.rows))   # each answer over [c, c]
+        fresh: dict = {}
+        rows = L.form_at(self.query.form, every, t, fresh)
         known = self.known
-        rows = {tuple(None if i is None or r[i] is None else known[r[i]] for i in picks) for r in rel.rows}
-        return list(rows)
+        known.update(fresh)
+        return [tuple(None if v is None else known[v] for v in r[:-2]) + r[-2:] for r in rows]
 
     def scope(self, spans, c: int) -> _Scope:
         """The snapshot at c (module doc), from each window's positions ``spans``."""
@@ -384,7 +386,8 @@ class _Evaluation:
 def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
             time_unit: str, known: dict, convention: WindowConvention) -> list[tuple]:
     """⟦query, t⟧ for each t of ``instants``: rows ``(t, term or None per projected variable..., c, c)``
-    (c the evaluation instant t's answers are those of), distinct, unsorted. ``graphs``:
+    — a CONSTRUCT's ``(t, s, p, o, c, c)`` — (c the evaluation instant t's answers are those of),
+    distinct, unsorted. ``graphs``:
     {graph: ``static.StaticGraph``}; ``streams``: {stream IRI: ``(item, s, p, o, t1, t2)`` id
     rows}; ``known``: {id: term}, to which the terms computed are added. The caller checked
     :func:`refusal`."""
@@ -403,5 +406,5 @@ def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], 
         key = (c, t) if per_instant else c
         if key not in done:
             done[key] = evaluation.at(t, c)
-        out.extend((t, *row, c, c) for row in done[key])
+        out.extend((t, *row) for row in done[key])
     return out

@@ -182,7 +182,7 @@ class _Evaluation:
         for _round in range(MAX_ROUNDS):
             new = set()
             for rule in rules:
-                for (s, p, o, t1, t2, _a, _b) in self.triples(rule.form, t, derived):
+                for (s, p, o, t1, t2) in self.triples(rule.form, t, derived):
                     if (s, p, o, t1, t2) not in derived:
                         new.add((s, p, o, t1, t2))
             if not new:
@@ -190,10 +190,10 @@ class _Evaluation:
             derived = derived | new
         raise no_fixpoint(rules, t, MAX_ROUNDS)
 
-    def triples(self, form: A.Construct, t: int, derived: frozenset) -> frozenset:
-        """CONSTRUCT's triples at t: ``(s, p, o, t1, t2, t, t)`` ids, their blank nodes' terms known."""
+    def triples(self, form: A.Construct, t: int, derived: frozenset) -> set:
+        """CONSTRUCT's triples at t: ``(s, p, o, t1, t2)`` ids, their blank nodes' terms known."""
         fresh: dict = {}
-        out = L.answer_form(form, self.at(form, t, derived), fresh).rows
+        out = L.form_at(form, self.at(form, t, derived), t, fresh)
         self.known.update(fresh)
         return out
 
@@ -222,13 +222,9 @@ def answers(query: A.Query, streams: Mapping[str, np.ndarray], instants: Sequenc
     out = []
     for t in instants:
         derived = evaluation.closure(rules, t) if rules else frozenset()
-        if isinstance(query.form, A.Construct):
-            rows = {r[:5] for r in evaluation.triples(query.form, t, derived)}
-        else:
-            rel = evaluation.at(query.form, t, derived)
-            where = {v: i for i, v in enumerate(rel.vars)}
-            picks = [where.get(var_column(v.name)) for v in query.form.variables]
-            rows = {tuple(None if i is None else r[i] for i in picks) + r[-4:-2] for r in rel.rows}
+        fresh: dict = {}
+        rows = L.form_at(query.form, evaluation.at(query.form, t, derived), t, fresh)
+        known.update(fresh)
         for r in rows:
             out.append((t, *(None if v is None else known[v] for v in r[:-2]), r[-2], r[-1]))
     return out

@@ -53,7 +53,7 @@ from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
 from cep.engines.driver.walk import supports, walk
 
-__all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "window", "join", "union", "seq", "seq_wo", "no_head",
+__all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "form_at", "window", "join", "union", "seq", "seq_wo", "no_head",
            "no_tail", "left_join", "cover_join", "eq_join", "optional_join", "extend", "filter_rel", "keeper", "narrow",
            "bgp_in_window"]
 
@@ -477,6 +477,16 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
     ``terms``: {id: term} of a set of ids, for FILTER and OPTIONAL conditions (module doc)."""
     omega = walk(sys.modules[__name__], query.form.inner, streams, background, time_unit, terms)
     return answer_form(query.form, omega, fresh)
+
+
+def form_at(form, omega: Rel, t: int, fresh: dict | None = None) -> set:
+    """The query form over the rows of ``omega`` alive at instant t, each read at t (an open
+    interval end, a background-only row's, is t): SELECT's ``(value per projected variable...,
+    t1, t2)``, CONSTRUCT's ``(s, p, o, t1, t2)`` (``fresh``: as in ``evaluate``)."""
+    n = len(omega.vars)
+    alive = Rel(omega.vars, frozenset(r[:n] + (r[-4], t if r[-3] == OPEN_END else r[-3], t, t) for r in omega.rows
+                                      if r[-2] <= t <= r[-1]))
+    return {r[:-2] for r in answer_form(form, alive, fresh).rows}
 
 
 def answer_form(form, omega: Rel, fresh: dict | None = None) -> Rel:
