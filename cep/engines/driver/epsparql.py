@@ -14,8 +14,8 @@ The semantics are ``cep.engines.reference``'s ("EP-SPARQL" in its module doc; An
   intervals; Join, EQUALS, SEQ, UNION, OPTIONAL, OPTIONALSEQ and EQUALSOPTIONAL are
   ``cep.engines.driver.rows``' ``cover_join``, ``eq_join``, ``seq``, ``union`` and
   ``optional_join``; FILTER and BIND read a solution's mapping and interval (getDURATION() ...),
-  NOW() the instant; a sub-query projects, each solution keeping its interval. Every row is alive
-  at the instant only: its lifetime is [t, t].
+  NOW() the instant; a sub-query projects, each solution keeping its interval (its ORDER BY
+  changes no solution). Every row is alive at the instant only: its lifetime is [t, t].
 * **Rules** (``--rules``, ``cep.engines.rules``): at each instant the stream is first closed
   under the CONSTRUCT rules, round after round until one derives nothing new, as
   ``cep.engines.reference.close_rules`` does; a derived occurrence is matched as a stream's (the
@@ -65,8 +65,9 @@ def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
             if not isinstance(node, _EVALUATED):
                 name = type(node).__name__
                 return f"{_KEYWORDS.get(name, name)} in an EP-SPARQL query (on Spark)"
-            if isinstance(node, A.SubSelect) and node.modifiers is not None:
-                return "ORDER BY in an EP-SPARQL sub-query (on Spark)"
+            if isinstance(node, A.SubSelect) and node.modifiers is not None and (
+                    node.modifiers.limit is not None or node.modifiers.offset):
+                return "LIMIT / OFFSET in an EP-SPARQL sub-query (on Spark)"
             if isinstance(node, A.BGP) and any(not isinstance(tp, A.TriplePattern) for tp in node.patterns):
                 return "a property path over EP-SPARQL's stream (on Spark)"
         if A.contains(q.form, lambda x: isinstance(x, (A.Exists, A.Timestamp, A.PatternTimestamp))):
