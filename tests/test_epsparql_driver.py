@@ -38,9 +38,9 @@ from rdfcore.hashing import term_id
 from tests import test_csparql_driver as CS
 from tests import test_query_at_driver as CQ
 from tests.hypothesis_profiles import examples
-from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS
-from tests.test_epsparql import (AVG_ITEMS, CHAIN_ITEMS, CHAIN_QUERY, CHAIN_RULES, DOWNRATED_TWICE, ITEMS, Q1, Q2, Q3,
-                                 Q4, Q5, Q6, Q6_FIXED, QUERIES, STREAM_FILE, TRIPLES, ep_extended, ep_patterns,
+from tests.stream_terms import PREDICATES, STREAM_IRI, SUBJECTS
+from tests.test_epsparql import (AVG_ITEMS, CHAIN_ITEMS, CHAIN_QUERY, CHAIN_RULES, DOWNRATED_TWICE, ITEMS, Q1, Q2, Q4,
+                                 Q5, Q6, Q6_FIXED, QUERIES, STREAM_FILE, TRIPLES, ep_extended, ep_patterns,
                                  ep_query, ep_streams, mappings)
 from tests.test_rsepql import ITEMS as RSEP_ITEMS
 from tests.test_rsepql import QUERY as RSEP_QUERY
