@@ -63,9 +63,11 @@ intervals are not printed; ``--format`` does not apply).
   column, ``_at``, the instant.
   ``--time-unit`` (default ``ms``) is the unit of the stream timestamps and of ``--at``.
 * ``--engine auto|local|spark``: where ``--at`` evaluates. ``local`` runs on the driver and starts
-  no JVM (``cep.engines.driver.answers``: CQELS-CEP SELECT queries, every asked instant from one
-  evaluation; C-SPARQL SELECT queries under any window convention, instant by instant,
-  ``cep.engines.driver.csparql``; RSEP-QL SELECT queries, ``cep.engines.driver.rsepql``); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
+  no JVM (``cep.engines.driver.answers``: CQELS-CEP queries, every asked instant from one
+  evaluation; C-SPARQL queries under any window convention, instant by instant,
+  ``cep.engines.driver.csparql``; RSEP-QL queries, ``cep.engines.driver.rsepql``; EP-SPARQL
+  queries and their ``--rules``, each instant on its own, ``cep.engines.driver.epsparql``; SELECT
+  and CONSTRUCT, printed as on Spark); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
   the static files and stream files are small (:data:`LOCAL_STATIC_BYTES`,
   :data:`LOCAL_STREAM_BYTES`, and every stream line one the driver's readers take), else on Spark;
   ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs,
@@ -167,7 +169,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(either may still be given to override; --window-start stays 0 unless given)")
     parser.add_argument("--engine", choices=("auto", "spark", "local", "keyed"), default="auto",
                         help="where the query is evaluated: auto (default: the driver, with no JVM, when the query "
-                             "allows it (CQELS-CEP, C-SPARQL and RSEP-QL SELECT queries) and the inputs are small; else "
+                             "allows it (CQELS-CEP, C-SPARQL, RSEP-QL and EP-SPARQL queries) and the inputs are small; else "
                              "Spark), local (the driver), spark; with --continuous, where each micro-batch is "
                              "evaluated, or keyed: the whole query as one Spark stateful operator on the executors "
                              "(CQELS-CEP SELECT, --emit istream)")

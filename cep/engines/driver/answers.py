@@ -1,4 +1,4 @@
-"""A CQELS-CEP, C-SPARQL or RSEP-QL query's answers at given instants, entirely on the driver: no JVM.
+"""A CQELS-CEP, C-SPARQL, RSEP-QL or EP-SPARQL query's answers at given instants, entirely on the driver: no JVM.
 
 ``query --at T1,...,Tn`` on small inputs (``jobs.query`` picks the engine). The inputs are read
 on the driver: the ``--static`` files by ``rdfcore.sources.load_local`` (the same triples and
@@ -23,13 +23,23 @@ under the query's window convention (``cep.algebra.WindowConvention``), each str
 each window's content a slice of it; instants with the same evaluation instant share one
 evaluation. Its answers carry [c, c], c the evaluation instant, as on Spark. An RSEP-QL query is
 evaluated at each asked instant in order (``cep.engines.driver.rsepql``): a chronological or recent
-MATCH consumes what its answers used, so each instant depends on the ones before.
+MATCH consumes what its answers used, so each instant depends on the ones before. An EP-SPARQL
+query is evaluated at each asked instant on its own (``cep.engines.driver.epsparql``), over the
+occurrences ended by it, closed first under the CONSTRUCT rules (``--rules``) when there are some;
+the streams are sorted and each triple pattern matched once for all instants.
 
-What runs here (``refusal`` says why not): CQELS-CEP SELECT queries that both driver engines
-support, whose background patterns ``cep.engines.driver.static`` evaluates, with the default window
-convention; C-SPARQL SELECT queries ``cep.engines.driver.csparql.refusal`` takes, under any
-convention; RSEP-QL SELECT queries ``cep.engines.driver.rsepql.refusal`` takes; none with ORDER BY /
-LIMIT / OFFSET. EP-SPARQL and CONSTRUCT run on Spark.
+A CONSTRUCT's answers are its triples (variables :data:`TRIPLE`), each with its solution's
+interval; its template is applied at each instant to the solutions read at it (a background-only
+one's interval ends at the instant, which names its blank nodes, as on Spark). ``jobs.query``
+prints them as the Spark path does: the distinct triples, sorted; C-SPARQL's ``REGISTER STREAM``,
+the distinct triples with their evaluation instant, timestamped.
+
+What runs here (``refusal`` says why not): CQELS-CEP queries that both driver engines support,
+whose background patterns ``cep.engines.driver.static`` evaluates, with the default window
+convention; C-SPARQL queries ``cep.engines.driver.csparql.refusal`` takes, under any
+convention; RSEP-QL queries ``cep.engines.driver.rsepql.refusal`` takes; EP-SPARQL queries, and
+their rules, ``cep.engines.driver.epsparql.refusal`` takes; SELECT and CONSTRUCT, none with ORDER
+BY / LIMIT / OFFSET.
 """
 from __future__ import annotations
 

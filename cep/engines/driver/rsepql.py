@@ -1,4 +1,4 @@
-"""RSEP-QL SELECT queries at given instants, on the driver: no JVM (``query --at``, issue 37).
+"""RSEP-QL queries at given instants, on the driver: no JVM (``query --at``, issue 37).
 
 The semantics are ``cep.engines.reference``'s ("RSEP-QL" in its module doc; Dell'Aglio et al.,
 §4.2-4.4), evaluated at the asked instants in order, as the Spark engine does
