@@ -24,8 +24,9 @@ The semantics are ``cep.engines.reference``'s ("EP-SPARQL" in its module doc; An
   solution (``cep.terms.values.fresh_blank_of_ids``, as on Spark).
 
 Each instant is evaluated on its own (EP-SPARQL's answers at t read only the occurrences ended by
-t); what the instants share is computed once: the sorted stream and each triple pattern's
-matches. What is not here (:func:`refusal` says what and why) runs on Spark.
+t); what the instants share is computed once: the sorted stream, each triple pattern's
+matches, and each FILTER's (OPTIONAL's condition's) value on a solution, which the later instants
+mostly meet again (EP-SPARQL's answers grow with t). What is not here (:func:`refusal` says what and why) runs on Spark.
 """
 from __future__ import annotations
 
@@ -105,6 +106,8 @@ class _Evaluation:
     known: dict
     time_unit: str
     lookback: int | None
+    #: {condition: its values, ``cep.engines.driver.rows.filter_rel``'s memo}
+    conditions: dict = field(default_factory=dict)
 
     def lookup(self, ids) -> dict:
         known = self.known
@@ -149,7 +152,7 @@ class _Evaluation:
             case A.SeqRightJoin(optional=optional, right=right, condition=condition):
                 return self.optional(sub(right), sub(optional), "seq", condition)
             case A.Filter(condition=condition, inner=inner):
-                return L.filter_rel(sub(inner), condition, self.lookup, self.time_unit)
+                return L.filter_rel(sub(inner), condition, self.lookup, self.time_unit, self.kept(condition))
             case A.Extend(inner=inner, var=var, expr=expr):
                 return L.extend(sub(inner), var, expr, self.known, self.time_unit)
             case A.SubSelect(form=form):
@@ -157,8 +160,15 @@ class _Evaluation:
         raise TypeError(f"{type(node).__name__} in an EP-SPARQL query is not evaluated on the driver (refusal)")
 
     def optional(self, mandatory: L.Rel, optional: L.Rel, order: str, condition) -> L.Rel:
-        keep = None if condition is None else L.keeper(condition, self.lookup, self.time_unit)
+        keep = None if condition is None else L.keeper(condition, self.lookup, self.time_unit, self.kept(condition))
         return L.optional_join(mandatory, optional, order, keep)
+
+    def kept(self, condition) -> dict | None:
+        """Where ``condition``'s values are kept from one instant to the next (None: it reads the
+        instant, NOW()): an instant's solutions are mostly the earlier ones' again."""
+        if A.contains(condition, lambda e: isinstance(e, A.Builtin) and e.name == "NOW"):
+            return None
+        return self.conditions.setdefault(condition, {})
 
     def triple(self, tp: A.TriplePattern, t: int, derived: frozenset) -> L.Rel:
         """One triple pattern's matches in the occurrences at t: ``(values..., t1, t2, t, t)``."""

@@ -339,20 +339,25 @@ def condition_holds(condition, vars_: Iterable[str], keys: list[tuple], terms, t
     return out
 
 
-def filter_rel(rel: Rel, condition, terms, time_unit: str) -> Rel:
-    """FILTER: the rows for whose mapping and interval ``condition`` holds (module doc)."""
+def filter_rel(rel: Rel, condition, terms, time_unit: str, memo: dict | None = None) -> Rel:
+    """FILTER: the rows for whose mapping and interval ``condition`` holds (module doc). ``memo``:
+    where the condition's values are kept for the next calls (a caller's dict for this
+    condition; not for one that reads the instant, NOW()), each computed once."""
     at, interval = condition_keys(condition, rel.vars)
     keys = {}
     for r in rel.rows:
         keys.setdefault(tuple(r[i] for i in at) + ((r[-4], r[-3]) if interval else (0, 0)), []).append(r)
-    ordered = list(keys)
-    holds = condition_holds(condition, [rel.vars[i] for i in at], ordered, terms, time_unit)
-    return Rel(rel.vars, frozenset(r for k, ok in zip(ordered, holds) if ok for r in keys[k]))
+    read = [rel.vars[i] for i in at]
+    known = {} if memo is None else memo.setdefault(tuple(read), {})
+    new = [k for k in keys if k not in known]
+    known.update(zip(new, condition_holds(condition, read, new, terms, time_unit)))
+    return Rel(rel.vars, frozenset(r for k, rows in keys.items() if known[k] for r in rows))
 
 
-def keeper(condition, terms, time_unit: str):
-    """OPTIONAL's condition as ``left_join`` reads it: the pairs for which it holds."""
-    return lambda rel: filter_rel(rel, condition, terms, time_unit)
+def keeper(condition, terms, time_unit: str, memo: dict | None = None):
+    """OPTIONAL's condition as ``left_join`` reads it: the pairs for which it holds (``memo``: as
+    ``filter_rel``'s)."""
+    return lambda rel: filter_rel(rel, condition, terms, time_unit, memo)
 
 
 def narrow(allowed: dict, static: Rel) -> dict:
