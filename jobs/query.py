@@ -169,10 +169,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(either may still be given to override; --window-start stays 0 unless given)")
     parser.add_argument("--engine", choices=("auto", "spark", "local", "keyed"), default="auto",
                         help="where the query is evaluated: auto (default: the driver, with no JVM, when the query "
-                             "allows it (CQELS-CEP, C-SPARQL, RSEP-QL and EP-SPARQL queries) and the inputs are small; else "
-                             "Spark), local (the driver), spark; with --continuous, where each micro-batch is "
-                             "evaluated, or keyed: the whole query as one Spark stateful operator on the executors "
-                             "(CQELS-CEP SELECT, --emit istream)")
+                             "allows it (CQELS-CEP, C-SPARQL, RSEP-QL and EP-SPARQL queries) and the inputs are "
+                             "small; else Spark), local (the driver), spark; with --continuous, where each "
+                             "micro-batch is evaluated, or keyed: the whole query as one Spark stateful operator on "
+                             "the executors (CQELS-CEP SELECT, --emit istream)")
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
     parser.add_argument("--rejects", metavar="FILE|DIR",
                         help="write the rejected input lines here (JSON Lines; a directory with --continuous)")

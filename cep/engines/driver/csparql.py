@@ -45,7 +45,6 @@ from cep.engines.columns import column_var, var_column
 from cep.engines.driver import rows as L
 from cep.engines.driver import static
 from cep.engines.errors import MissingInputError
-from cep.terms.aggregates import aggregate_value
 from cep.terms.values import EVALUATION_INSTANT, ebv, eval_expr
 from rdfcore.hashing import term_id
 
@@ -222,37 +221,11 @@ class _Evaluation:
         raise TypeError(f"{type(node).__name__} above a C-SPARQL WHERE is not evaluated on the driver (refusal)")
 
     def aggregate(self, rel: L.Rel, specs) -> L.Rel:
-        """§3.1 (``A.Aggregate``): each row extended with each spec's value over its group (an
-        unbound group variable a value of its own); no row and only implicit groups: one row of the
-        aggregates of nothing."""
-        where = {column_var(v): i for i, v in enumerate(rel.vars)}
-        rows = list(rel.rows)
-        if not rows and all(not spec.group for spec in specs):
-            values = [aggregate_value(spec.function, spec.distinct and spec.argument is not None,
-                                      None if spec.argument is None else [], 0) for spec in specs]
-            return L.Rel.of([var_column(spec.var.name) for spec in specs],
-                            {tuple(self.intern(v) for v in values) + static.ALWAYS})
-        known = self.known
-        columns = []
-        for spec in specs:
-            keys = [where.get(v.name) for v in spec.group]
-            argument = None if spec.argument is None else where.get(spec.argument.name)
-            groups: dict = defaultdict(list)
-            for r in rows:
-                groups[tuple(None if k is None else r[k] for k in keys)].append(r)
-            results = {}
-            for key, members in groups.items():
-                if spec.argument is None:
-                    results[key] = aggregate_value(spec.function, False, None, len(members))
-                    continue
-                values = [known[r[argument]] for r in members if argument is not None and r[argument] is not None]
-                strict_error = spec.strict and len(values) < len(members)   # the argument expression failed
-                results[key] = None if strict_error else aggregate_value(spec.function, spec.distinct, values,
-                                                                         len(members))
-            columns.append([self.intern(results[tuple(None if k is None else r[k] for k in keys)]) for r in rows])
-        n = len(rel.vars)
-        out = [r[:n] + tuple(column[j] for column in columns) + r[n:] for j, r in enumerate(rows)]
-        return L.Rel.of(list(rel.vars) + [var_column(spec.var.name) for spec in specs], out)
+        """§3.1 (``A.Aggregate``, ``cep.engines.driver.rows.aggregate``); no row and only implicit
+        groups: one row of the aggregates of nothing."""
+        if not rel.rows and all(not spec.group for spec in specs):
+            return L.aggregate(L.Rel((), frozenset({static.ALWAYS})), specs, self.known, empty=True)
+        return L.aggregate(rel, specs, self.known)
 
     def intern(self, term: str | None) -> int | None:
         """``term``'s id, known from now on (None: None)."""

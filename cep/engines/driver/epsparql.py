@@ -15,7 +15,9 @@ The semantics are ``cep.engines.reference``'s ("EP-SPARQL" in its module doc; An
   ``cep.engines.driver.rows``' ``cover_join``, ``eq_join``, ``seq``, ``union`` and
   ``optional_join``; FILTER and BIND read a solution's mapping and interval (getDURATION() ...),
   NOW() the instant; a sub-query projects, each solution keeping its interval (its ORDER BY
-  changes no solution). Every row is alive at the instant only: its lifetime is [t, t].
+  changes no solution); GROUP BY / aggregates give one answer per group over the interval
+  covering its members (``cep.engines.driver.rows.group_cover``). Every row is alive at the
+  instant only: its lifetime is [t, t].
 * **Rules** (``--rules``, ``cep.engines.rules``): at each instant the stream is first closed
   under the CONSTRUCT rules, round after round until one derives nothing new, as
   ``cep.engines.reference.close_rules`` does; a derived occurrence is matched as a stream's (the
@@ -49,9 +51,9 @@ __all__ = ["refusal", "answers"]
 
 #: the nodes an EP-SPARQL query may hold here: over the stream, and above it (SELECT expressions)
 _EVALUATED = (A.Occurrences, A.BGP, A.CoverJoin, A.EqJoin, A.Sequence, A.Union, A.CoverLeftJoin, A.EqLeftJoin,
-              A.SeqRightJoin, A.Filter, A.Extend, A.SubSelect)
+              A.SeqRightJoin, A.Filter, A.Extend, A.SubSelect, A.GroupCover)
 #: how a user wrote the nodes refused
-_KEYWORDS = {"GroupCover": "GROUP BY / aggregates", "Join": "VALUES after WHERE", "Values": "VALUES"}
+_KEYWORDS = {"Join": "VALUES after WHERE", "Values": "VALUES"}
 
 
 def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
@@ -157,6 +159,8 @@ class _Evaluation:
                 return L.extend(sub(inner), var, expr, self.known, self.time_unit)
             case A.SubSelect(form=form):
                 return project(sub(form.inner), form.variables)
+            case A.GroupCover(inner=inner, group=group, specs=specs):
+                return L.group_cover(sub(inner), group, specs, self.known, t)
         raise TypeError(f"{type(node).__name__} in an EP-SPARQL query is not evaluated on the driver (refusal)")
 
     def optional(self, mandatory: L.Rel, optional: L.Rel, order: str, condition) -> L.Rel:

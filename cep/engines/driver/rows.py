@@ -48,14 +48,15 @@ from dataclasses import dataclass
 from cep import algebra as A
 from cep.algebra import windows as W
 from cep.engines.columns import column_var, var_column
+from cep.terms.aggregates import aggregate_value
 from cep.terms.values import ebv, eval_expr, fresh_blank_of_ids, term_value
 from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
 from cep.engines.driver.walk import supports, walk
 
-__all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "form_at", "window", "join", "union", "seq", "seq_wo", "no_head",
-           "no_tail", "left_join", "cover_join", "eq_join", "optional_join", "extend", "filter_rel", "keeper", "narrow",
-           "bgp_in_window"]
+__all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "form_at", "window", "join", "union", "seq", "seq_wo",
+           "no_head", "no_tail", "left_join", "cover_join", "eq_join", "optional_join", "extend", "aggregate",
+           "group_cover", "filter_rel", "keeper", "narrow", "bgp_in_window"]
 
 #: a stream triple: (item, s, p, o, t1, t2), ids
 Item = tuple
@@ -314,6 +315,64 @@ def extend(rel: Rel, var: A.Var, expr, known: dict, time_unit: str, interval: tu
             known.setdefault(ident, term)
         out.append(r[:n] + (ident,) + r[n:])
     return Rel.of(list(rel.vars) + [var_column(var.name)], out)
+
+
+def aggregate(rel: Rel, specs, known: dict, empty: bool = False) -> Rel:
+    """[[P AGG A_1..A_n]] (C-SPARQL §3.1, ``A.Aggregate``; SPARQL's aggregates): each row extended
+    with each spec's value over its group (an unbound group variable a value of its own), unbound
+    where that is an error. ``empty``: ``rel`` is the one row standing for no solution (the
+    implicit group of nothing): the aggregates of nothing. ``known``: {id: term}, which decodes
+    the arguments and receives the terms computed."""
+    where = {column_var(v): i for i, v in enumerate(rel.vars)}
+    rows = list(rel.rows)
+    columns = []
+    for spec in specs:
+        keys = [where.get(v.name) for v in spec.group]
+        argument = None if spec.argument is None else where.get(spec.argument.name)
+        groups: dict = defaultdict(list)
+        for r in rows:
+            groups[tuple(None if k is None else r[k] for k in keys)].append(r)
+        results = {}
+        for key, members in groups.items():
+            size = 0 if empty else len(members)
+            if spec.argument is None:
+                results[key] = aggregate_value(spec.function, False, None, size)
+                continue
+            values = [known[r[argument]] for r in members if argument is not None and r[argument] is not None]
+            strict_error = spec.strict and not empty and len(values) < len(members)   # the argument expression failed
+            results[key] = None if strict_error else aggregate_value(spec.function, spec.distinct, values, size)
+        column = []
+        for r in rows:
+            term = results[tuple(None if k is None else r[k] for k in keys)]
+            ident = None
+            if term is not None:
+                ident = term_id(term)
+                known.setdefault(ident, term)
+            column.append(ident)
+        columns.append(column)
+    n = len(rel.vars)
+    out = [r[:n] + tuple(column[j] for column in columns) + r[n:] for j, r in enumerate(rows)]
+    return Rel.of(list(rel.vars) + [var_column(spec.var.name) for spec in specs], out)
+
+
+def group_cover(rel: Rel, group, specs, known: dict, t: int) -> Rel:
+    """SPARQL's GROUP BY over mappings with intervals (``A.GroupCover``) at instant t, every row
+    alive at it: one row per group of the rows on ``group`` (an unbound variable a value of its
+    own), with the group's values, the aggregates ``specs`` (``aggregate``) and [min t1, max t2]
+    of its members; over no row the implicit group (no ``group``) is one row of the aggregates of
+    nothing over [t, t]. ``known``: as ``aggregate``'s."""
+    empty = not rel.rows and not group
+    if empty:
+        rel = Rel((), frozenset({(t, t, t, t)}))
+    extended = aggregate(rel, specs, known, empty) if specs else rel
+    keep = sorted({var_column(v.name) for v in group} | {var_column(spec.var.name) for spec in specs})
+    where = {c: i for i, c in enumerate(extended.vars)}
+    covers: dict = {}
+    for r in extended.rows:
+        key = tuple(r[where[c]] if c in where else None for c in keep)
+        lo, hi = covers.get(key, (r[-4], r[-3]))
+        covers[key] = (min(lo, r[-4]), max(hi, r[-3]))
+    return Rel(tuple(keep), frozenset(key + (lo, hi, t, t) for key, (lo, hi) in covers.items()))
 
 
 def condition_keys(condition, vars_: tuple[str, ...]) -> tuple[list[int], bool]:

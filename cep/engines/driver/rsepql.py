@@ -16,7 +16,8 @@ The semantics are ``cep.engines.reference``'s ("RSEP-QL" in its module doc; Dell
   longer see them, so the instants are evaluated in order, each after the one before.
 * **Around MATCH**: JOIN and FILTER with background patterns (``cep.engines.driver.static``) and
   ``WINDOW w P`` (SPARQL over the merge of the window's graphs, ``static.pattern_rows``), every
-  non-event mapping with [MIN_TIME, t]; the projection, or CONSTRUCT's template (a blank node
+  non-event mapping with [MIN_TIME, t]; GROUP BY / aggregates, one answer per group over the
+  interval covering its members (``cep.engines.driver.rows.group_cover``); the projection, or CONSTRUCT's template (a blank node
   named from its solution, ``cep.terms.values.fresh_blank_of_ids``, as on Spark).
 
 What is not here (:func:`refusal` says what and why) runs on Spark.
@@ -41,7 +42,7 @@ from rdfcore.hashing import term_id
 __all__ = ["refusal", "answers"]
 
 #: the nodes around MATCH, and inside WINDOW w P
-_AROUND = (A.Join, A.Filter, A.Match, A.WindowGraph, A.Background)
+_AROUND = (A.Join, A.Filter, A.Match, A.WindowGraph, A.Background, A.GroupCover)
 _GRAPH = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter)
 
 
@@ -230,6 +231,8 @@ class _Evaluation:
                 return L.join(self.rows(left, at), self.rows(right, at))
             case A.Filter(condition=condition, inner=inner):
                 return L.filter_rel(self.rows(inner, at), condition, self.lookup, self.time_unit)
+            case A.GroupCover(inner=inner, group=group, specs=specs):
+                return L.group_cover(self.rows(inner, at), group, specs, self.known, at.t)
         raise TypeError(f"{type(node).__name__} in an RSEP-QL query is not evaluated on the driver (refusal)")
 
 
@@ -237,8 +240,8 @@ def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], 
             time_unit: str, known: dict) -> list[tuple]:
     """⟦query, t⟧ for each t of ``instants`` (increasing), a consuming MATCH not seeing at t what
     it consumed before: rows ``(t, term or None per projected variable..., t1, t2)`` — a
-    CONSTRUCT's ``(t, s, p, o, t1, t2)`` — distinct, unsorted. Arguments as ``cep.engines.driver.csparql.answers``'; the caller checked
-    :func:`refusal`."""
+    CONSTRUCT's ``(t, s, p, o, t1, t2)`` — distinct, unsorted. Arguments as
+    ``cep.engines.driver.csparql.answers``'; the caller checked :func:`refusal`."""
     read = {e.stream for e in A.rsep_windows(query)}
     indexes = {iri: StreamIndex.of(rows) for iri, rows in streams.items() if iri in read}
     evaluation = _Evaluation(query, {}, known, time_unit)
