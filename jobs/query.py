@@ -63,9 +63,11 @@ intervals are not printed; ``--format`` does not apply).
   column, ``_at``, the instant.
   ``--time-unit`` (default ``ms``) is the unit of the stream timestamps and of ``--at``.
 * ``--engine auto|local|spark``: where ``--at`` evaluates. ``local`` runs on the driver and starts
-  no JVM (``cep.engines.driver.answers``: CQELS-CEP SELECT queries, every asked instant from one
-  evaluation; C-SPARQL SELECT queries under any window convention, instant by instant,
-  ``cep.engines.driver.csparql``; RSEP-QL SELECT queries, ``cep.engines.driver.rsepql``); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
+  no JVM (``cep.engines.driver.answers``: CQELS-CEP queries, every asked instant from one
+  evaluation; C-SPARQL queries under any window convention, instant by instant,
+  ``cep.engines.driver.csparql``; RSEP-QL queries, ``cep.engines.driver.rsepql``; EP-SPARQL
+  queries and their ``--rules``, each instant on its own, ``cep.engines.driver.epsparql``; SELECT
+  and CONSTRUCT, printed as on Spark); ``spark`` on Spark; ``auto`` (default) on the driver when the query allows it and
   the static files and stream files are small (:data:`LOCAL_STATIC_BYTES`,
   :data:`LOCAL_STREAM_BYTES`, and every stream line one the driver's readers take), else on Spark;
   ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs,
@@ -167,10 +169,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "(either may still be given to override; --window-start stays 0 unless given)")
     parser.add_argument("--engine", choices=("auto", "spark", "local", "keyed"), default="auto",
                         help="where the query is evaluated: auto (default: the driver, with no JVM, when the query "
-                             "allows it (CQELS-CEP, C-SPARQL and RSEP-QL SELECT queries) and the inputs are small; else "
-                             "Spark), local (the driver), spark; with --continuous, where each micro-batch is "
-                             "evaluated, or keyed: the whole query as one Spark stateful operator on the executors "
-                             "(CQELS-CEP SELECT, --emit istream)")
+                             "allows it (CQELS-CEP, C-SPARQL, RSEP-QL and EP-SPARQL queries) and the inputs are "
+                             "small; else Spark), local (the driver), spark; with --continuous, where each "
+                             "micro-batch is evaluated, or keyed: the whole query as one Spark stateful operator on "
+                             "the executors (CQELS-CEP SELECT, --emit istream)")
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
     parser.add_argument("--rejects", metavar="FILE|DIR",
                         help="write the rejected input lines here (JSON Lines; a directory with --continuous)")
@@ -467,7 +469,7 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     ``LOCAL_STREAM_BYTES`` too."""
     from cep.engines.driver import answers as D
 
-    why = D.refusal(p.query, p.convention)
+    why = D.refusal(p.query, p.convention, p.rules)
     files = [f for paths in p.graphs.values() for f in paths] + list(p.streams.values())
     if why is None and any(is_hadoop(f) for f in files):
         why = "a file on a Hadoop filesystem (read through Spark)"
@@ -486,7 +488,8 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     if None not in graphs:
         graphs[None] = D.static.StaticGraph(frozenset())
     instants = p.instants or [p.at]
-    answers = D.answers_at(p.query, graphs, streams, instants, p.time_unit, terms, window_convention=p.convention)
+    answers = D.answers_at(p.query, graphs, streams, instants, p.time_unit, terms, window_convention=p.convention,
+                           rules=p.rules)
     reported = [(f"static {graph or 'default graph'}", static_rejects[graph]) for graph, paths in p.graphs.items()
                 if any(str(f).lower().endswith((".nt", ".ntriples")) for f in paths)]
     reported += [(f"stream {iri} ({path})", []) for iri, path in p.streams.items()]
@@ -499,6 +502,8 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     finally:
         if handle is not None:
             handle.close()
+    if isinstance(p.query.form, A.Construct):
+        return write_triples((row[1:5] for row in answers.rows), registered_stream(p.query), out)
     many, events = bool(p.instants), with_intervals(p.query)
     head = ([AT_VAR] if many else []) + list(answers.variables) + ([START_VAR, END_VAR] if events else [])
 
@@ -511,6 +516,31 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
             yield row
 
     return write_results(rows(), head, fmt, out)
+
+
+def registered_stream(query) -> bool:
+    """Whether a CONSTRUCT's triples are printed as a stream: C-SPARQL's ``REGISTER STREAM``."""
+    return query.registration is not None and query.registration[0] == "STREAM"
+
+
+def write_triples(rows, stream_out: bool, out: TextIO) -> int:
+    """A CONSTRUCT's answers ``(s, p, o, t1)`` (terms) as the Spark path prints them: the distinct
+    triples sorted, or with ``stream_out`` (``registered_stream``) the distinct (t1, triple)
+    sorted, each line timestamped; returns the number of lines."""
+    if stream_out:
+        return _print_triples(((s, p, o, t1) for t1, s, p, o in sorted({(t1, s, p, o) for s, p, o, t1 in rows})),
+                              True, out)
+    return _print_triples(((s, p, o, None) for s, p, o in sorted({(s, p, o) for s, p, o, _t1 in rows})), False, out)
+
+
+def _print_triples(rows, stream_out: bool, out: TextIO) -> int:
+    count = 0
+    for s, p, o, t1 in rows:
+        # REGISTER STREAM (C-SPARQL §2.5): a stream timestamped at the evaluation instant
+        stamp = f' "{t1}"' if stream_out else ""
+        out.write(f"{s} {p} {o}{stamp} .\n")
+        count += 1
+    return count
 
 
 def _rejects(spark, named_frames, path: str | None) -> None:
@@ -600,17 +630,12 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         if computed:
             dictionary = merge_dictionaries([dictionary, *computed])
         if isinstance(query.form, A.Construct):
-            stream_out = query.registration is not None and query.registration[0] == "STREAM"
+            stream_out = registered_stream(query)
             keep = (S, P, O, T_START) if stream_out else (S, P, O)
             decoded = decode(result.select(*keep).distinct(), dictionary, (S, P, O))
             decoded = decoded.orderBy(T_START, S, P, O) if stream_out else decoded.orderBy(S, P, O)
-            count = 0
-            for row in decoded.toLocalIterator():
-                # REGISTER STREAM (C-SPARQL §2.5): a stream timestamped at the evaluation instant
-                stamp = f' "{row[T_START]}"' if stream_out else ""
-                out.write(f"{row[S]} {row[P]} {row[O]}{stamp} .\n")
-                count += 1
-            return count
+            return _print_triples(((row[S], row[P], row[O], row[T_START] if stream_out else None)
+                                   for row in decoded.toLocalIterator()), stream_out, out)
         names = [v.name for v in query.form.variables]
         events = with_intervals(query)
         columns = [var_column(n) for n in names]

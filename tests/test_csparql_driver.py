@@ -199,7 +199,6 @@ def test_random_streams_and_conventions_equal_the_reference(drawn):
 
 
 @pytest.mark.parametrize("text, reason", [
-    (HEAD + "REGISTER STREAM s AS CONSTRUCT { ?s :q ?o } FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o }", "CONSTRUCT"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o } ORDER BY ?s LIMIT 2", "ORDER BY"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o MINUS { ?s :q ?o } }", "MINUS in a C-SPARQL WHERE"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o VALUES ?o { :a } }", "VALUES"),
@@ -226,7 +225,7 @@ WHERE { ?s :p ?v . ?s :kind ?k FILTER (timestamp(?v) > timestamp(?s :q :a) || ?v
 CLI_INSTANTS = list(range(-1, 22))
 
 
-def _cli_files(tmp_path: Path):
+def cli_files(tmp_path: Path):
     rng = random.Random(37)
     streams = {S1: random_stream(rng, 30, 16), S2: random_stream(rng, 12, 16, first=100)}
     background = {(n, ex("kind"), rng.choice([ex("K"), ex("L")])) for n in NODES[:3]}
@@ -262,7 +261,7 @@ def _expected_lines(streams, background, convention) -> list[str]:
     (["--csparql-compat", "--window-start", "-1"], A.WindowConvention(A.LEFT_CLOSED, -1, A.SKIP)),
 ])
 def test_query_job_on_the_driver_prints_the_reference_rows(tmp_path, capsys, options, convention):
-    argv, streams, background = _cli_files(tmp_path)
+    argv, streams, background = cli_files(tmp_path)
     assert job.main(argv + ["--engine", "local", *options]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "?_at\t?s\t?k\t?n\t?sum\t?avg\t?max\t?_start\t?_end"
@@ -281,7 +280,7 @@ def test_query_job_datasets_on_the_driver(tmp_path, capsys):
 def test_query_job_on_the_driver_imports_no_pyspark(tmp_path):
     """``rsp-sidecar query --at`` (``jobs.cli``, as a user runs it) on the driver: the process never
     imports pyspark, nor the modules of the commands that do."""
-    argv, streams, background = _cli_files(tmp_path)
+    argv, streams, background = cli_files(tmp_path)
     code = ("import sys\nfrom jobs.cli import main\nrc = main(sys.argv[1:])\n"
             "assert 'pyspark' not in sys.modules, 'pyspark was imported'\nsys.exit(rc)")
     done = subprocess.run([sys.executable, "-c", code, "query", *argv, "--engine", "auto"], capture_output=True,
@@ -295,7 +294,7 @@ def test_local_engine_prints_what_spark_prints(spark, tmp_path, capsys):
     """The same files at three instants under the C-SPARQL engine's conventions: ``--engine local``
     prints, byte for byte, what ``--engine spark`` prints (aggregates' terms, unbound values, the
     intervals, the order)."""
-    argv, _streams, _background = _cli_files(tmp_path)
+    argv, _streams, _background = cli_files(tmp_path)
     argv = [a for a in argv if not a.startswith("--at=")] + ["--at", "6,9,13", "--csparql-compat"]
     assert job.main(argv + ["--engine", "local"]) == 0
     local = capsys.readouterr().out

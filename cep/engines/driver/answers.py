@@ -1,4 +1,4 @@
-"""A CQELS-CEP, C-SPARQL or RSEP-QL query's answers at given instants, entirely on the driver: no JVM.
+"""A CQELS-CEP, C-SPARQL, RSEP-QL or EP-SPARQL query's answers at given instants, entirely on the driver: no JVM.
 
 ``query --at T1,...,Tn`` on small inputs (``jobs.query`` picks the engine). The inputs are read
 on the driver: the ``--static`` files by ``rdfcore.sources.load_local`` (the same triples and
@@ -23,25 +23,37 @@ under the query's window convention (``cep.algebra.WindowConvention``), each str
 each window's content a slice of it; instants with the same evaluation instant share one
 evaluation. Its answers carry [c, c], c the evaluation instant, as on Spark. An RSEP-QL query is
 evaluated at each asked instant in order (``cep.engines.driver.rsepql``): a chronological or recent
-MATCH consumes what its answers used, so each instant depends on the ones before.
+MATCH consumes what its answers used, so each instant depends on the ones before. An EP-SPARQL
+query is evaluated at each asked instant on its own (``cep.engines.driver.epsparql``), over the
+occurrences ended by it, closed first under the CONSTRUCT rules (``--rules``) when there are some;
+the streams are sorted and each triple pattern matched once for all instants.
 
-What runs here (``refusal`` says why not): CQELS-CEP SELECT queries that both driver engines
-support, whose background patterns ``cep.engines.driver.static`` evaluates, with the default window
-convention; C-SPARQL SELECT queries ``cep.engines.driver.csparql.refusal`` takes, under any
-convention; RSEP-QL SELECT queries ``cep.engines.driver.rsepql.refusal`` takes; none with ORDER BY /
-LIMIT / OFFSET. EP-SPARQL and CONSTRUCT run on Spark.
+A CONSTRUCT's answers are its triples (variables :data:`TRIPLE`), each with its solution's
+interval; its template is applied at each instant to the solutions read at it (a background-only
+one's interval ends at the instant, which names its blank nodes, as on Spark). ``jobs.query``
+prints them as the Spark path does: the distinct triples, sorted; C-SPARQL's ``REGISTER STREAM``,
+the distinct triples with their evaluation instant, timestamped.
+
+What runs here (``refusal`` says why not): CQELS-CEP queries that both driver engines support,
+whose background patterns ``cep.engines.driver.static`` evaluates, with the default window
+convention; C-SPARQL queries ``cep.engines.driver.csparql.refusal`` takes, under any
+convention; RSEP-QL queries ``cep.engines.driver.rsepql.refusal`` takes; EP-SPARQL queries, and
+their rules, ``cep.engines.driver.epsparql.refusal`` takes; SELECT and CONSTRUCT, none with ORDER
+BY / LIMIT / OFFSET.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from cep import algebra as A
 from cep.algebra.timeline import OPEN_END
+from cep.engines.columns import var_column
 from cep.engines.driver import csparql as C
+from cep.engines.driver import epsparql as E
 from cep.engines.driver import rows as L
 from cep.engines.driver import rsepql as RQ
 from cep.engines.driver import static
@@ -54,8 +66,10 @@ from rdfcore.sources import load_local, split_lines
 from reasoner import local as RL
 
 __all__ = ["NotOnDriver", "Answers", "refusal", "read_static", "read_streams", "answers_at", "sorted_rows",
-           "COLUMNAR_FROM", "PYTHON_TSNT_LINES"]
+           "COLUMNAR_FROM", "PYTHON_TSNT_LINES", "TRIPLE"]
 
+#: the variables of a CONSTRUCT's answers, its triples
+TRIPLE = ("s", "p", "o")
 #: from this many stream items on, the numpy operators (``cep.engines.driver.columnar``) evaluate
 COLUMNAR_FROM = 20_000
 #: a timestamped N-Triples file of at most this many lines is read in Python
@@ -72,9 +86,11 @@ class NotOnDriver(SidecarError):
         super().__init__(reason)
 
 
-def refusal(query: A.Query, window_convention: A.WindowConvention | None = None) -> str | None:
-    """Why ``query`` is not evaluated on the driver (module doc), or None. A window convention
-    (``cep.algebra.WindowConvention``) other than the default applies to C-SPARQL windows only."""
+def refusal(query: A.Query, window_convention: A.WindowConvention | None = None,
+            rules: Sequence[A.Query] = ()) -> str | None:
+    """Why ``query`` (an EP-SPARQL one under the CONSTRUCT ``rules``) is not evaluated on the
+    driver (module doc), or None. A window convention (``cep.algebra.WindowConvention``) other
+    than the default applies to C-SPARQL windows only."""
     if A.is_csparql(query):
         return C.refusal(query)
     if window_convention is not None and not window_convention.is_default:
@@ -83,9 +99,7 @@ def refusal(query: A.Query, window_convention: A.WindowConvention | None = None)
     if A.is_rsepql(query):
         return RQ.refusal(query)
     if A.is_epsparql(query):
-        return "EP-SPARQL queries are evaluated at each instant (on Spark)"
-    if not isinstance(query.form, A.Project):
-        return "CONSTRUCT (on Spark)"
+        return E.refusal(query, rules)
     if query.modifiers is not None:
         return "ORDER BY / LIMIT / OFFSET (on Spark)"
     return supports(query) or static.refusal(query)
@@ -164,39 +178,56 @@ def read_streams(streams: Mapping[str, Path], prefixes: Mapping[str, str]) -> tu
 
 
 def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
-               time_unit: str, terms: Mapping[int, str], *,
-               window_convention: A.WindowConvention | None = None) -> Answers:
+               time_unit: str, terms: Mapping[int, str], *, window_convention: A.WindowConvention | None = None,
+               rules: Sequence[A.Query] = ()) -> Answers:
     """⟦query, t⟧ for each t of ``instants`` (module doc), decoded with ``terms`` ({id: term}; the
     query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'.
-    ``window_convention``: C-SPARQL's windows (``cep.algebra.WindowConvention``; None: the default).
-    A query ``refusal`` gives a reason for raises ``NotOnDriver``."""
-    why = refusal(query, window_convention)
+    ``window_convention``: C-SPARQL's windows (``cep.algebra.WindowConvention``; None: the default);
+    ``rules``: an EP-SPARQL query's CONSTRUCT rules (``cep.engines.rules``). A query ``refusal``
+    gives a reason for raises ``NotOnDriver``. A CONSTRUCT's answers are its triples: variables
+    ``s``, ``p``, ``o``."""
+    why = refusal(query, window_convention, rules)
     if why is not None:
         raise NotOnDriver(why)
     known = dict(terms)
-    known.update((term_id(t), t) for t in A.constants(query.form))
-    variables = tuple(v.name for v in query.form.variables)
+    for q in (query, *rules):
+        known.update((term_id(t), t) for t in A.constants(q.form))
+    form = query.form
+    variables = TRIPLE if isinstance(form, A.Construct) else tuple(v.name for v in form.variables)
     if A.is_csparql(query):
         convention = A.check_window_convention(query, window_convention)
         return Answers(variables, sorted_rows(C.answers(query, graphs, streams, instants, time_unit, known,
                                                         convention)))
     if A.is_rsepql(query):
         return Answers(variables, sorted_rows(RQ.answers(query, graphs, streams, instants, time_unit, known)))
+    if A.is_epsparql(query):
+        return Answers(variables, sorted_rows(E.answers(query, streams, instants, time_unit, known, rules)))
 
     def lookup(ids) -> dict:
         return {i: known[i] for i in ids if i in known}
 
-    background = static.background_relations(query, graphs, lookup, time_unit)
+    if isinstance(form, A.Construct):   # every variable: the template is applied at each instant
+        form = A.Project(tuple(sorted(A.variables(form.inner), key=lambda v: v.name)), False, form.inner)
+    evaluated = replace(query, form=form)
+    background = static.background_relations(evaluated, graphs, lookup, time_unit)
     total = sum(len(rows) for rows in streams.values())
     if total >= COLUMNAR_FROM:
         from cep.engines.driver import columnar
 
-        result = columnar.evaluate(query, streams, background, time_unit, terms=lookup)
+        result = columnar.evaluate(evaluated, streams, background, time_unit, terms=lookup)
         rows = result.rows
     else:
         items = {iri: [tuple(r) for r in rows.tolist()] for iri, rows in streams.items()}
-        rows = L.evaluate(query, items, background, time_unit, terms=lookup).rows
+        rows = L.evaluate(evaluated, items, background, time_unit, terms=lookup).rows
     out = []
+    if isinstance(query.form, A.Construct):
+        omega = L.Rel.of([var_column(v.name) for v in form.variables], rows)
+        for at in instants:
+            fresh: dict = {}
+            triples = L.form_at(query.form, omega, at, fresh)
+            known.update(fresh)
+            out.extend((at, *(known[v] for v in r[:3]), r[3], r[4]) for r in triples)
+        return Answers(variables, sorted_rows(out))
     for row in rows:
         values = tuple(None if v is None else known[v] for v in row[:-4])
         t1, t2, a, b = row[-4:]

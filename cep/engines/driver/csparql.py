@@ -1,4 +1,4 @@
-"""C-SPARQL SELECT queries at given instants, on the driver: no JVM (``query --at``, issue 37).
+"""C-SPARQL queries at given instants, on the driver: no JVM (``query --at``, issue 37).
 
 The semantics are ``cep.engines.reference``'s ("C-SPARQL" in its module doc; Barbieri et al.,
 WWW 2009, §3), evaluated instant by instant as the Spark engine does
@@ -19,8 +19,10 @@ WWW 2009, §3), evaluated instant by instant as the Spark engine does
   and BIND.
 * **Above WHERE**: the AGGREGATE clauses / GROUP BY (§3.1: every mapping extended with f over its
   group, ``cep.terms.aggregates.aggregate_value`` computing the terms; the implicit group of
-  nothing when there is no solution), their FILTERs / HAVING, SELECT expressions, the projection.
-  Every answer carries [c, c].
+  nothing when there is no solution), their FILTERs / HAVING, SELECT expressions, the projection
+  or CONSTRUCT's template (``CONSTRUCT`` and ``REGISTER STREAM ... CONSTRUCT``; a blank node named
+  from its solution and [c, c], ``cep.terms.values.fresh_blank_of_ids``, as on Spark). Every
+  answer carries [c, c].
 * **Empty windows** (``WindowConvention.empty`` "skip"): an instant at which no window holds a
   triple has no answer.
 
@@ -43,8 +45,7 @@ from cep.engines.columns import column_var, var_column
 from cep.engines.driver import rows as L
 from cep.engines.driver import static
 from cep.engines.errors import MissingInputError
-from cep.terms.aggregates import aggregate_value
-from cep.terms.values import EVALUATION_INSTANT, ebv, eval_expr, term_value
+from cep.terms.values import EVALUATION_INSTANT, ebv, eval_expr
 from rdfcore.hashing import term_id
 
 __all__ = ["refusal", "StreamIndex", "SnapshotGraph", "answers"]
@@ -59,8 +60,6 @@ _KEYWORDS = {"Values": "VALUES", "Minus": "MINUS", "SubSelect": "a sub-query", "
 
 def refusal(query: A.Query) -> str | None:
     """Why this module does not evaluate the C-SPARQL ``query`` (then Spark does), or None."""
-    if not isinstance(query.form, A.Project):
-        return "C-SPARQL CONSTRUCT / REGISTER STREAM (on Spark)"
     if query.modifiers is not None:
         return "ORDER BY / LIMIT / OFFSET (on Spark)"
     node = query.form.inner
@@ -82,12 +81,14 @@ def refusal(query: A.Query) -> str | None:
 @dataclass(frozen=True)
 class StreamIndex:
     """One stream's triples sorted once by (τ, t2, item, s, p, o): ``times`` their τ (increasing),
-    ``triples`` their id triples, ``items`` their items' ids. A window's content is the slice
-    :meth:`window` gives."""
+    ``triples`` their id triples, ``items`` their items' ids, ``ends`` their items' end times t2.
+    A window's content is the slice :meth:`window` gives; EP-SPARQL's occurrences at t,
+    :meth:`ended`."""
 
     times: list
     triples: list
     items: list
+    ends: list
 
     @staticmethod
     def of(rows: np.ndarray) -> "StreamIndex":
@@ -95,7 +96,12 @@ class StreamIndex:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, 6)
         rows = rows[np.lexsort((rows[:, 3], rows[:, 2], rows[:, 1], rows[:, 0], rows[:, 5], rows[:, 4]))]
         return StreamIndex(rows[:, 4].tolist(), list(zip(*(rows[:, k].tolist() for k in (1, 2, 3)))),
-                           rows[:, 0].tolist())
+                           rows[:, 0].tolist(), rows[:, 5].tolist())
+
+    def ended(self, t: int, since: int | None = None) -> range:
+        """The positions that may hold a triple ended by t (t2 ≤ t) and started at or after
+        ``since`` (None: any): those started in [since, t]; :attr:`ends` tells which have ended."""
+        return range(0 if since is None else bisect_left(self.times, since), bisect_right(self.times, t))
 
     def window(self, spec: A.Window, c: int, time_unit: str, convention: WindowConvention) -> range:
         """The positions of the triples ``spec`` holds at evaluation instant c
@@ -167,7 +173,7 @@ class _Evaluation:
     # -- the instant ------------------------------------------------------------------------------
     def at(self, t: int, c: int) -> list:
         """The answers at t, whose evaluation instant is c: tuples of a term or None per projected
-        variable."""
+        variable (a CONSTRUCT's s, p, o), then c, c."""
         node = self.snapshot
         spans = [(stream, self.index(stream).window(spec, c, self.time_unit, self.convention))
                  for stream, spec in node.windows]
@@ -178,11 +184,13 @@ class _Evaluation:
             rel = self.above(self.query.form.inner, self.scope(spans, c))
         finally:
             EVALUATION_INSTANT.reset(token)
-        where = {v: i for i, v in enumerate(rel.vars)}
-        picks = [where.get(var_column(v.name)) for v in self.query.form.variables]
+        n = len(rel.vars)
+        every = L.Rel(rel.vars, frozenset(r[:n] + (c, c, t, t) for r in rel.rows))   # each answer over [c, c]
+        fresh: dict = {}
+        rows = L.form_at(self.query.form, every, t, fresh)
         known = self.known
-        rows = {tuple(None if i is None or r[i] is None else known[r[i]] for i in picks) for r in rel.rows}
-        return list(rows)
+        known.update(fresh)
+        return [tuple(None if v is None else known[v] for v in r[:-2]) + r[-2:] for r in rows]
 
     def scope(self, spans, c: int) -> _Scope:
         """The snapshot at c (module doc), from each window's positions ``spans``."""
@@ -213,37 +221,11 @@ class _Evaluation:
         raise TypeError(f"{type(node).__name__} above a C-SPARQL WHERE is not evaluated on the driver (refusal)")
 
     def aggregate(self, rel: L.Rel, specs) -> L.Rel:
-        """§3.1 (``A.Aggregate``): each row extended with each spec's value over its group (an
-        unbound group variable a value of its own); no row and only implicit groups: one row of the
-        aggregates of nothing."""
-        where = {column_var(v): i for i, v in enumerate(rel.vars)}
-        rows = list(rel.rows)
-        if not rows and all(not spec.group for spec in specs):
-            values = [aggregate_value(spec.function, spec.distinct and spec.argument is not None,
-                                      None if spec.argument is None else [], 0) for spec in specs]
-            return L.Rel.of([var_column(spec.var.name) for spec in specs],
-                            {tuple(self.intern(v) for v in values) + static.ALWAYS})
-        known = self.known
-        columns = []
-        for spec in specs:
-            keys = [where.get(v.name) for v in spec.group]
-            argument = None if spec.argument is None else where.get(spec.argument.name)
-            groups: dict = defaultdict(list)
-            for r in rows:
-                groups[tuple(None if k is None else r[k] for k in keys)].append(r)
-            results = {}
-            for key, members in groups.items():
-                if spec.argument is None:
-                    results[key] = aggregate_value(spec.function, False, None, len(members))
-                    continue
-                values = [known[r[argument]] for r in members if argument is not None and r[argument] is not None]
-                strict_error = spec.strict and len(values) < len(members)   # the argument expression failed
-                results[key] = None if strict_error else aggregate_value(spec.function, spec.distinct, values,
-                                                                         len(members))
-            columns.append([self.intern(results[tuple(None if k is None else r[k] for k in keys)]) for r in rows])
-        n = len(rel.vars)
-        out = [r[:n] + tuple(column[j] for column in columns) + r[n:] for j, r in enumerate(rows)]
-        return L.Rel.of(list(rel.vars) + [var_column(spec.var.name) for spec in specs], out)
+        """§3.1 (``A.Aggregate``, ``cep.engines.driver.rows.aggregate``); no row and only implicit
+        groups: one row of the aggregates of nothing."""
+        if not rel.rows and all(not spec.group for spec in specs):
+            return L.aggregate(L.Rel((), frozenset({static.ALWAYS})), specs, self.known, empty=True)
+        return L.aggregate(rel, specs, self.known)
 
     def intern(self, term: str | None) -> int | None:
         """``term``'s id, known from now on (None: None)."""
@@ -254,14 +236,8 @@ class _Evaluation:
         return ident
 
     def extend(self, rel: L.Rel, var: A.Var, expr, c: int) -> L.Rel:
-        """BIND / SELECT (expr AS ?v): each row with the term ``expr`` gives (unbound on an error)."""
-        names = [column_var(v) for v in rel.vars]
-        known, n = self.known, len(rel.vars)
-        out = []
-        for r in rel.rows:
-            mu = {name: known[v] for name, v in zip(names, r) if v is not None}
-            out.append(r[:n] + (self.intern(term_value(expr, mu, (c, c), self.time_unit)),) + r[n:])
-        return L.Rel.of(list(rel.vars) + [var_column(var.name)], out)
+        """BIND / SELECT (expr AS ?v) at evaluation instant c."""
+        return L.extend(rel, var, expr, self.known, self.time_unit, (c, c))
 
     # -- WHERE over the snapshot ------------------------------------------------------------------
     def where(self, node, scope: _Scope) -> L.Rel:
@@ -383,7 +359,8 @@ class _Evaluation:
 def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
             time_unit: str, known: dict, convention: WindowConvention) -> list[tuple]:
     """⟦query, t⟧ for each t of ``instants``: rows ``(t, term or None per projected variable..., c, c)``
-    (c the evaluation instant t's answers are those of), distinct, unsorted. ``graphs``:
+    — a CONSTRUCT's ``(t, s, p, o, c, c)`` — (c the evaluation instant t's answers are those of),
+    distinct, unsorted. ``graphs``:
     {graph: ``static.StaticGraph``}; ``streams``: {stream IRI: ``(item, s, p, o, t1, t2)`` id
     rows}; ``known``: {id: term}, to which the terms computed are added. The caller checked
     :func:`refusal`."""
@@ -402,5 +379,5 @@ def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], 
         key = (c, t) if per_instant else c
         if key not in done:
             done[key] = evaluation.at(t, c)
-        out.extend((t, *row, c, c) for row in done[key])
+        out.extend((t, *row) for row in done[key])
     return out

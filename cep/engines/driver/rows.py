@@ -30,6 +30,10 @@ do not change with the instant. Conditions are evaluated by the reference's expr
 distinct combination of the values they read; a condition with EXISTS, timestamp() or NOW() is
 left to Spark (``supports``).
 
+EP-SPARQL's operators (``cover_join``, ``eq_join``, ``optional_join``; §4.2, as
+``cep.engines.spark.intervals``) and BIND (``extend``) are here too, defined alike, pointwise in t:
+``cep.engines.driver.epsparql`` evaluates them at one instant at a time, every row alive at it.
+
 The walk of the algebra is ``cep.engines.driver.walk``'s, shared with ``cep.engines.driver.columnar``:
 this module is the operator set it calls (``cep.engines.driver.walk.DriverOperators``), which
 does not narrow (``narrow``).
@@ -44,13 +48,15 @@ from dataclasses import dataclass
 from cep import algebra as A
 from cep.algebra import windows as W
 from cep.engines.columns import column_var, var_column
-from cep.terms.values import ebv, eval_expr, fresh_blank_of_ids
+from cep.terms.aggregates import aggregate_value
+from cep.terms.values import ebv, eval_expr, fresh_blank_of_ids, term_value
 from cep.algebra.timeline import OPEN_END
 from rdfcore.hashing import term_id
 from cep.engines.driver.walk import supports, walk
 
-__all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "window", "join", "union", "seq", "seq_wo", "no_head",
-           "no_tail", "left_join", "filter_rel", "keeper", "narrow", "bgp_in_window"]
+__all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "form_at", "window", "join", "union", "seq", "seq_wo",
+           "no_head", "no_tail", "left_join", "cover_join", "eq_join", "optional_join", "extend", "aggregate",
+           "group_cover", "filter_rel", "keeper", "narrow", "bgp_in_window"]
 
 #: a stream triple: (item, s, p, o, t1, t2), ids
 Item = tuple
@@ -123,27 +129,52 @@ def _alive_both(l, r):
     return max(l[-2], r[-2]), min(l[-1], r[-1])
 
 
+def _combined(left: Rel, right: Rel, interval) -> tuple[tuple, list]:
+    """The compatible pairs alive together whose intervals ``interval(l, r)`` combines ((start, end),
+    or None: no pair): (output variables, [(left row, merged row with that interval and the
+    lifetime both are alive in)])."""
+    out, li, ri, _ = _plan_merge(left, right)
+    found = []
+    for l, r in _pairs(left, right):
+        lo, hi = _alive_both(l, r)
+        span = interval(l, r) if lo <= hi else None
+        if span is not None:
+            found.append((l, _merged(out, li, ri, l, r) + span + (lo, hi)))
+    return out, found
+
+
+def _paired(left: Rel, right: Rel, interval) -> Rel:
+    out, found = _combined(left, right, interval)
+    return Rel(out, frozenset(row for _l, row in found))
+
+
+def _intersection(l, r):
+    start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
+    return (start, end) if start <= end else None
+
+
+def _cover(l, r):
+    return min(l[-4], r[-4]), max(l[-3], r[-3])
+
+
 def join(left: Rel, right: Rel) -> Rel:
     """JOIN: the intersection of the intervals, where both rows are alive."""
-    out, li, ri, _ = _plan_merge(left, right)
-    rows = set()
-    for l, r in _pairs(left, right):
-        start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
-        lo, hi = _alive_both(l, r)
-        if start <= end and lo <= hi:
-            rows.add(_merged(out, li, ri, l, r) + (start, end, lo, hi))
-    return Rel(out, frozenset(rows))
+    return _paired(left, right, _intersection)
 
 
 def seq(left: Rel, right: Rel) -> Rel:
     """SEQ: the left ends before the right starts; interval [t1, t4]."""
-    out, li, ri, _ = _plan_merge(left, right)
-    rows = set()
-    for l, r in _pairs(left, right):
-        lo, hi = _alive_both(l, r)
-        if l[-3] < r[-4] and lo <= hi:
-            rows.add(_merged(out, li, ri, l, r) + (l[-4], r[-3], lo, hi))
-    return Rel(out, frozenset(rows))
+    return _paired(left, right, lambda l, r: (l[-4], r[-3]) if l[-3] < r[-4] else None)
+
+
+def cover_join(left: Rel, right: Rel) -> Rel:
+    """EP-SPARQL's Join: every compatible pair, over the interval covering both."""
+    return _paired(left, right, _cover)
+
+
+def eq_join(left: Rel, right: Rel) -> Rel:
+    """EP-SPARQL's EqJoin (EQUALS): the compatible pairs with equal intervals."""
+    return _paired(left, right, lambda l, r: (l[-4], l[-3]) if (l[-4], l[-3]) == (r[-4], r[-3]) else None)
 
 
 def union(left: Rel, right: Rel) -> Rel:
@@ -231,22 +262,117 @@ def seq_wo(left: Rel, negated: Rel, right: Rel) -> Rel:
     return Rel(out, frozenset(rows))
 
 
-def left_join(left: Rel, right: Rel, keep=None) -> Rel:
-    """OPTIONAL: the JOIN pairs (those ``keep`` keeps: the condition), and each left row where no
-    such pair is alive."""
-    pairs = join(left, right)
-    out, li, ri, _ = _plan_merge(left, right)
+def _optional(left: Rel, right: Rel, interval, keep) -> Rel:
+    """The pairs ``interval`` combines (those ``keep`` keeps: the condition), and each left row
+    where no such pair is alive."""
+    out, found = _combined(left, right, interval)
+    pairs = Rel(out, frozenset(row for _l, row in found))
     if keep is not None:
         pairs = keep(pairs)
     matched: dict = defaultdict(list)
-    for l, r in _pairs(left, right):
-        start, end = max(l[-4], r[-4]), min(l[-3], r[-3])
-        lo, hi = _alive_both(l, r)
-        if start <= end and lo <= hi and (keep is None or _merged(out, li, ri, l, r) + (start, end, lo, hi)
-                                          in pairs.rows):
-            matched[l].append((lo, hi))
+    for l, row in found:
+        if keep is None or row in pairs.rows:
+            matched[l].append(row[-2:])
     unmatched = Rel(left.vars, frozenset(_subtract(left.rows, lambda r: matched.get(r, ()))))
     return union(pairs, unmatched)
+
+
+def left_join(left: Rel, right: Rel, keep=None) -> Rel:
+    """OPTIONAL: the JOIN pairs (those ``keep`` keeps: the condition), and each left row where no
+    such pair is alive."""
+    return _optional(left, right, _intersection, keep)
+
+
+#: when an optional row (r) may join a mandatory one (l) in EP-SPARQL's optional joins
+_OPTIONAL_ORDER = {
+    "left": lambda l, r: r[-3] < l[-3],                               # LeftJoin: t'ω < tω
+    "seq": lambda l, r: r[-3] < l[-4],                                # SeqRightJoin: the optional one first
+    "equal": lambda l, r: (l[-4], l[-3]) == (r[-4], r[-3]),           # EqLeftJoin
+}
+
+
+def optional_join(mandatory: Rel, optional: Rel, order: str, keep=None) -> Rel:
+    """EP-SPARQL's LeftJoin / SeqRightJoin / EqLeftJoin (``order`` "left" / "seq" / "equal"): the
+    covered compatible pairs in that order (those ``keep`` keeps), and each mandatory row where
+    no such pair is alive."""
+    fits = _OPTIONAL_ORDER[order]
+    return _optional(mandatory, optional, lambda l, r: _cover(l, r) if fits(l, r) else None, keep)
+
+
+def extend(rel: Rel, var: A.Var, expr, known: dict, time_unit: str, interval: tuple | None = None) -> Rel:
+    """BIND / SELECT (expr AS ?v): each row with the term ``expr`` gives for its mapping and
+    interval (``interval``: the one every row reads instead, C-SPARQL's [c, c]), unbound on an
+    error. ``known``: {id: term}, which decodes the values and receives the terms computed."""
+    names = [column_var(v) for v in rel.vars]
+    n = len(rel.vars)
+    out = []
+    for r in rel.rows:
+        mu = {name: known[v] for name, v in zip(names, r) if v is not None}
+        term = term_value(expr, mu, (r[-4], r[-3]) if interval is None else interval, time_unit)
+        ident = None
+        if term is not None:
+            ident = term_id(term)
+            known.setdefault(ident, term)
+        out.append(r[:n] + (ident,) + r[n:])
+    return Rel.of(list(rel.vars) + [var_column(var.name)], out)
+
+
+def aggregate(rel: Rel, specs, known: dict, empty: bool = False) -> Rel:
+    """[[P AGG A_1..A_n]] (C-SPARQL §3.1, ``A.Aggregate``; SPARQL's aggregates): each row extended
+    with each spec's value over its group (an unbound group variable a value of its own), unbound
+    where that is an error. ``empty``: ``rel`` is the one row standing for no solution (the
+    implicit group of nothing): the aggregates of nothing. ``known``: {id: term}, which decodes
+    the arguments and receives the terms computed."""
+    where = {column_var(v): i for i, v in enumerate(rel.vars)}
+    rows = list(rel.rows)
+    columns = []
+    for spec in specs:
+        keys = [where.get(v.name) for v in spec.group]
+        argument = None if spec.argument is None else where.get(spec.argument.name)
+        groups: dict = defaultdict(list)
+        for r in rows:
+            groups[tuple(None if k is None else r[k] for k in keys)].append(r)
+        results = {}
+        for key, members in groups.items():
+            size = 0 if empty else len(members)
+            if spec.argument is None:
+                results[key] = aggregate_value(spec.function, False, None, size)
+                continue
+            values = [known[r[argument]] for r in members if argument is not None and r[argument] is not None]
+            strict_error = spec.strict and not empty and len(values) < len(members)   # the argument expression failed
+            results[key] = None if strict_error else aggregate_value(spec.function, spec.distinct, values, size)
+        column = []
+        for r in rows:
+            term = results[tuple(None if k is None else r[k] for k in keys)]
+            ident = None
+            if term is not None:
+                ident = term_id(term)
+                known.setdefault(ident, term)
+            column.append(ident)
+        columns.append(column)
+    n = len(rel.vars)
+    out = [r[:n] + tuple(column[j] for column in columns) + r[n:] for j, r in enumerate(rows)]
+    return Rel.of(list(rel.vars) + [var_column(spec.var.name) for spec in specs], out)
+
+
+def group_cover(rel: Rel, group, specs, known: dict, t: int) -> Rel:
+    """SPARQL's GROUP BY over mappings with intervals (``A.GroupCover``) at instant t, every row
+    alive at it: one row per group of the rows on ``group`` (an unbound variable a value of its
+    own), with the group's values, the aggregates ``specs`` (``aggregate``) and [min t1, max t2]
+    of its members; over no row the implicit group (no ``group``) is one row of the aggregates of
+    nothing over [t, t]. ``known``: as ``aggregate``'s."""
+    empty = not rel.rows and not group
+    if empty:
+        rel = Rel((), frozenset({(t, t, t, t)}))
+    extended = aggregate(rel, specs, known, empty) if specs else rel
+    keep = sorted({var_column(v.name) for v in group} | {var_column(spec.var.name) for spec in specs})
+    where = {c: i for i, c in enumerate(extended.vars)}
+    covers: dict = {}
+    for r in extended.rows:
+        key = tuple(r[where[c]] if c in where else None for c in keep)
+        lo, hi = covers.get(key, (r[-4], r[-3]))
+        covers[key] = (min(lo, r[-4]), max(hi, r[-3]))
+    return Rel(tuple(keep), frozenset(key + (lo, hi, t, t) for key, (lo, hi) in covers.items()))
 
 
 def condition_keys(condition, vars_: tuple[str, ...]) -> tuple[list[int], bool]:
@@ -272,20 +398,25 @@ def condition_holds(condition, vars_: Iterable[str], keys: list[tuple], terms, t
     return out
 
 
-def filter_rel(rel: Rel, condition, terms, time_unit: str) -> Rel:
-    """FILTER: the rows for whose mapping and interval ``condition`` holds (module doc)."""
+def filter_rel(rel: Rel, condition, terms, time_unit: str, memo: dict | None = None) -> Rel:
+    """FILTER: the rows for whose mapping and interval ``condition`` holds (module doc). ``memo``:
+    where the condition's values are kept for the next calls (a caller's dict for this
+    condition; not for one that reads the instant, NOW()), each computed once."""
     at, interval = condition_keys(condition, rel.vars)
     keys = {}
     for r in rel.rows:
         keys.setdefault(tuple(r[i] for i in at) + ((r[-4], r[-3]) if interval else (0, 0)), []).append(r)
-    ordered = list(keys)
-    holds = condition_holds(condition, [rel.vars[i] for i in at], ordered, terms, time_unit)
-    return Rel(rel.vars, frozenset(r for k, ok in zip(ordered, holds) if ok for r in keys[k]))
+    read = [rel.vars[i] for i in at]
+    known = {} if memo is None else memo.setdefault(tuple(read), {})
+    new = [k for k in keys if k not in known]
+    known.update(zip(new, condition_holds(condition, read, new, terms, time_unit)))
+    return Rel(rel.vars, frozenset(r for k, rows in keys.items() if known[k] for r in rows))
 
 
-def keeper(condition, terms, time_unit: str):
-    """OPTIONAL's condition as ``left_join`` reads it: the pairs for which it holds."""
-    return lambda rel: filter_rel(rel, condition, terms, time_unit)
+def keeper(condition, terms, time_unit: str, memo: dict | None = None):
+    """OPTIONAL's condition as ``left_join`` reads it: the pairs for which it holds (``memo``: as
+    ``filter_rel``'s)."""
+    return lambda rel: filter_rel(rel, condition, terms, time_unit, memo)
 
 
 def narrow(allowed: dict, static: Rel) -> dict:
@@ -410,6 +541,16 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
     ``terms``: {id: term} of a set of ids, for FILTER and OPTIONAL conditions (module doc)."""
     omega = walk(sys.modules[__name__], query.form.inner, streams, background, time_unit, terms)
     return answer_form(query.form, omega, fresh)
+
+
+def form_at(form, omega: Rel, t: int, fresh: dict | None = None) -> set:
+    """The query form over the rows of ``omega`` alive at instant t, each read at t (an open
+    interval end, a background-only row's, is t): SELECT's ``(value per projected variable...,
+    t1, t2)``, CONSTRUCT's ``(s, p, o, t1, t2)`` (``fresh``: as in ``evaluate``)."""
+    n = len(omega.vars)
+    alive = Rel(omega.vars, frozenset(r[:n] + (r[-4], t if r[-3] == OPEN_END else r[-3], t, t) for r in omega.rows
+                                      if r[-2] <= t <= r[-1]))
+    return {r[:-2] for r in answer_form(form, alive, fresh).rows}
 
 
 def answer_form(form, omega: Rel, fresh: dict | None = None) -> Rel:

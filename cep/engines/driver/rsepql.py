@@ -1,4 +1,4 @@
-"""RSEP-QL SELECT queries at given instants, on the driver: no JVM (``query --at``, issue 37).
+"""RSEP-QL queries at given instants, on the driver: no JVM (``query --at``, issue 37).
 
 The semantics are ``cep.engines.reference``'s ("RSEP-QL" in its module doc; Dell'Aglio et al.,
 §4.2-4.4), evaluated at the asked instants in order, as the Spark engine does
@@ -16,7 +16,9 @@ The semantics are ``cep.engines.reference``'s ("RSEP-QL" in its module doc; Dell
   longer see them, so the instants are evaluated in order, each after the one before.
 * **Around MATCH**: JOIN and FILTER with background patterns (``cep.engines.driver.static``) and
   ``WINDOW w P`` (SPARQL over the merge of the window's graphs, ``static.pattern_rows``), every
-  non-event mapping with [MIN_TIME, t]; the projection.
+  non-event mapping with [MIN_TIME, t]; GROUP BY / aggregates, one answer per group over the
+  interval covering its members (``cep.engines.driver.rows.group_cover``); the projection, or CONSTRUCT's template (a blank node
+  named from its solution, ``cep.terms.values.fresh_blank_of_ids``, as on Spark).
 
 What is not here (:func:`refusal` says what and why) runs on Spark.
 """
@@ -28,7 +30,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cep import algebra as A
-from cep.algebra.timeline import OPEN_END
 from cep.algebra.windows import RSEPQL_WINDOWS
 from cep.engines.columns import var_column
 from cep.engines.driver import rows as L
@@ -41,14 +42,12 @@ from rdfcore.hashing import term_id
 __all__ = ["refusal", "answers"]
 
 #: the nodes around MATCH, and inside WINDOW w P
-_AROUND = (A.Join, A.Filter, A.Match, A.WindowGraph, A.Background)
+_AROUND = (A.Join, A.Filter, A.Match, A.WindowGraph, A.Background, A.GroupCover)
 _GRAPH = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter)
 
 
 def refusal(query: A.Query) -> str | None:
     """Why this module does not evaluate the RSEP-QL ``query`` (then Spark does), or None."""
-    if not isinstance(query.form, A.Project):
-        return "RSEP-QL CONSTRUCT (on Spark)"
     if query.modifiers is not None:
         return "ORDER BY / LIMIT / OFFSET (on Spark)"
     pending = [query.form.inner]
@@ -232,20 +231,21 @@ class _Evaluation:
                 return L.join(self.rows(left, at), self.rows(right, at))
             case A.Filter(condition=condition, inner=inner):
                 return L.filter_rel(self.rows(inner, at), condition, self.lookup, self.time_unit)
+            case A.GroupCover(inner=inner, group=group, specs=specs):
+                return L.group_cover(self.rows(inner, at), group, specs, self.known, at.t)
         raise TypeError(f"{type(node).__name__} in an RSEP-QL query is not evaluated on the driver (refusal)")
 
 
 def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
             time_unit: str, known: dict) -> list[tuple]:
     """⟦query, t⟧ for each t of ``instants`` (increasing), a consuming MATCH not seeing at t what
-    it consumed before: rows ``(t, term or None per projected variable..., t1, t2)``, distinct,
-    unsorted. Arguments as ``cep.engines.driver.csparql.answers``'; the caller checked
-    :func:`refusal`."""
+    it consumed before: rows ``(t, term or None per projected variable..., t1, t2)`` — a
+    CONSTRUCT's ``(t, s, p, o, t1, t2)`` — distinct, unsorted. Arguments as
+    ``cep.engines.driver.csparql.answers``'; the caller checked :func:`refusal`."""
     read = {e.stream for e in A.rsep_windows(query)}
     indexes = {iri: StreamIndex.of(rows) for iri, rows in streams.items() if iri in read}
     evaluation = _Evaluation(query, {}, known, time_unit)
     evaluation.background.update(static.background_relations(query, graphs, evaluation.lookup, time_unit))
-    picks = [var_column(v.name) for v in query.form.variables]
     consumed: frozenset = frozenset()
     out = []
     for t in instants:
@@ -256,9 +256,9 @@ def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], 
         finally:
             EVALUATION_INSTANT.reset(token)
         consumed = consumed | at.used
-        where = {v: i for i, v in enumerate(rel.vars)}
-        columns = [where.get(c) for c in picks]
-        for r in rel.rows:
-            values = tuple(None if i is None or r[i] is None else known[r[i]] for i in columns)
-            out.append((t, *values, r[-4], t if r[-3] == OPEN_END else r[-3]))
+        fresh: dict = {}
+        rows = L.form_at(query.form, rel, t, fresh)
+        known.update(fresh)
+        for r in rows:
+            out.append((t, *(None if v is None else known[v] for v in r[:-2]), r[-2], r[-1]))
     return out

@@ -30,7 +30,7 @@ from cep.engines.errors import MissingInputError
 from paths.local import LocalGraph, evaluate
 from rdfcore.hashing import term_id
 
-__all__ = ["StaticGraph", "ALWAYS", "refusal", "background_relations", "graph", "pattern_rows"]
+__all__ = ["StaticGraph", "TripleMatch", "ALWAYS", "refusal", "background_relations", "graph", "pattern_rows"]
 
 #: the interval and lifetime of every background mapping (module doc)
 ALWAYS = (MIN_TIME, OPEN_END, MIN_TIME, OPEN_END)
@@ -146,20 +146,46 @@ def pattern_rows(node, graph, terms: Callable, time_unit: str, other: Callable |
     raise TypeError(f"{type(node).__name__} is not evaluated on the driver (refusal)")
 
 
+@dataclass(frozen=True)
+class TripleMatch:
+    """A triple pattern compiled for id triples: its constants by id (``fixed``, by position), a
+    repeated variable within the triple (``same``), the position of each variable's first
+    occurrence (``first``), ``columns`` the variables' columns in that order."""
+
+    fixed: dict
+    same: tuple
+    first: tuple
+    columns: tuple
+
+    @staticmethod
+    def of(tp: A.TriplePattern) -> "TripleMatch":
+        fixed, same, first = {}, [], {}
+        for position, part in enumerate((tp.s, tp.p, tp.o)):
+            if not isinstance(part, A.Var):
+                fixed[position] = term_id(part)
+            elif part.name in first:
+                same.append((position, first[part.name]))
+            else:
+                first[part.name] = position
+        return TripleMatch(fixed, tuple(same), tuple(first.values()), tuple(var_column(n) for n in first))
+
+    @property
+    def predicate(self) -> int | None:
+        """The constant predicate's id (None: a variable)."""
+        return self.fixed.get(1)
+
+    def values(self, triple) -> tuple | None:
+        """The variables' values where ``triple`` matches, else None."""
+        if all(triple[i] == v for i, v in self.fixed.items()) and all(triple[i] == triple[j] for i, j in self.same):
+            return tuple(triple[i] for i in self.first)
+        return None
+
+
 def _triples(tp: A.TriplePattern, graph: StaticGraph) -> L.Rel:
     """One triple pattern's matches: constants by id, a repeated variable within the triple."""
-    fixed, same, first = {}, [], {}
-    for position, part in enumerate((tp.s, tp.p, tp.o)):
-        if not isinstance(part, A.Var):
-            fixed[position] = term_id(part)
-        elif part.name in first:
-            same.append((position, first[part.name]))
-        else:
-            first[part.name] = position
-    rows = {tuple(triple[i] for i in first.values()) + ALWAYS
-            for triple in graph.candidates(fixed.get(1))
-            if all(triple[i] == v for i, v in fixed.items()) and all(triple[i] == triple[j] for i, j in same)}
-    return L.Rel.of([var_column(n) for n in first], rows)
+    match = TripleMatch.of(tp)
+    found = (match.values(triple) for triple in graph.candidates(match.predicate))
+    return L.Rel.of(match.columns, {values + ALWAYS for values in found if values is not None})
 
 
 def _path(tp: A.PathPattern, graph: StaticGraph) -> L.Rel:
