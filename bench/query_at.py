@@ -2,8 +2,8 @@
 ``--engine spark`` (issue 37).
 
     python bench/query_at.py [--repeat 3] [--events 1000,10000,100000] [--instants 1000]
-                             [--spark-max-events 100000] [--network real|example] [--skip-csparql]
-                             [--csparql-only]
+                             [--spark-max-events 100000] [--network real|example]
+                             [--parts example,csparql,crossover]
 
 Three parts, each timed as wall-clock seconds of ``python -m jobs.cli query ...`` (imports,
 reading the files, the evaluation, printing the answers; a JVM only where Spark runs), the median
@@ -14,7 +14,6 @@ first, as a user's first run writes it (also where the environment asks Python n
 2. **CSRBench-style C-SPARQL**: a 4-pattern BGP and a FILTER over ~15,000 timestamped triples
    (3,750 sensor observations over 10 minutes, in seconds) with ``[RANGE 1s STEP 1s]`` at 34
    instants, on the driver (``cep.engines.driver.csparql``); the line says which engine ran.
-   ``--csparql-only`` runs this part alone, with ``--engine local``: no JVM starts.
 3. **The crossover**: the Vienna query (``ontologies/vienna_example_query.rq``) over a synthetic
    fleet's delays and arrivals (``scenarios.vienna_transit.write_stream``) on the real network
    (``../shared/data``; else the running example's map), at ``--instants`` instants spread over
@@ -141,22 +140,24 @@ def main() -> int:
     ap.add_argument("--instants", type=int, default=1000)
     ap.add_argument("--spark-max-events", type=int, default=100_000)
     ap.add_argument("--network", choices=("real", "example"), default=None)
-    ap.add_argument("--skip-csparql", action="store_true")
-    ap.add_argument("--csparql-only", action="store_true", help="part 2 alone, on the driver (no JVM)")
+    ap.add_argument("--parts", default="example,csparql,crossover",
+                    help="which parts to run, comma-separated (default all three)")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= {"example", "csparql", "crossover"}:
+        ap.error(f"--parts: unknown part(s) {', '.join(sorted(parts - {'example', 'csparql', 'crossover'}))}")
     print(f"query --at, whole process, median of {args.repeat} (Spark crossover runs: 1); {os.cpu_count()} cores",
           flush=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", *PACKAGES], cwd=REPO, check=True)
     with tempfile.TemporaryDirectory(prefix="query-at-") as tmp:
         work = Path(tmp)
-        if args.csparql_only:
-            csrbench(work, args.repeat, "local")
-            return 0
-        running_example(args.repeat)
-        if not args.skip_csparql:
-            csrbench(work, 1)
-        crossover(work, [int(n) for n in args.events.split(",")], args.instants, args.spark_max_events,
-                  args.network, args.repeat)
+        if "example" in parts:
+            running_example(args.repeat)
+        if "csparql" in parts:
+            csrbench(work, args.repeat)
+        if "crossover" in parts:
+            crossover(work, [int(n) for n in args.events.split(",")], args.instants, args.spark_max_events,
+                      args.network, args.repeat)
     return 0
 
 
