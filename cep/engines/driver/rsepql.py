@@ -375,18 +375,19 @@ class _Evaluation:
 
 
 def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
-            time_unit: str, known: dict) -> list[tuple]:
+            time_unit: str, known: dict, consumed: frozenset = frozenset()) -> tuple[list[tuple], frozenset]:
     """⟦query, t⟧ for each t of ``instants`` (increasing), a consuming MATCH not seeing at t what
-    it consumed before: rows ``(t, term or None per projected variable..., t1, t2)``, distinct,
-    unsorted. Arguments as ``cep.engines.driver.csparql.answers``'; the caller checked
-    :func:`refusal`."""
+    it or earlier evaluations consumed: (rows ``(t, term or None per projected variable..., t1, t2)``,
+    distinct, unsorted; what is consumed after the last instant). ``consumed``: the (window name,
+    item, id triple) entries earlier evaluations consumed (a continuous run's previous batches).
+    The other arguments as ``cep.engines.driver.csparql.answers``'; the caller checked :func:`refusal`."""
     read = {e.stream for e in A.rsep_windows(query)}
     shape = _Shape.of(query.form.inner)
     indexes = {iri: StreamIndex.of(rows) for iri, rows in streams.items() if iri in read}
     evaluation = _Evaluation(query, {}, known, time_unit)
     evaluation.background.update(static.background_relations(query, graphs, evaluation.lookup, time_unit))
     picks = [var_column(v.name) for v in query.form.variables]
-    consumed: frozenset = frozenset()
+    consumed = frozenset(consumed)
     out = []
     for t in instants:
         at = _Instant(indexes, t, time_unit, consumed, set(), shape)
@@ -401,4 +402,4 @@ def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], 
         for r in rel.rows:
             values = tuple(None if i is None or r[i] is None else known[r[i]] for i in columns)
             out.append((t, *values, r[-4], t if r[-3] == OPEN_END else r[-3]))
-    return out
+    return out, consumed
