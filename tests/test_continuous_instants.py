@@ -19,7 +19,7 @@ import pytest
 from cep import algebra as A
 from cep.engines import reference as R
 from cep.continuous.instants import driver_refusal
-from cep.continuous.plan import ContinuousError, evaluation_instants, keep_from, plan
+from cep.continuous.plan import ContinuousError, end_instant, evaluation_instants, keep_from, plan
 from cep.lowering.languages import compile_query
 from cep.algebra.timeline import MIN_TIME
 
@@ -189,14 +189,15 @@ def engine_for(text, **kwargs) -> str:
 
 
 def expected_rows(text, streams, emit, background=None, horizon=None, rules=(), every=None, window_convention=None):
-    """The reference at the evaluation instants of the whole stream, as (instant, answer) rows."""
+    """The reference at the evaluation instants of the whole stream (up to the end-of-input close's
+    last instant, ``cep.continuous.plan.end_instant``), as (instant, answer) rows."""
     query = compile_query(text)
     cplan = plan(query, emit=emit, horizon=horizon, streams=list(streams), every=every,
                  window_convention=window_convention)
     starts = {iri: [t1 for (_i, _g, t1, _t2) in items] for iri, items in streams.items()}
     ends = {iri: [t2 for (_i, _g, _t1, t2) in items] for iri, items in streams.items()}
     times = [t for values in starts.values() for t in values]
-    instants = evaluation_instants(cplan, starts, min(times), max(times), ends)
+    instants = evaluation_instants(cplan, starts, min(times), end_instant(cplan, max(times)), ends)
     graphs = {None: set()}
     if background:
         graphs[f"<{EX}bg>"] = set(background)

@@ -25,7 +25,8 @@ Semantics (``cep.continuous.plan``, "Evaluation instants"; README "Continuous C-
   changes. Between two of those instants such a window, and so the answer, stays the same (a
   C-SPARQL answer's interval [c, c] apart): reporting it at every tick would repeat it per
   millisecond. Only instants ≥ the first event time and ≤ the watermark − 1 are evaluated (every
-  one is final, as in ``cep.continuous.plan``); the end of input evaluates up to the largest event time.
+  one is final, as in ``cep.continuous.plan``); the end of input evaluates up to the largest event time,
+  or with left-closed windows to the first close after it of every window (``cep.continuous.plan.end_instant``).
 * **Output.** A ``REGISTER STREAM ... CONSTRUCT`` query's answers form a new stream (003 §2.5):
   each triple is written as a stream item ``{"s", "p", "o", "t": c}``, so that its output
   directory is the stream directory of another continuous query. ``rstream`` reports the whole answer at each evaluation instant (C-SPARQL's way);
@@ -86,7 +87,8 @@ class InstantsRunner(Runner):
     """``cep.continuous.runner``'s runner with one evaluation per evaluation instant (module doc)."""
 
     too_large = f"the background has more than {LOCAL_MAX_SNAPSHOT} triples"
-    #: the driver engines evaluate instant by instant over Python rows: a smaller state than cep.engines.driver.columnar's
+    #: the driver engines evaluate instant by instant over Python rows: a smaller state than
+    #: cep.engines.driver.columnar's
     local_max_rows = 200_000
 
     def __init__(self, *args, **kwargs):
