@@ -16,6 +16,7 @@ driver's and the reference's seconds (median of ``--repeat``; the reference only
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import sys
@@ -71,6 +72,8 @@ def driver(query, items, times) -> list:
 def median_seconds(fn, repeat: int):
     times, result = [], None
     for _ in range(repeat):
+        result = None
+        gc.collect()           # the previous case's answers are garbage: not this one's to collect
         start = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - start)
