@@ -12,8 +12,9 @@
   off. Imports under ``if TYPE_CHECKING:`` or ``if __name__ == "__main__":`` are not function-local;
 * the oracle (``cep.engines.reference``) imports only the algebra, the value semantics
   (``cep.terms``), the engines' shared definitions (``cep.engines.errors``, ``cep.engines.rules``)
-  and term ids; no runtime module imports it (``ORACLE_USERS`` lists the known exceptions, each
-  with the issue that removes it);
+  and term ids; no runtime module imports it (``ORACLE_USERS`` would list a known exception, with
+  the issue that removes it; it lists none, and an entry whose module no longer imports the
+  oracle is a broken rule);
 * the front end (``cep.syntax``, ``cep.lowering``, ``cep.algebra``, ``cep.terms``, ``paths``'
   parser and algebra) and the driver engine of ``query --at`` (``cep.engines.driver.answers`` and
   what it reads with: ``cep.io``'s line readers, ``rdfcore.sources``, ``reasoner.local``) do not import pyspark, not even
@@ -209,10 +210,7 @@ ORACLE = "cep.engines.reference"
 ORACLE_MAY_IMPORT = ("cep.algebra", "cep.terms", "cep.engines.errors", "cep.engines.rules", "rdfcore.hashing",
                      "rdfcore.errors", "rdfcore.vocab", "paths.reference", "paths.algebra", "paths.named")
 #: runtime modules that still import the oracle, and why (each is a known gap, not a licence)
-ORACLE_USERS = {
-    "cep.continuous.instants": "the per-instant languages' driver path evaluates with the reference; issue 37 "
-                               "moves it onto the driver engine",
-}
+ORACLE_USERS: dict[str, str] = {}
 WITHOUT_PYSPARK = ("cep.syntax", "cep.lowering", "cep.algebra", "cep.terms", "paths.syntax", "paths.parser",
                    "paths.algebra", "paths.lowering", "cep.engines.driver.answers", "cep.engines.driver.static",
                    "cep.engines.driver.csparql", "cep.engines.driver.rsepql",
@@ -342,6 +340,9 @@ def rule_breaks(full, modules: dict[str, Path]) -> list[str]:
     for module, targets in full.items():
         if ORACLE in targets and module not in ORACLE_USERS and module != ORACLE:
             out.append(f"runtime module {module} imports the oracle {ORACLE}")
+    for module in ORACLE_USERS:
+        if ORACLE not in full.get(module, {}):
+            out.append(f"ORACLE_USERS lists {module}, which no longer imports the oracle {ORACLE}")
     top = {m: {t for t, uses in targets.items() if any(at_top for _line, at_top in uses)} for m, targets in full.items()}
     for module in full:
         if not module.startswith(WITHOUT_PYSPARK):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from cep import algebra as A
 from cep import compile_query
-from cep.continuous.plan import evaluation_instants, keep_from, plan
+from cep.continuous.plan import ContinuousError, end_instant, evaluation_instants, keep_from, plan
 from cep.engines import reference as R
 from tests.hypothesis_profiles import examples
 
@@ -193,6 +193,51 @@ def test_continuous_instants_and_state_follow_the_convention():
     assert keep_from(plan(step, window_convention=A.WindowConvention(start=3)), S1, 9) == 2
     assert keep_from(plan(step, window_convention=A.WindowConvention(LEFT, 3)), S1, 9) == 1
     assert plan(step, window_convention=ENGINE).convention == ENGINE
+
+
+def test_the_end_of_input_closes_every_window_over_the_last_items():
+    """``end_instant``: right-closed, the largest event time M; left-closed [c − ρ, c), the first close
+    after M of every window (each holds the items stamped M there), then the next report instant."""
+    def csparql(windows, every=""):
+        head = f"REGISTER QUERY q {every} AS " if every else ""
+        return compile_query(head + f"PREFIX : <{EX}> SELECT ?s FROM STREAM :S {windows} WHERE {{ ?s ?p ?o }}")
+
+    step, sliding = csparql("[RANGE 10 STEP 5]"), csparql("[RANGE 5]")
+    both = csparql("[RANGE 10 STEP 5] FROM STREAM :S2 [TRIPLES 2]")
+    every = csparql("[RANGE 6] FROM STREAM :S2 [TRIPLES 2]", "COMPUTED EVERY 4")
+    for query in (step, sliding, both, every):
+        assert end_instant(plan(query), 45) == 45
+    assert [end_instant(plan(step, window_convention=ENGINE), m) for m in (44, 45, 46)] == [45, 50, 50]
+    assert end_instant(plan(step, window_convention=A.WindowConvention(LEFT, -2)), 43) == 48
+    assert [end_instant(plan(sliding, window_convention=ENGINE), m) for m in (44, 45)] == [45, 46]
+    assert end_instant(plan(both, window_convention=ENGINE), 44) == 45
+    assert [end_instant(plan(every, window_convention=ENGINE), m) for m in (42, 43, 44)] == [44, 44, 48]
+    assert end_instant(plan(every, window_convention=A.WindowConvention(LEFT, 1)), 44) == 45
+    # the item stamped M is in the window closing at end_instant, and in none closing before
+    stream = items(30, 45)
+    for query, window in ((step, "[RANGE 10 STEP 5]"), (sliding, "[RANGE 5]")):
+        last = end_instant(plan(query, window_convention=ENGINE), 45)
+        assert 45 in held(window, stream, last, ENGINE)
+        assert all(45 not in held(window, stream, c, ENGINE) for c in range(40, last))
+
+
+def test_a_checkpoint_keeps_its_window_convention(tmp_path):
+    """A restart on a checkpoint written under another window convention is refused, saying both."""
+    from cep.continuous.instants import InstantsRunner
+    from cep.continuous.state import Meta, StateStore
+
+    query = compile_query(COUNT.replace("WIN", "[RANGE 10 STEP 5]"))
+    StateStore(None, tmp_path, {"bounds": LEFT, "start": 0, "empty": A.SKIP}).write("0000000000", {}, Meta(done=4))
+
+    def runner(convention):
+        return InstantsRunner(None, plan(query, window_convention=convention), None, None, tmp_path, None, None,
+                              None, {}, "auto")
+
+    assert runner(ENGINE).plan.convention == ENGINE
+    for other in (A.RSEPQL_WINDOWS, A.WindowConvention(LEFT, 0), A.WindowConvention(LEFT, 5, A.SKIP)):
+        with pytest.raises(ContinuousError, match="written with windows left-closed, start 0, empty windows skip; "
+                                                  f"this run asks for {other}"):
+            runner(other)
 
 
 # --- the command line: errors before anything runs (no Spark) -----------------------------------------
@@ -444,3 +489,5 @@ def test_continuous_with_the_options_equals_reference(spark, tmp_path, engine):
         _check(got_rows(got, text), expected, ordered)
         if engine == "spark":   # the close at the first event time, 0, holds [-10, 0): empty, no row (COUNT 0)
             assert min(at for at, _row in expected) == 5
+            # the last item, 45, is on a close: the end of input goes on to the close 50, [40, 50)
+            assert max(at for at, _row in expected) == 50

@@ -768,7 +768,8 @@ def test_sliding_average_on_spark(spark):
 
 def test_sliding_average_continuously(spark, tmp_path, capsys):
     """``rsp-sidecar query q6.rq --rules q5.rq --stream DIR --continuous --horizon 20``: one
-    evaluation per instant (the driver's engine on this small stream), the average once, at 12."""
+    evaluation per instant (on Spark: the driver has no EP-SPARQL engine at evaluation instants), the
+    average once, at 12."""
     from jobs import query as job
 
     (tmp_path / "q5.rq").write_text(Q5, encoding="utf-8")

@@ -98,6 +98,8 @@ def test_driver_answers_equal_the_reference_at_every_asked_instant(label):
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } } ORDER BY ?s", "ORDER BY"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } VALUES ?v { :a } }", "VALUES"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } GRAPH :g { ?s :link ?o } }", "on Spark"),
+    (f"PREFIX : <{EX}> SELECT ?v (COUNT(*) AS ?n) FROM NAMED WINDOW :W ON {STREAM_IRI} [RANGE 5] "
+     "WHERE { WINDOW :W { ?v :p0 ?s } } GROUP BY ?v", "GROUP BY over events"),
 ])
 def test_refusals_say_why(text, reason):
     assert reason in D.refusal(compile_query(text))

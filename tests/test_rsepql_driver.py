@@ -21,8 +21,8 @@ from cep.engines.driver import static
 from jobs import query as job
 from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
-from tests.test_rsepql import (EXAMPLE_6, FIG1, ITEMS, QUERY, STREAM, WITH_MATCH, fig1_answers, iri, rsep_cases,
-                                rsep_streams)
+from tests.test_rsepql import (EXAMPLE_6, FIG1, ITEMS, PREDS, QUERY, STREAM, SUBJ, WITH_MATCH, fig1_answers, iri,
+                                rsep_cases, rsep_streams, windows, x, y, z)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -41,14 +41,72 @@ def driver_answers(query, items, times, background=()):
     return [out[t] for t in times]
 
 
-@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(items=rsep_streams(), cases=st.lists(rsep_cases(), min_size=3, max_size=3),
-       times=st.lists(st.integers(0, 14), min_size=3, max_size=3, unique=True))
-def test_random_event_patterns_equal_the_reference(items, cases, times):
+def assert_equal_reference(items, cases, times) -> None:
+    """Each query of ``cases`` at ``times`` (in order), on the driver and by the reference."""
     times = sorted(times)
     for query in cases:
         assert driver_answers(query, items, times) == R.evaluate_sequence(query, {}, {STREAM: items}, times), \
             f"{query} at {times}"
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=rsep_streams(), cases=st.lists(rsep_cases(), min_size=3, max_size=3),
+       times=st.lists(st.integers(0, 14), min_size=3, max_size=3, unique=True))
+def test_random_event_patterns_equal_the_reference(items, cases, times):
+    assert_equal_reference(items, cases, times)
+
+
+@st.composite
+def crowded_streams(draw, most=40, subjects=SUBJ):
+    """Longer streams on few times and few subjects: many events share their ≺ key, their values
+    of the variables a SEQ's sides share, or both."""
+    out = []
+    for k in range(draw(st.integers(0, most))):
+        t = draw(st.integers(0, 8))
+        g = draw(st.frozensets(st.tuples(st.sampled_from(subjects), st.sampled_from(PREDS), st.sampled_from(subjects)),
+                               min_size=1, max_size=3))
+        out.append((k, g, t, t))
+    return out
+
+
+@st.composite
+def mixed_nodes(draw, depth=3):
+    """Event nodes nested three deep, each SEQ under its own policy (a MATCH's policy names the
+    consumption; the SEQs inside may each select differently)."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        a, b = draw(st.sampled_from([(x, y), (y, z), (x, z), (y, y), (x, x)]))
+        name = draw(st.sampled_from(["w1", "w2"]))
+        return A.EventPattern(iri(name), STREAM, draw(windows), A.bgp(A.triple(a, draw(st.sampled_from(PREDS)), b)))
+    kind = draw(st.sampled_from(["seq", "seq", "seq", "first", "last"]))
+    if kind == "first":
+        return A.FirstEvent(draw(mixed_nodes(depth - 1)))
+    if kind == "last":
+        return A.LastEvent(draw(mixed_nodes(depth - 1)))
+    return A.EventSeq(draw(mixed_nodes(depth - 1)), draw(mixed_nodes(depth - 1)), draw(st.sampled_from(A.POLICIES)))
+
+
+@st.composite
+def mixed_cases(draw):
+    node = draw(mixed_nodes())
+    names = sorted(v.name for v in A.variables(node))
+    return A.Query(A.Project(tuple(A.Var(n) for n in names), False, A.Match(node, draw(st.sampled_from(A.POLICIES)))))
+
+
+@settings(max_examples=examples(15, 300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=crowded_streams(), cases=st.lists(mixed_cases(), min_size=2, max_size=2),
+       times=st.lists(st.integers(0, 10), min_size=3, max_size=4, unique=True))
+def test_crowded_streams_and_mixed_policies_equal_the_reference(items, cases, times):
+    """Up to 40 items on 9 instants and 3 subjects, SEQs nested three deep under mixed policies."""
+    assert_equal_reference(items, cases, times)
+
+
+@settings(max_examples=examples(5, 100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=crowded_streams(most=120, subjects=SUBJ[:2]), cases=st.lists(rsep_cases(), min_size=2, max_size=2),
+       times=st.lists(st.integers(0, 10), min_size=2, max_size=2, unique=True))
+def test_one_binding_key_equals_the_reference(items, cases, times):
+    """Up to 120 items on two subjects: nearly every event shares its binding key and its ≺ key
+    with many others (the ties FIRST / LAST keep, the E2 events that discard an E1 event)."""
+    assert_equal_reference(items, cases, times)
 
 
 @pytest.mark.parametrize("policy", A.POLICIES)

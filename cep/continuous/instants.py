@@ -6,9 +6,13 @@ C-SPARQL reports at its windows' closes (003 §2.3: "the query result does not c
 slide interval"; ``A.Snapshot.instant``), RSEP-QL evaluates a query at a sequence of instants and
 its consuming policies (chronological, recent; 001 §4.4) make each evaluation depend on what the
 earlier ones used. So a continuous run of these languages evaluates the query at each evaluation
-instant in turn — ``cep.engines.reference.evaluate_instants`` on the driver while the state and the
-background are small, ``cep.engines.spark.evaluate.evaluate_sequence`` on Spark otherwise — and carries what the
-next batch needs in its state. Everything else (sources, rejects, watermark and lateness, the
+instant in turn — on the driver while the state and the background are small, by the engines of
+``query --at`` (``cep.engines.driver.answers.answers_at``: ``cep.engines.driver.csparql`` under the
+plan's window convention, ``cep.engines.driver.rsepql`` given the triples earlier batches
+consumed, returning the new ones; ``cep.engines.driver.epsparql`` over the occurrences of the
+horizon, closed under the rules), ``cep.engines.spark.evaluate.evaluate_sequence`` on Spark
+otherwise or where they refuse the query (:func:`driver_refusal`) —
+and carries what the next batch needs in its state. Everything else (sources, rejects, watermark and lateness, the
 state store, sinks, exactly-once, the end-of-input close) is ``cep.continuous.runner``'s. CQELS-CEP queries
 whose answers are defined per instant (ORDER BY / LIMIT, NOW(), GROUP BY over events) run here
 too, at their windows' content changes (``cep.continuous.plan``, "CQELS-CEP at evaluation instants").
@@ -22,7 +26,8 @@ Semantics (``cep.continuous.plan``, "Evaluation instants"; README "Continuous C-
   changes. Between two of those instants such a window, and so the answer, stays the same (a
   C-SPARQL answer's interval [c, c] apart): reporting it at every tick would repeat it per
   millisecond. Only instants ≥ the first event time and ≤ the watermark − 1 are evaluated (every
-  one is final, as in ``cep.continuous.plan``); the end of input evaluates up to the largest event time.
+  one is final, as in ``cep.continuous.plan``); the end of input evaluates up to the largest event time,
+  or with left-closed windows to the first close after it of every window (``cep.continuous.plan.end_instant``).
 * **Output.** A ``REGISTER STREAM ... CONSTRUCT`` query's answers form a new stream (003 §2.5):
   each triple is written as a stream item ``{"s", "p", "o", "t": c}``, so that its output
   directory is the stream directory of another continuous query. ``rstream`` reports the whole answer at each evaluation instant (C-SPARQL's way);
@@ -40,21 +45,24 @@ The equivalence, tested on random streams (``tests/test_continuous_instants.py``
 """
 from __future__ import annotations
 
+import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.engines.columns import ITEM, T_END, T_START
-from cep.continuous.plan import COUNT, DSTREAM, ISTREAM, RSTREAM, evaluation_instants, keep_bounds
-from cep.engines.reference import evaluate as reference_evaluate, evaluate_instants
+from cep.continuous.plan import (COUNT, DSTREAM, ISTREAM, RSTREAM, ContinuousError, evaluation_instants,
+                                 keep_bounds)
+from cep.engines.driver.answers import answers_at, refusal
+from cep.engines.driver.static import StaticGraph
 from cep.engines.spark.evaluate import evaluate as spark_evaluate, evaluate_sequence
 from cep.engines.spark.filters import ORDER
 from cep.engines.spark.rsepql import USED_COLUMNS, WINDOW_NAME
 from cep.continuous.runner import Runner
 from cep.continuous.state import (EMITTED, ITEMS, ITEM_COLUMNS, LAST, OUT_AT, OUT_END, OUT_START, OUT_VERSION, STREAM,
                                   TERM_COLUMNS, Meta, rows_table, table_rows)
+from cep.continuous.static import dictionary_terms
 from rdfcore.dictionary import decode
-from rdfcore.hashing import term_id
 from rdfcore.schema import DICTIONARY, INFERRED, O, P, S
 from reasoner.store import Materialized
 
@@ -62,22 +70,32 @@ __all__ = ["InstantsRunner", "LOCAL_MAX_SNAPSHOT"]
 
 #: the state table of the consumed stream triples (``cep.engines.spark.rsepql.USED_COLUMNS``, ids)
 _CONSUMED = "consumed"
-#: the driver-side engine (the reference evaluator, nested loops over sets) takes a background of
-#: at most this many triples; a larger one goes to Spark
+#: the driver engines take a background of at most this many triples; a larger one goes to Spark
 LOCAL_MAX_SNAPSHOT = 20_000
+
+
+def driver_refusal(cplan) -> str | None:
+    """Why the driver engines do not evaluate ``cplan``'s query at its evaluation instants (then
+    Spark does), or None: ``cep.engines.driver.answers.refusal`` (C-SPARQL under the plan's window
+    convention, RSEP-QL, EP-SPARQL under the plan's rules, CQELS-CEP)."""
+    return refusal(cplan.query, cplan.convention, cplan.rules)
 
 
 class InstantsRunner(Runner):
     """``cep.continuous.runner``'s runner with one evaluation per evaluation instant (module doc)."""
 
     too_large = f"the background has more than {LOCAL_MAX_SNAPSHOT} triples"
-    #: the reference evaluator runs per instant over Python sets: a smaller state than cep.engines.driver.columnar's
+    #: the driver engines evaluate instant by instant over Python rows: a smaller state than
+    #: cep.engines.driver.columnar's
     local_max_rows = 200_000
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.local_ok = self.engine != "spark"
-        self.background_ref = None     # (version, {graph: set of triples} or None when too large)
+        why = driver_refusal(self.plan)
+        if self.engine == "local" and why is not None:
+            raise ContinuousError(f"the driver-side engine cannot run this query ({why}); use engine auto or spark")
+        self.local_ok = self.engine != "spark" and why is None
+        self.background_ref = None     # (version, (graphs, terms) or None when too large)
         self.csparql = A.is_csparql(self.plan.query)
         registration = self.plan.query.registration
         #: REGISTER STREAM ... CONSTRUCT (C-SPARQL §2.5): the answers are a new stream, written as
@@ -85,10 +103,11 @@ class InstantsRunner(Runner):
         self.stream_out = self.construct and registration is not None and registration[0] == "STREAM"
         self.pending = None            # the Spark path's new state: (emitted, last, consumed DataFrame)
 
-    # -- the driver-side engine (cep.engines.reference) -------------------------------------------------
+    # -- the driver engines (cep.engines.driver.answers) ----------------------------------------------
     def _background_local(self):
-        """The background graphs as sets of N-Triples triples, collected once per closure version;
-        None when larger than LOCAL_MAX_SNAPSHOT triples."""
+        """The background graphs on the driver, collected once per closure version: ({graph:
+        ``cep.engines.driver.static.StaticGraph`` of id triples}, {id: term}); None when larger than
+        LOCAL_MAX_SNAPSHOT triples."""
         version, _prepared, side = self._static()
         if self.background_ref is not None and self.background_ref[0] == version:
             return self.background_ref[1]
@@ -97,58 +116,60 @@ class InstantsRunner(Runner):
         if isinstance(graphs, Materialized):
             dictionary = graphs.table(DICTIONARY)
             graphs = {None: graphs.table(INFERRED)}
-        out, total = {}, 0
+        out, ids, total = {}, set(), 0
         for graph, frame in graphs.items():
             rows = frame.select(S, P, O).limit(LOCAL_MAX_SNAPSHOT + 1 - total).collect()
             total += len(rows)
             if total > LOCAL_MAX_SNAPSHOT:
                 self.background_ref = (version, None)
                 return None
-            if rows:
-                wanted = self.spark.createDataFrame([tuple(r) for r in rows], f"{S} long, {P} long, {O} long")
-                rows = decode(wanted, dictionary, (S, P, O)).collect()
-            out[graph] = {(r[S], r[P], r[O]) for r in rows}
-        out.setdefault(None, set())
-        self.background_ref = (version, out)
-        return out
+            out[graph] = StaticGraph(frozenset((r[S], r[P], r[O]) for r in rows))
+            ids.update(x for r in rows for x in r)
+        out.setdefault(None, StaticGraph(frozenset()))
+        self.background_ref = (version, (out, dictionary_terms(self.spark, dictionary, ids)))
+        return self.background_ref[1]
 
     def _advance_local(self, state, previous: str | None, meta: Meta, upto: int | None, label: str,
                        max_time, closed: bool):
-        """The instants up to ``upto`` by the reference evaluator over the ``state`` items (a
-        pyarrow table, as ``cep.continuous.runner`` hands it)."""
+        """The instants up to ``upto`` by the driver engines (``cep.engines.driver.answers.answers_at``:
+        C-SPARQL under the plan's window convention, RSEP-QL continuing from the consumed triples
+        of the state) over the ``state`` items (a pyarrow table, as ``cep.continuous.runner`` hands it)."""
         self.used = "local"
         rows = table_rows(state, ITEM_COLUMNS)
         at = {c: i for i, c in enumerate(ITEM_COLUMNS)}
         terms: dict = {}
-        items: dict = {}
+        triples: dict = {s: [] for s in self.plan.streams}
+        times: dict = {}          # (stream, item) → (t1, t2)
         for r in rows:
             for c in (S, P, O):
                 terms[r[at[c]]] = r[at[TERM_COLUMNS[c]]]
-            key = (r[at[STREAM]], r[at[ITEM]])
-            if key not in items:
-                items[key] = ([], r[at[T_START]], r[at[T_END]])
-            items[key][0].append((r[at[TERM_COLUMNS[S]]], r[at[TERM_COLUMNS[P]]], r[at[TERM_COLUMNS[O]]]))
-        streams: dict = {s: [] for s in self.plan.streams}
-        for (stream, item), (triples, t1, t2) in items.items():
-            streams.setdefault(stream, []).append((item, frozenset(triples), t1, t2))
-        known = {item for (_s, item) in items}
-        consumed = {(w, item, (terms[s], terms[p], terms[o]))
-                    for (w, item, s, p, o) in table_rows(self.state.table(previous, _CONSUMED), USED_COLUMNS)
-                    if item in known}
-        instants = self._instants({s: [t1 for (_i, _g, t1, _t2) in mine] for s, mine in streams.items()}, meta, upto,
-                                  {s: [t2 for (_i, _g, _t1, t2) in mine] for s, mine in streams.items()})
-        D = self.plan.lookback
-        if D is None:
-            results, consumed = evaluate_instants(self.plan.query, self._background_local(), streams, instants,
-                                                  self.plan.time_unit, consumed,
-                                                  window_convention=self.plan.convention)
-        else:   # EP-SPARQL: each instant c sees the occurrences started at or after c - D
-            results = [reference_evaluate(self.plan.query, self._background_local(),
-                                          {s: [it for it in mine if it[2] >= c - D] for s, mine in streams.items()}, c,
-                                          self.plan.time_unit, rules=self.plan.rules) for c in instants]
+            stream, item, t1, t2 = r[at[STREAM]], r[at[ITEM]], r[at[T_START]], r[at[T_END]]
+            times[(stream, item)] = (t1, t2)
+            triples.setdefault(stream, []).append((item, r[at[S]], r[at[P]], r[at[O]], t1, t2))
+        streams = {s: np.array(mine, dtype=np.int64).reshape(-1, 6) for s, mine in triples.items()}
+        known = {item for (_stream, item) in times}
+        consumed = frozenset((w, item, (s, p, o))
+                             for (w, item, s, p, o) in table_rows(self.state.table(previous, _CONSUMED), USED_COLUMNS)
+                             if item in known)
+        starts: dict = {s: [] for s in streams}
+        ends: dict = {s: [] for s in streams}
+        for (stream, _item), (t1, t2) in times.items():
+            starts[stream].append(t1)
+            ends[stream].append(t2)
+        instants = self._instants(starts, meta, upto, ends)
+        results = []
+        if instants:
+            graphs, background_terms = self._background_local()
+            answers = answers_at(self.plan.query, graphs, streams, instants, self.plan.time_unit,
+                                 {**background_terms, **terms}, window_convention=self.plan.convention,
+                                 consumed=consumed, rules=self.plan.rules, lookback=self.plan.lookback)
+            consumed = answers.consumed
+            per: dict = {c: set() for c in instants}
+            for (c, *values, t1, t2) in answers.rows:
+                per[c].add((tuple(values), t1, t2))
+            results = [(c, sorted(per[c], key=_order)) for c in instants]
         version = self._static()[0]
-        n, emitted, last = self._emit(label, [(c, self._keys(a)) for c, a in zip(instants, results)], previous,
-                                      version)
+        n, emitted, last = self._emit(label, results, previous, version)
         kept = rows
         if upto is not None:
             lows = {}
@@ -163,8 +184,7 @@ class InstantsRunner(Runner):
         oldest = min((r[at[T_START]] for r in kept), default=None)
         self.state_rows = len(kept)
         item_schema = _schema([(c, "string" if c in (STREAM, *TERM_COLUMNS.values()) else "long") for c in ITEM_COLUMNS])
-        consumed_rows = sorted({(w, item, term_id(s), term_id(p), term_id(o)) for (w, item, (s, p, o)) in consumed
-                                if item in kept_items})
+        consumed_rows = sorted({(w, item, s, p, o) for (w, item, (s, p, o)) in consumed if item in kept_items})
         tables = {ITEMS: rows_table(kept, item_schema), _CONSUMED: rows_table(consumed_rows, _consumed_schema()),
                   **self._answer_tables(emitted, last, oldest, upto)}
         self.state.write(label, tables, Meta(max_time=max_time, first=meta.first, done=upto, version=version,
@@ -267,15 +287,6 @@ class InstantsRunner(Runner):
             return []
         lo = meta.first if meta.done is None else max(meta.done + 1, meta.first)
         return evaluation_instants(self.plan, starts, lo, upto, ends)
-
-    def _keys(self, answers) -> list[tuple]:
-        """The reference's answers as (terms in the order of ``self.names``, t1, t2), in the
-        query's order (ORDER BY) or sorted."""
-        if self.construct:
-            keys = [(tuple(triple), t1, t2) for (triple, t1, t2) in answers]
-        else:
-            keys = [(tuple(dict(mu).get(n) for n in self.names), t1, t2) for (mu, t1, t2) in answers]
-        return keys if isinstance(answers, list) else sorted(set(keys), key=_order)
 
     def _answer_sets(self, previous: str | None) -> tuple[set, list]:
         key_columns = [*self.columns, T_START, T_END]

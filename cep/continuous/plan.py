@@ -22,7 +22,9 @@ Semantics (README "Continuous queries")
   An arriving item that starts at or before ``done`` (an instant already evaluated) is *late*: it
   goes to the rejects with reason ``late`` and is counted, never used. Out-of-order input within
   the lateness therefore gives exactly the in-order answers. End of input (trigger
-  ``available-now``) closes the stream: the instants up to M are evaluated and W becomes M + 1.
+  ``available-now``) closes the stream: the instants up to ``end_instant`` are evaluated — M, or
+  under C-SPARQL's left-closed windows [c − ρ, c) the first close after M of every window (the
+  items stamped M are in no window closing at or before M) — and W becomes that instant + 1.
 
 * **Output = Istream.** Each answer is emitted once, at the first instant at which it holds
   (output key ``_at``). Its key is the mapping plus its interval [t1, t2]:
@@ -104,8 +106,8 @@ from rdfcore.errors import SidecarError
 from cep.engines.rules import RulesError, check_rules
 
 __all__ = ["ContinuousError", "WindowRule", "ContinuousPlan", "plan", "EMITS", "ISTREAM", "RSTREAM", "DSTREAM",
-           "LIFETIMES", "INSTANTS", "evaluation_instants", "keep_from", "keep_bounds", "LANDMARK", "COUNT",
-           "background_only"]
+           "LIFETIMES", "INSTANTS", "evaluation_instants", "end_instant", "keep_from", "keep_bounds", "LANDMARK",
+           "COUNT", "background_only"]
 
 ISTREAM, RSTREAM, DSTREAM = "istream", "rstream", "dstream"
 EMITS = (ISTREAM, RSTREAM, DSTREAM)
@@ -395,6 +397,26 @@ def evaluation_instants(cplan: ContinuousPlan, starts: Mapping[A.Term, Iterable[
             if leave is not None:
                 out.add(t + leave + lag)
     return sorted(c for c in out if lo <= c <= hi)
+
+
+def end_instant(cplan: ContinuousPlan, max_time: int) -> int:
+    """The last instant the end-of-input close evaluates, M = ``max_time`` the largest event time
+    (module doc, "Watermark and finality"). Right-closed windows: M (a window closing every tick holds the
+    items stamped M at M). Left-closed windows [c − ρ, c) hold them only at a close c > M: each
+    window's first close after M — M + 1 for one closing every tick (RANGE without STEP, STEP 1,
+    TRIPLES, ALL), t0 + (⌊(M − t0)/σ⌋ + 1)σ for a STEP σ one — and the latest of those, moved on
+    to the next report instant with COMPUTED EVERY / ``--every``: the first evaluation instant at
+    which every window has closed over the items stamped M, the instant ``query --at`` reads them at."""
+    convention = cplan.convention
+    if not convention.lag:
+        return max_time
+    target = max_time + 1
+    for w in cplan.windows:
+        if w.kind == STEP and w.step > 1:
+            target = max(target, convention.close(max_time, w.step) + w.step)
+    if cplan.every:
+        target = min(_multiples(e, target, target + e, convention.start)[0] for e in cplan.every)
+    return target
 
 
 def keep_bounds(cplan: ContinuousPlan, stream: A.Term, upto: int,

@@ -73,7 +73,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pyspark.sql import DataFrame
@@ -88,8 +88,9 @@ from cep.continuous.static import StaticSide, collect_background
 from cep import algebra as A
 from cep.algebra.patterns import TIME_UNITS
 from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
-from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan
+from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan, end_instant
 from cep.algebra.timeline import OPEN_END
+from cep.algebra.windows import WindowConvention
 from cep.engines.driver.walk import supports
 from cep.engines.spark import lifetimes as L
 from cep.engines.spark.evaluate import Prepared, evaluate_lifetimes
@@ -173,6 +174,17 @@ def run_micro_batches(lines: DataFrame, on_batch: Callable, checkpoint: str | Pa
         raise failure() or RuntimeError(f"the streaming query failed: {streaming.exception()}")
 
 
+def _check_convention(state: StateStore, convention: WindowConvention, checkpoint) -> None:
+    """Refuse to go on from a checkpoint written under another window convention: its evaluated
+    instants, kept items and emitted answers follow the windows it was run with."""
+    recorded = state.latest_before(None)[1].convention
+    if recorded is not None and recorded != asdict(convention):
+        raise ContinuousError(f"the checkpoint {checkpoint} was written with {WindowConvention(**recorded)}; this run "
+                              f"asks for {convention}. Its state follows its windows: run with the options it was "
+                              f"written with (--window-bounds, --window-start, --empty-windows, --csparql-compat) "
+                              f"or start a new checkpoint")
+
+
 class Runner:
     #: why the static side cannot go to the driver-side engine (``_background_local`` gave None)
     too_large = f"the static side has more than {LOCAL_MAX_BACKGROUND} rows"
@@ -186,7 +198,8 @@ class Runner:
         self.checkpoint = checkpoint
         self.rejects_dir = location(rejects, "the rejects directory") if rejects else None
         self.on_answers, self.metrics_out, self.prefixes = on_answers, metrics, prefixes
-        self.state = StateStore(spark, checkpoint)
+        self.state = StateStore(spark, checkpoint, asdict(cplan.convention))
+        _check_convention(self.state, cplan.convention, checkpoint)
         self.summary = RunSummary()
         self.prepared = None  # (version, cep.engines.spark.evaluate.Prepared)
         self.error: BaseException | None = None
@@ -261,14 +274,16 @@ class Runner:
         self._report(batch_id, started, int(stats["n"] or 0), reject_counts, answers, max_time, watermark)
 
     def close(self) -> None:
-        """End of input: evaluate every instant up to the largest event time (cep.continuous.plan)."""
+        """End of input: evaluate every instant up to the largest event time, or past it under
+        left-closed windows (``cep.continuous.plan.end_instant``)."""
         name, meta = self.state.latest_before(None)
         if name is None or meta.max_time is None:
             return
         started = time.time()
         batch_id = int(name[:10])
         label = self.state.label(batch_id, closed=True)
-        upto = max(meta.max_time, meta.done if meta.done is not None else meta.max_time)
+        last = end_instant(self.plan, meta.max_time)
+        upto = max(last, meta.done if meta.done is not None else last)
         self.used = "spark"
         local = self._local_state(name, meta)
         if local is not None:

@@ -46,16 +46,20 @@ class Meta:
     version: str | None = None    # the static side's version used last
     closed: bool = False
     state_rows: int | None = None  # items kept (the driver-side path's size test)
+    #: the window convention the state was computed under (``cep.algebra.WindowConvention`` as a
+    #: dict; None in a checkpoint written before it was recorded)
+    convention: dict | None = None
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__)
 
 
 class StateStore:
-    """``CHECKPOINT/state/<label>/``: items, emitted, last (Parquet) and meta.json per batch."""
+    """``CHECKPOINT/state/<label>/``: items, emitted, last (Parquet) and meta.json per batch; each
+    meta.json records ``convention`` (the run's window convention, see ``Meta``)."""
 
-    def __init__(self, spark: SparkSession, root: Location):
-        self.spark, self.root = spark, root / STATE_DIR
+    def __init__(self, spark: SparkSession, root: Location, convention: dict | None = None):
+        self.spark, self.root, self.convention = spark, root / STATE_DIR, convention
 
     @staticmethod
     def label(batch_id: int, closed: bool = False) -> str:
@@ -126,6 +130,7 @@ class StateStore:
                 fs.write_parquet(df, tmp / name / "part-00000.parquet")
             elif df is not None:
                 df.write.mode("overwrite").parquet(str(tmp / name))
+        meta.convention = self.convention
         (tmp / META).write_text(meta.to_json(), encoding="utf-8")
         final = self.root / label
         if final.exists():  # a replayed batch: the same content again

@@ -92,13 +92,18 @@ def collect_background(spark: SparkSession, prepared, side: StaticSide, limit: i
         rels[node] = LOC.Rel.of(columns, {tuple(r[c] for c in columns) + (r[T_START], r[T_END], r[LIFE_FROM],
                                                                           r[LIFE_TO]) for r in rows})
         ids.update(r[c] for r in rows for c in columns if r[c] is not None)
-    terms = {}
-    if ids and side.dictionary is not None:
-        wanted = spark.createDataFrame([(i,) for i in ids], f"{ID} long")
-        terms = {r[ID]: r[TERM] for r in side.dictionary.join(wanted, ID, "left_semi").collect()}
+    terms = dictionary_terms(spark, side.dictionary, ids)
     for computed in prepared.terms:   # a sub-query's aggregates: a handful of rows
         terms.update((r[ID], r[TERM]) for r in computed.collect())
     return rels, terms
+
+
+def dictionary_terms(spark: SparkSession, dictionary: DataFrame | None, ids) -> dict:
+    """{id: term} of ``ids`` that ``dictionary`` (``(id, term)``; None: none) has, in one Spark job."""
+    if not ids or dictionary is None:
+        return {}
+    wanted = spark.createDataFrame([(i,) for i in ids], f"{ID} long")
+    return {r[ID]: r[TERM] for r in dictionary.join(wanted, ID, "left_semi").collect()}
 
 
 class NoStatic:

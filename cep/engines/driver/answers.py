@@ -108,10 +108,13 @@ def refusal(query: A.Query, window_convention: A.WindowConvention | None = None,
 @dataclass(frozen=True)
 class Answers:
     """Decoded answers: ``variables`` (the SELECT's, in order) and ``rows`` sorted as the Spark
-    engine's output is: ``(t, term or None per variable..., t1, t2)``."""
+    engine's output is: ``(t, term or None per variable..., t1, t2)``; ``consumed``: the (window
+    name, item, id triple) entries an RSEP-QL query's consuming MATCH has consumed after the last
+    instant (``cep.engines.driver.rsepql.answers``)."""
 
     variables: tuple[str, ...]
     rows: list
+    consumed: frozenset = frozenset()
 
 
 def read_static(graphs: Mapping[str | None, Sequence[Path]]) -> tuple[dict, dict, list]:
@@ -179,11 +182,15 @@ def read_streams(streams: Mapping[str, Path], prefixes: Mapping[str, str]) -> tu
 
 def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
                time_unit: str, terms: Mapping[int, str], *, window_convention: A.WindowConvention | None = None,
-               rules: Sequence[A.Query] = ()) -> Answers:
+               rules: Sequence[A.Query] = (), consumed: frozenset = frozenset(),
+               lookback: int | None = None) -> Answers:
     """⟦query, t⟧ for each t of ``instants`` (module doc), decoded with ``terms`` ({id: term}; the
     query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'.
     ``window_convention``: C-SPARQL's windows (``cep.algebra.WindowConvention``; None: the default);
-    ``rules``: an EP-SPARQL query's CONSTRUCT rules (``cep.engines.rules``). A query ``refusal``
+    ``rules``: an EP-SPARQL query's CONSTRUCT rules (``cep.engines.rules``); ``consumed``: what
+    earlier evaluations of an RSEP-QL query consumed (``Answers.consumed``); ``lookback``: an
+    EP-SPARQL query's instant t sees the occurrences started at or after t − lookback (None: all;
+    a continuous run's horizon). A query ``refusal``
     gives a reason for raises ``NotOnDriver``. A CONSTRUCT's answers are its triples: variables
     ``s``, ``p``, ``o``."""
     why = refusal(query, window_convention, rules)
@@ -199,9 +206,11 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
         return Answers(variables, sorted_rows(C.answers(query, graphs, streams, instants, time_unit, known,
                                                         convention)))
     if A.is_rsepql(query):
-        return Answers(variables, sorted_rows(RQ.answers(query, graphs, streams, instants, time_unit, known)))
+        rows, consumed = RQ.answers(query, graphs, streams, instants, time_unit, known, consumed)
+        return Answers(variables, sorted_rows(rows), consumed)
     if A.is_epsparql(query):
-        return Answers(variables, sorted_rows(E.answers(query, streams, instants, time_unit, known, rules)))
+        return Answers(variables, sorted_rows(E.answers(query, streams, instants, time_unit, known, rules,
+                                                                   lookback)))
 
     def lookup(ids) -> dict:
         return {i: known[i] for i in ids if i in known}

@@ -14,6 +14,17 @@ The semantics are ``cep.engines.reference``'s ("RSEP-QL" in its module doc; Dell
   unrestricted, chronological eq. 10, recent eq. 11). Each event carries the (window, item, triple)
   entries it used; a chronological or recent MATCH consumes them (§4.4): the later instants no
   longer see them, so the instants are evaluated in order, each after the one before.
+* **One ordered pass per SEQ.** A node's events are a ≺-sorted list, an event pattern's grouped by
+  the values of the variables bound around it. E1 SEQ E2 walks E2's events in ≺ order: two events
+  are compatible when they agree on the variables the two sides share, so E1's events for an E2
+  event are one group of E1 under those values, cut at the E2 event's start — a prefix of one
+  sorted list when E1's events at a cut are its events ending by the cut (an event pattern, FIRST
+  of one, an unrestricted or chronological SEQ with such a right side; ``_cut_closed``), whose
+  FIRST is its head and LAST the last run of equal keys before the cut (LAST E1 too); E1 of
+  another kind is evaluated at each cut. Chronological's "no earlier E2 event compatible with the
+  E1 event and starting after it ends" (recent's: later) is the latest start among the E2 events
+  of the same shared values before it (after it), carried along the pass. The reference evaluator
+  asks, per E2 event, every E1 event and every other E2 event: time quadratic in the events.
 * **Around MATCH**: JOIN and FILTER with background patterns (``cep.engines.driver.static``) and
   ``WINDOW w P`` (SPARQL over the merge of the window's graphs, ``static.pattern_rows``), every
   non-event mapping with [MIN_TIME, t]; GROUP BY / aggregates, one answer per group over the
@@ -25,6 +36,7 @@ What is not here (:func:`refusal` says what and why) runs on Spark.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,39 +79,101 @@ def refusal(query: A.Query) -> str | None:
     return static.refusal(query)
 
 
-def _compatible(m1: frozenset, m2: frozenset) -> bool:
-    d = dict(m1)
-    return all(d.get(k, v) == v for k, v in m2)
-
-
 def _key(e) -> tuple:
     """RSEP-QL's event order ≺: by end, then start."""
     return (e[2], e[1])
 
 
-def _firsts(events) -> set:
-    events = set(events)
-    least = min((_key(e) for e in events), default=None)
-    return {e for e in events if _key(e) == least}
+def _domain(node) -> tuple:
+    """The variables every event of ``node`` binds (a BGP match binds all of its own), sorted."""
+    return tuple(sorted(v.name for v in A.variables(node)))
 
 
-def _lasts(events) -> set:
-    events = set(events)
-    most = max((_key(e) for e in events), default=None)
-    return {e for e in events if _key(e) == most}
+def _cut_closed(node) -> bool:
+    """Whether ``node``'s events under the active window cut at h are exactly its events under the
+    whole window that end by h (so one sorted list answers every cut): an event pattern; FIRST of
+    such a node; an unrestricted or chronological SEQ whose right side is such a node (their
+    events end with the right side's, and the events a chronological SEQ checks against come
+    before). Not LAST, a recent SEQ (a later event of the right side discards) or a naive one."""
+    match node:
+        case A.EventPattern():
+            return True
+        case A.FirstEvent(inner=inner):
+            return _cut_closed(inner)
+        case A.EventSeq(right=right, policy=policy):
+            return policy in ("unrestricted", "chronological") and _cut_closed(right)
+    return False
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What an event node's evaluation reads of its syntax, per node (by identity: the nodes are
+    the query's, which outlives the evaluation): its ``domain`` (``_domain``), whether it is
+    ``_cut_closed``, and a SEQ's ``shared`` variables (the domains' intersection: on them an E1
+    event and an E2 event are compatible or not)."""
+
+    domain: dict
+    closed: dict
+    shared: dict
+
+    @staticmethod
+    def of(root) -> "_Shape":
+        shape = _Shape({}, {}, {})
+        for node in A.walk(root):
+            shape.domain[id(node)] = _domain(node)
+            shape.closed[id(node)] = _cut_closed(node)
+            if isinstance(node, A.EventSeq):
+                shape.shared[id(node)] = tuple(sorted(set(_domain(node.left)) & set(_domain(node.right))))
+        return shape
+
+
+def _project(mu: frozenset, names: tuple) -> tuple:
+    d = dict(mu)
+    return tuple(d[n] for n in names)
+
+
+def _restrict(bindings: frozenset, names: tuple) -> frozenset:
+    return frozenset((k, v) for k, v in bindings if k in names)
+
+
+def _first_group(events: list) -> list:
+    """The events of a ≺-sorted list that no other precedes."""
+    if not events:
+        return []
+    least, end = _key(events[0]), 1
+    while end < len(events) and _key(events[end]) == least:
+        end += 1
+    return events[:end]
+
+
+def _last_group(events: list, stop: int | None = None) -> list:
+    """The events of a ≺-sorted list (its first ``stop``) that no other follows."""
+    stop = len(events) if stop is None else stop
+    if stop == 0:
+        return []
+    most, start = _key(events[stop - 1]), stop - 1
+    while start > 0 and _key(events[start - 1]) == most:
+        start -= 1
+    return events[start:stop]
 
 
 @dataclass(frozen=True)
 class _Instant:
     """One evaluation at t: ``consumed`` the (window, item, triple) entries earlier ones consumed;
-    ``used`` receives this one's (consuming policies only)."""
+    ``used`` receives this one's (consuming policies only).
+
+    An event node's events are computed under an active window [−∞, h] (eq. 7 only lowers its
+    upper bound) and bindings, as a ≺-sorted list without duplicates; the bindings are cut to the
+    node's variables (the others never decide a compatibility) so that equal evaluations are one."""
 
     streams: dict          # {stream IRI: StreamIndex}
     t: int
     time_unit: str
     consumed: frozenset
     used: set
-    #: what an instant computes once: each window's items, each EVENT's events over its whole window
+    shape: _Shape
+    #: what an instant computes once: each window's items, each event node's events per cut and bindings
+    #: (the nodes by identity, as in ``_Shape``)
     memo: dict = field(default_factory=dict)
 
     def items(self, stream, spec) -> list:
@@ -115,63 +189,128 @@ class _Instant:
             self.memo[key] = [(item, tau, triples) for item, (tau, triples) in out.items()]
         return self.memo[key]
 
-    def matched(self, node: A.EventPattern) -> list:
-        """The events of ``EVENT w P`` over its whole window, unbound: [(μ, τ, τ, used)], by τ. Under
-        an active window and bindings (``events``) they are filtered: matching P against μ2(G_k)
-        keeps exactly the matches compatible with μ2."""
-        key = ("events", node)
+    def matched(self, node: A.EventPattern, names: tuple) -> dict:
+        """The events of ``EVENT w P`` over its whole window, unbound, grouped by their values of
+        ``names``: {values: [(μ, τ, τ, used)] by τ}. Under bindings of ``names`` the events are one
+        group: matching P against μ2(G_k) keeps exactly the matches compatible with μ2."""
+        key = ("events", id(node), names)
         if key not in self.memo:
-            patterns = [tuple(x if isinstance(x, A.Var) else term_id(x) for x in (tp.s, tp.p, tp.o))
-                        for tp in node.pattern.patterns]
-            out = []
-            for item, tau, triples in self.items(node.stream, node.window):
-                graph = [tr for tr in triples if (node.name, item, tr) not in self.consumed]
-                for mu in _matches(patterns, graph):
-                    d = dict(mu)
-                    used = frozenset((node.name, item, tuple(d[x.name] if isinstance(x, A.Var) else x for x in tp))
-                                     for tp in patterns)
-                    out.append((mu, tau, tau, used))
+            if names:
+                groups: dict = {}
+                for e in self.matched(node, ()).get((), ()):
+                    groups.setdefault(_project(e[0], names), []).append(e)
+                self.memo[key] = groups
+            else:
+                patterns = [tuple(x if isinstance(x, A.Var) else term_id(x) for x in (tp.s, tp.p, tp.o))
+                            for tp in node.pattern.patterns]
+                out = set()
+                for item, tau, triples in self.items(node.stream, node.window):
+                    graph = {tr for tr in triples if (node.name, item, tr) not in self.consumed}
+                    for mu in _matches(patterns, graph):
+                        d = dict(mu)
+                        used = frozenset((node.name, item, tuple(d[x.name] if isinstance(x, A.Var) else x for x in tp))
+                                         for tp in patterns)
+                        out.add((mu, tau, tau, used))
+                self.memo[key] = {(): sorted(out, key=_key)}
+        return self.memo[key]
+
+    def events(self, node, hi: int, bindings: frozenset) -> list:
+        """The events (μ, t1, t2, used) of an event node under the active window [−∞, hi] and
+        ``bindings``, ≺-sorted, distinct."""
+        bindings = _restrict(bindings, self.shape.domain[id(node)])
+        key = ("at", id(node), hi, bindings)
+        if key not in self.memo:
+            match node:
+                case A.EventPattern():
+                    names = tuple(sorted(k for k, _v in bindings))
+                    d = dict(bindings)
+                    group = self.matched(node, names).get(tuple(d[n] for n in names), [])
+                    out = group[:bisect_right(group, hi, key=lambda e: e[2])]
+                case A.FirstEvent(inner=inner):
+                    out = _first_group(self.events(inner, hi, bindings))
+                case A.LastEvent(inner=inner):
+                    out = _last_group(self.events(inner, hi, bindings))
+                case A.EventSeq():
+                    out = self.seq(node, hi, bindings)
+                case _:
+                    raise TypeError(f"not an event pattern: {node!r}")
             self.memo[key] = out
         return self.memo[key]
 
-    def events(self, node, lo: int, hi: int, bindings: frozenset) -> set:
-        """(μ, t1, t2, used) of an event pattern under the active window [lo, hi] and ``bindings``."""
-        match node:
-            case A.EventPattern():
-                return {e for e in self.matched(node) if lo <= e[1] <= hi and _compatible(e[0], bindings)}
-            case A.FirstEvent(inner=inner):
-                return _firsts(self.events(inner, lo, hi, bindings))
-            case A.LastEvent(inner=inner):
-                return _lasts(self.events(inner, lo, hi, bindings))
-            case A.EventSeq(left=left, right=right, policy=policy):
-                return self.seq(left, right, policy, lo, hi, bindings)
-        raise TypeError(f"not an event pattern: {node!r}")
+    def firsts_before(self, left, policy: str, hi: int, bindings: frozenset, t3: int) -> list:
+        """μ2(E1) under the window cut at t3 − 1 (eq. 7), ``bindings`` holding μ2, as ``policy``
+        picks among them: all (unrestricted), FIRST (chronological), LAST (recent). A node whose
+        cuts are one sorted list (``_cut_closed``), or LAST of one, is read from that list at the
+        cut; any other is evaluated at the cut."""
+        cut = t3 - 1
+        inner = left.inner if isinstance(left, A.LastEvent) else None
+        closed = self.shape.closed
+        if closed[id(left)] or (inner is not None and closed[id(inner)]):
+            ordered = self.events(left if inner is None else inner, hi, bindings)
+            stop = bisect_right(ordered, cut, key=lambda e: e[2])
+            if inner is not None or policy == "recent":
+                return _last_group(ordered, stop)
+            if policy == "chronological":
+                return [e for e in _first_group(ordered) if e[2] <= cut]
+            return ordered[:stop]
+        found = self.events(left, cut, bindings)
+        if policy == "chronological":
+            return _first_group(found)
+        if policy == "recent":
+            return _last_group(found)
+        return found
 
-    def seq(self, left, right, policy: str, lo: int, hi: int, bindings: frozenset) -> set:
-        """E1 SEQ E2 (eq. 7) under ``policy`` (eq. 9-11; ``cep.engines.reference``'s reading)."""
-        seconds = self.events(right, lo, hi, bindings)
+    def seq(self, node: A.EventSeq, hi: int, bindings: frozenset) -> list:
+        """E1 SEQ E2 (eq. 7) under ``policy`` (eq. 9-11; ``cep.engines.reference``'s reading), in one
+        pass over E2's events in ≺ order. An E1 event is compatible with an E2 event when they agree
+        on their shared variables, so chronological's "no earlier E2 event compatible with the E1
+        event and after it" asks only the E2 events of the same shared values: their latest start
+        among the ones before (after, for recent) is kept per shared values as the pass goes."""
+        left, right, policy = node.left, node.right, node.policy
+        seconds = self.events(right, hi, bindings)
+        shared = self.shape.shared[id(node)]
         out = set()
         if policy == "naive":                                              # eq. 9
-            for (m1, t1, t2, u1) in _lasts(self.events(left, lo, hi, bindings)):
-                for (m2, t3, t4, u2) in _lasts(seconds):
-                    if _compatible(m1, m2) and t2 < t3:
+            firsts: dict = {}
+            for e1 in _last_group(self.events(left, hi, bindings)):
+                firsts.setdefault(_project(e1[0], shared), []).append(e1)
+            for (m2, t3, t4, u2) in _last_group(seconds):
+                for (m1, t1, t2, u1) in firsts.get(_project(m2, shared), ()):
+                    if t2 < t3:
                         out.add((m1 | m2, t1, t4, u1 | u2))
-            return out
-        for e2 in seconds:
+            return sorted(out, key=_key)
+        key = ("discarding", id(seconds), shared, policy)      # the list is the memo's: alive, one identity
+        if key not in self.memo:
+            self.memo[key] = self.discarding_starts(seconds, shared, policy)
+        bound = self.memo[key]
+        for e2, latest in zip(seconds, bound):
             m2, t3, t4, u2 = e2
-            firsts = self.events(left, lo, min(hi, t3 - 1), bindings | m2)      # eq. 7: μ2(E1)
-            if policy == "chronological":                                  # eq. 10
-                firsts = _firsts(firsts)
-            elif policy == "recent":                                       # eq. 11
-                firsts = _lasts(firsts)
-            for (m1, t1, t2, u1) in firsts:
-                if policy == "chronological" and any(_key(o) < _key(e2) and _compatible(m1, o[0]) and t2 < o[1]
-                                                     for o in seconds):
-                    continue
-                if policy == "recent" and any(_key(e2) < _key(o) and _compatible(m1, o[0]) and t2 < o[1]
-                                              for o in seconds):
+            for (m1, t1, t2, u1) in self.firsts_before(left, policy, hi, bindings | m2, t3):   # eq. 7: μ2(E1)
+                if latest is not None and t2 < latest:                    # eq. 10, 11
                     continue
                 out.add((m1 | m2, t1, t4, u1 | u2))
+        return sorted(out, key=_key)
+
+    @staticmethod
+    def discarding_starts(seconds: list, shared: tuple, policy: str) -> list:
+        """Per E2 event (``seconds`` ≺-sorted), the latest start of the E2 events with its shared
+        values that precede it (chronological) or follow it (recent) by ≺, None if none or under
+        another policy: an E1 event ending before that start is not its partner."""
+        if policy not in A.CONSUMING_POLICIES:
+            return [None] * len(seconds)
+        order = range(len(seconds)) if policy == "chronological" else range(len(seconds) - 1, -1, -1)
+        out: list = [None] * len(seconds)
+        latest: dict = {}     # shared values → latest start among the events already passed
+        pending: list = []    # the passed events of the current ≺ key (ties discard none of each other)
+        for i in order:
+            e = seconds[i]
+            if pending and _key(seconds[pending[0]]) != _key(e):
+                for j in pending:
+                    values = _project(seconds[j][0], shared)
+                    latest[values] = max(latest.get(values, seconds[j][1]), seconds[j][1])
+                pending = []
+            out[i] = latest.get(_project(e[0], shared))
+            pending.append(i)
         return out
 
 
@@ -212,7 +351,7 @@ class _Evaluation:
     def rows(self, node, at: _Instant) -> L.Rel:
         match node:
             case A.Match(inner=inner, policy=policy):
-                events = at.events(inner, *_UNBOUNDED, frozenset())
+                events = at.events(inner, _UNBOUNDED[1], frozenset())
                 if policy in A.CONSUMING_POLICIES:
                     for e in events:
                         at.used.update(e[3])
@@ -237,19 +376,22 @@ class _Evaluation:
 
 
 def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
-            time_unit: str, known: dict) -> list[tuple]:
+            time_unit: str, known: dict, consumed: frozenset = frozenset()) -> tuple[list[tuple], frozenset]:
     """⟦query, t⟧ for each t of ``instants`` (increasing), a consuming MATCH not seeing at t what
-    it consumed before: rows ``(t, term or None per projected variable..., t1, t2)`` — a
-    CONSTRUCT's ``(t, s, p, o, t1, t2)`` — distinct, unsorted. Arguments as
+    it or earlier evaluations consumed: (rows ``(t, term or None per projected variable..., t1, t2)``
+    — a CONSTRUCT's ``(t, s, p, o, t1, t2)`` — distinct, unsorted; what is consumed after the last
+    instant). ``consumed``: the (window name, item, id triple) entries earlier evaluations consumed
+    (a continuous run's previous batches). The other arguments as
     ``cep.engines.driver.csparql.answers``'; the caller checked :func:`refusal`."""
     read = {e.stream for e in A.rsep_windows(query)}
+    shape = _Shape.of(query.form.inner)
     indexes = {iri: StreamIndex.of(rows) for iri, rows in streams.items() if iri in read}
     evaluation = _Evaluation(query, {}, known, time_unit)
     evaluation.background.update(static.background_relations(query, graphs, evaluation.lookup, time_unit))
-    consumed: frozenset = frozenset()
+    consumed = frozenset(consumed)
     out = []
     for t in instants:
-        at = _Instant(indexes, t, time_unit, consumed, set())
+        at = _Instant(indexes, t, time_unit, consumed, set(), shape)
         token = EVALUATION_INSTANT.set(t)      # NOW()
         try:
             rel = evaluation.rows(query.form.inner, at)
@@ -261,4 +403,4 @@ def answers(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], 
         known.update(fresh)
         for r in rows:
             out.append((t, *(None if v is None else known[v] for v in r[:-2]), r[-2], r[-1]))
-    return out
+    return out, consumed

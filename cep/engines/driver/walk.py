@@ -66,8 +66,8 @@ def _outside_background(node):
 def supports(query: A.Query) -> str | None:
     """Why the driver engine cannot evaluate ``query`` (then ``cep.continuous.runner`` uses Spark), or None."""
     for node in _outside_background(query.form):
-        if isinstance(node, (A.Values, A.Minus, A.SubSelect, A.Extend)):
-            return "VALUES, MINUS, BIND and sub-queries outside the background (on Spark)"
+        if isinstance(node, (A.Values, A.Minus, A.SubSelect, A.Extend, A.GroupCover)):
+            return "VALUES, MINUS, BIND, GROUP BY over events and sub-queries outside the background (on Spark)"
         condition = node.condition if isinstance(node, (A.Filter, A.LeftJoin)) else None
         if condition is not None and any(
                 isinstance(e, (A.Exists, A.Timestamp, A.PatternTimestamp))
