@@ -21,6 +21,7 @@ from cep.algebra import expressions as E
 from cep.engines import reference as R
 from cep.continuous.plan import ContinuousError, plan
 from cep.lowering.languages import compile_query
+from tests.hypothesis_profiles import thorough
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS, WINDOW_IRI, random_items
 
 pytestmark = pytest.mark.spark
@@ -160,13 +161,20 @@ QUERIES = [
 ]
 
 
-#: every query on the driver-side engine and on both in turns (so every query meets the Spark
-#: engine, and each engine reads the other's state), two with negation on Spark alone too (a Spark
-#: batch reading a Spark batch's state: NO_TAIL's expiries over a RANGE, a negated middle's STEP
-#: closes; the other negations meet Spark's state through the mixed runs)
+#: every query on the driver-side engine; on both in turns (each engine reads the other's state)
+#: the queries of every window kind whose state outlives a batch differently (a negated head over
+#: a RANGE, STEP, TUMBLING, TRIPLES, ALL), and every query under the thorough profile
+#: (``tests/hypothesis_profiles.py``: each mixed run is a Spark evaluation per batch); two with
+#: negation on Spark alone too (a Spark batch reading a Spark batch's state: NO_TAIL's expiries
+#: over a RANGE, a negated middle's STEP closes)
 SPARK_ALONE = ("tail negated, RANGE", "middle negated, STEP")
+MIXED = ("head negated, RANGE", "middle negated, STEP", "multi-pattern BGP, TUMBLING", "TRIPLES with tail negation",
+         "tail negated, ALL (landmark)")
+assert {*MIXED, *SPARK_ALONE} <= {q[0] for q in QUERIES}
 ENGINE_CASES = [pytest.param(q[0], q[1], q[2], engine, id=f"{q[0]}-{engine}")
-                for q in QUERIES for engine in ("local", "mixed") + (("spark",) if q[0] in SPARK_ALONE else ())]
+                for q in QUERIES
+                for engine in ("local",) + (("mixed",) if thorough() or q[0] in MIXED else ())
+                + (("spark",) if q[0] in SPARK_ALONE else ())]
 
 
 @pytest.mark.parametrize("label, window, pattern, engine", ENGINE_CASES)
