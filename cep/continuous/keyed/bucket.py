@@ -222,23 +222,41 @@ def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emit
             windows[(sp.stream, sp.window)] = COL.window(streams[sp.stream], sp.window, time_unit=program.time_unit)
     lives = [_last_lives(program.streams.index(iri), held) for (iri, _window), held in windows.items()]
     rows = rows.drop(columns="keep")
-    if lives:
-        held = pd.concat(lives, ignore_index=True).groupby(["stream", *_IDS], sort=False)["keep"].max().reset_index()
-        held["keep"] = held["keep"].astype("Int64")     # nullable: a left join's misses must not go through float
-        rows = rows.merge(held, on=["stream", *_IDS], how="left")
-    never = np.iinfo(np.int64).min                      # a triple no window holds
-    rows["keep"] = rows["keep"].fillna(never).astype(np.int64) if "keep" in rows else never
+    triples = rows[["stream", *_IDS]].to_numpy(np.int64)
+    rows["keep"] = _keeps(triples, np.concatenate(lives)) if lives else np.full(len(rows), _NEVER)
     rows = rows[list(ITEM_COLUMNS)]
     items = pd.concat([items[~mine], rows], ignore_index=True)
     return items, pending, emitted
 
 
-def _last_lives(code: int, lives: np.ndarray) -> pd.DataFrame:
+#: the keep-until of a triple no window holds
+_NEVER = np.iinfo(np.int64).min
+
+
+def _last_lives(code: int, lives: np.ndarray) -> np.ndarray:
     """(stream, item, s, p, o, t1, t2, keep) of a window's lifetimes: ``keep`` the last instant the
-    window holds the triple (a row per lifetime; the caller takes the largest)."""
-    frame = pd.DataFrame(lives[:, [0, 1, 2, 3, 4, 5, 7]], columns=[*_IDS, "keep"])
-    frame.insert(0, "stream", np.int64(code))
-    return frame
+    window holds the triple (a row per lifetime; ``_keeps`` takes the largest)."""
+    return np.column_stack([np.full(len(lives), code, np.int64), lives[:, [0, 1, 2, 3, 4, 5, 7]]])
+
+
+def _keeps(triples: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """For each row of ``triples`` (stream, item, s, p, o, t1, t2), the largest ``keep`` of the rows
+    of ``held`` (the same columns, then keep) equal to it; ``_NEVER`` when none is. One sort of
+    both: equal triples end up side by side, ordered by keep, so each run's last row has its
+    largest keep."""
+    if not len(triples):
+        return np.empty(0, np.int64)
+    both = np.concatenate([held[:, :-1], triples])
+    keep = np.concatenate([held[:, -1], np.full(len(triples), _NEVER, np.int64)])
+    order = np.lexsort((keep, *both.T[::-1]))
+    ranked = both[order]
+    starts = np.ones(len(ranked), bool)
+    starts[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    run = np.cumsum(starts) - 1
+    ends = np.flatnonzero(np.r_[starts[1:], True])
+    out = np.empty(len(both), np.int64)
+    out[order] = keep[order][ends][run]
+    return out[len(held):]
 
 
 def _matrix(rel) -> np.ndarray:
