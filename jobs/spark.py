@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping
+from typing import BinaryIO
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
@@ -40,12 +41,27 @@ LOCAL_DEFAULTS = {
 #: The JVM's quiet logging configuration, a resource of this package (a file on disk when run
 #: from a zip: ``rdfcore.resources.path``).
 QUIET_LOG4J = ("jobs", "log4j2-quiet.properties")
-#: Lines the JVM prints on its stderr outside log4j that a quiet run drops.
-_JVM_NOISE = (b"WARNING: Using incubator modules:",)
+#: Lines the JVM prints on its stderr outside log4j that a quiet run drops: the module warning, and
+#: what the Python worker of ``transformWithStateInPandas``'s driver side prints (``print`` calls in
+#: PySpark's ``transform_with_state_driver_worker``, each followed by an empty line, which the JVM
+#: copies to its stderr)
+_JVM_NOISE = (b"WARNING: Using incubator modules:", b"Starting Streaming TransformWithStateInPandas Python worker",
+              b"Streaming TransformWithStateInPandas Python worker ")
 
 
 def verbose() -> bool:
     return os.environ.get("RSP_VERBOSE", "") not in ("", "0")
+
+
+def copy_without_noise(source: BinaryIO, target: BinaryIO) -> None:
+    """``source``'s lines to ``target`` without ``_JVM_NOISE`` (nor the empty line after one)."""
+    dropped = False
+    for line in source:
+        if line.startswith(_JVM_NOISE):
+            dropped = True
+        elif not (dropped and line.strip() == b""):
+            dropped = False
+            target.write(line)
 
 
 @contextlib.contextmanager
@@ -62,9 +78,7 @@ def _filtered_jvm_stderr() -> Iterator[None]:
 
     def forward() -> None:
         with os.fdopen(read, "rb") as source, os.fdopen(real, "wb", buffering=0) as target:
-            for line in source:
-                if not line.startswith(_JVM_NOISE):
-                    target.write(line)
+            copy_without_noise(source, target)
 
     os.dup2(write, 2)
     os.close(write)
