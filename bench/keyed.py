@@ -2,7 +2,7 @@
 (``cep.continuous.runner``, which re-evaluates the window each micro-batch), with a real fleet.
 
     python bench/keyed.py [--vehicles 3000] [--events 200000] [--batches 10] [--per-minute 2000]
-                          [--scales 1 10 30] [--buckets 16] [--network real|example] [--esper]
+                          [--scales 1 10 30] [--buckets 16] [--network real|example] [--esper] [--no-floor]
 
 DESIGN.md's Vienna query (``SELECT ?s``: SEQ of two delays of a subway and no arrival after them in
 a RANGE 10m window, at stops that reach the centre by subway) over the seeded stream of
@@ -18,7 +18,11 @@ event-time minute, so the 10-minute window holds s times more events (window sca
 * **runner**: ``cep.continuous.job.run`` over the same files (the driver engine while the state is
   small, as it chooses): total time and seconds per batch;
 * the answer counts, which must be equal;
-* with ``--esper``, Esper 8.9 on the same files (``bench/streaming.py``'s baseline).
+* with ``--esper``, Esper 8.9 on the same files (``bench/streaming.py``'s baseline);
+* **Spark's floor**, on the same files in the same session: a stateless stream (the files read and
+  counted) and ``transformWithStateInPandas`` with a processor that does nothing but keep one state
+  row per bucket, keyed by the same bucket count. What the keyed operator costs per batch above
+  the second is ours; the second is what any Python stateful operator costs on this machine.
 
 Both run in one warm local[2] session; each is warmed up on a small stream first. The ratio of a
 scale's time to scale 1's is the window-scaling figure: the keyed operator's work follows the new
@@ -37,6 +41,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor  # noqa: E402
 
 from bench.streaming import esper_baseline  # noqa: E402  (the repository on the path first)
 from cep.continuous.job import run  # noqa: E402
@@ -100,6 +108,36 @@ def run_keyed(spark, query, static, directory: Path, checkpoint: Path, buckets: 
     return total, seconds, rows, counts
 
 
+class _Idle(StatefulProcessor):
+    """The floor's processor: one list-state row per bucket, one output row per bucket."""
+
+    def init(self, handle) -> None:
+        self.rows = handle.getListState("rows", "n long")
+
+    def handleInputRows(self, key, rows, timerValues):
+        n = sum(len(frame) for frame in rows)
+        self.rows.put([(n,)])
+        yield pd.DataFrame({"bucket": [int(key[0])], "n": [n]})
+
+    def close(self) -> None:
+        pass
+
+
+def run_floor(spark, directory: Path, checkpoint: Path, buckets: int, stateful: bool):
+    """Seconds per micro-batch of the floor (module doc) over ``directory``'s files."""
+    frame = (spark.readStream.schema("s string, p string, o string, t long").option("maxFilesPerTrigger", 1)
+             .json(str(directory)))
+    if stateful:
+        frame = (frame.withColumn("_time", F.timestamp_millis(F.col("t")))
+                 .withWatermark("_time", "0 milliseconds")
+                 .withColumn("bucket", F.pmod(F.xxhash64("s"), F.lit(buckets)).cast("int"))
+                 .groupBy("bucket").transformWithStateInPandas(_Idle(), "bucket int, n long", "Append", "EventTime"))
+    running = (frame.writeStream.foreachBatch(lambda batch, _id: batch.count())
+               .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    running.awaitTermination()
+    return [(p["durationMs"].get("triggerExecution", 0) / 1000, p["numInputRows"]) for p in running.recentProgress]
+
+
 def run_runner(spark, query, static, directory: Path, checkpoint: Path):
     started = time.perf_counter()
     summary = run(spark, query, [FileSource(STREAM, str(directory), max_files_per_trigger=1)],
@@ -122,6 +160,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--network", choices=("real", "example"), default=None)
     ap.add_argument("--esper", action="store_true", help="also Esper 8.9 on the same files (bench/streaming.py)")
+    ap.add_argument("--no-floor", dest="floor", action="store_false", help="leave out Spark's floor (module doc)")
     args = ap.parse_args(argv)
 
     spark = build_session("bench keyed", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
@@ -166,6 +205,13 @@ def main(argv=None) -> int:
         print(f"  runner: {r_total:.1f} s total, {events / r_total:,.0f} events/s, p50 "
               f"{statistics.median(r_seconds) if r_seconds else float('nan'):.2f} s per batch, {summary.answers} answers")
         print(f"  ratio : keyed / runner = {k_total / r_total:.2f}; answers {'equal' if counts['answers'] == summary.answers else 'DIFFER'}")
+        if args.floor:
+            idle = [s for s, n in run_floor(spark, work / f"{name}-x", work / f"{name}-idle", args.buckets, True) if n > 1]
+            plain = [s for s, n in run_floor(spark, work / f"{name}-x", work / f"{name}-plain", args.buckets, False) if n > 1]
+            keyed_p50 = statistics.median(data)
+            print(f"  floor : stateless stream p50 {statistics.median(plain):.2f} s per data batch; transformWithStateInPandas "
+                  f"doing nothing p50 {statistics.median(idle):.2f} s; the keyed operator above that floor "
+                  f"{keyed_p50 - statistics.median(idle):.2f} s ({keyed_p50 / statistics.median(idle):.1f}x the floor)")
         table.append((scale, k_total, r_total))
         if args.esper:
             esper_baseline(spark, query, static.current(spark), work / name, k_total, counts["answers"], events)
