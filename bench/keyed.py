@@ -2,7 +2,7 @@
 (``cep.continuous.runner``, which re-evaluates the window each micro-batch), with a real fleet.
 
     python bench/keyed.py [--vehicles 3000] [--events 200000] [--batches 10] [--per-minute 2000]
-                          [--scales 1 10 30] [--buckets 16] [--network real|example] [--esper] [--no-floor]
+                          [--scales 1 10 30] [--buckets 4] [--network real|example] [--esper] [--no-floor]
 
 DESIGN.md's Vienna query (``SELECT ?s``: SEQ of two delays of a subway and no arrival after them in
 a RANGE 10m window, at stops that reach the centre by subway) over the seeded stream of
@@ -156,7 +156,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", type=int, default=10)
     ap.add_argument("--per-minute", type=int, default=2000)
     ap.add_argument("--scales", type=int, nargs="+", default=[1, 10, 30])
-    ap.add_argument("--buckets", type=int, default=16)
+    ap.add_argument("--buckets", type=int, default=4,
+                    help="the keys' buckets (default 4: twice the session's 2 cores, the keyed job's default for a "
+                         "new checkpoint)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--network", choices=("real", "example"), default=None)
     ap.add_argument("--esper", action="store_true", help="also Esper 8.9 on the same files (bench/streaming.py)")

@@ -173,6 +173,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "small; else Spark), local (the driver), spark; with --continuous, where each "
                              "micro-batch is evaluated, or keyed: the whole query as one Spark stateful operator on "
                              "the executors (CQELS-CEP SELECT, --emit istream)")
+    parser.add_argument("--buckets", type=int, metavar="N",
+                        help="with --engine keyed: how many groups the keys are hashed into, fixed when the checkpoint "
+                             "is created (default: the checkpoint's; for a new one twice the cores)")
     parser.add_argument("--format", choices=FORMATS, default="tsv", help="SPARQL 1.1 results format (default tsv)")
     parser.add_argument("--rejects", metavar="FILE|DIR",
                         help="write the rejected input lines here (JSON Lines; a directory with --continuous)")
@@ -326,6 +329,8 @@ def plan(args: argparse.Namespace) -> Plan:
         _check_continuous(args)
     elif getattr(args, "every", None) is not None:
         raise QueryError("--every sets when a --continuous run evaluates; with --at the instants are the ones given")
+    elif getattr(args, "buckets", None) is not None:
+        raise QueryError("--buckets: only --continuous --engine keyed hashes keys into buckets")
     query_path = _existing(local_path(args.query, "the query file"), "the query file")
     text = read_utf8(query_path, "the query file")
     lang = getattr(args, "lang", "auto")
@@ -683,6 +688,10 @@ def _check_continuous(args: argparse.Namespace) -> None:
         raise QueryError(f"--every {args.every!r}: the period must be positive")
     if args.max_per_trigger is not None and args.max_per_trigger < 1:
         raise QueryError(f"--max-per-trigger {args.max_per_trigger}: expected a positive number")
+    if args.buckets is not None and args.engine != "keyed":
+        raise QueryError("--buckets: only --engine keyed hashes keys into buckets")
+    if args.buckets is not None and args.buckets < 1:
+        raise QueryError(f"--buckets {args.buckets}: expected a positive number")
 
 
 def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
@@ -711,7 +720,7 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     summary = run_stream(spark, p.query, sources, sink=sink, checkpoint=args.checkpoint, static=static,
                          trigger=trigger, lateness=lateness, emit=args.emit, time_unit=p.time_unit,
                          rejects=args.rejects, engine=args.engine, horizon=horizon, every=every, rules=p.rules,
-                         window_convention=p.convention)
+                         window_convention=p.convention, buckets=args.buckets)
     print(json.dumps({"continuous": summary.to_dict()}), file=sys.stderr)
     return summary.answers
 

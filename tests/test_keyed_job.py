@@ -38,8 +38,31 @@ def _chunks(items, k):
     return out + [current]
 
 
+def test_a_keyed_checkpoint_keeps_the_bucket_count_it_was_created_with(tmp_path):
+    from cep.continuous.keyed.job import checkpoint_buckets
+    from cep.continuous.plan import ContinuousError
+
+    fresh = tmp_path / "fresh"
+    assert checkpoint_buckets(fresh, None, 2) == (4, True)          # twice the parallelism
+    assert checkpoint_buckets(fresh, 7, 2) == (7, True)
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    (recorded / "keyed.json").write_text('{"buckets": 5}')
+    assert checkpoint_buckets(recorded, None, 8) == (5, False)
+    assert checkpoint_buckets(recorded, 5, 8) == (5, False)
+    with pytest.raises(ContinuousError, match="created with 5 buckets and this run asks for 6"):
+        checkpoint_buckets(recorded, 6, 8)
+    older = tmp_path / "older"                                        # a keyed checkpoint from before the record
+    (older / "keyed").mkdir(parents=True)
+    assert checkpoint_buckets(older, None, 2) == (16, False)
+    (recorded / "keyed.json").write_text("[5]")
+    with pytest.raises(ContinuousError, match="not a keyed checkpoint record"):
+        checkpoint_buckets(recorded, None, 2)
+
+
 def test_the_query_job_refuses_what_the_keyed_operator_cannot_run(tmp_path, capsys):
-    """Before any JVM starts: --engine keyed with --at, with --emit rstream, with RSEP-QL."""
+    """Before any JVM starts: --engine keyed with --at, with --emit rstream, with RSEP-QL; --buckets
+    without the keyed engine, or not positive."""
     from jobs import query as job
 
     def vienna(stream):
@@ -49,12 +72,18 @@ def test_the_query_job_refuses_what_the_keyed_operator_cannot_run(tmp_path, caps
     cases = [(vienna("ontologies/vienna_example_stream.jsonl") + ["--at", "16"], "--engine keyed runs continuous"),
              (vienna(tmp_path) + ["--continuous", "--checkpoint", str(tmp_path / "c"), "--emit", "rstream"],
               "--emit rstream"),
+             (vienna(tmp_path) + ["--continuous", "--checkpoint", str(tmp_path / "c"), "--buckets", "0"],
+              "--buckets 0: expected a positive number"),
              (["ontologies/rsep_fig1_query.rq", "--stream", f":S={tmp_path}", "--continuous", "--checkpoint",
                str(tmp_path / "c")], "evaluation instants")]
     for args, why in cases:
         assert job.main(args + ["--engine", "keyed"]) == 2
         err = capsys.readouterr().err
         assert "error:" in err and why in err, err
+    for args in (vienna(tmp_path) + ["--continuous", "--checkpoint", str(tmp_path / "c"), "--buckets", "4"],
+                 vienna("ontologies/vienna_example_stream.jsonl") + ["--at", "16", "--buckets", "4"]):
+        assert job.main(args) == 2
+        assert "--buckets: only" in capsys.readouterr().err
 
 
 @pytest.mark.spark
@@ -75,13 +104,15 @@ def test_keyed_job_equals_union_of_instants_across_a_restart_with_rejects(spark,
     directory, ckpt, rejects = tmp_path / "in", tmp_path / "ckpt", tmp_path / "rejects"
     got: list = []
 
-    def once():
+    def once(buckets=None):
         return run(spark, q, [FileSource(STREAM_IRI, str(directory))],   # the new files in one micro-batch
                    sink=CallbackSink(lambda _label, rows: got.extend(rows)), checkpoint=ckpt, rejects=rejects,
-                   metrics=open(os.devnull, "w"), engine="keyed")
+                   metrics=open(os.devnull, "w"), engine="keyed", buckets=buckets)
 
     placed = write_stream(directory, [first])
-    assert once().rejected == {}
+    assert once(buckets=3).rejected == {}
+    # the checkpoint keeps its bucket count: the restart below asks for none and runs with 3
+    assert json.loads((ckpt / "keyed.json").read_text()) == {"buckets": 3}
     # then: the rest (new files in the same directory), a line that is no JSON, and an item at an
     # instant the first run closed (its input ended there)
     staged = write_stream(tmp_path / "staged", rest)

@@ -33,7 +33,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
         time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
         metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
         timeout: float | None = None, engine: str = "auto", horizon: int | None = None,
-        rules=(), every: int | None = None, window_convention=None) -> RunSummary:
+        rules=(), every: int | None = None, window_convention=None, buckets: int | None = None) -> RunSummary:
     """Run ``query`` continuously over ``sources`` (see the module doc).
 
     ``query``: text or a ``cep.algebra.patterns.Query``. ``sources``: one ``FileSource`` or ``KafkaSource`` per
@@ -53,7 +53,9 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     (compiled queries, ``cep.engines.rules``): each instant reads the Q-closure of its events. ``every``
     (ticks; C-SPARQL, RSEP-QL, EP-SPARQL): evaluate at its multiples (the report policy), not at
     each content change. ``window_convention`` (C-SPARQL): the C-SPARQL engine's window
-    conventions (``cep.algebra.WindowConvention``; None: RSEP-QL's). A landmark ([ALL]) window's warning (``ContinuousPlan.warnings``) is
+    conventions (``cep.algebra.WindowConvention``; None: RSEP-QL's). ``buckets`` (``keyed`` only):
+    how many groups the keys are hashed into, fixed when the checkpoint is created (None: the
+    checkpoint's, or twice the session's parallelism for a new one; ``cep.continuous.keyed.job``). A landmark ([ALL]) window's warning (``ContinuousPlan.warnings``) is
     printed to ``metrics`` (stderr by default) before the first batch.
     """
     if isinstance(query, str):
@@ -63,7 +65,9 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     if engine == KEYED:
         return run_keyed(spark, query, sources, sink=sink, checkpoint=checkpoint, static=static, trigger=trigger,
                          lateness=lateness, time_unit=time_unit, rejects=rejects, on_answers=on_answers,
-                         metrics=metrics, prefixes=prefixes, timeout=timeout)
+                         metrics=metrics, prefixes=prefixes, timeout=timeout, buckets=buckets)
+    if buckets is not None:
+        raise ContinuousError(f"buckets={buckets}: only the keyed engine hashes keys into buckets (engine={engine!r})")
     if engine not in ENGINES:
         raise ContinuousError(f"unknown engine {engine!r}; expected one of {', '.join((*ENGINES, KEYED))}")
     if engine == "local" and cplan.mode == LIFETIMES:

@@ -23,6 +23,13 @@ instant up to the largest event time is then final, as the runner's close makes 
 has passed (``write_heartbeat``): an idle source otherwise holds back a pending answer, such
 as a tail negation's, until its next row.
 
+**Buckets.** The keys are hashed into a fixed number of buckets (``buckets``), fixed when the
+checkpoint is created and recorded in ``CHECKPOINT/keyed.json``: a restart reads it from there,
+and refuses another count (the keys would hash to other buckets than the ones holding their
+state). A new checkpoint's default is twice the session's parallelism: each bucket with rows or a
+timer is one Python call per micro-batch, so a few per core keep every core busy without paying
+that call many times over.
+
 Each micro-batch appends a metrics line to ``CHECKPOINT/metrics.jsonl`` (and ``metrics``) from
 Spark's own ``StreamingQueryProgress``: the rows the sources gave (a file read whole is one row;
 a Kafka message one), the operator's state rows and memory, the watermark and the largest event
@@ -43,7 +50,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cep.algebra.windows import TIME_UNITS
-from cep.continuous.keyed.keys import DEFAULT_BUCKETS
 from cep.continuous.keyed.operator import REJECT, Keyed, check_streams, parsed_items, prepare
 from cep.continuous.plan import ContinuousError
 from cep.continuous.runner import RunSummary
@@ -56,12 +62,37 @@ from rdfcore.fs import spark_path
 from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, RAW, REASON
 
-__all__ = ["run_keyed", "numbered_lines", "write_heartbeat", "HEARTBEATS"]
+__all__ = ["run_keyed", "numbered_lines", "write_heartbeat", "checkpoint_buckets", "HEARTBEATS"]
 
 #: the operator's heartbeat source, under the checkpoint
 HEARTBEATS = "heartbeats"
 _ANSWERS, _BAD_LINES = "keyed", "keyed-rejects"
 _PARTITIONS = "spark.sql.shuffle.partitions"
+#: the checkpoint's record of what it was created with (module doc, Buckets)
+_RECORD = "keyed.json"
+#: the bucket count of a checkpoint created before it was recorded (the operator's default then)
+_UNRECORDED_BUCKETS = 16
+
+
+def checkpoint_buckets(checkpoint: Path, asked: int | None, parallelism: int) -> tuple[int, bool]:
+    """The bucket count to run ``checkpoint`` with (module doc, Buckets) and whether it is new (to
+    be recorded once the query is planned): the recorded one; for a new checkpoint ``asked``, else
+    twice ``parallelism``. A ContinuousError when ``asked`` is not the recorded one."""
+    record = checkpoint / _RECORD
+    if record.exists():
+        try:
+            recorded = json.loads(record.read_text(encoding="utf-8"))["buckets"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ContinuousError(f"{record}: not a keyed checkpoint record ({exc}); expected {{\"buckets\": N}}") from None
+    elif (checkpoint / _ANSWERS).exists():
+        recorded = _UNRECORDED_BUCKETS
+    else:
+        return (asked if asked is not None else max(1, 2 * parallelism)), True
+    if asked is not None and asked != recorded:
+        raise ContinuousError(f"the checkpoint {checkpoint} was created with {recorded} buckets and this run asks for "
+                              f"{asked}: the bucket count is fixed when a checkpoint is created (leave it out, or "
+                              f"start a new checkpoint)")
+    return recorded, False
 
 
 def numbered_lines(spark: SparkSession, source: FileSource) -> DataFrame:
@@ -231,14 +262,17 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
               checkpoint: str | Path, static=None, trigger: str = "available-now", lateness: int = 0,
               time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
               metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
-              timeout: float | None = None, buckets: int = DEFAULT_BUCKETS) -> RunSummary:
+              timeout: float | None = None, buckets: int | None = None) -> RunSummary:
     """``query`` continuously over ``sources`` on the keyed operator (module doc); the arguments
-    are ``cep.continuous.job.run``'s."""
+    are ``cep.continuous.job.run``'s; ``buckets``: module doc, Buckets (None: the checkpoint's)."""
+    checkpoint = location(checkpoint, "the checkpoint")
+    buckets, new = checkpoint_buckets(checkpoint, buckets, spark.sparkContext.defaultParallelism)
     keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets)
     check_streams(keyed, [s.stream for s in sources])
     check_sources(sources)
-    checkpoint = location(checkpoint, "the checkpoint")
     checkpoint.mkdir(parents=True, exist_ok=True)
+    if new:
+        fs.write_atomically(checkpoint / _RECORD, json.dumps({"buckets": buckets}) + "\n")
     prefixes = dict(keyed.program.query.prefixes) if prefixes is None else dict(prefixes)
     if hasattr(sink, "bind"):
         sink.bind(spark)
