@@ -60,8 +60,10 @@ def test_keep_from_by_hand():
     # (8 - 6, 8]
     assert keep_from(plan(_csparql("[RANGE 6 STEP 4]")), S1, 9) == 3
     assert keep_from(plan(_csparql("[RANGE 6 STEP 4]")), S1, 11) == 7
-    assert keep_from(plan(_csparql("[RANGE 5]")), S1, 9) == 6                        # (10 - 5, 10]
-    assert keep_from(plan(_csparql("[NOW]")), S1, 9) == 10
+    # (10 - 5, 10] holds τ ≥ 6; the item stamped 5 leaves at 10, an evaluation instant: it stays
+    assert keep_from(plan(_csparql("[RANGE 5]")), S1, 9) == 5
+    assert keep_from(plan(_csparql("[RANGE 5]"), every=5), S1, 9) == 6               # no evaluation at leavings
+    assert keep_from(plan(_csparql("[NOW]")), S1, 9) == 9                             # 9 leaves at 10
     triples = plan(_csparql("[TRIPLES 3]"))
     assert keep_from(triples, S1, 9, [(8, 1), (7, 1), (5, 2), (2, 1)]) == 5          # the boundary's ties stay
     assert keep_from(triples, S1, 9, [(8, 1), (7, 1)]) == MIN_TIME                   # fewer than n: all

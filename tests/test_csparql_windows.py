@@ -9,8 +9,10 @@ differential test; the refusals and the command line's errors.
 from __future__ import annotations
 
 import json
+import os
 import random
 import zlib
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -491,3 +493,51 @@ def test_continuous_with_the_options_equals_reference(spark, tmp_path, engine):
             assert min(at for at, _row in expected) == 5
             # the last item, 45, is on a close: the end of input goes on to the close 50, [40, 50)
             assert max(at for at, _row in expected) == 50
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_left_closed_windows_take_an_item_stamped_at_the_last_evaluated_instant(spark, tmp_path, engine):
+    """Under left-closed windows an item stamped τ first counts at τ + 1: once the instants up to
+    ``done`` are evaluated, an item stamped ``done`` changes none of them and is taken, and one
+    stamped ``done − 1`` is late. Two runs of one checkpoint; the second brings both. The rows are
+    the reference's over the items taken, at every evaluation instant — also the instant 6 at which
+    the first item leaves, which the first batch (up to 5) had to keep although no window after 5
+    holds it (``keep_from``)."""
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
+    from tests.test_cep_continuous import relabeled, runtime_ids, write_stream
+    from tests.test_continuous_instants import expected_rows, got_rows
+
+    text = SELECT.replace("WIN", "[RANGE 4]")
+    convention = A.WindowConvention(LEFT)
+    cplan = plan(compile_query(text), window_convention=convention)
+    first = items(1, 3, 6)
+    done = end_instant(cplan, 6)                 # the first run closes its input: 7, [3, 7) holds 3 and 6
+    assert done == 7
+    later = items(done, done - 1, first=10)      # 7 is taken, 6 is late
+    directory, ckpt, rejects = tmp_path / "in", tmp_path / "ckpt", tmp_path / "rejects"
+    got: list = []
+
+    def once():
+        return run(spark, text, [FileSource(S1, str(directory))], sink=CallbackSink(lambda _l, rows: got.extend(rows)),
+                   checkpoint=ckpt, rejects=rejects, emit="rstream", metrics=open(os.devnull, "w"), engine=engine,
+                   window_convention=convention)
+
+    placed = write_stream(directory, [first])
+    assert once().rejected == {}
+    staged = write_stream(tmp_path / "staged", [later])
+    for item, (path, line) in staged.items():
+        placed[item] = (str((directory / f"later-{Path(path).name}").resolve()), line)
+    for path in (tmp_path / "staged").glob("*.jsonl"):
+        (directory / f"later-{path.name}").write_text(path.read_text())
+    assert once().rejected == {"late": 1}
+    reasons = [json.loads(line)["reason"] for f in sorted(rejects.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    assert len(reasons) == 1 and reasons[0].startswith(f"late: event time {done - 1} is not after {done - 1}: "
+                                                       f"instant {done} is already evaluated"), reasons
+    taken = first + later[:1]
+    ids = runtime_ids(spark, {it[0]: placed[it[0]] for it in taken})
+    expected, _ordered = expected_rows(text, {S1: relabeled(taken, ids)}, "rstream", window_convention=convention)
+    assert any(at > done for at, _row in expected), "the item taken must change an instant after done"
+    assert sorted(got_rows(got, text), key=canonical) == sorted(expected, key=canonical)

@@ -20,7 +20,9 @@ Semantics (README "Continuous queries")
   t < W is *final*: everything still to come starts at ≥ W. A batch evaluates the instants
   (done, W − 1] — with lateness 0 the instant M itself waits, since more items of time M may come.
   An arriving item that starts at or before ``done`` (an instant already evaluated) is *late*: it
-  goes to the rejects with reason ``late`` and is counted, never used. Out-of-order input within
+  goes to the rejects with reason ``late`` and is counted, never used. Under C-SPARQL's left-closed
+  windows an item stamped τ first counts at τ + 1, so one stamped ``done`` is not late
+  (``ContinuousPlan.last_late``). Out-of-order input within
   the lateness therefore gives exactly the in-order answers. End of input (trigger
   ``available-now``) closes the stream: the instants up to ``end_instant`` are evaluated — M, or
   under C-SPARQL's left-closed windows [c − ρ, c) the first close after M of every window (the
@@ -182,6 +184,12 @@ class ContinuousPlan:
 
     def rules_for(self, stream: A.Term) -> tuple[WindowRule, ...]:
         return tuple(w for w in self.windows if w.stream == stream)
+
+    def last_late(self, done: int) -> int:
+        """The latest event time of a *late* item once the instants up to ``done`` are evaluated
+        (module doc, Watermark): an item counts from its time + the windows' lag on (one tick later
+        under left-closed windows), so it is late when that instant is already evaluated."""
+        return done - self.convention.lag
 
     @property
     def horizon(self) -> int | None:
@@ -444,7 +452,8 @@ def keep_from(cplan: ContinuousPlan, stream: A.Term, upto: int, latest: Iterable
     """The earliest start time an item of ``stream`` needs to be kept from once every instant up to
     ``upto`` is evaluated (an INSTANTS plan; module doc, "State"): a RANGE α window (slide σ) can
     hold at a later instant c only items after ⌊(upto+1)/σ⌋σ − α, NOW only items after upto, and
-    TRIPLES n the latest n triples (``latest``: (start, triples) per start time ≤ upto, newest
+    a window sliding by one tick also keeps the items leaving it at upto + 1 (their leaving is an
+    evaluation instant); TRIPLES n the latest n triples (``latest``: (start, triples) per start time ≤ upto, newest
     first; ties at the boundary are kept), ALL every item. Items started after ``upto`` are always kept."""
     low = upto + 1
     for w in cplan.rules_for(stream):
@@ -457,10 +466,14 @@ def keep_from(cplan: ContinuousPlan, stream: A.Term, upto: int, latest: Iterable
                     break
                 seen, boundary = seen + n, t
             low = min(low, boundary if boundary is not None and seen >= w.count else MIN_TIME)
-        elif w.range == 0 and w.kind == SLIDING:   # NOW
-            continue
         else:   # the window closing at c' ≥ close(upto + 1) holds τ ≥ c' − ρ + 1 (left-closed: c' − ρ)
             step = w.step if w.kind == STEP else 1
             convention = cplan.convention
-            low = min(low, convention.close(upto + 1, step) - w.range + 1 - convention.lag)
+            if w.range:      # NOW holds no item before upto + 1
+                low = min(low, convention.close(upto + 1, step) - w.range + 1 - convention.lag)
+            if step == 1 and not cplan.every:
+                # a window sliding by one tick is evaluated when an item leaves it (τ + max(ρ, 1), one
+                # tick later left-closed: evaluation_instants): the item that leaves at upto + 1 is
+                # in no window after upto but stays until then, or that instant would be missed
+                low = min(low, upto + 1 - max(w.range, 1) - convention.lag)
     return low

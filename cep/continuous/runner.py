@@ -250,9 +250,10 @@ class Runner:
                           F.countDistinct(ITEM).alias("n"), F.min(T_START).alias("lo")).first()
         # late items: at or below an instant already evaluated (cep.continuous.plan "Watermark")
         late_rows = None
-        if meta.done is not None and stats["lo"] is not None and stats["lo"] <= meta.done:
-            late_rows = self._late_rejects(numbered, items.filter(F.col(T_START) <= F.lit(meta.done)), meta)
-            items = items.filter(F.col(T_START) > F.lit(meta.done))
+        last_late = None if meta.done is None else self.plan.last_late(meta.done)
+        if last_late is not None and stats["lo"] is not None and stats["lo"] <= last_late:
+            late_rows = self._late_rejects(numbered, items.filter(F.col(T_START) <= F.lit(last_late)), meta)
+            items = items.filter(F.col(T_START) > F.lit(last_late))
             stats = items.agg(F.max(T_START).alias("m"), F.min(T_START).alias("f"),
                               F.countDistinct(ITEM).alias("n")).first()
         meta.first = _min(meta.first, stats["f"])
@@ -443,15 +444,16 @@ class Runner:
 
         parsed, bad = rows
         times = parsed.column(T_START).to_numpy()
-        if meta.done is not None and len(times) and times.min() <= meta.done:
-            late = times <= meta.done
+        last_late = None if meta.done is None else self.plan.last_late(meta.done)
+        if last_late is not None and len(times) and times.min() <= last_late:
+            late = times <= last_late
             late_items = set(zip(parsed.column(FILE).filter(late).to_pylist(),
                                  parsed.column(LINE).filter(late).to_pylist(), times[late].tolist()))
             # rare: their text comes from the source lines (cep.continuous.plan "Watermark")
             frame = self.spark.createDataFrame(sorted(late_items), f"{FILE} string, {LINE} long, {T_START} long")
             raw = self._late_rejects(self._numbered(lines), frame, meta)
             bad.extend((r[FILE], r[LINE], r[REASON], r[RAW]) for r in raw.collect())
-            parsed = parsed.filter(pc.invert(pc.less_equal(parsed.column(T_START), meta.done)))
+            parsed = parsed.filter(pc.invert(pc.less_equal(parsed.column(T_START), last_late)))
             times = parsed.column(T_START).to_numpy()
         reject_counts = self._record_rejects(label, sorted(bad, key=lambda r: (r[0], r[1])))
         if len(times):
@@ -594,9 +596,11 @@ class Runner:
     def _late_rejects(self, numbered: DataFrame, late: DataFrame | None, meta: Meta) -> DataFrame | None:
         if late is None:
             return None
+        last = self.plan.last_late(meta.done)
+        counts = "" if last == meta.done else " (an item stamped τ counts from τ + 1 on in left-closed windows)"
         reason = F.concat(F.lit("late: event time "), F.col(T_START).cast("string"),
-                          F.lit(f" is not after {meta.done}, the last instant already evaluated (the watermark "
-                                f"is {meta.done + 1}; allow more lateness with --lateness)"))
+                          F.lit(f" is not after {last}: instant {meta.done} is already evaluated{counts} (the "
+                                f"watermark is {meta.done + 1}; allow more lateness with --lateness)"))
         return late.select(FILE, LINE, T_START).distinct().join(
             numbered.select(FILE, LINE, RAW), [FILE, LINE]).select(FILE, LINE, reason.alias(REASON), RAW)
 
