@@ -47,7 +47,7 @@ __all__ = ["EXTRA", "canonical", "constant", "join", "union", "seq", "seq_wo", "
 EXTRA = (LIFE_FROM, LIFE_TO)
 
 _L, _R, _N = "l", "r", "n"
-_B_FROM, _B_TO, _P = scratch("block", "from"), scratch("block", "to"), scratch("gap", "from")
+_B_FROM, _B_TO = scratch("block", "from"), scratch("block", "to")
 
 
 def canonical(df: DataFrame) -> DataFrame:
@@ -143,30 +143,44 @@ def _subtract(rows: DataFrame, blockers: DataFrame, condition: Column, b_from: C
     instants. ``blockers``: a DataFrame whose columns do not clash with ``rows``'; ``condition``:
     when a blocker row blocks a candidate row; [``b_from``, ``b_to``]: the instants it blocks at.
 
-    A run of free instants starts at the row's LIFE_FROM or right after a blocker's end, at a point
-    no blocker covers, and ends right before the next blocker start or at the row's LIFE_TO.
+    One left join of the rows with their blockers, then, per row, its blocked stretches in order
+    (a window over the row's columns): a free run starts at LIFE_FROM before the first stretch (or
+    spans the whole lifetime when nothing blocks the row), and right after each point where the
+    stretches so far end before the next one starts. Each input appears once in the plan, so
+    nested negations do not copy their operands' plans.
     """
     cols = rows.columns
-    hits = (rows.join(blockers, condition & (b_from <= F.col(LIFE_TO)) & (b_to >= F.col(LIFE_FROM)), "inner")
-            .select(*cols, F.greatest(b_from, F.col(LIFE_FROM)).alias(_B_FROM),
-                    F.least(b_to, F.col(LIFE_TO)).alias(_B_TO))
-            .distinct())
-    hit = prefixed(hits, _N)
-    same = F.lit(True)
-    for c in cols:
-        same = same & F.col(c).eqNullSafe(side_col(_N, c))
-    starts = rows.select(*cols, F.col(LIFE_FROM).alias(_P)).unionByName(
-        hits.filter(F.col(_B_TO) < F.col(LIFE_TO))
-        # the condition again: the optimizer may evaluate the sum before the filter (OPEN_END + 1 overflows)
-        .select(*cols, F.when(F.col(_B_TO) < F.col(LIFE_TO), F.col(_B_TO) + 1).alias(_P)))
-    covered = same & (side_col(_N, _B_FROM) <= F.col(_P)) & (side_col(_N, _B_TO) >= F.col(_P))
-    free = starts.distinct().join(hit, covered, "left_anti")
-    after = same & (side_col(_N, _B_FROM) > F.col(_P))
-    ends = (free.join(hit, after, "left")
-            .groupBy(*cols, _P).agg(F.min(side_col(_N, _B_FROM)).alias(_B_FROM)))
-    end = F.coalesce(F.col(_B_FROM) - 1, F.col(LIFE_TO))
+    hit = scratch("block", "hit")
+    overlap = condition & (b_from <= F.col(LIFE_TO)) & (b_to >= F.col(LIFE_FROM))
+    matched = F.col(hit).isNotNull()
+    spans = (rows.join(blockers.withColumn(hit, F.lit(True)), overlap, "left")
+             .select(*cols, F.when(matched, F.greatest(b_from, F.col(LIFE_FROM))).alias(_B_FROM),
+                     F.when(matched, F.least(b_to, F.col(LIFE_TO))).alias(_B_TO))
+             .distinct())
+    row = Window.partitionBy(*cols)
+    ordered = row.orderBy(F.col(_B_FROM).asc_nulls_first(), F.col(_B_TO).asc_nulls_first())
+    first, covered, following, rank = (scratch("block", n) for n in ("first", "covered", "following", "rank"))
+    spans = spans.select(
+        *cols,
+        F.col(_B_FROM),
+        F.min(_B_FROM).over(row).alias(first),                          # null: nothing blocks the row
+        F.max(_B_TO).over(ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(covered),
+        F.lead(_B_FROM).over(ordered).alias(following),
+        F.row_number().over(ordered).alias(rank))
+    head = (F.col(rank) == 1) & (F.col(first).isNull() | (F.col(first) > F.col(LIFE_FROM)))
+    # the free instant after the stretches so far, only where one is left: OPEN_END + 1 overflows
+    after = F.when(F.col(covered) < F.col(LIFE_TO), F.col(covered) + 1)
+    gap = (F.col(_B_FROM).isNotNull() & after.isNotNull()
+           & (F.col(following).isNull() | (F.col(following) > after)))
+    run = scratch("block", "run")
+    runs = F.array(
+        F.when(head, F.struct(F.col(LIFE_FROM).alias("a"), F.when(F.col(first).isNull(), F.col(LIFE_TO))
+                              .otherwise(F.col(first) - 1).alias("b"))),
+        F.when(gap, F.struct(after.alias("a"), F.when(F.col(following).isNull(), F.col(LIFE_TO))
+                             .otherwise(F.col(following) - 1).alias("b"))))
     keep = [c for c in cols if c not in (LIFE_FROM, LIFE_TO)]
-    return ends.select(*keep, F.col(_P).alias(LIFE_FROM), end.alias(LIFE_TO))
+    out = spans.select(*keep, F.explode(runs).alias(run)).filter(F.col(run).isNotNull())
+    return out.select(*keep, F.col(f"{run}.a").alias(LIFE_FROM), F.col(f"{run}.b").alias(LIFE_TO))
 
 
 def no_head(o1: DataFrame, o2: DataFrame) -> DataFrame:
