@@ -222,6 +222,10 @@ def left_join(o1: DataFrame, o2: DataFrame, keep=None) -> DataFrame:
     DataFrame of merged mappings to its rows satisfying the OPTIONAL's condition; None = all),
     with JOIN's intersection, plus every Ω1 mapping that has no such pair, as it is.
     """
+    if keep is None:
+        start = F.greatest(side_col(_L, T_START), side_col(_R, T_START))
+        end = F.least(side_col(_L, T_END), side_col(_R, T_END))
+        return _outer_join(o1, o2, start <= end, start, end, "OPTIONAL")
     joined, start, end = _intersecting(o1, o2, "OPTIONAL")
     left_cols = [scratch(_L, c) for c in o1.columns]
     pairs = joined.select(*left_cols, *merged(o1, _L, o2, _R), start.alias(T_START), end.alias(T_END))
@@ -275,12 +279,35 @@ def optional_join(mandatory: DataFrame, optional: DataFrame, order: str, keep=No
     covered compatible pairs in that order that satisfy ``keep`` (a function from a DataFrame of
     merged solutions to those satisfying the condition; None = all), plus every mandatory solution
     with no such pair, as it is."""
+    if keep is None:
+        start = F.least(side_col(_L, T_START), side_col(_R, T_START))
+        end = F.greatest(side_col(_L, T_END), side_col(_R, T_END))
+        return _outer_join(mandatory, optional, _optional_order(order), start, end, "OPTIONAL")
     _check(mandatory, "OPTIONAL mandatory side")
     _check(optional, "OPTIONAL optional side")
     pairs = _covered(mandatory, optional, _optional_order(order))
     if keep is not None:
         pairs = keep(pairs)
     return _with_unmatched(mandatory, pairs)
+
+
+def _outer_join(o1: DataFrame, o2: DataFrame, condition: Column, start: Column, end: Column,
+                what: str) -> DataFrame:
+    """An OPTIONAL with no condition as one left outer join: each Ω1 row with every compatible Ω2
+    row satisfying ``condition`` (over ``_l_``/``_r_`` columns), merged, over [``start``, ``end``];
+    an Ω1 row with none, as it is. The same rows as the pairs plus ``_with_unmatched``, with each
+    operand read once (a plan that used Ω1 twice copied Ω1's plan, and nested OPTIONALs doubled
+    it at each level)."""
+    _check(o1, f"{what} left")
+    _check(o2, f"{what} right")
+    hit = scratch(_R, "hit")
+    l, r = prefixed(o1, _L), prefixed(o2, _R).withColumn(hit, F.lit(True))
+    joined = l.join(r, compatible(o1, _L, o2, _R) & condition, "left")
+    matched = F.col(hit).isNotNull()
+    # an unmatched row's Ω2 columns are null: merged() reads its own values
+    return canonical(joined.select(*merged(o1, _L, o2, _R),
+                                   F.when(matched, start).otherwise(side_col(_L, T_START)).alias(T_START),
+                                   F.when(matched, end).otherwise(side_col(_L, T_END)).alias(T_END))).distinct()
 
 
 def _with_unmatched(o1: DataFrame, pairs: DataFrame) -> DataFrame:
