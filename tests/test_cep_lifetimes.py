@@ -137,3 +137,37 @@ def test_subtraction_keeps_the_maximal_free_runs(spark):
     assert len(got) == len(set(got)), "a run was written twice"
     assert set(got) == expected
     assert any(hi == OPEN_END for *_row, hi in expected) and len(expected) > 400
+
+
+def test_optional_without_a_condition_equals_the_filtered_pairs_path(spark):
+    """OPTIONAL with no condition takes one left join (``_left_join_all``); with a condition the
+    pairs are filtered first, then each row's unmatched instants subtracted. A condition that
+    keeps every pair must give the same rows: 300 random rows a side, shared and own variables,
+    unbound values, intervals that do and do not intersect, lifetimes ending at OPEN_END."""
+    import random
+
+    from cep.engines.spark import lifetimes as L
+
+    rng = random.Random(3)
+
+    def value():
+        return None if rng.random() < 0.15 else rng.randint(1, 4)
+
+    def timing():
+        t1 = rng.randint(0, 12)
+        a = rng.randint(t1, 20)
+        return t1, t1 + rng.randint(0, 4), a, OPEN_END if rng.random() < 0.2 else a + rng.randint(0, 15)
+
+    cols = "t_start long, t_end long, life_from long, life_to long"
+    left = spark.createDataFrame([(value(), value(), *timing()) for _ in range(300)], f"v_a long, v_b long, {cols}")
+    right = spark.createDataFrame([(value(), rng.randint(1, 4), *timing()) for _ in range(300)],
+                                  f"v_b long, v_c long, {cols}")
+
+    def rows(df):
+        return sorted((tuple(r) for r in df.select(sorted(df.columns)).collect()),
+                      key=lambda row: tuple((v is None, v or 0) for v in row))
+
+    one_join = rows(L.left_join(left, right))
+    assert one_join == rows(L.left_join(left, right, keep=lambda pairs: pairs))
+    alone = [r for r in one_join if r[-1] is None]      # columns sorted: ..., v_a, v_b, v_c
+    assert alone and len(alone) < len(one_join), "both matched and unmatched rows, or the test proves little"

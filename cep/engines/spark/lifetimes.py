@@ -143,11 +143,8 @@ def _subtract(rows: DataFrame, blockers: DataFrame, condition: Column, b_from: C
     instants. ``blockers``: a DataFrame whose columns do not clash with ``rows``'; ``condition``:
     when a blocker row blocks a candidate row; [``b_from``, ``b_to``]: the instants it blocks at.
 
-    One left join of the rows with their blockers, then, per row, its blocked stretches in order
-    (a window over the row's columns): a free run starts at LIFE_FROM before the first stretch (or
-    spans the whole lifetime when nothing blocks the row), and right after each point where the
-    stretches so far end before the next one starts. Each input appears once in the plan, so
-    nested negations do not copy their operands' plans.
+    One left join of the rows with their blockers, then :func:`_free_runs`. Each input appears
+    once in the plan, so nested negations do not copy their operands' plans.
     """
     cols = rows.columns
     hit = scratch("block", "hit")
@@ -157,30 +154,49 @@ def _subtract(rows: DataFrame, blockers: DataFrame, condition: Column, b_from: C
              .select(*cols, F.when(matched, F.greatest(b_from, F.col(LIFE_FROM))).alias(_B_FROM),
                      F.when(matched, F.least(b_to, F.col(LIFE_TO))).alias(_B_TO))
              .distinct())
-    row = Window.partitionBy(*cols)
-    ordered = row.orderBy(F.col(_B_FROM).asc_nulls_first(), F.col(_B_TO).asc_nulls_first())
+    keep = [c for c in cols if c not in (LIFE_FROM, LIFE_TO)]
+    spans, head, gap = _free_runs(spans, cols, LIFE_FROM, LIFE_TO, [F.col(c).alias(c) for c in keep])
+    return _rows_of(spans, [head, gap])
+
+
+def _free_runs(spans: DataFrame, row: list[str], life_from: str, life_to: str,
+               fields: list[Column]) -> tuple[DataFrame, Column, Column]:
+    """The free runs of each row's lifetime: ``spans`` holds a row (its columns ``row``, its
+    lifetime in ``life_from``/``life_to``) once per stretch of instants [_B_FROM, _B_TO] blocked
+    in it, or once with null stretch when nothing blocks it. Per row, its stretches in order (a
+    window over the row's columns): a free run starts at its lifetime's start before the first
+    stretch (or spans the whole lifetime), and right after each point where the stretches so far
+    end before the next one starts. Returns ``spans`` with the window's columns, and two columns:
+    the run before the first stretch and the run after this row's stretch, each a struct of
+    ``fields``, LIFE_FROM and LIFE_TO, null where there is none."""
+    lf, lt = F.col(life_from), F.col(life_to)
+    over = Window.partitionBy(*row)
+    ordered = over.orderBy(F.col(_B_FROM).asc_nulls_first(), F.col(_B_TO).asc_nulls_first())
     first, covered, following, rank = (scratch("block", n) for n in ("first", "covered", "following", "rank"))
     spans = spans.select(
-        *cols,
-        F.col(_B_FROM),
-        F.min(_B_FROM).over(row).alias(first),                          # null: nothing blocks the row
+        "*",
+        F.min(_B_FROM).over(over).alias(first),                         # null: nothing blocks the row
         F.max(_B_TO).over(ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(covered),
         F.lead(_B_FROM).over(ordered).alias(following),
         F.row_number().over(ordered).alias(rank))
-    head = (F.col(rank) == 1) & (F.col(first).isNull() | (F.col(first) > F.col(LIFE_FROM)))
+    before = (F.col(rank) == 1) & (F.col(first).isNull() | (F.col(first) > lf))
     # the free instant after the stretches so far, only where one is left: OPEN_END + 1 overflows
-    after = F.when(F.col(covered) < F.col(LIFE_TO), F.col(covered) + 1)
+    after = F.when(F.col(covered) < lt, F.col(covered) + 1)
     gap = (F.col(_B_FROM).isNotNull() & after.isNotNull()
            & (F.col(following).isNull() | (F.col(following) > after)))
-    run = scratch("block", "run")
-    runs = F.array(
-        F.when(head, F.struct(F.col(LIFE_FROM).alias("a"), F.when(F.col(first).isNull(), F.col(LIFE_TO))
-                              .otherwise(F.col(first) - 1).alias("b"))),
-        F.when(gap, F.struct(after.alias("a"), F.when(F.col(following).isNull(), F.col(LIFE_TO))
-                             .otherwise(F.col(following) - 1).alias("b"))))
-    keep = [c for c in cols if c not in (LIFE_FROM, LIFE_TO)]
-    out = spans.select(*keep, F.explode(runs).alias(run)).filter(F.col(run).isNotNull())
-    return out.select(*keep, F.col(f"{run}.a").alias(LIFE_FROM), F.col(f"{run}.b").alias(LIFE_TO))
+
+    def run(start: Column, end: Column) -> Column:
+        return F.struct(*fields, start.cast("long").alias(LIFE_FROM), end.cast("long").alias(LIFE_TO))
+
+    head = F.when(before, run(lf, F.when(F.col(first).isNull(), lt).otherwise(F.col(first) - 1)))
+    tail = F.when(gap, run(after, F.when(F.col(following).isNull(), lt).otherwise(F.col(following) - 1)))
+    return spans, head, tail
+
+
+def _rows_of(df: DataFrame, structs: list[Column]) -> DataFrame:
+    """The non-null structs of ``structs``, one row each, their fields as columns."""
+    one = scratch("block", "run")
+    return df.select(F.explode(F.array(*structs)).alias(one)).filter(F.col(one).isNotNull()).select(f"{one}.*")
 
 
 def no_head(o1: DataFrame, o2: DataFrame) -> DataFrame:
@@ -230,13 +246,14 @@ def left_join(o1: DataFrame, o2: DataFrame, keep=None) -> DataFrame:
     _check(o1, "OPTIONAL left")
     _check(o2, "OPTIONAL right")
     rows = canonical(o1).distinct()
+    if keep is None:
+        return _left_join_all(rows, o2)
     start, end = _intersection()
     joined, lo, hi = _pairs(rows, o2, start <= end)
     left_cols = [scratch(_L, c) for c in rows.columns]
     pairs = joined.select(*left_cols, *merged(rows, _L, o2, _R), start.alias(T_START), end.alias(T_END),
                           lo.alias(LIFE_FROM), hi.alias(LIFE_TO))
-    if keep is not None:
-        pairs = keep(pairs)
+    pairs = keep(pairs)
     side = _N + "o"
     matched = pairs.select(*[F.col(scratch(_L, c)).alias(scratch(side, c)) for c in rows.columns],
                            F.col(LIFE_FROM).alias(scratch(side, "alive_from")),
@@ -246,6 +263,37 @@ def left_join(o1: DataFrame, o2: DataFrame, keep=None) -> DataFrame:
         same = same & F.col(c).eqNullSafe(side_col(side, c))
     unmatched = _subtract(rows, matched, same, side_col(side, "alive_from"), side_col(side, "alive_to"))
     return union(canonical(pairs), canonical(unmatched))
+
+
+def _left_join_all(rows: DataFrame, o2: DataFrame) -> DataFrame:
+    """OPTIONAL with no condition, each operand read once: one left join of the rows with their
+    pairs; a pair is an answer where both are alive, and a row's lifetime minus its pairs'
+    (``_free_runs``) is where it is an answer alone."""
+    hit = scratch(_R, "hit")
+    start, end = _intersection()
+    lo, hi = _both_alive(_L, _R)
+    l, r = prefixed(rows, _L), prefixed(o2, _R).withColumn(hit, F.lit(True))
+    joined = l.join(r, compatible(rows, _L, o2, _R) & (start <= end) & (lo <= hi), "left")
+    matched = F.col(hit).isNotNull()
+    mine, theirs = set(var_columns(rows)), set(var_columns(o2))
+    names = sorted(mine | theirs)
+
+    def value(c: str) -> Column:
+        if c in mine and c in theirs:
+            return F.coalesce(side_col(_L, c), side_col(_R, c))
+        return side_col(_L, c) if c in mine else side_col(_R, c)
+
+    def longs(pairs) -> list[Column]:
+        return [v.cast("long").alias(c) for c, v in pairs]
+
+    pair = F.when(matched, F.struct(*longs([(c, value(c)) for c in names]),
+                                    *longs([(T_START, start), (T_END, end), (LIFE_FROM, lo), (LIFE_TO, hi)])))
+    alone = longs([(c, side_col(_L, c) if c in mine else F.lit(None)) for c in names]
+                  + [(T_START, side_col(_L, T_START)), (T_END, side_col(_L, T_END))])
+    spans = joined.select("*", F.when(matched, lo).alias(_B_FROM), F.when(matched, hi).alias(_B_TO))
+    spans, head, gap = _free_runs(spans, [scratch(_L, c) for c in rows.columns], scratch(_L, LIFE_FROM),
+                                  scratch(_L, LIFE_TO), alone)
+    return canonical(_rows_of(spans, [pair, head, gap])).distinct()
 
 
 # ---------------------------------------------------------------------------------------------
