@@ -275,21 +275,13 @@ def _left_join_all(rows: DataFrame, o2: DataFrame) -> DataFrame:
     l, r = prefixed(rows, _L), prefixed(o2, _R).withColumn(hit, F.lit(True))
     joined = l.join(r, compatible(rows, _L, o2, _R) & (start <= end) & (lo <= hi), "left")
     matched = F.col(hit).isNotNull()
-    mine, theirs = set(var_columns(rows)), set(var_columns(o2))
-    names = sorted(mine | theirs)
-
-    def value(c: str) -> Column:
-        if c in mine and c in theirs:
-            return F.coalesce(side_col(_L, c), side_col(_R, c))
-        return side_col(_L, c) if c in mine else side_col(_R, c)
-
-    def longs(pairs) -> list[Column]:
-        return [v.cast("long").alias(c) for c, v in pairs]
-
-    pair = F.when(matched, F.struct(*longs([(c, value(c)) for c in names]),
-                                    *longs([(T_START, start), (T_END, end), (LIFE_FROM, lo), (LIFE_TO, hi)])))
-    alone = longs([(c, side_col(_L, c) if c in mine else F.lit(None)) for c in names]
-                  + [(T_START, side_col(_L, T_START)), (T_END, side_col(_L, T_END))])
+    mine = set(var_columns(rows))
+    # an Ω2-only variable is unbound in a row alone: a null of the pair's type, so the structs agree
+    alone = [(side_col(_L, c) if c in mine else F.lit(None).cast("long")).alias(c)
+             for c in sorted(mine | set(var_columns(o2)))]
+    pair = F.when(matched, F.struct(*merged(rows, _L, o2, _R), start.alias(T_START), end.alias(T_END),
+                                    lo.alias(LIFE_FROM), hi.alias(LIFE_TO)))
+    alone += [side_col(_L, T_START).alias(T_START), side_col(_L, T_END).alias(T_END)]
     spans = joined.select("*", F.when(matched, lo).alias(_B_FROM), F.when(matched, hi).alias(_B_TO))
     spans, head, gap = _free_runs(spans, [scratch(_L, c) for c in rows.columns], scratch(_L, LIFE_FROM),
                                   scratch(_L, LIFE_TO), alone)
