@@ -21,7 +21,7 @@ from cep import algebra as A
 from cep import compile_query
 from cep.engines import reference as R
 from cep.engines.columns import T_END, T_START, column_var
-from cep.engines.spark.evaluate import AT, evaluate_at_instants, evaluate_each, one_pass_refusal
+from cep.engines.spark.evaluate import AT, evaluate_at_instants, evaluate_each, keyed_refusal, one_pass_refusal
 from cep.engines.spark.filters import ORDER
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM
@@ -219,6 +219,14 @@ def test_one_pass_refusal_says_why():
     """Which queries are evaluated instant by instant, and which at every instant at once."""
     assert "C-SPARQL" in one_pass_refusal(compile_query(CSPARQL))
     assert "RSEP-QL" in one_pass_refusal(compile_query(RSEPQL))
+    # per instant, but C-SPARQL's in one plan keyed by the instant (cep.engines.spark.keyed) ...
+    assert keyed_refusal(compile_query(CSPARQL)) is None
+    assert "C-SPARQL" in keyed_refusal(compile_query(RSEPQL))
+    # ... unless the instant is read in Python or a path is matched on a snapshot
+    now = CSPARQL.replace("WHERE { ?v :p0 ?s }", "WHERE { ?v :p0 ?s FILTER (NOW() > ?s) }")
+    assert "NOW()" in keyed_refusal(compile_query(now))
+    path = CSPARQL.replace("WHERE { ?v :p0 ?s }", "WHERE { ?v :p0+ ?s }")
+    assert "path" in keyed_refusal(compile_query(path))
     assert "ORDER BY" in one_pass_refusal(compile_query(PER_INSTANT["limit"]))
     assert "interval" in one_pass_refusal(compile_query(PER_INSTANT["end time"]))
     duration = compile_query(PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON :stream [RANGE 8] WHERE { WINDOW :W "

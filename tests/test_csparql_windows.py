@@ -301,7 +301,7 @@ WHERE {{ ?s :p ?v OPTIONAL {{ ?s :q ?w }} }}""",
 FROM STREAM :S2 [TRIPLES 2] WHERE {{ ?s ?p ?v }} AGGREGATE {{ (?n, COUNT, {{?s}}) }}""",
 ]
 #: instants on and beside the closes of every convention above (5k, 5k + 3, 5k − 2), before, inside
-#: and after the gap (each is one Spark evaluation: C-SPARQL is evaluated instant by instant)
+#: and after the gap
 BOUNDARY_INSTANTS = [-1, 0, 5, 8, 15, 40, 45]
 
 
@@ -322,14 +322,15 @@ def _spark_inputs(spark, streams):
         sorted({(term_id(w), w) for w in words | extra}), f"{ID} long, {TERM} string")
 
 
-def _spark_at_instants(spark, cases, streams):
+def _spark_at_instants(spark, cases, streams, keyed: bool):
     """{key: [(instant, mapping, t1, t2)]} of each (query text, convention, instants) in ``cases``,
-    on Spark: ``evaluate`` at each instant (what ``evaluate_at_instants`` does for C-SPARQL, one
-    evaluation per instant, without materialising each), all collected in one job."""
+    on Spark: ``keyed``: ``evaluate_at_instants`` (every instant in one plan keyed by the instant,
+    ``cep.engines.spark.keyed``); else ``evaluate`` at each instant (what ``evaluate_each`` does,
+    without materialising each), each case collected in one job."""
     from pyspark.sql import functions as F
 
     from cep.engines.columns import column_var
-    from cep.engines.spark.evaluate import AT, evaluate
+    from cep.engines.spark.evaluate import AT, evaluate, evaluate_at_instants, keyed_refusal
     from rdfcore.schema import ID, TERM, T_END, T_START
 
     frames, background, words, dictionary_of = _spark_inputs(spark, streams)
@@ -337,6 +338,11 @@ def _spark_at_instants(spark, cases, streams):
     for key, (text, convention, instants) in cases.items():
         query = compile_query(text)
         dictionary = dictionary_of(set(A.constants(query.form)))
+        if keyed:
+            assert keyed_refusal(query) is None, text
+            out[key] = evaluate_at_instants(query, background, frames, instants, dictionary=dictionary,
+                                            terms=computed, window_convention=convention)
+            continue
         parts = [evaluate(query, background, frames, at, dictionary=dictionary, terms=computed,
                           window_convention=convention).withColumn(AT, F.lit(at).cast("long")) for at in instants]
         out[key] = parts[0]
@@ -371,12 +377,13 @@ def _reference_at_instants(text, convention, instants, streams):
 @pytest.mark.spark
 def test_boundary_items_spark_equals_reference_at_every_instant(spark):
     """Each convention, each query, at every instant from before the first item to past the last:
-    Spark's rows are the reference's (the driver's: tests/test_csparql_driver.py)."""
+    Spark's rows, every instant in one plan, are the reference's (the driver's:
+    tests/test_csparql_driver.py; instant by instant on Spark: the random test below)."""
     streams = boundary_streams()
     # every convention on the aggregate; the others under the three options together
     cases = {(q, c): (text, convention, BOUNDARY_INSTANTS) for q, text in enumerate(BOUNDARY_QUERIES)
              for c, convention in enumerate(CONVENTIONS) if q == 0 or c == len(CONVENTIONS) - 1}
-    got = _spark_at_instants(spark, cases, streams)
+    got = _spark_at_instants(spark, cases, streams, keyed=True)
     for (q, c), (text, convention, instants) in cases.items():
         expected = _reference_at_instants(text, convention, instants, streams)
         assert sorted(got[(q, c)], key=canonical) == expected, (text, convention)
@@ -426,10 +433,11 @@ def random_cases(draw):
 @settings(max_examples=examples(1), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                          HealthCheck.too_slow])
 @given(drawn=random_cases())
-def test_random_conventions_spark_equals_reference(spark, drawn):
+@pytest.mark.parametrize("keyed", [True, False], ids=["every instant in one plan", "instant by instant"])
+def test_random_conventions_spark_equals_reference(spark, keyed, drawn):
     streams, convention, instants = drawn
     cases = {i: (text, convention, instants) for i, text in enumerate(RANDOM_QUERIES)}
-    got = _spark_at_instants(spark, cases, streams)
+    got = _spark_at_instants(spark, cases, streams, keyed)
     for i, text in enumerate(RANDOM_QUERIES):
         assert sorted(got[i], key=canonical) == _reference_at_instants(text, convention, instants, streams), \
             (text, convention, instants)

@@ -55,7 +55,8 @@ from cep.continuous.plan import (COUNT, DSTREAM, ISTREAM, RSTREAM, ContinuousErr
                                  keep_bounds)
 from cep.engines.driver.answers import answers_at, refusal
 from cep.engines.driver.static import StaticGraph
-from cep.engines.spark.evaluate import evaluate as spark_evaluate, evaluate_sequence
+from cep.engines.spark.evaluate import (AT, evaluate as spark_evaluate, evaluate_at_instants, evaluate_sequence,
+                                        keyed_refusal)
 from cep.engines.spark.filters import ORDER
 from cep.engines.spark.rsepql import USED_COLUMNS, WINDOW_NAME
 from cep.continuous.runner import Runner
@@ -207,7 +208,13 @@ class InstantsRunner(Runner):
         dictionary = self._dictionary(items, side)
         computed, consumed_out = [], []
         D = self.plan.lookback
-        if D is None:
+        keyed = None
+        if D is None and keyed_refusal(self.plan.query) is None:   # C-SPARQL: the batch's instants in one plan
+            keyed = evaluate_at_instants(self.plan.query, side.background, streams, instants, self.plan.time_unit,
+                                         dictionary=dictionary, terms=computed,
+                                         window_convention=self.plan.convention)
+            frames = []
+        elif D is None:
             frames = evaluate_sequence(self.plan.query, side.background, streams, instants, self.plan.time_unit,
                                        dictionary=dictionary, terms=computed,
                                        consumed=self.state.frame(previous, _CONSUMED), consumed_out=consumed_out,
@@ -221,6 +228,8 @@ class InstantsRunner(Runner):
         dictionary = self._dictionary(items, side, computed).cache()
         results = []
         try:
+            if keyed is not None:
+                results = self._keyed_results(keyed, instants, dictionary)
             for c, frame in zip(instants, frames):
                 ordered = ORDER in frame.columns
                 decoded = decode(frame.select(*self.columns, T_START, T_END, *([ORDER] if ordered else [])),
@@ -236,6 +245,22 @@ class InstantsRunner(Runner):
         n, emitted, last = self._emit(label, results, previous, version)
         self.pending = (emitted, last, consumed_out[0] if consumed_out else None)
         return None, n, None, None
+
+    def _keyed_results(self, frame: DataFrame, instants, dictionary: DataFrame) -> list:
+        """[(instant, answers)] of ``evaluate_at_instants``' one frame (its ``AT`` column), collected
+        in one job: each instant's answers in the query's order, or sorted."""
+        ordered = ORDER in frame.columns
+        decoded = decode(frame.select(*self.columns, T_START, T_END, AT, *([ORDER] if ordered else [])),
+                         dictionary, tuple(self.columns))
+        by: dict = {}
+        for r in decoded.collect():
+            by.setdefault(r[AT], []).append(r)
+        results = []
+        for c in instants:
+            rows = sorted(by.get(c, []), key=lambda r: r[ORDER]) if ordered else by.get(c, [])
+            keys = [(tuple(r[col] for col in self.columns), r[T_START], r[T_END]) for r in rows]
+            results.append((c, keys if ordered else sorted(set(keys), key=_order)))
+        return results
 
     def _keep(self, items: DataFrame, upto: int | None) -> DataFrame:
         if upto is None:

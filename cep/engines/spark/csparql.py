@@ -10,6 +10,10 @@ timestamp() in one (``timed_filter``) and ``Aggregate`` (``aggregate``).
   per triple with its latest time in any window (``TAU``) and, for each stream a
   ``timestamp(?v, <s>)`` names, in that one. ``windows_content``: whether any window holds a triple
   (``empty="skip"``: the answers are gated on it, in the plan, with no extra job).
+* At many instants in one plan (``cep.engines.spark.keyed``): the snapshot of each instant at
+  once, each triple with the ``INSTANT`` it is in (``windows_at``: the window's bounds at each
+  instant, computed in Python as for one, met by one range join); what follows joins, groups and
+  ranks per instant.
 * ``timestamp(?v)``: the FILTER's BGP is matched keeping each pattern's triple time; ts(v) is the
   greatest over the patterns mentioning v (Spark's ``greatest`` skips nulls, as max over the
   stream triples does). ``timestamp(s p o)``: a left join of the solutions with the timed triples
@@ -23,14 +27,16 @@ timestamp() in one (``timed_filter``) and ``Aggregate`` (``aggregate``).
 """
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.algebra.windows import RSEPQL_WINDOWS, WindowConvention
-from cep.engines.columns import STREAM_COLUMNS, T_END, T_START, scratch, var_column, var_columns
+from cep.algebra.timeline import MIN_TIME
+from cep.engines.columns import ITEM, STREAM_COLUMNS, T_END, T_START, scratch, var_column, var_columns
 from cep.engines.errors import DictionaryRequiredError, MissingInputError
 from cep.engines.spark import intervals as I
+from cep.engines.spark.keyed import INSTANT, Instants, time_column
 from cep.engines.spark.triples import non_null, triple_part
 from cep.terms.literals import (AGGREGATE_SCALE, LITERAL_JAVA_RE, NUMBER_LEXICAL, canonical_double,
                           NUMERIC_DATATYPES, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, RDF_LANGSTRING)
@@ -38,7 +44,7 @@ from rdfcore.dictionary import merge_dictionaries
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM, require_columns
 
-__all__ = ["TAU", "IN_DEFAULT", "csparql_window", "windows_content", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate",
+__all__ = ["TAU", "IN_DEFAULT", "csparql_window", "windows_at", "windows_content", "snapshot_graph", "stream_graph", "timed_streams", "timed_filter", "aggregate",
            "canonical_double_column"]
 
 #: the latest time of a snapshot triple in any window (null: background only)
@@ -63,17 +69,43 @@ def csparql_window(stream: DataFrame, spec, c: int, time_unit: str = "ms",
     return stream.filter(keep)
 
 
-def windows_content(node: A.Snapshot, streams, c: int, time_unit: str,
+def windows_at(node: A.Snapshot, frame: DataFrame, spec, instants: Instants, time_unit: str,
+               convention: WindowConvention = RSEPQL_WINDOWS) -> DataFrame:
+    """:func:`csparql_window` at each of ``instants`` at once: the stream's rows with the
+    ``INSTANT`` whose window holds them (a row once per such instant). Each instant's bounds are
+    ``convention.content`` at the snapshot's close instant, computed in Python as for one instant;
+    the rows meet them in one range join with the (small, broadcast) table of bounds."""
+    lo, hi = scratch("lo"), scratch("hi")
+    rows, count = [], None
+    for t in instants.times:
+        low, high, count = convention.content(spec, node.instant(t, time_unit, convention), time_unit)
+        rows.append((t, MIN_TIME if low is None else int(low), int(high)))
+    bounds = frame.sparkSession.createDataFrame(rows, f"{INSTANT} long, {lo} long, {hi} long")
+    ts = F.col(T_START)
+    held = frame.join(F.broadcast(bounds), (ts >= F.col(lo)) & (ts <= F.col(hi)), "inner")
+    if count is not None:   # TRIPLES n: the n latest of each instant, ordered as intervals.w_triples orders them
+        order = Window.partitionBy(INSTANT).orderBy(*[F.col(c).desc() for c in (T_START, T_END, ITEM, S, P, O)])
+        held = held.withColumn(scratch("rank"), F.row_number().over(order)).filter(F.col(scratch("rank")) <= count)
+    return held.select(*frame.columns, F.coalesce(F.col(INSTANT), F.lit(0).cast("long")).alias(INSTANT))
+
+
+def windows_content(node: A.Snapshot, streams, c, time_unit: str,
                     convention: WindowConvention = RSEPQL_WINDOWS) -> DataFrame | None:
     """One row (no column) when some window of ``node`` holds a stream triple at ``c``, else none;
-    None when ``node`` has no window."""
+    None when ``node`` has no window. ``c`` an ``Instants``: the distinct instants (``INSTANT``)
+    at which some window holds one."""
     out = None
     for iri, spec in node.windows:
         if iri not in streams:
             raise MissingInputError(f"no stream {iri} was given; streams: {sorted(streams)}")
-        part = csparql_window(streams[iri], spec, c, time_unit, convention).select(F.lit(1).alias("_in"))
+        if isinstance(c, Instants):
+            part = windows_at(node, streams[iri], spec, c, time_unit, convention).select(INSTANT)
+        else:
+            part = csparql_window(streams[iri], spec, c, time_unit, convention).select(F.lit(1).alias("_in"))
         out = part if out is None else out.unionByName(part)
-    return None if out is None else out.limit(1)
+    if out is None:
+        return None
+    return out.distinct() if isinstance(c, Instants) else out.limit(1)
 
 
 def _tau(stream) -> str:
@@ -104,34 +136,40 @@ def timed_streams(node: A.Snapshot) -> list:
 
 def stream_graph(times: DataFrame, stream) -> DataFrame:
     """The snapshot restricted to the triples of ``stream``'s window (``GRAPH <s>``), their times
-    those in it."""
+    those in it (the instant of a snapshot of many instants kept)."""
     column = _tau(stream)
-    others = [c for c in times.columns if c not in (S, P, O, TAU)]
+    others = [c for c in times.columns if c not in (S, P, O, TAU, INSTANT)]
+    keyed = [INSTANT] if INSTANT in times.columns else []
     return times.filter(F.col(column).isNotNull()).select(
-        S, P, O, F.col(column).alias(TAU),
+        S, P, O, *keyed, F.col(column).alias(TAU),
         *[(F.col(c) if c == column else F.lit(None).cast("long")).alias(c) for c in others])
 
 
-def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, time_unit: str,
+def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c, time_unit: str,
                    spark, convention: WindowConvention = RSEPQL_WINDOWS) -> DataFrame:
     """The merged graph of ``node`` at instant ``c``: (s, p, o, ``TAU``, one time column per
     stream of ``timed_streams``); ``static``: the background (s, p, o) or None; the windows'
-    content under ``convention``."""
+    content under ``convention``. ``c`` an ``Instants``: the merged graph of each instant at once,
+    each triple with the ``INSTANT`` it is in (the background once per instant)."""
     stream_col = scratch("stream")
+    keyed = isinstance(c, Instants)
+    key = [INSTANT] if keyed else []
     parts = []
     if static is not None:
         require_columns(static, (S, P, O), f"background graph {A.graph_name(node.graph)}")
-        parts.append(static.select(S, P, O, F.lit(None).cast("string").alias(stream_col),
+        static = static.crossJoin(c.frame) if keyed else static
+        parts.append(static.select(S, P, O, *key, F.lit(None).cast("string").alias(stream_col),
                                    F.lit(None).cast("long").alias(TAU)))
     for iri, spec in node.windows:
         if iri not in streams:
             raise MissingInputError(f"no stream {iri} was given; streams: {sorted(streams)}")
         frame = streams[iri]
         require_columns(frame, STREAM_COLUMNS, f"stream {iri}")
-        content = csparql_window(frame, spec, c, time_unit, convention)
-        parts.append(content.select(S, P, O, F.lit(iri).alias(stream_col), F.col(T_START).alias(TAU)))
+        content = (windows_at(node, frame, spec, c, time_unit, convention) if keyed
+                   else csparql_window(frame, spec, c, time_unit, convention))
+        parts.append(content.select(S, P, O, *key, F.lit(iri).alias(stream_col), F.col(T_START).alias(TAU)))
     if not parts:
-        return spark.createDataFrame([], f"{S} long, {P} long, {O} long, {TAU} long")
+        return spark.createDataFrame([], ", ".join(f"{x} long" for x in (S, P, O, *key, TAU)))
     merged = parts[0]
     for part in parts[1:]:
         merged = merged.unionByName(part)
@@ -142,7 +180,7 @@ def snapshot_graph(node: A.Snapshot, static: DataFrame | None, streams, c: int, 
         F.max(F.when(F.col(stream_col) == F.lit(s), F.col(TAU))).alias(_tau(s)) for s in timed_streams(node)]
     if node.named:
         times.append(F.max(default.cast("int")).alias(IN_DEFAULT))
-    return merged.groupBy(S, P, O).agg(*times)
+    return merged.groupBy(S, P, O, *key).agg(*times)
 
 
 def timed_filter(runtime, condition, inner, scope) -> DataFrame:
@@ -161,7 +199,8 @@ def timed_filter(runtime, condition, inner, scope) -> DataFrame:
             else:
                 columns = [TAU] + [_tau(e.stream) for e in calls if isinstance(e, A.Timestamp) and e.stream]
                 columns = list(dict.fromkeys(columns))
-                part = triple_part(tp, scope.times, tuple(columns))
+                keyed = (INSTANT,) if INSTANT in scope.times.columns else ()
+                part = triple_part(tp, scope.times, tuple(columns) + keyed)
                 part = part.select(*var_columns(part), *[F.col(c).alias(f"{c}_{i}") for c in columns])
             taus.append((tp, {c: f"{c}_{i}" for c in columns}))
             if out is None:
@@ -171,6 +210,8 @@ def timed_filter(runtime, condition, inner, scope) -> DataFrame:
                 out = out.join(part, shared, "inner") if shared else out.crossJoin(part)
         if out is None:
             out = runtime.spark.range(1).select()
+            if runtime.instants is not None:
+                out = out.crossJoin(runtime.instants.frame)
         for e in calls:
             if isinstance(e, A.Timestamp):
                 key = _tau(e.stream)
@@ -180,7 +221,7 @@ def timed_filter(runtime, condition, inner, scope) -> DataFrame:
                 out = out.withColumn(stamps[e], value)
         out = out.select(*[non_null(c).alias(c) for c in var_columns(out)],
                          *[c for c in stamps.values() if c in out.columns],
-                         F.lit(int(lo)).cast("long").alias(T_START), F.lit(int(hi)).cast("long").alias(T_END))
+                         time_column(lo).alias(T_START), time_column(hi).alias(T_END))
     else:
         out = runtime.eval(inner, scope)
     for e in calls:
@@ -196,8 +237,10 @@ def _pattern_stamp(omega: DataFrame, e: A.PatternTimestamp, times: DataFrame, co
     row = scratch("row")
     rows = omega.withColumn(row, F.monotonically_increasing_id())
     names = {S: scratch("ts", S), P: scratch("ts", P), O: scratch("ts", O), TAU: scratch("ts", "t")}
+    if INSTANT in times.columns:   # a snapshot of many instants: the row's own
+        names[INSTANT] = scratch("ts", "at")
     stream_triples = times.filter(F.col(TAU).isNotNull()).select(*[F.col(k).alias(v) for k, v in names.items()])
-    cond = F.lit(True)
+    cond = F.col(INSTANT) == F.col(names[INSTANT]) if INSTANT in names else F.lit(True)
     for part, position in ((e.s, S), (e.p, P), (e.o, O)):
         if isinstance(part, A.Var):
             c = var_column(part.name)
@@ -313,14 +356,18 @@ def _batches(specs) -> list[tuple[tuple, bool, list]]:
     return [(group, own is not None, members) for (group, own), members in batches.items()]
 
 
-def aggregate(omega: DataFrame, specs, dictionaries, empty_interval: tuple[int, int] | None = None
-              ) -> tuple[DataFrame, DataFrame | None]:
+def aggregate(omega: DataFrame, specs, dictionaries, empty_interval: tuple | None = None,
+              instants: Instants | None = None) -> tuple[DataFrame, DataFrame | None]:
     """[[P AGG A_1..A_n]]: ``omega`` with one id column per spec's variable (null where the
     aggregate is an error), and the (id, term) rows of the terms computed (None if none): one
     groupBy and one join back per batch (``_batches``), one dictionary lookup per argument.
     ``empty_interval``: when every spec's group is empty (SPARQL's implicit group) and ``omega``
-    is, one row of the aggregates of nothing with this interval (``A.Aggregate``)."""
+    is, one row of the aggregates of nothing with this interval (``A.Aggregate``; its ends numbers
+    or columns of the instant). ``instants``: ``omega`` holds the solutions of each of them
+    (``INSTANT``): the groups are those of each instant, and each instant without a solution gets
+    the implicit group's row."""
     implicit = empty_interval is not None and all(not spec.group for spec in specs)
+    by = [INSTANT] if instants is not None else []
     dictionary = None
     if any(spec.argument is not None and spec.function != "COUNT" for spec in specs):
         if not dictionaries:
@@ -336,9 +383,11 @@ def aggregate(omega: DataFrame, specs, dictionaries, empty_interval: tuple[int, 
     out, terms, singles = omega, None, []
     for b, (group, distinct, members) in enumerate(_batches(specs)):
         keys = [scratch("g", str(b), str(j)) for j in range(len(group))]
+        at = [scratch("g", str(b), "at")] if by else []
         arguments = list(dict.fromkeys(spec.argument for _i, spec in members if spec.argument is not None))
         ids = {v: scratch("arg", str(b), str(k)) for k, v in enumerate(arguments)}
-        grouped = omega.select(*[column(v).alias(k) for v, k in zip(group, keys)],
+        grouped = omega.select(*[F.col(c).alias(a) for c, a in zip(by, at)],
+                               *[column(v).alias(k) for v, k in zip(group, keys)],
                                *[column(v).alias(ids[v]) for v in arguments])
         if distinct:
             grouped = grouped.distinct()
@@ -351,26 +400,38 @@ def aggregate(omega: DataFrame, specs, dictionaries, empty_interval: tuple[int, 
         size = scratch("size", str(b))
         values = {i: scratch("value", str(i)) for i, _spec in members}
         misses = {i: scratch("misses", str(i)) for i, spec in members if spec.strict}
-        results = grouped.groupBy(*keys).agg(
-            *[_result(spec, names.get(spec.argument), ids.get(spec.argument)).alias(values[i]) for i, spec in members],
-            *[F.count(F.when(F.col(ids[spec.argument]).isNull(), 1)).alias(misses[i])
-              for i, spec in members if spec.strict],
-            F.count(F.lit(1)).alias(size))
-        results = results.select(*keys, size, *[   # a strict argument unbound in a member: an error
-            (F.when(F.col(misses[i]) == 0, F.col(values[i])) if i in misses else F.col(values[i])).alias(values[i])
-            for i in values])
         idents = {i: scratch("id", str(i)) for i, _spec in members}
-        results = results.select(*keys, size, *[F.col(values[i]) for i in values],
-                                 *[F.xxhash64(F.col(values[i])).alias(idents[i]) for i in values])
+        computed = [_result(spec, names.get(spec.argument), ids.get(spec.argument)).alias(values[i])
+                    for i, spec in members]
+        computed += [F.count(F.when(F.col(ids[spec.argument]).isNull(), 1)).alias(misses[i])
+                     for i, spec in members if spec.strict]
+        computed.append(F.count(F.lit(1)).alias(size))
+
+        def finish(results: DataFrame, keys=keys + at) -> DataFrame:
+            results = results.select(*keys, size, *[   # a strict argument unbound in a member: an error
+                (F.when(F.col(misses[i]) == 0, F.col(values[i])) if i in misses else F.col(values[i])).alias(values[i])
+                for i in values])
+            return results.select(*keys, size, *[F.col(values[i]) for i in values],
+                                  *[F.xxhash64(F.col(values[i])).alias(idents[i]) for i in values])
+
+        results = finish(grouped.groupBy(*keys, *at).agg(*computed))
         found = results.select(F.explode(F.array(*[F.struct(F.col(idents[i]).alias(ID), F.col(values[i]).alias(TERM))
                                                      for i in values])).alias("_t")).select("_t.*")
-        found = found.filter(F.col(TERM).isNotNull())
-        terms = found if terms is None else terms.unionByName(found)
         targets = {i: F.when(F.col(values[i]).isNotNull(), F.col(idents[i])).alias(var_column(spec.var.name))
                    for i, spec in members}
-        if implicit:
+        if implicit and by:   # the aggregates of nothing: one global aggregation over no row
+            nothing = finish(grouped.limit(0).groupBy().agg(*computed), [])
+            found = found.unionByName(nothing.select(F.explode(F.array(*[
+                F.struct(F.col(idents[i]).alias(ID), F.col(values[i]).alias(TERM)) for i in values])).alias("_t"))
+                .select("_t.*"))
+            singles.append(nothing.select(*targets.values(), size))
+        elif implicit:
             singles.append(results.select(*targets.values(), size))
+        found = found.filter(F.col(TERM).isNotNull())
+        terms = found if terms is None else terms.unionByName(found)
         cond = None
+        for c, a in zip(by, at):
+            cond = F.col(c) == results[a]
         for v, k in zip(group, keys):
             c = column(v).eqNullSafe(results[k])
             cond = c if cond is None else cond & c
@@ -381,11 +442,14 @@ def aggregate(omega: DataFrame, specs, dictionaries, empty_interval: tuple[int, 
         row = singles[0]
         for more in singles[1:]:
             row = row.crossJoin(more.drop(*[c for c in more.columns if c.startswith(scratch("size"))]))
+        row = row.filter(F.col(sizes[0]) == 0)
+        if by:   # at each instant that has no solution
+            row = row.crossJoin(instants.frame.join(omega.select(*by).distinct(), by, "left_anti"))
         lo, hi = empty_interval
-        computed = [c for c in row.columns if not c.startswith(scratch("size"))]
-        others = [c for c in out.columns if c not in computed and c not in (T_START, T_END)]
-        extra = row.filter(F.col(sizes[0]) == 0).select(
-            *[F.lit(None).cast("long").alias(c) for c in others], *computed,
-            F.lit(int(lo)).cast("long").alias(T_START), F.lit(int(hi)).cast("long").alias(T_END))
+        computed = [c for c in row.columns if not c.startswith(scratch("size")) and c not in by]
+        others = [c for c in out.columns if c not in computed and c not in (T_START, T_END, *by)]
+        extra = row.select(
+            *[F.lit(None).cast("long").alias(c) for c in others], *computed, *by,
+            time_column(lo).alias(T_START), time_column(hi).alias(T_END))
         out = out.unionByName(extra)
     return out, (None if terms is None else terms.distinct())

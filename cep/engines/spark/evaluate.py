@@ -56,6 +56,7 @@ from cep.engines.errors import CepInputError, DictionaryRequiredError, MissingIn
 from cep.engines.rules import DERIVED, MAX_ROUNDS, check_rules, no_fixpoint
 from cep.engines.spark import graphpatterns as sparql
 from cep.engines.spark import intervals as I
+from cep.engines.spark import keyed as K
 from cep.engines.spark import lifetimes as L
 from cep.engines.spark.arrow import evaluate_rows, solution_seed
 from cep.algebra.windows import RSEPQL_WINDOWS, SKIP, WindowConvention
@@ -72,7 +73,8 @@ from rdfcore.hashing import term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 from reasoner.store import Materialized
 
-__all__ = ["evaluate", "evaluate_at_instants", "evaluate_each", "evaluate_sequence", "one_pass_refusal", "AT",
+__all__ = ["evaluate", "evaluate_at_instants", "evaluate_each", "evaluate_sequence", "one_pass_refusal",
+           "keyed_refusal", "AT",
            "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
 
 
@@ -148,16 +150,28 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     template) is applied to them as :func:`evaluate` applies it at t. The cost is one plan however
     many instants are asked.
 
+    A C-SPARQL query (:func:`keyed_refusal` says which not) is evaluated once too, keyed by the
+    instant (``cep.engines.spark.keyed``): the snapshot of every instant at once, each row carrying
+    its instant, so that joins, groups, ORDER BY and LIMIT work per instant.
+
     Any other query is evaluated instant by instant (:func:`evaluate_each`: an RSEP-QL consuming
-    policy makes each evaluation depend on the earlier ones; a C-SPARQL snapshot, ORDER BY / LIMIT,
-    NOW() are defined per instant); the result reads the answers each evaluation materialised
-    (no plan of an earlier instant stays alive)."""
+    policy makes each evaluation depend on the earlier ones; ORDER BY / LIMIT, NOW() are defined
+    per instant); the result reads the answers each evaluation materialised (no plan of an earlier
+    instant stays alive)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
     convention = A.check_window_convention(query, window_convention)
     times = _increasing(times)
     if not times:
         raise ValueError("evaluate_at_instants() needs at least one instant")
+    if not rules and one_pass_refusal(query) is not None and keyed_refusal(query) is None:
+        runtime = _Runtime(background, streams, None, time_unit, [dictionary], since, convention=convention,
+                           instants=K.Instants.of_times(_session(background, streams, dictionary), times))
+        runtime.keep_terms = terms is not None
+        result = runtime.query(query)
+        if terms is not None:
+            terms.extend(runtime.terms)
+        return result.withColumnRenamed(K.INSTANT, column)
     if rules or one_pass_refusal(query) is not None:
         frames = evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
                                terms=terms, rules=rules, window_convention=convention)
@@ -197,6 +211,37 @@ def one_pass_refusal(query: A.Query) -> str | None:
     if reads and A.contains(query, lambda x: isinstance(x, (A.Background, A.Values))):
         return "an expression reads the interval or the hash of a mapping whose interval ends at t"
     return None
+
+
+def keyed_refusal(query: A.Query) -> str | None:
+    """Why :func:`evaluate_at_instants` cannot evaluate ``query``, whose answers are defined per
+    evaluation instant, at all its instants in one plan keyed by the instant
+    (``cep.engines.spark.keyed``), or None. That plan covers C-SPARQL's snapshots with everything
+    SPARQL builds over them; not yet RSEP-QL's and EP-SPARQL's operators, nor a property path
+    over a snapshot (``paths.spark`` knows no instant), nor what draws from a solution's hash or
+    reads the instant in Python (NOW(), RAND(), UUID(), STRUUID(), BNODE(), a CONSTRUCT
+    template's blank nodes): those are evaluated instant by instant."""
+    if not A.is_csparql(query) or A.is_rsepql(query) or A.is_epsparql(query) or A.contains(
+            query, lambda x: isinstance(x, (A.StreamPattern, A.Background, A.GroupCover))):
+        return "only C-SPARQL's snapshots are evaluated at many instants in one plan"
+    if A.contains(query, lambda x: isinstance(x, A.PathPattern)):
+        return "a property path over a snapshot is evaluated per instant"
+    if A.contains(query, lambda x: isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS):
+        return "NOW(), RAND(), UUID(), STRUUID() and BNODE() are evaluated per instant"
+    if isinstance(query.form, A.Construct) and any(
+            isinstance(x, str) and x.startswith("_:") for tp in query.form.template for x in (tp.s, tp.p, tp.o)):
+        return "a CONSTRUCT template's blank nodes are drawn per instant"
+    return None
+
+
+def _session(background, streams, dictionary):
+    """The Spark session of the first DataFrame among the inputs."""
+    if isinstance(background, Materialized):
+        return background.table(INFERRED).sparkSession
+    for frame in [*(background or {}).values(), *(streams or {}).values(), dictionary]:
+        if frame is not None:
+            return frame.sparkSession
+    raise CepInputError("evaluate() needs at least one background graph or stream (a DataFrame)")
 
 
 def evaluate_each(query, background, streams: Mapping, times, time_unit: str = "ms", *,
@@ -345,7 +390,8 @@ class _Graph:
 
     name: object
     triples: DataFrame
-    interval: tuple[int, int]
+    #: numbers, or columns of the instant when evaluating at many (``cep.engines.spark.keyed``)
+    interval: tuple
     #: C-SPARQL's snapshot: the triples with their latest window times (``cep.engines.spark.csparql.TAU`` ...)
     times: DataFrame | None = None
     #: ... and with the triples only FROM NAMED STREAM windows hold (what GRAPH reads; None: ``times``)
@@ -366,14 +412,20 @@ _Scope = _Window | _Graph | _Occurrences | None
 
 class _Runtime:
     """One walk of the algebra, building a plan from an operator family: ``cep.engines.spark.intervals`` (⟦Q, t⟧
-    at one instant ``at``) or ``cep.engines.spark.lifetimes`` (every instant at once; ``at`` unused).
+    at one instant ``at``), ``cep.engines.spark.lifetimes`` (every instant at once; ``at`` unused) or
+    ``cep.engines.spark.keyed`` (given ``instants``: at each of them, each row with its own).
     ``dictionaries``: the (id, term) DataFrames given (None: none given), with a store's, merged where terms
     are looked up (``rdfcore.dictionary.merge_dictionaries``). ``cache``: background pattern results kept
     across runtimes (``Prepared``)."""
 
     def __init__(self, background, streams, at, time_unit, dictionaries: Sequence[DataFrame | None], since, *,
-                 ops=I, cache: dict | None = None, convention: WindowConvention = RSEPQL_WINDOWS):
+                 ops=I, cache: dict | None = None, convention: WindowConvention = RSEPQL_WINDOWS,
+                 instants: "K.Instants | None" = None):
         self.store = None
+        #: evaluating at many instants at once (``cep.engines.spark.keyed``; ``at`` unused), or None
+        self.instants = instants
+        if instants is not None:
+            ops = K.Ops(instants)
         self.convention = convention   # C-SPARQL's windows (cep.algebra.windows.WindowConvention)
         dictionaries = [d for d in dictionaries if d is not None]
         if isinstance(background, Materialized):
@@ -411,17 +463,22 @@ class _Runtime:
     def skip_empty(self, query: A.Query, out: DataFrame) -> DataFrame:
         """``out`` when some window of the query holds a stream triple at this instant, else no
         rows (``WindowConvention.empty`` "skip"): a semi join with ``windows_content``'s one row."""
-        if self.ops is not I:
+        if self.ops is L:
             raise UnsupportedQueryError("empty windows 'skip' is decided per evaluation instant; not for every "
                                         "instant at once")
+        keyed = self.instants is not None
         gates = [g for node in A.snapshots(query)
-                 if (g := windows_content(node, self.streams, node.instant(self.at, self.unit, self.convention),
+                 if (g := windows_content(node, self.streams,
+                                          self.instants if keyed else node.instant(self.at, self.unit, self.convention),
                                           self.unit, self.convention)) is not None]
         if not gates:
             return out
         gate = gates[0]
         for more in gates[1:]:
             gate = gate.unionByName(more)
+        if keyed:   # the instants at which some window holds a triple
+            return out.join(gate.distinct().withColumnRenamed(K.INSTANT, scratch("gate")),
+                            F.col(K.INSTANT) == F.col(scratch("gate")), "left_semi")
         return out.join(gate.limit(1), how="left_semi")
 
     def answers(self, query: "A.Query | A.SubSelect", omega: DataFrame, extra: Sequence[str]) -> DataFrame:
@@ -436,15 +493,18 @@ class _Runtime:
                 for v in variables:
                     c = var_column(v.name)
                     cols.append(F.col(c) if c in present else F.lit(None).cast("long").alias(c))
-                if query.modifiers is not None and self.ops is not I:
+                if query.modifiers is not None and self.ops is L:
                     raise UnsupportedQueryError("ORDER BY / LIMIT / OFFSET are applied per evaluation instant "
                                                 "(query --at T1,T2,...); not in continuous evaluation")
+                per = (K.INSTANT,) if self.instants is not None else ()   # sorted and sliced per instant
                 if query.modifiers is not None and not query.modifiers.reads_only([v.name for v in variables]):
-                    return order_solutions(omega, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
+                    return order_solutions(omega, query.modifiers, variables, self.dictionaries, time_unit=self.unit,
+                                           partition=per)
                 answers = omega.select(*cols, T_START, T_END, *extra).distinct()
                 if query.modifiers is None:
                     return answers
-                return order_answers(answers, query.modifiers, variables, self.dictionaries, time_unit=self.unit)
+                return order_answers(answers, query.modifiers, variables, self.dictionaries, time_unit=self.unit,
+                                     partition=per)
             case A.Construct(template=template):
                 for terms in _template_terms(template, omega):   # fresh blank nodes: decoded with these
                     if self.template_terms is not None:
@@ -489,7 +549,8 @@ class _Runtime:
                 return out if out is not None else self.nothing(A.variables(node), scope)
             case A.GraphPattern(graph=name, pattern=pattern) if isinstance(scope, _Graph) and scope.times is not None:
                 times = stream_graph(scope.named if scope.named is not None else scope.times, name)   # C-SPARQL §2.3
-                return self.eval(pattern, _Graph(name, times.select(S, P, O), scope.interval, times))
+                triples = [c for c in (S, P, O, *K.EXTRA) if c in times.columns]
+                return self.eval(pattern, _Graph(name, times.select(*triples), scope.interval, times))
             case A.Minus(left=left, right=right):                                  # SPARQL 1.1 §18.5
                 keys = self.correlation.keys if self.correlation is not None else None
                 return minus(self.eval(left, scope), self.eval(right, scope), keys)
@@ -530,7 +591,7 @@ class _Runtime:
                 return self.eval(node.pattern, self.snapshot(node))
             case A.Aggregate(inner=inner, specs=specs):                            # C-SPARQL §3.1
                 interval = scope.interval if isinstance(scope, _Graph) else self.empty_interval(inner)
-                omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries, interval)
+                omega, terms = aggregate(self.eval(inner, scope), specs, self.dictionaries, interval, self.instants)
                 if terms is not None:
                     if self.keep_terms:   # the caller decodes with them too: computed once
                         terms = terms.cache()
@@ -722,7 +783,7 @@ class _Runtime:
             df = self.spark.createDataFrame(rows, schema)
         else:
             df = self.spark.range(len(rows)).select()
-        lo, hi = scope.interval if isinstance(scope, _Graph) else (self.since_for(None), self.at)
+        lo, hi = scope.interval if isinstance(scope, _Graph) else (self.since_for(None), self.now())
         out = self.ops.constant(df, MIN_TIME if not isinstance(scope, _Graph) else lo, hi)
         if self.correlation is not None:
             out = correlate(out, self.correlation, nullable=True)
@@ -732,24 +793,36 @@ class _Runtime:
         """The interval an answer of ``inner`` has at this evaluation (``cep.engines.reference``)."""
         found = A.snapshots(inner)
         if found:
-            c = found[0].instant(self.at, self.unit, self.convention)
+            c = self.close(found[0])
             return (c, c)
         graphs = [b.graph for b in A.walk(inner) if isinstance(b, A.Background)]
-        return (self.since_for(graphs[0] if graphs else None), self.at)
+        return (self.since_for(graphs[0] if graphs else None), self.now())
+
+    def now(self):
+        """This evaluation's instant: a number, or the row's instant (a column) at many at once."""
+        return F.col(K.INSTANT) if self.instants is not None else self.at
+
+    def close(self, node: A.Snapshot):
+        """The close instant of snapshot ``node`` at this evaluation (a column at many instants)."""
+        if self.instants is not None:
+            return self.instants.of(lambda t: node.instant(t, self.unit, self.convention))
+        return node.instant(self.at, self.unit, self.convention)
 
     def snapshot(self, node: A.Snapshot) -> _Graph:
         """C-SPARQL's merged graph at this evaluation's instant (``cep.engines.spark.csparql``)."""
-        if self.ops is not I:
+        if self.ops is L:
             raise UnsupportedQueryError("C-SPARQL queries are evaluated at evaluation instants (evaluate_sequence; "
                                         "continuously: cep.continuous.instants), not for every instant at once")
-        c = node.instant(self.at, self.unit, self.convention)
+        c = self.close(node)
         static = self.graph(node.graph) if (node.graph is not None or None in self.background) else None
-        times = snapshot_graph(node, static, self.streams, c, self.unit, self.spark, self.convention)
+        times = snapshot_graph(node, static, self.streams, self.instants if self.instants is not None else c,
+                               self.unit, self.spark, self.convention)
+        triples = [S, P, O] + ([K.INSTANT] if self.instants is not None else [])
         if not node.named:
-            return _Graph(node.graph, times.select(S, P, O), (c, c), times)
+            return _Graph(node.graph, times.select(*triples), (c, c), times)
         everything = times.drop(IN_DEFAULT)                 # what GRAPH <s> / GRAPH ?g read
         default = times.filter(F.col(IN_DEFAULT) == 1).drop(IN_DEFAULT)
-        return _Graph(node.graph, default.select(S, P, O), (c, c), default, everything)
+        return _Graph(node.graph, default.select(*triples), (c, c), default, everything)
 
     def window_content(self, node: A.StreamPattern) -> DataFrame:
         if node.stream not in self.streams:
@@ -794,7 +867,7 @@ class _Runtime:
         return self.cache[node]
 
     def background_scope(self, node: A.Background) -> _Graph:
-        return _Graph(node.graph, self.graph(node.graph), (self.since_for(node.graph), self.at))
+        return _Graph(node.graph, self.graph(node.graph), (self.since_for(node.graph), self.now()))
 
     def static_bgp(self, node: A.BGP, scope: _Graph) -> DataFrame:
         """The BGP's SPARQL solutions over the static graph, each with the scope's interval."""
@@ -802,8 +875,8 @@ class _Runtime:
         for tp in node.patterns:
             if isinstance(tp, A.PathPattern):
                 parts.append(self.path_part(tp, scope.name, scope.triples))
-            else:
-                parts.append(triple_part(tp, scope.triples, ()))
+            else:   # (at many instants: a snapshot's triples carry theirs)
+                parts.append(triple_part(tp, scope.triples, tuple(c for c in K.EXTRA if c in scope.triples.columns)))
         lo, hi = scope.interval
         if not parts:
             out = self.spark.range(1).select()

@@ -259,16 +259,17 @@ def _hex16(h: Column) -> Column:
 
 
 def order_answers(omega: DataFrame, modifiers, variables, dictionaries: Sequence[DataFrame], *,
-                  time_unit: str = "ms") -> DataFrame:
+                  time_unit: str = "ms", partition: Sequence[str] = ()) -> DataFrame:
     """``omega``'s rows sorted and sliced per ``modifiers`` (``cep.algebra.patterns.Modifiers``; the keys'
     values ordered as ``cep.engines.reference.order_key``, ties by the ``variables``' ids, unbound first,
-    then the intervals), with ``ORDER`` = each kept row's position."""
+    then the intervals), with ``ORDER`` = each kept row's position; ``partition``: the columns
+    whose every value is sorted and sliced on its own (the instant of an evaluation at many)."""
     from pyspark.sql import Window
 
     df, keys = _sort_keys(omega, modifiers, dictionaries, time_unit)
     ties = [(F.col(var_column(v.name)) if var_column(v.name) in omega.columns else F.lit(None).cast("long")).asc_nulls_first()
             for v in variables] + [F.col(T_START).asc(), F.col(T_END).asc()]
-    rank = F.row_number().over(Window.orderBy(*keys, *ties)) - 1
+    rank = F.row_number().over(Window.partitionBy(*partition).orderBy(*keys, *ties)) - 1
     ranked = df.select(*omega.columns, rank.alias(ORDER)).filter(F.col(ORDER) >= modifiers.offset)
     if modifiers.limit is not None:
         ranked = ranked.filter(F.col(ORDER) < modifiers.offset + modifiers.limit)
@@ -276,16 +277,17 @@ def order_answers(omega: DataFrame, modifiers, variables, dictionaries: Sequence
 
 
 def order_solutions(omega: DataFrame, modifiers, variables, dictionaries: Sequence[DataFrame], *,
-                    time_unit: str = "ms") -> DataFrame:
+                    time_unit: str = "ms", partition: Sequence[str] = ()) -> DataFrame:
     """ORDER BY keys reading variables the projection drops (``cep.engines.reference.ordered_solutions``):
     the solutions ``omega`` ranked by the keys — ties by the projected ``variables``' ids, then the
     other variables' (by column), unbound first, then the intervals — projected, each answer at
-    the first position of its solutions, then sliced; ``ORDER`` = each kept answer's position."""
+    the first position of its solutions, then sliced; ``ORDER`` = each kept answer's position;
+    ``partition``: as :func:`order_answers`'."""
     from pyspark.sql import Window
 
     df, keys = _sort_keys(omega, modifiers, dictionaries, time_unit)
     selected = [var_column(v.name) for v in variables]
-    others = sorted(c for c in omega.columns if c.startswith("v_") and c not in selected)
+    others = sorted(c for c in omega.columns if c.startswith("v_") and c not in selected and c not in partition)
     present = set(omega.columns)
 
     def col(c):
@@ -293,14 +295,16 @@ def order_solutions(omega: DataFrame, modifiers, variables, dictionaries: Sequen
 
     ties = [col(c).asc_nulls_first() for c in selected + others] + [F.col(T_START).asc(), F.col(T_END).asc()]
     first = scratch("first")
-    ranked = df.select(*[col(c).alias(c) for c in selected], T_START, T_END,
-                       (F.row_number().over(Window.orderBy(*keys, *ties)) - 1).alias(first))
-    answers = ranked.groupBy(*selected, T_START, T_END).agg(F.min(first).alias(first))
-    rank = F.row_number().over(Window.orderBy(F.col(first))) - 1
-    out = answers.select(*selected, T_START, T_END, rank.alias(ORDER)).filter(F.col(ORDER) >= modifiers.offset)
+    within = Window.partitionBy(*partition)
+    ranked = df.select(*[col(c).alias(c) for c in selected], T_START, T_END, *partition,
+                       (F.row_number().over(within.orderBy(*keys, *ties)) - 1).alias(first))
+    answers = ranked.groupBy(*selected, T_START, T_END, *partition).agg(F.min(first).alias(first))
+    rank = F.row_number().over(within.orderBy(F.col(first))) - 1
+    out = answers.select(*selected, T_START, T_END, *partition, rank.alias(ORDER)).filter(
+        F.col(ORDER) >= modifiers.offset)
     if modifiers.limit is not None:
         out = out.filter(F.col(ORDER) < modifiers.offset + modifiers.limit)
-    return out.select(*selected, T_START, T_END, (F.col(ORDER) - modifiers.offset).alias(ORDER))
+    return out.select(*selected, T_START, T_END, *partition, (F.col(ORDER) - modifiers.offset).alias(ORDER))
 
 
 def _sort_keys(omega: DataFrame, modifiers, dictionaries, time_unit: str) -> tuple[DataFrame, list[Column]]:

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep.engines.columns import T_END, T_START, column_var, var_column, var_columns
 from cep.engines.spark.intervals import compatible, prefixed, side_col
+from cep.engines.spark.keyed import INSTANT
 from rdfcore.hashing import term_id
 from cep.engines.spark.csparql import aggregate
 
@@ -103,6 +104,8 @@ def seed(omega: DataFrame, pattern, depth: int) -> Correlation:
     """The seed of EXISTS { pattern } over ``omega``: the distinct values of the variables both
     mention, keyed (module docstring)."""
     columns = sorted(c for c in set(var_columns(omega)) & mentioned(pattern) if not _internal(c))
+    if INSTANT in omega.columns:   # evaluated at many instants: a row's EXISTS is that of its instant
+        columns.append(INSTANT)
     keys = {c: key_column(c, depth) for c in columns}
     parts: list[Column] = []
     for c in columns:
