@@ -219,9 +219,10 @@ def test_one_pass_refusal_says_why():
     """Which queries are evaluated instant by instant, and which at every instant at once."""
     assert "C-SPARQL" in one_pass_refusal(compile_query(CSPARQL))
     assert "RSEP-QL" in one_pass_refusal(compile_query(RSEPQL))
-    # per instant, but C-SPARQL's in one plan keyed by the instant (cep.engines.spark.keyed) ...
+    # per instant, but in one plan keyed by the instant (cep.engines.spark.keyed) ...
     assert keyed_refusal(compile_query(CSPARQL)) is None
-    assert "C-SPARQL" in keyed_refusal(compile_query(RSEPQL))
+    assert all(keyed_refusal(compile_query(text)) is None for text in PER_INSTANT.values())
+    assert "RSEP-QL" in keyed_refusal(compile_query(RSEPQL))
     # ... unless the instant is read in Python or a path is matched on a snapshot
     now = CSPARQL.replace("WHERE { ?v :p0 ?s }", "WHERE { ?v :p0 ?s FILTER (NOW() > ?s) }")
     assert "NOW()" in keyed_refusal(compile_query(now))

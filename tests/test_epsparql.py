@@ -948,3 +948,28 @@ def test_continuous_plan_needs_a_horizon():
     with pytest.raises(ContinuousError, match="none was given"):
         plan(compile_query(Q1), horizon=5)
     assert plan(compile_query(Q1), horizon=5, streams=["<http://s>"]).lookback == 5
+
+
+@settings(max_examples=examples(2), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                             HealthCheck.too_slow])
+@given(items=ep_streams(), patterns=st.lists(ep_patterns(), min_size=4, max_size=4),
+       instants=st.sets(st.integers(0, 14), min_size=1, max_size=5))
+def test_random_patterns_at_many_instants_in_one_plan_equal_reference(spark, items, patterns, instants):
+    """``evaluate_at_instants``: every instant in one plan keyed by the instant
+    (``cep.engines.spark.keyed``), each instant's rows the reference's at that instant."""
+    from cep.engines.spark.evaluate import AT, evaluate_at_instants, keyed_refusal
+
+    instants = sorted(instants)
+    stream = stream_frame(spark, items)
+    dictionary = spark.createDataFrame(sorted(TERMS.items()), f"{ID} long, {TERM} string")
+    frames = {}
+    for i, pattern in enumerate(patterns):
+        assert keyed_refusal(ep_query(pattern)) is None
+        frame = evaluate_at_instants(ep_query(pattern), {}, {STREAM_IRI: stream}, instants, time_unit="ms",
+                                     dictionary=dictionary)
+        for t in instants:
+            frames[i, t] = frame.filter(frame[AT] == t).drop(AT)
+    got = tagged_results(frames, TERMS.get)
+    assert_same_sets(got, {(i, t): R.evaluate(ep_query(pattern), {}, {STREAM_IRI: items}, at=t, time_unit="ms")
+                           for i, pattern in enumerate(patterns) for t in instants},
+                     lambda key: f"case {key}: {patterns[key[0]]} at {key[1]}")

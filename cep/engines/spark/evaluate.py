@@ -150,14 +150,16 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     template) is applied to them as :func:`evaluate` applies it at t. The cost is one plan however
     many instants are asked.
 
-    A C-SPARQL query (:func:`keyed_refusal` says which not) is evaluated once too, keyed by the
-    instant (``cep.engines.spark.keyed``): the snapshot of every instant at once, each row carrying
-    its instant, so that joins, groups, ORDER BY and LIMIT work per instant.
+    A query whose answers are defined per instant (C-SPARQL, EP-SPARQL, CQELS-CEP with ORDER BY /
+    LIMIT or GROUP BY over events; :func:`keyed_refusal` says which not) is evaluated once too,
+    keyed by the instant (``cep.engines.spark.keyed``): every instant's windows, snapshots or
+    occurrences at once, each row carrying its instant, so that joins, groups, ORDER BY and LIMIT
+    work per instant.
 
     Any other query is evaluated instant by instant (:func:`evaluate_each`: an RSEP-QL consuming
-    policy makes each evaluation depend on the earlier ones; ORDER BY / LIMIT, NOW() are defined
-    per instant); the result reads the answers each evaluation materialised (no plan of an earlier
-    instant stays alive)."""
+    policy makes each evaluation depend on the earlier ones; ``rules`` close the stream at each
+    instant; NOW() is a value per instant); the result reads the answers each evaluation
+    materialised (no plan of an earlier instant stays alive)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
     convention = A.check_window_convention(query, window_convention)
@@ -216,15 +218,15 @@ def one_pass_refusal(query: A.Query) -> str | None:
 def keyed_refusal(query: A.Query) -> str | None:
     """Why :func:`evaluate_at_instants` cannot evaluate ``query``, whose answers are defined per
     evaluation instant, at all its instants in one plan keyed by the instant
-    (``cep.engines.spark.keyed``), or None. That plan covers C-SPARQL's snapshots with everything
-    SPARQL builds over them; not yet RSEP-QL's and EP-SPARQL's operators, nor a property path
-    over a snapshot (``paths.spark`` knows no instant), nor what draws from a solution's hash or
-    reads the instant in Python (NOW(), RAND(), UUID(), STRUUID(), BNODE(), a CONSTRUCT
-    template's blank nodes): those are evaluated instant by instant."""
-    if not A.is_csparql(query) or A.is_rsepql(query) or A.is_epsparql(query) or A.contains(
-            query, lambda x: isinstance(x, (A.StreamPattern, A.Background, A.GroupCover))):
-        return "only C-SPARQL's snapshots are evaluated at many instants in one plan"
-    if A.contains(query, lambda x: isinstance(x, A.PathPattern)):
+    (``cep.engines.spark.keyed``), or None. That plan covers C-SPARQL's snapshots, EP-SPARQL's
+    occurrences and CQELS-CEP's windows, with the operators over them (GROUP BY over events,
+    ORDER BY / LIMIT per instant); not RSEP-QL (its consuming policies carry from one instant to
+    the next), nor a property path over a snapshot (``paths.spark`` knows no instant), nor what
+    draws from a solution's hash or reads the instant in Python (NOW(), RAND(), UUID(), STRUUID(),
+    BNODE(), a CONSTRUCT template's blank nodes): those are evaluated instant by instant."""
+    if A.is_rsepql(query):
+        return "RSEP-QL evaluates at a sequence of instants (its consuming policies carry from one to the next)"
+    if any(A.contains(node.pattern, lambda x: isinstance(x, A.PathPattern)) for node in A.snapshots(query)):
         return "a property path over a snapshot is evaluated per instant"
     if A.contains(query, lambda x: isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS):
         return "NOW(), RAND(), UUID(), STRUUID() and BNODE() are evaluated per instant"
@@ -599,11 +601,12 @@ class _Runtime:
                     self.terms.append(terms)
                 return omega
             case A.GroupCover(inner=inner):                                        # GROUP BY over events
-                if self.ops is not I:
+                if self.ops is L:
                     raise UnsupportedQueryError("GROUP BY / aggregates over event clauses are evaluated per instant "
                                                 "(at=t; a continuous run evaluates them at its windows' content "
                                                 "changes), not for every instant at once")
-                omega, terms = group_cover(self.eval(inner, scope), node, self.dictionaries, self.at)
+                omega, terms = group_cover(self.eval(inner, scope), node, self.dictionaries, self.now(),
+                                           self.instants)
                 if terms is not None:
                     if self.keep_terms:
                         terms = terms.cache()
@@ -640,8 +643,9 @@ class _Runtime:
         return I.canonical(events).distinct()
 
     def ep(self):
-        """The EP-SPARQL operators: one instant only (``cep.engines.spark.intervals``)."""
-        if self.ops is not I:
+        """The EP-SPARQL operators (``cep.engines.spark.intervals``): at one instant, or at many keyed by
+        the instant (the instant is a variable column those operators join on)."""
+        if self.ops is L:
             raise UnsupportedQueryError("EP-SPARQL patterns are evaluated per instant (query --at T, or "
                                         "continuously one evaluation per instant), not as lifetimes")
         return I
@@ -656,6 +660,13 @@ class _Runtime:
             raise MissingInputError("an EP-SPARQL query reads the streams given (--stream); none was given")
         for iri, stream in self.streams.items():
             require_columns(stream, STREAM_COLUMNS, f"stream {iri}")
+        if self.instants is not None:   # at each instant, the items ended by it
+            out = None
+            for stream in self.streams.values():
+                part = stream.select(*STREAM_COLUMNS).crossJoin(self.instants.frame).filter(
+                    F.col(T_END) <= F.col(K.INSTANT))
+                out = part if out is None else out.unionByName(part)
+            return out
         return I.occurrences(self.streams.values(), self.at)
 
     def bgp(self, node: A.BGP, scope: _Scope) -> DataFrame:
@@ -984,8 +995,9 @@ def _bgp_over_occurrences(node: A.BGP, items: DataFrame) -> DataFrame:
     if refusal:
         raise UnsupportedQueryError(refusal)
     out = None
+    keep = (T_START, T_END, *[c for c in K.EXTRA if c in items.columns])   # (at many instants: each item's)
     for tp in node.patterns:
-        part = I.canonical(triple_part(tp, items, (T_START, T_END))).distinct()
+        part = I.canonical(triple_part(tp, items, keep)).distinct()
         out = part if out is None else I.cover_join(out, part)
     return out
 

@@ -165,21 +165,26 @@ def exists_flags(omega: DataFrame, corr: Correlation, solutions: DataFrame, flag
     return omega.join(keyed, cond, "left").select(*omega.columns, F.coalesce(F.col(flag), F.lit(False)).alias(flag))
 
 
-def group_cover(omega: DataFrame, node: A.GroupCover, dictionaries, at: int) -> tuple[DataFrame, DataFrame | None]:
+def group_cover(omega: DataFrame, node: A.GroupCover, dictionaries, at, instants=None
+                ) -> tuple[DataFrame, DataFrame | None]:
     """GROUP BY over mappings with intervals (``A.GroupCover``; ``cep.engines.reference.group_cover`` is the
     oracle): one row per group of the distinct rows of ``omega`` on ``node.group`` (null, unbound,
     is a value of its own, as ``groupBy`` has it), with the group's columns, one id column per
     aggregate and [min t_start, max t_end] of its members. The aggregates are C-SPARQL's
     (``cep.engines.spark.csparql.aggregate``: per member, then constant over the group, so grouping by them too
     changes nothing); over no row the implicit group gives one row of the aggregates of nothing
-    over [at, at]. Returns the rows and the (id, term) rows of the terms computed (None if none)."""
+    over [at, at]. Returns the rows and the (id, term) rows of the terms computed (None if none).
+    ``instants`` (``cep.engines.spark.keyed.Instants``): ``omega`` holds the solutions of each, and
+    ``at`` is the column of a row's instant: the groups are those of each instant."""
     present = set(var_columns(omega))
     members = omega.select(*sorted(present), T_START, T_END).distinct()   # a member is a distinct solution
     terms = None
     if node.specs:
-        members, terms = aggregate(members, node.specs, dictionaries, (int(at), int(at)))
+        members, terms = aggregate(members, node.specs, dictionaries, (at, at), instants)
     keys = [F.col(c) if c in present else F.lit(None).cast("long").alias(c)
             for c in (var_column(v.name) for v in node.group)]
+    if instants is not None:
+        keys.append(F.col(INSTANT))
     computed = [F.col(var_column(spec.var.name)) for spec in node.specs]
     out = members.groupBy(*keys, *computed).agg(F.min(T_START).alias(T_START), F.max(T_END).alias(T_END))
     return out, terms

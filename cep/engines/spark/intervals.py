@@ -204,14 +204,15 @@ def no_head(o1: DataFrame, o2: DataFrame) -> DataFrame:
     return canonical(o2.join(neg, blocked, "left_anti")).distinct()
 
 
-def no_tail(o1: DataFrame, o2: DataFrame, t: int) -> DataFrame:
+def no_tail(o1: DataFrame, o2: DataFrame, t) -> DataFrame:
     """NO_TAIL(Ω1, Ω2, t): the mappings of Ω1 with no compatible Ω2 mapping that starts after they
-    end and has ended by the evaluation time t (eq. 7, 14). Ω2 is the negated tail."""
+    end and has ended by the evaluation time t (eq. 7, 14). Ω2 is the negated tail. ``t``: a
+    number, or a column of Ω1 (its rows' instants, ``cep.engines.spark.keyed``)."""
     _check(o1, "NO_TAIL left")
     _check(o2, "NO_TAIL negated")
     neg = prefixed(o2, _N)
     blocked = (compatible(o1, None, o2, _N) & (F.col(T_END) < side_col(_N, T_START))
-               & (side_col(_N, T_END) <= F.lit(int(t))))
+               & (side_col(_N, T_END) <= (t if isinstance(t, Column) else F.lit(int(t)))))
     return canonical(o1.join(neg, blocked, "left_anti")).distinct()
 
 

@@ -1,6 +1,7 @@
 """⟦Q, t⟧ at many evaluation instants in ONE plan, for queries whose answers are defined per
-instant (C-SPARQL's snapshots): the operators of ``cep.engines.spark.intervals`` over rows that
-each carry the instant they belong to.
+instant (C-SPARQL's snapshots, EP-SPARQL's occurrences, CQELS-CEP with ORDER BY / LIMIT or GROUP BY
+over events): the operators of ``cep.engines.spark.intervals`` over rows that each carry the
+instant they belong to. Cost: a window's item is one row per instant whose window holds it.
 
 The instant is the column ``INSTANT``, named as a variable no query can write ('·' cannot start a
 SPARQL variable name, as EXISTS' key columns of ``cep.engines.spark.graphpatterns``). So every
@@ -17,7 +18,11 @@ What reads the instant itself is different:
 
 * :func:`constant` (a background pattern, VALUES): one copy per instant, each with that
   instant's interval — a column of the instant (:meth:`Instants.of`), not a number;
-* the snapshot of each instant (``cep.engines.spark.csparql.snapshot_graph_at``).
+* a window over a stream (:meth:`Ops.window`): the items every instant's window holds, each clipped
+  to that window, as ``intervals``' window functions clip them at one instant; NO_TAIL's t;
+* EP-SPARQL's occurrences, the items ended by each instant, and a C-SPARQL snapshot
+  (``cep.engines.spark.csparql.windows_at``), built by ``cep.engines.spark.evaluate``;
+* GROUP BY over events (``cep.engines.spark.graphpatterns.group_cover``): groups per instant.
 
 :meth:`Instants.of` maps each instant to a number computed in Python (the close instant of a
 snapshot, a window's bounds), as a map literal looked up by the row's instant: the same Python
@@ -28,12 +33,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from cep.engines.columns import T_END, T_START, var_column, var_columns
-from cep.engines.spark.intervals import canonical, join, left_join, union, within_item
+from cep.algebra import windows as W
+from cep.algebra.timeline import close_instant
+from cep.engines.columns import ITEM, T_END, T_START, scratch, var_column, var_columns
+from cep.engines.spark.intervals import canonical, join, left_join, no_head, no_tail, seq, seq_wo, union, within_item
+from rdfcore.schema import O, P, S
 
 __all__ = ["INSTANT", "EXTRA", "Instants", "Ops", "constant", "time_column"]
 
@@ -85,8 +93,8 @@ def constant(df: DataFrame, lo, hi, instants: Instants) -> DataFrame:
 class Ops:
     """The operator family ``cep.engines.spark.evaluate``'s walk builds with (as it does with the
     modules ``intervals`` and ``lifetimes``), bound to the instants: the interval operators as they
-    are, :func:`constant` copying per instant. The event operators (windows over a stream, SEQ and
-    its negations) read one instant's t and are not offered."""
+    are (NO_TAIL's t the row's instant), :func:`constant` copying per instant, each window the
+    content of every instant's window at once."""
 
     EXTRA = EXTRA
     canonical = staticmethod(canonical)
@@ -94,9 +102,49 @@ class Ops:
     union = staticmethod(union)
     left_join = staticmethod(left_join)
     within_item = staticmethod(within_item)
+    seq = staticmethod(seq)
+    seq_wo = staticmethod(seq_wo)
+    no_head = staticmethod(no_head)
 
     def __init__(self, instants: Instants):
         self.instants = instants
+        self._windows = W.WindowFunctions(sliding=self._range, stepped=self._step, count=self._triples,
+                                          landmark=self._all)
 
     def constant(self, df: DataFrame, lo, hi) -> DataFrame:
         return constant(df, lo, hi, self.instants)
+
+    def no_tail(self, o1: DataFrame, o2: DataFrame, t=None) -> DataFrame:
+        return no_tail(o1, o2, F.col(INSTANT))
+
+    def window(self, stream: DataFrame, spec, t=None, time_unit: str = "ms") -> DataFrame:
+        """``intervals.window`` at each instant: the stream's items each instant's window holds,
+        clipped to it, with the ``INSTANT``."""
+        return W.apply_window(spec, time_unit, self._windows, stream)
+
+    def _each(self, stream: DataFrame) -> DataFrame:
+        return stream.select(ITEM, S, P, O, T_START, T_END).crossJoin(self.instants.frame)
+
+    def _clipped(self, df: DataFrame, lo: Column | None, hi: Column) -> DataFrame:
+        start = F.col(T_START) if lo is None else F.greatest(F.col(T_START), lo)
+        return df.select(ITEM, S, P, O, start.alias(T_START), F.least(F.col(T_END), hi).alias(T_END), INSTANT)
+
+    def _range(self, stream: DataFrame, T: int, at: Column | None = None) -> DataFrame:
+        hi = F.col(INSTANT) if at is None else at            # intervals.w_range at each instant
+        lo = hi - F.lit(int(T))
+        held = self._each(stream).filter((F.col(T_START) <= hi) & (F.col(T_END) >= lo))
+        return self._clipped(held, lo, hi)
+
+    def _step(self, stream: DataFrame, T: int, step: int) -> DataFrame:
+        return self._range(stream, T, self.instants.of(lambda t: close_instant(t, step)))
+
+    def _all(self, stream: DataFrame) -> DataFrame:
+        hi = F.col(INSTANT)
+        return self._clipped(self._each(stream).filter(F.col(T_START) <= hi), None, hi)
+
+    def _triples(self, stream: DataFrame, n: int) -> DataFrame:
+        hi = F.col(INSTANT)                                    # intervals.w_triples' order, per instant
+        order = Window.partitionBy(INSTANT).orderBy(*[F.col(c).desc() for c in (T_START, T_END, ITEM, S, P, O)])
+        rank = scratch("rank")
+        held = self._each(stream).filter(F.col(T_START) <= hi).withColumn(rank, F.row_number().over(order))
+        return self._clipped(held.filter(F.col(rank) <= int(n)), None, hi)
