@@ -68,8 +68,9 @@ intervals are not printed; ``--format`` does not apply).
   ``cep.engines.driver.csparql``; RSEP-QL queries, ``cep.engines.driver.rsepql``; EP-SPARQL
   queries and their ``--rules``, each instant on its own, ``cep.engines.driver.epsparql``; SELECT
   and CONSTRUCT, printed as on Spark); ``spark`` on Spark (every asked instant in one plan: CQELS-CEP
-  queries from their answers' lifetimes, C-SPARQL, EP-SPARQL and per-instant CQELS-CEP queries keyed
-  by the instant, ``cep.engines.spark.keyed``; RSEP-QL and ``--rules`` instant by instant); ``auto`` (default) on the driver when the query allows it and
+  queries from their answers' lifetimes, C-SPARQL, EP-SPARQL, RSEP-QL and per-instant CQELS-CEP
+  queries keyed by the instant, ``cep.engines.spark.keyed``; a consuming MATCH and ``--rules``
+  instant by instant); ``auto`` (default) on the driver when the query allows it and
   the static files and stream files are small (:data:`LOCAL_STATIC_BYTES`,
   :data:`LOCAL_STREAM_BYTES`, and every stream line one the driver's readers take), else on Spark;
   ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs,

@@ -350,3 +350,23 @@ def test_fig1_continuously(spark, tmp_path, capsys, every, policy, expected):
                 (frozenset((k, row[k]) for k in ("x", "y", "z")), row["_start"], row["_end"]))
     assert got == expected
     assert sum(json.loads(m)["input_items"] for m in (tmp_path / "ckpt" / "metrics.jsonl").read_text().splitlines()) == 5
+
+
+def test_non_consuming_queries_at_many_instants_in_one_plan(spark):
+    """``evaluate_at_instants``: a MATCH that consumes nothing (unrestricted, naive) and window graph
+    patterns are evaluated at every instant in one plan keyed by the instant
+    (``cep.engines.spark.keyed``), each instant's rows the reference's; a consuming MATCH is not."""
+    from cep.engines.spark.evaluate import AT, evaluate_at_instants, keyed_refusal
+
+    stream = stream_frame(spark, ITEMS)
+    terms = {term_id(x): x for (_i, g, _a, _b) in ITEMS for tr in g for x in tr}
+    times = [4, 6, 8, 10, 12]
+    assert "consuming" in keyed_refusal(query_for("chronological"))
+    for query in (query_for("unrestricted"), query_for("naive"), compile_query(EXAMPLE_6, lang="rsepql"),
+                  compile_query(WITH_MATCH)):
+        assert keyed_refusal(query) is None
+        frame = evaluate_at_instants(query, {}, {STREAM: stream}, times).cache()
+        got = [collect(frame.filter(frame[AT] == t).drop(AT), terms) for t in times]
+        frame.unpersist()
+        expected = R.evaluate_sequence(query, {}, {STREAM: ITEMS}, times)
+        assert got == expected and any(expected), query

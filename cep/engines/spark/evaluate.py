@@ -150,11 +150,11 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     template) is applied to them as :func:`evaluate` applies it at t. The cost is one plan however
     many instants are asked.
 
-    A query whose answers are defined per instant (C-SPARQL, EP-SPARQL, CQELS-CEP with ORDER BY /
-    LIMIT or GROUP BY over events; :func:`keyed_refusal` says which not) is evaluated once too,
-    keyed by the instant (``cep.engines.spark.keyed``): every instant's windows, snapshots or
-    occurrences at once, each row carrying its instant, so that joins, groups, ORDER BY and LIMIT
-    work per instant.
+    A query whose answers are defined per instant (C-SPARQL, EP-SPARQL, RSEP-QL, CQELS-CEP with
+    ORDER BY / LIMIT or GROUP BY over events; :func:`keyed_refusal` says which not) is evaluated
+    once too, keyed by the instant (``cep.engines.spark.keyed``): every instant's windows,
+    snapshots, occurrences or MATCH contexts at once, each row carrying its instant, so that
+    joins, groups, ORDER BY and LIMIT work per instant.
 
     Any other query is evaluated instant by instant (:func:`evaluate_each`: an RSEP-QL consuming
     policy makes each evaluation depend on the earlier ones; ``rules`` close the stream at each
@@ -219,15 +219,17 @@ def keyed_refusal(query: A.Query) -> str | None:
     """Why :func:`evaluate_at_instants` cannot evaluate ``query``, whose answers are defined per
     evaluation instant, at all its instants in one plan keyed by the instant
     (``cep.engines.spark.keyed``), or None. That plan covers C-SPARQL's snapshots, EP-SPARQL's
-    occurrences and CQELS-CEP's windows, with the operators over them (GROUP BY over events,
-    ORDER BY / LIMIT per instant); not RSEP-QL (its consuming policies carry from one instant to
-    the next), nor a property path over a snapshot (``paths.spark`` knows no instant), nor what
-    draws from a solution's hash or reads the instant in Python (NOW(), RAND(), UUID(), STRUUID(),
-    BNODE(), a CONSTRUCT template's blank nodes): those are evaluated instant by instant."""
-    if A.is_rsepql(query):
-        return "RSEP-QL evaluates at a sequence of instants (its consuming policies carry from one to the next)"
-    if any(A.contains(node.pattern, lambda x: isinstance(x, A.PathPattern)) for node in A.snapshots(query)):
-        return "a property path over a snapshot is evaluated per instant"
+    occurrences, CQELS-CEP's windows and RSEP-QL's MATCH and window graphs, with the operators over
+    them (GROUP BY over events, ORDER BY / LIMIT per instant); not a MATCH whose policy consumes
+    (what it used carries from one instant to the next), nor a property path over a window's graph
+    (``paths.spark`` knows no instant), nor what draws from a solution's hash or reads the instant
+    in Python (NOW(), RAND(), UUID(), STRUUID(), BNODE(), a CONSTRUCT template's blank nodes):
+    those are evaluated instant by instant."""
+    if A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
+        return "an RSEP-QL MATCH with a consuming policy carries what it used from one instant to the next"
+    if A.contains(query, lambda x: isinstance(x, (A.Snapshot, A.WindowGraph))
+                  and A.contains(x.pattern, lambda y: isinstance(y, A.PathPattern))):
+        return "a property path over a window's or a snapshot's graph is evaluated per instant"
     if A.contains(query, lambda x: isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS):
         return "NOW(), RAND(), UUID(), STRUUID() and BNODE() are evaluated per instant"
     if isinstance(query.form, A.Construct) and any(
@@ -570,13 +572,15 @@ class _Runtime:
             case A.StreamPattern():                                                # eq. 9, 16
                 return self.eval(node.pattern, _Window(self.window_content(node)))
             case A.WindowGraph(name=name, stream=stream, window=spec, pattern=pattern):   # RSEP-QL eq. 3
-                if self.ops is not I:
+                if self.ops is L:
                     raise UnsupportedQueryError("RSEP-QL's WINDOW graph pattern is evaluated at evaluation instants "
                                                 "(evaluate_sequence; continuously: cep.continuous.instants)")
                 if stream not in self.streams:
                     raise MissingInputError(f"no stream {stream}; streams are {sorted(self.streams)}")
-                merged = rsep_window(self.streams[stream], spec, self.at, self.unit).select(S, P, O).distinct()
-                return self.eval(pattern, _Graph(name, merged, (MIN_TIME, self.at)))
+                keyed = self.instants is not None
+                merged = rsep_window(self.streams[stream], spec, self.instants if keyed else self.at, self.unit)
+                merged = merged.select(S, P, O, *([K.INSTANT] if keyed else [])).distinct()
+                return self.eval(pattern, _Graph(name, merged, (MIN_TIME, self.now())))
             case A.Background():                                                   # eq. 17
                 return self.background_pattern(node)
             case A.Sequence(left=left, right=right):                               # eq. 4, 11
@@ -628,14 +632,15 @@ class _Runtime:
         raise TypeError(f"cannot evaluate {type(node).__name__}")
 
     def match(self, node: A.Match) -> DataFrame:
-        if self.ops is not I:
+        if self.ops is L:
             raise UnsupportedQueryError("RSEP-QL's MATCH is evaluated at evaluation instants (evaluate_sequence; "
                                         "continuously: cep.continuous.instants), not for every instant at once")
         for pattern in A.event_patterns(node):
             if pattern.stream not in self.streams:
                 raise MissingInputError(f"no stream {pattern.stream} was given; streams: {sorted(self.streams)}")
             require_columns(self.streams[pattern.stream], STREAM_COLUMNS, f"stream {pattern.stream}")
-        events = match_events(node, self.streams, self.at, self.unit, self.consumed)
+        events = match_events(node, self.streams, self.instants if self.instants is not None else self.at, self.unit,
+                              self.consumed)
         if node.policy in A.CONSUMING_POLICIES:
             events = events.cache()
             self.cached.append(events)

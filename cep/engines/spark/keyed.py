@@ -1,6 +1,6 @@
 """⟦Q, t⟧ at many evaluation instants in ONE plan, for queries whose answers are defined per
-instant (C-SPARQL's snapshots, EP-SPARQL's occurrences, CQELS-CEP with ORDER BY / LIMIT or GROUP BY
-over events): the operators of ``cep.engines.spark.intervals`` over rows that each carry the
+instant (C-SPARQL's snapshots, EP-SPARQL's occurrences, RSEP-QL's MATCH and window graphs,
+CQELS-CEP with ORDER BY / LIMIT or GROUP BY over events): the operators of ``cep.engines.spark.intervals`` over rows that each carry the
 instant they belong to. Cost: a window's item is one row per instant whose window holds it.
 
 The instant is the column ``INSTANT``, named as a variable no query can write ('·' cannot start a
@@ -22,6 +22,9 @@ What reads the instant itself is different:
   to that window, as ``intervals``' window functions clip them at one instant; NO_TAIL's t;
 * EP-SPARQL's occurrences, the items ended by each instant, and a C-SPARQL snapshot
   (``cep.engines.spark.csparql.windows_at``), built by ``cep.engines.spark.evaluate``;
+* RSEP-QL's windows and MATCH (``cep.engines.spark.rsepql``): one root context per instant, so
+  FIRST / LAST and the selection policies pick per instant (a consuming policy, whose input at
+  one instant depends on the answers at the earlier ones, is evaluated instant by instant);
 * GROUP BY over events (``cep.engines.spark.graphpatterns.group_cover``): groups per instant.
 
 :meth:`Instants.of` maps each instant to a number computed in Python (the close instant of a

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep.engines.columns import ITEM, T_END, T_START, scratch, var_column, var_columns
 from cep.engines.spark.intervals import compatible, merged, prefixed, side_col
+from cep.engines.spark.keyed import INSTANT, Instants
 from cep.engines.spark.triples import triple_match
 from cep.algebra.timeline import close_instant
 from rdfcore.schema import O, P, S
@@ -40,29 +41,39 @@ _MAX = (1 << 63) - 1
 _L, _R, _N = "l", "r", "n"
 
 
-def rsep_window(stream: DataFrame, spec, t: int, time_unit: str = "ms") -> DataFrame:
+def rsep_window(stream: DataFrame, spec, t, time_unit: str = "ms") -> DataFrame:
     """RSEP-QL's window functions (``cep.engines.reference.rsep_window``): the items whose start time is
-    in W^τ(α, β) = (t' − α, t'], t' = ⌊t/β⌋·β; ``All``: ≤ t; ``Now``: = t."""
+    in W^τ(α, β) = (t' − α, t'], t' = ⌊t/β⌋·β; ``All``: ≤ t; ``Now``: = t. ``t`` an ``Instants``
+    (``cep.engines.spark.keyed``): the items of each instant's window, each with its ``INSTANT``."""
     ts = F.col(T_START)
+    keyed = isinstance(t, Instants)
+    now = F.col(INSTANT) if keyed else F.lit(int(t))
+    if keyed:
+        stream = stream.crossJoin(t.frame)
     match spec:
         case A.All():
-            return stream.filter(ts <= F.lit(int(t)))
+            return stream.filter(ts <= now)
         case A.Now():
-            return stream.filter(ts == F.lit(int(t)))
+            return stream.filter(ts == now)
         case A.Range():
             alpha, beta = spec.range.ticks(time_unit), spec.step_ticks(time_unit)
-            top = close_instant(t, beta)
-            return stream.filter((ts > F.lit(top - alpha)) & (ts <= F.lit(top)))
+            top = t.of(lambda x: close_instant(x, beta)) if keyed else F.lit(close_instant(t, beta))
+            return stream.filter((ts > top - F.lit(alpha)) & (ts <= top))
     raise ValueError(f"RSEP-QL has no {spec} window")
 
 
-def match_events(node: A.Match, streams, at: int, time_unit: str, consumed: DataFrame | None) -> DataFrame:
+def match_events(node: A.Match, streams, at, time_unit: str, consumed: DataFrame | None) -> DataFrame:
     """The event mappings of ``MATCH E`` at ``at``: the variable columns, ``T_START``, ``T_END`` and
     ``USED``. ``streams``: {stream IRI: DataFrame (item, s, p, o, t_start, t_end)}; ``consumed``:
-    DataFrame of ``USED_COLUMNS`` taken out of the input (None: nothing)."""
-    first = next(iter(streams.values()))
-    root = first.sparkSession.range(1).select(F.struct(F.lit(0).alias("root")).alias(CTX),
-                                              F.lit(_MAX).cast("long").alias(HI))
+    DataFrame of ``USED_COLUMNS`` taken out of the input (None: nothing). ``at`` an ``Instants``:
+    at each of them at once, each row with its ``INSTANT`` (one root context per instant)."""
+    if isinstance(at, Instants):
+        root = at.frame.select(F.struct(F.col(INSTANT).alias("root")).alias(CTX), F.lit(_MAX).cast("long").alias(HI),
+                               INSTANT)
+    else:
+        first = next(iter(streams.values()))
+        root = first.sparkSession.range(1).select(F.struct(F.lit(0).alias("root")).alias(CTX),
+                                                  F.lit(_MAX).cast("long").alias(HI))
     out = _Events(streams, at, time_unit, consumed).eval(node.inner, root)
     return out.select(*sorted(var_columns(out)), T_START, T_END, USED)
 
@@ -75,7 +86,8 @@ def used_triples(events: DataFrame) -> DataFrame:
 
 class _Events:
     def __init__(self, streams, at, time_unit, consumed):
-        self.streams, self.at, self.unit, self.consumed = streams, int(at), time_unit, consumed
+        self.streams, self.unit, self.consumed = streams, time_unit, consumed
+        self.at = at if isinstance(at, Instants) else int(at)
 
     def eval(self, node, ctx: DataFrame) -> DataFrame:
         """Rows ``CTX``, the event's own variables, ``T_START``, ``T_END``, ``USED``."""
@@ -185,7 +197,7 @@ def _bgp_with_triples(node: A.EventPattern, items: DataFrame) -> DataFrame:
         triple = F.struct(F.lit(node.name).alias(WINDOW_NAME), F.col(ITEM).alias(ITEM), F.col(S).alias(S),
                           F.col(P).alias(P), F.col(O).alias(O))
         parts.append(items.filter(cond).select(
-            ITEM, T_START, triple.alias(scratch("t", str(i))),
+            ITEM, T_START, *[c for c in (INSTANT,) if c in items.columns], triple.alias(scratch("t", str(i))),
             *[F.coalesce(F.col(c), F.lit(0).cast("long")).alias(var_column(v)) for v, c in first.items()]))
     out = parts[0]
     for part in parts[1:]:
