@@ -635,8 +635,12 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
         else:
             result = evaluate(query, background, streams, at=p.at, time_unit=p.time_unit, dictionary=dictionary,
                               terms=computed, rules=p.rules, window_convention=p.convention)
+        # the answers, and the terms they computed, stored once: decoding and printing then plan over
+        # small leaves instead of the evaluation's whole plan (Spark analyses the whole plan at every
+        # DataFrame call, ~0.5 s for a C-SPARQL aggregate's, and decoding makes three per column)
+        result = result.localCheckpoint()
         if computed:
-            dictionary = merge_dictionaries([dictionary, *computed])
+            dictionary = merge_dictionaries([dictionary, *[terms.localCheckpoint() for terms in computed]])
         if isinstance(query.form, A.Construct):
             stream_out = registered_stream(query)
             keep = (S, P, O, T_START) if stream_out else (S, P, O)

@@ -212,7 +212,13 @@ class InstantsRunner(Runner):
         if D is None and keyed_refusal(self.plan.query) is None:   # C-SPARQL: the batch's instants in one plan
             keyed = evaluate_at_instants(self.plan.query, side.background, streams, instants, self.plan.time_unit,
                                          dictionary=dictionary, terms=computed,
-                                         window_convention=self.plan.convention)
+                                         window_convention=self.plan.convention).localCheckpoint()
+            # stored once, as the answers are: decoding then plans over small leaves, not the whole
+            # evaluation (Spark analyses the whole plan at every DataFrame call)
+            stored = [terms.localCheckpoint() for terms in computed]
+            for terms in computed:
+                terms.unpersist()
+            computed[:] = stored
             frames = []
         elif D is None:
             frames = evaluate_sequence(self.plan.query, side.background, streams, instants, self.plan.time_unit,
