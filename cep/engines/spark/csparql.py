@@ -27,16 +27,16 @@ timestamp() in one (``timed_filter``) and ``Aggregate`` (``aggregate``).
 """
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cep import algebra as A
 from cep.algebra.windows import RSEPQL_WINDOWS, WindowConvention
 from cep.algebra.timeline import MIN_TIME
-from cep.engines.columns import ITEM, STREAM_COLUMNS, T_END, T_START, scratch, var_column, var_columns
+from cep.engines.columns import STREAM_COLUMNS, T_END, T_START, scratch, var_column, var_columns
 from cep.engines.errors import DictionaryRequiredError, MissingInputError
 from cep.engines.spark import intervals as I
-from cep.engines.spark.keyed import INSTANT, Instants, time_column
+from cep.engines.spark.keyed import INSTANT, Instants, latest, time_column
 from cep.engines.spark.triples import non_null, triple_part
 from cep.terms.literals import (AGGREGATE_SCALE, LITERAL_JAVA_RE, NUMBER_LEXICAL, canonical_double,
                           NUMERIC_DATATYPES, XSD_DECIMAL, XSD_DOUBLE, XSD_INTEGER, XSD_STRING, RDF_LANGSTRING)
@@ -83,9 +83,8 @@ def windows_at(node: A.Snapshot, frame: DataFrame, spec, instants: Instants, tim
     bounds = frame.sparkSession.createDataFrame(rows, f"{INSTANT} long, {lo} long, {hi} long")
     ts = F.col(T_START)
     held = frame.join(F.broadcast(bounds), (ts >= F.col(lo)) & (ts <= F.col(hi)), "inner")
-    if count is not None:   # TRIPLES n: the n latest of each instant, ordered as intervals.w_triples orders them
-        order = Window.partitionBy(INSTANT).orderBy(*[F.col(c).desc() for c in (T_START, T_END, ITEM, S, P, O)])
-        held = held.withColumn(scratch("rank"), F.row_number().over(order)).filter(F.col(scratch("rank")) <= count)
+    if count is not None:   # TRIPLES n: the n latest of each instant
+        held = latest(held, count)
     return held.select(*frame.columns, F.coalesce(F.col(INSTANT), F.lit(0).cast("long")).alias(INSTANT))
 
 

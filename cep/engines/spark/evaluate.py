@@ -124,6 +124,12 @@ def evaluate(query, background, streams: Mapping, at: int, time_unit: str = "ms"
             terms.extend(computed)
     runtime = _Runtime(background, streams, int(at), time_unit, [dictionary, *computed], since,
                        convention=convention)
+    return _answers(runtime, query, terms)
+
+
+def _answers(runtime: "_Runtime", query: A.Query, terms: list | None) -> DataFrame:
+    """``runtime``'s answers to ``query``; the terms it computed appended to ``terms`` (cached for
+    the caller; None: not asked for)."""
     runtime.keep_terms = terms is not None
     result = runtime.query(query)
     if terms is not None:
@@ -169,11 +175,7 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     if not rules and one_pass_refusal(query) is not None and keyed_refusal(query) is None:
         runtime = _Runtime(background, streams, None, time_unit, [dictionary], since, convention=convention,
                            instants=K.Instants.of_times(_session(background, streams, dictionary), times))
-        runtime.keep_terms = terms is not None
-        result = runtime.query(query)
-        if terms is not None:
-            terms.extend(runtime.terms)
-        return result.withColumnRenamed(K.INSTANT, column)
+        return _answers(runtime, query, terms).withColumnRenamed(K.INSTANT, column)
     if rules or one_pass_refusal(query) is not None:
         frames = evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
                                terms=terms, rules=rules, window_convention=convention)

@@ -71,7 +71,7 @@ __all__ = [
     "canonical", "join", "union", "seq", "seq_wo", "no_head", "no_tail", "left_join",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant", "STREAM_COLUMNS",
     "window", "constant", "within_item", "EXTRA", "prefixed", "compatible", "merged", "side_col",
-    "cover_join", "eq_join", "optional_join", "occurrences",
+    "cover_join", "eq_join", "optional_join", "occurrences", "RECENCY", "latest_first",
 ]
 
 #: the columns a row carries besides the mapping and its interval (none; ``cep.engines.spark.lifetimes`` adds
@@ -365,12 +365,21 @@ def w_all(stream: DataFrame, t: int) -> DataFrame:
             .select(ITEM, S, P, O, T_START, F.least(F.col(T_END), F.lit(int(t))).alias(T_END)))
 
 
+#: the order TRIPLES n ranks a stream's triples by (module docstring): the most recent is the
+#: greatest; the columns break ties so that every engine picks the same n
+RECENCY = (T_START, T_END, ITEM, S, P, O)
+
+
+def latest_first() -> list[Column]:
+    """The sort columns of ``RECENCY``, the most recent triple first."""
+    return [F.col(c).desc() for c in RECENCY]
+
+
 def w_triples(stream: DataFrame, t: int, n: int) -> DataFrame:
-    """TRIPLES n: the n most recent triples started by t (module docstring for the order), clipped
-    like ALL. ``orderBy(...).limit(n)`` runs as one top-n (no global sort)."""
+    """TRIPLES n: the n most recent triples started by t (``RECENCY``), clipped like ALL.
+    ``orderBy(...).limit(n)`` runs as one top-n (no global sort)."""
     _check_stream(stream)
-    order = [F.col(c).desc() for c in (T_START, T_END, ITEM, S, P, O)]
-    latest = stream.filter(F.col(T_START) <= F.lit(int(t))).orderBy(*order).limit(int(n))
+    latest = stream.filter(F.col(T_START) <= F.lit(int(t))).orderBy(*latest_first()).limit(int(n))
     return latest.select(ITEM, S, P, O, T_START, F.least(F.col(T_END), F.lit(int(t))).alias(T_END))
 
 

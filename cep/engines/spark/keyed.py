@@ -43,10 +43,11 @@ from pyspark.sql.types import LongType, StructField, StructType
 from cep.algebra import windows as W
 from cep.algebra.timeline import close_instant
 from cep.engines.columns import ITEM, T_END, T_START, scratch, var_column, var_columns
-from cep.engines.spark.intervals import canonical, join, left_join, no_head, no_tail, seq, seq_wo, union, within_item
+from cep.engines.spark.intervals import (canonical, join, latest_first, left_join, no_head, no_tail, seq, seq_wo,
+                                         union, within_item)
 from rdfcore.schema import O, P, S
 
-__all__ = ["INSTANT", "EXTRA", "Instants", "Ops", "constant", "time_column"]
+__all__ = ["INSTANT", "EXTRA", "Instants", "Ops", "constant", "latest", "time_column"]
 
 #: the evaluation instant a row belongs to: a variable column no query can name
 INSTANT = var_column("·at")
@@ -82,6 +83,13 @@ class Instants:
 def time_column(value) -> Column:
     """A time as a long column: ``value`` itself when it is a column (of the instant), else a literal."""
     return value if isinstance(value, Column) else F.lit(int(value)).cast("long")
+
+
+def latest(df: DataFrame, n: int) -> DataFrame:
+    """The n most recent rows of each instant (``intervals.RECENCY``, as TRIPLES n picks them at one)."""
+    rank = scratch("rank")
+    order = Window.partitionBy(INSTANT).orderBy(*latest_first())
+    return df.withColumn(rank, F.row_number().over(order)).filter(F.col(rank) <= int(n)).drop(rank)
 
 
 def constant(df: DataFrame, lo, hi, instants: Instants) -> DataFrame:
@@ -146,8 +154,5 @@ class Ops:
         return self._clipped(self._each(stream).filter(F.col(T_START) <= hi), None, hi)
 
     def _triples(self, stream: DataFrame, n: int) -> DataFrame:
-        hi = F.col(INSTANT)                                    # intervals.w_triples' order, per instant
-        order = Window.partitionBy(INSTANT).orderBy(*[F.col(c).desc() for c in (T_START, T_END, ITEM, S, P, O)])
-        rank = scratch("rank")
-        held = self._each(stream).filter(F.col(T_START) <= hi).withColumn(rank, F.row_number().over(order))
-        return self._clipped(held.filter(F.col(rank) <= int(n)), None, hi)
+        hi = F.col(INSTANT)
+        return self._clipped(latest(self._each(stream).filter(F.col(T_START) <= hi), n), None, hi)

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from cep.algebra import windows as W
 from cep.algebra.timeline import OPEN_END
 from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, STREAM_COLUMNS, T_END, T_START, scratch, var_columns
-from cep.engines.spark.intervals import compatible, merged, prefixed, side_col
+from cep.engines.spark.intervals import RECENCY, compatible, merged, prefixed, side_col
 from rdfcore.schema import O, P, S, require_columns
 
 __all__ = ["EXTRA", "canonical", "constant", "join", "union", "seq", "seq_wo", "no_head",
@@ -337,7 +337,7 @@ def w_triples(stream: DataFrame, n: int) -> DataFrame:
     start until the n-th triple after it in the order (t_start, t_end, item, s, p, o) starts, its
     interval clipped like ALL. The lead over the whole stream is one sort of the (bounded) state."""
     require_columns(stream, STREAM_COLUMNS, "stream")
-    order = Window.orderBy(*[F.col(c).asc() for c in (T_START, T_END, ITEM, S, P, O)])
+    order = Window.orderBy(*[F.col(c).asc() for c in RECENCY])
     gone = scratch("gone")
     ranked = stream.select(*STREAM_COLUMNS, F.lead(T_START, int(n)).over(order).alias(gone))
     last = F.coalesce(F.col(gone) - 1, F.lit(OPEN_END).cast("long"))
