@@ -169,6 +169,26 @@ def test_filters_apply_where_they_are_written():
     assert query.pattern == A.Filter(condition, A.Join(window, background))
 
 
+def test_bind_after_an_event_clause_extends_the_join():
+    """SPARQL's BIND extends the group so far (§18.2.2.6): written after a WINDOW block, it reads
+    the window's variables and is evaluated per answer, under the top-level FILTERs; written
+    before every event clause, it is part of the background pattern."""
+    window = A.StreamPattern(iri("W"), STREAM, A.Now(), P1)
+    q_bgp = A.BGP((A.TriplePattern(V, iri("q"), A.Var("o")),))
+    after = compile_("SELECT ?v ?z ?r WHERE { ?v :q ?o WINDOW :W ON ex:s [NOW] { ?v :p1 ?s } "
+                     "BIND (STR(?s) AS ?z) BIND (RAND() AS ?r) FILTER (?r < 1) }")
+    joined = A.Join(window, A.Background(None, q_bgp))
+    extended = A.Extend(A.Extend(joined, A.Var("z"), A.Str(S_)), A.Var("r"), A.Builtin("RAND", ()))
+    one = A.Const('"1"^^<http://www.w3.org/2001/XMLSchema#integer>')
+    assert after.pattern == A.Filter(A.Compare("<", A.Var("r"), one), extended)
+    before = compile_("SELECT ?v ?r WHERE { BIND (RAND() AS ?r) WINDOW :W ON ex:s [NOW] { ?v :p1 ?s } }")
+    assert before.pattern == A.Join(window, A.Background(None, A.Extend(A.BGP(()), A.Var("r"),
+                                                                         A.Builtin("RAND", ()))))
+    with pytest.raises(CepSemanticError, match=r"follows an event clause.*uses \?z") as caught:
+        compile_("SELECT ?v ?w WHERE { WINDOW :W ON ex:s [NOW] { ?v :p1 ?s } BIND (STR(?s) AS ?z) ?z :q ?w }")
+    assert (caught.value.line, caught.value.column) == (3, 60)
+
+
 def test_optional_union_and_nested_groups_over_the_background():
     query = compile_("SELECT * WHERE { ?s :p ?o OPTIONAL { ?o :q ?z FILTER(?z = 2) } "
                      "{ ?s :a ?b } UNION { ?s :c ?b } ?s :d ?e }")

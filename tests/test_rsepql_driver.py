@@ -130,7 +130,7 @@ WHERE { MATCH CHRONOLOGICAL ( EVENT :w { ?x :p ?y } SEQ EVENT :w { ?y :q ?z } ) 
 
 @pytest.mark.parametrize("text, reason", [
     (QUERY % "" + " ORDER BY ?x", "ORDER BY"),
-    (QUERY.replace("?y :q ?z } )", "?y :q ?z } ) BIND (1 AS ?k)") % "", "BIND"),
+    (QUERY.replace("?y :q ?z } )", "?y :q ?z } ) BIND (1 AS ?k)") % "", "BIND over the MATCH"),
 ])
 def test_refusals_say_why(text, reason):
     why = D.refusal(compile_query(text))

@@ -20,6 +20,12 @@ tree:
   background elements written before it.
 * FILTERs of the top group restrict the whole join (SPARQL: a filter applies to its whole group);
   FILTERs in a WINDOW block restrict that window's TSP; FILTERs in a nested group, that group.
+* A top-level BIND written after an event clause extends the event clauses joined with the
+  background, in written order, under the FILTERs: SPARQL's BIND extends the group so far
+  (§18.2.2.6), and that holds the event clause, so ``WINDOW :W { ?v :p ?s } BIND (STR(?s) AS
+  ?z)`` reads ?s from the window and ``BIND (RAND() AS ?r)`` draws per answer. A background
+  element written after such a BIND that shares a variable with it is refused (there the two
+  readings differ). A BIND written before every event clause is part of P.
 
 Decisions the paper leaves open (documented here, tested in tests/test_cep_lower.py):
 
@@ -55,6 +61,8 @@ MATCH clauses and window graph patterns where CQELS-CEP has SEQ clauses and TSPs
 ``cep.lowering.common``.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from cep import algebra as A
 from cep.lowering.common import Lowering, position
@@ -109,19 +117,41 @@ class CqelsLowering(Lowering):
 
         events = self.event_clauses(declared, streams)
 
-        rest = [e for e in top if not isinstance(e, (S.WindowBlock, S.EventSequence,
-                                                       S.FilterPattern, S.MatchPattern))]
+        clauses = (S.WindowBlock, S.EventSequence, S.MatchPattern)
+        first = next((i for i, e in enumerate(top) if isinstance(e, clauses)), len(top))
+        lifted = [i for i, e in enumerate(top) if isinstance(e, S.Bind) and i > first]
+        rest = [e for i, e in enumerate(top) if not isinstance(e, (*clauses, S.FilterPattern)) and i not in lifted]
         background_pattern = self.group(tree.where, rest)
         parts = list(events)
         if not events or background_pattern != A.BGP(()):
             parts.append(A.Background(graph, background_pattern))           # eq. 17
         pattern = A.join(*parts)                                             # eq. 1, 2
         self.exists_scope = ("background", graph)   # a top-level FILTER stands over the event clauses
+        for i in lifted:
+            pattern = self.bind(pattern, self.lifted_bind(top, i))
         condition = self.conjunction([e for e in top if isinstance(e, S.FilterPattern)])
         self.exists_scope = "here"
         if condition is not None:
             pattern = A.Filter(condition, pattern)
         return self.finish(pattern)
+
+    def lifted_bind(self, top: tuple, i: int) -> S.Bind:
+        """The top-level ``BIND`` ``top[i]``, written after an event clause: it extends the event
+        clauses joined with the background (module doc), which equals SPARQL's Extend of the
+        group so far when no background element written after it shares its variables. One that
+        does is refused: there the two readings differ."""
+        bind = top[i]
+        names = {v.name for v in _syntax_variables_of(bind)}
+        for later in top[i + 1:]:
+            if isinstance(later, (S.WindowBlock, S.EventSequence, S.MatchPattern, S.FilterPattern, S.Bind)):
+                continue
+            shared = sorted(names & {v.name for v in _syntax_variables_of(later)})
+            if shared:
+                raise self.fail(bind, f"{bind} follows an event clause, so it extends the event clauses "
+                                f"joined with the background, but the background pattern at {position(later)} "
+                                f"written after it uses ?{shared[0]} too",
+                                ("the BIND written after that pattern", "the BIND before the first event clause"))
+        return bind
 
     def event_clauses(self, declared, streams) -> list[A.Pattern]:
         """The event clauses, in the order written: each SEQ(...) of windows (eq. 3-8) and each
@@ -190,6 +220,17 @@ class CqelsLowering(Lowering):
             raise self.fail(elements[0], "a negated element needs at least one positive element "
                             "in its sequence (NO_HEAD, NO_TAIL and SEQ_WO, CQELS-CEP §4.2)")
         return negated[0] if negated else None
+
+
+def _syntax_variables_of(node) -> list[S.Variable]:
+    """Every variable written in syntax node ``node`` (sub-queries, EXISTS and aggregates included)."""
+    if isinstance(node, S.Variable):
+        return [node]
+    if isinstance(node, (tuple, list)):
+        return [v for child in node for v in _syntax_variables_of(child)]
+    if not dataclasses.is_dataclass(node):
+        return []
+    return [v for f in dataclasses.fields(node) for v in _syntax_variables_of(getattr(node, f.name))]
 
 
 def _declare_hint(name) -> tuple[str, ...]:

@@ -65,6 +65,8 @@ def refusal(query: A.Query) -> str | None:
     pending = [query.form.inner]
     while pending:
         node = pending.pop()
+        if isinstance(node, A.Extend):
+            return "a BIND over the MATCH or the windows of an RSEP-QL query (on Spark)"
         if not isinstance(node, _AROUND):
             return f"{type(node).__name__} in an RSEP-QL query (on Spark)"
         if isinstance(node, A.WindowGraph):
