@@ -112,7 +112,7 @@ def test_spark_gives_the_references_values(spark):
         "BIND(UUID() AS ?u) BIND(STRUUID() AS ?t) BIND(BNODE() AS ?b) BIND(BNODE(?o) AS ?c) BIND(NOW() AS ?n) }",
         f'SELECT ?s ?o WHERE {{ ?s :p ?o FILTER(RAND() < 0.5 && STRSTARTS(STR(UUID()), "urn:uuid:") '
         f'&& STRLEN(STRUUID()) = 36 && isBlank(BNODE()) && BNODE(?o) != BNODE("v1") '
-        f'&& NOW() = "1970-01-01T00:00:05Z"^^<{XSD_DATETIME}>) }}',
+        f'&& NOW() = "1970-01-01T00:00:05Z"^^<{XSD_DATETIME}> && NOW() > "1970-01-01T00:00:04Z"^^<{XSD_DATETIME}>) }}',
         "SELECT ?s ?o ?k WHERE { ?s :p ?o FILTER(RAND() >= 0.5) BIND(CONCAT(STRUUID(), STR(RAND())) AS ?k) }",
     ]
     for text in texts:

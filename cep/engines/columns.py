@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = ["T_START", "T_END", "ITEM", "STREAM_COLUMNS", "VAR_PREFIX", "var_column", "column_var",
-           "is_var_column", "var_columns", "scratch", "LIFE_FROM", "LIFE_TO"]
+           "is_var_column", "var_columns", "scratch", "LIFE_FROM", "LIFE_TO", "INSTANT"]
 
 VAR_PREFIX = "v_"
 #: the stream-item column of a stream DataFrame ``(item, s, p, o, t_start, t_end)`` (the triples
@@ -56,6 +56,13 @@ def var_column(name: str) -> str:
         else:
             out.append(f"_{ord(ch)}_")
     return "".join(out)
+
+
+#: the evaluation instant a row belongs to, in a plan that evaluates many instants at once
+#: (``cep.engines.spark.keyed``): a variable column no query can name ('·' cannot start a SPARQL
+#: variable name), so the operators carry it as they carry a variable. It is not part of the
+#: solution: what is drawn from a solution's hash (RAND(), BNODE(), ...) leaves it out.
+INSTANT = var_column("·at")
 
 
 def is_var_column(column: str) -> bool:

@@ -164,7 +164,7 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
 
     Any other query is evaluated instant by instant (:func:`evaluate_each`: an RSEP-QL consuming
     policy makes each evaluation depend on the earlier ones; ``rules`` close the stream at each
-    instant; NOW() is a value per instant); the result reads the answers each evaluation
+    instant; a property path over a window's graph); the result reads the answers each evaluation
     materialised (no plan of an earlier instant stays alive)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
@@ -224,19 +224,14 @@ def keyed_refusal(query: A.Query) -> str | None:
     occurrences, CQELS-CEP's windows and RSEP-QL's MATCH and window graphs, with the operators over
     them (GROUP BY over events, ORDER BY / LIMIT per instant); not a MATCH whose policy consumes
     (what it used carries from one instant to the next), nor a property path over a window's graph
-    (``paths.spark`` knows no instant), nor what draws from a solution's hash or reads the instant
-    in Python (NOW(), RAND(), UUID(), STRUUID(), BNODE(), a CONSTRUCT template's blank nodes):
-    those are evaluated instant by instant."""
+    (``paths.spark`` knows no instant): those are evaluated instant by instant. What draws from a
+    solution's hash (RAND(), UUID(), STRUUID(), BNODE(), a CONSTRUCT template's blank nodes) leaves
+    the instant out of the hash, and NOW() reads each row's instant, so they are keyed too."""
     if A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
         return "an RSEP-QL MATCH with a consuming policy carries what it used from one instant to the next"
     if A.contains(query, lambda x: isinstance(x, (A.Snapshot, A.WindowGraph))
                   and A.contains(x.pattern, lambda y: isinstance(y, A.PathPattern))):
         return "a property path over a window's or a snapshot's graph is evaluated per instant"
-    if A.contains(query, lambda x: isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS):
-        return "NOW(), RAND(), UUID(), STRUUID() and BNODE() are evaluated per instant"
-    if isinstance(query.form, A.Construct) and any(
-            isinstance(x, str) and x.startswith("_:") for tp in query.form.template for x in (tp.s, tp.p, tp.o)):
-        return "a CONSTRUCT template's blank nodes are drawn per instant"
     return None
 
 
@@ -690,14 +685,14 @@ class _Runtime:
         found = list(dict.fromkeys(e for e in A.subexpressions(condition) if isinstance(e, A.Exists)))
         if not found:
             return filter_mappings(condition, omega, self.dictionaries, time_unit=self.unit, stamps=stamps,
-                                   instant=self.at)
+                                   instant=self.now_instant())
         flags = {}
         flagged = omega
         for i, e in enumerate(found):
             flags[e] = scratch("exists", str(self.depth), str(i))
             flagged = self.exists(e.pattern, flagged, scope, flags[e])
         kept = filter_mappings(condition, flagged, self.dictionaries, time_unit=self.unit, stamps=stamps,
-                               exists=flags, instant=self.at)
+                               exists=flags, instant=self.now_instant())
         return kept.select(*omega.columns)
 
     def exists(self, pattern, omega: DataFrame, scope: "_Scope", flag: str) -> DataFrame:
@@ -769,7 +764,8 @@ class _Runtime:
         def row(mu, interval) -> tuple:
             return (term_value(expr, mu, interval, unit),)
 
-        extended = evaluate_rows(df, [expr], names, row, [StructField(value, StringType(), True)], instant=self.at)
+        extended = evaluate_rows(df, [expr], names, row, [StructField(value, StringType(), True)],
+                                 instant=self.now_instant())
         if self.keep_terms:   # the terms and the rows read it: computed once (the terms are cached too)
             extended = extended.persist()
             self.cached.append(extended)
@@ -819,6 +815,11 @@ class _Runtime:
     def now(self):
         """This evaluation's instant: a number, or the row's instant (a column) at many at once."""
         return F.col(K.INSTANT) if self.instants is not None else self.at
+
+    def now_instant(self) -> "int | tuple[int, ...] | None":
+        """What NOW() reads (``cep.engines.spark.filters.filter_mappings``' ``instant``): this
+        evaluation's instant, or at many at once, their tuple (each row reads its own)."""
+        return self.instants.times if self.instants is not None else self.at
 
     def close(self, node: A.Snapshot):
         """The close instant of snapshot ``node`` at this evaluation (a column at many instants)."""

@@ -55,7 +55,7 @@ from cep.terms.values import (ABSOLUTE_IRI, SALTS, eval_expr,
                               term_builtin as scalar_term_builtin)
 from cep.algebra.expressions import SOLUTION_BUILTINS, TERM_BUILTINS
 from cep.engines.spark.arrow import evaluate_rows, solution_seed
-from cep.engines.columns import column_var, scratch, T_END, T_START, var_column
+from cep.engines.columns import INSTANT, column_var, scratch, T_END, T_START, var_column
 from cep.engines.errors import DictionaryRequiredError, UnsupportedQueryError
 from cep.terms.literals import (AGGREGATE_SCALE, DATETIME_PATTERN, DAY_TIME_DURATION_PATTERN, DURATION_DATATYPES,
                                 ESCAPES, LITERAL_JAVA_RE, NUMBER_LEXICAL, NUMERIC_DATATYPES, RDF_LANGSTRING,
@@ -91,7 +91,7 @@ def _barrier(n: int) -> str:
 
 def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFrame], *,
                     time_unit: str = "ms", stamps: dict | None = None, exists: dict | None = None,
-                    instant: int | None = None) -> DataFrame:
+                    instant: int | tuple[int, ...] | None = None) -> DataFrame:
     """The rows of ``omega`` (extra columns kept) whose ``condition`` (a ``cep.algebra.patterns``
     expression) is true. ``dictionaries``: DataFrames (id, term) decoding the ids the condition
     inspects; DictionaryRequiredError when it inspects some and none is given. ``time_unit``: the
@@ -99,7 +99,8 @@ def filter_mappings(condition, omega: DataFrame, dictionaries: Sequence[DataFram
     column of ``omega`` holding its time in ticks} (C-SPARQL; a call not in it is an error).
     ``exists``: {``Exists`` node: the boolean column of ``omega`` holding its value per row
     (computed by ``cep.engines.spark.evaluate``, ``cep.engines.spark.graphpatterns``)}. ``instant``: the evaluation instant NOW() reads
-    (None: NOW() is an error)."""
+    (None: NOW() is an error; a tuple, the instants of a plan keyed by the instant: each row's
+    ``INSTANT``)."""
     return _Filter(condition, tuple(dictionaries), time_unit, tuple((stamps or {}).items()),
                    tuple((exists or {}).items()), instant).apply(omega)
 
@@ -414,7 +415,7 @@ def _maybe_temporal(e) -> bool:
             return temporal_value(term) is not None
         case A.Builtin(name=name, args=args) if name in ("IF", "COALESCE"):
             return any(_maybe_temporal(a) for a in args)
-        case A.Builtin(name="TIMEZONE" | "STRDT"):   # a dayTimeDuration; any datatype
+        case A.Builtin(name="TIMEZONE" | "STRDT" | "NOW"):   # a dayTimeDuration; any datatype; a dateTime
             return True
     return False
 
@@ -709,7 +710,8 @@ class _Filter:
     time_unit: str = "ms"
     stamps: tuple = ()
     exists: tuple = ()
-    instant: int | None = None
+    #: the evaluation instant NOW() reads (``filter_mappings``)
+    instant: int | tuple[int, ...] | None = None
     #: (sub-expression, (index, kind, has seconds, has number)): the values ``staged`` computed
     staged: tuple = ()
 
@@ -1047,12 +1049,18 @@ class _Filter:
 
     def _solution(self, name: str, args, columns) -> _Val:
         """NOW, RAND, UUID, STRUUID, BNODE: ``cep.terms.values.solution_value``, from the row's
-        ``solution_seed`` (the instant a constant of the plan)."""
+        ``solution_seed``; NOW, the instant's term (in a plan keyed by the instant, looked up by
+        each row's ``INSTANT``)."""
         from decimal import Decimal
 
         if name == "NOW":
-            term = None if self.instant is None else datetime_term(
-                Decimal(self.instant) * Decimal(TIME_UNITS[self.time_unit]) / 1000)
+            def now(at: int) -> str | None:
+                return datetime_term(Decimal(at) * Decimal(TIME_UNITS[self.time_unit]) / 1000)
+
+            if isinstance(self.instant, tuple):
+                pairs = [x for at in self.instant for x in (F.lit(at).cast("long"), F.lit(now(at)).cast("string"))]
+                return _Val(_TERM, F.element_at(F.create_map(*pairs), F.col(INSTANT)))
+            term = None if self.instant is None else now(self.instant)
             return _Val(_TERM, F.lit(term).cast("string"))
         seed = solution_seed(columns)
 

@@ -42,15 +42,13 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from cep.algebra import windows as W
 from cep.algebra.timeline import close_instant
-from cep.engines.columns import ITEM, T_END, T_START, scratch, var_column, var_columns
+from cep.engines.columns import INSTANT, ITEM, T_END, T_START, scratch, var_columns
 from cep.engines.spark.intervals import (canonical, join, latest_first, left_join, no_head, no_tail, seq, seq_wo,
                                          union, within_item)
 from rdfcore.schema import O, P, S
 
 __all__ = ["INSTANT", "EXTRA", "Instants", "Ops", "constant", "latest", "time_column"]
 
-#: the evaluation instant a row belongs to: a variable column no query can name
-INSTANT = var_column("·at")
 #: the columns a row carries besides the mapping and its interval (the instant is one of the
 #: variable columns, so the interval operators carry it; ``EXTRA`` makes projections keep it)
 EXTRA: tuple[str, ...] = (INSTANT,)
