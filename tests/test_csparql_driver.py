@@ -72,6 +72,9 @@ WHERE { ?s :q ?o . GRAPH ?g { ?s :kind ?k } } GROUP BY ?s ?g ?k""",
     HEAD + """SELECT (AVG(?v) AS ?avg) (SUM(?v) AS ?sum) (COUNT(*) AS ?n) (COUNT(DISTINCT ?v) AS ?d)
 (SUM(DISTINCT ?v) AS ?sd) (AVG(DISTINCT ?v) AS ?ad) FROM STREAM :S [RANGE 5 STEP 2]
 FROM STREAM :S2 [RANGE 2] WHERE { ?s :p ?v FILTER (isNumeric(?v)) }""",
+    # drawn from the whole solution and [c, c]: in a FILTER, a BIND and a SELECT expression
+    HEAD + """SELECT ?s ?v ?y ?b ?u (BNODE(STR(?v)) AS ?c) FROM STREAM :S [RANGE 6 STEP 2] FROM STREAM :S2 [RANGE 3]
+WHERE { { ?s :p ?v FILTER (RAND() < 0.7) } UNION { ?s :q ?y BIND (BNODE() AS ?b) } BIND (STRUUID() AS ?u) }""",
 ]
 ALL_QUERIES = QUERIES + RANDOM_QUERIES + BOUNDARY_QUERIES
 #: the instants asked: before the first item (0), past the last (12) and past every window's end
@@ -203,7 +206,8 @@ def test_random_streams_and_conventions_equal_the_reference(drawn):
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o MINUS { ?s :q ?o } }", "MINUS in a C-SPARQL WHERE"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o VALUES ?o { :a } }", "VALUES"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o FILTER EXISTS { ?s :q ?o } }", "EXISTS"),
-    (HEAD + "SELECT ?s (RAND() AS ?r) FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o }", "RAND()"),
+    (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o OPTIONAL { ?s :q ?y FILTER (RAND() < 0.5) } }",
+     "RAND() / UUID() / STRUUID() / BNODE() in an OPTIONAL's condition"),
 ])
 def test_refusals_say_why(text, reason):
     why = D.refusal(compile_query(text), A.CSPARQL_ENGINE_WINDOWS)

@@ -16,7 +16,8 @@ WWW 2009, §3), evaluated instant by instant as the Spark engine does
   evaluation (``cep.engines.driver.static.pattern_rows``: BGPs, property paths, JOIN, UNION,
   OPTIONAL, FILTER), this module adding GRAPH over stream windows, the FILTERs that call
   timestamp() (§3.3: per solution of their BGP, the times of the triples each pattern matched),
-  and BIND.
+  those that call RAND(), UUID(), STRUUID() or BNODE() (drawn from the solution and [c, c]), and
+  BIND.
 * **Above WHERE**: the AGGREGATE clauses / GROUP BY (§3.1: every mapping extended with f over its
   group, ``cep.terms.aggregates.aggregate_value`` computing the terms; the implicit group of
   nothing when there is no solution), their FILTERs / HAVING, SELECT expressions, the projection
@@ -62,8 +63,9 @@ def refusal(query: A.Query) -> str | None:
     """Why this module does not evaluate the C-SPARQL ``query`` (then Spark does), or None."""
     if query.modifiers is not None:
         return "ORDER BY / LIMIT / OFFSET (on Spark)"
-    node = query.form.inner
+    node, above = query.form.inner, []
     while isinstance(node, _ABOVE):
+        above.append(node)
         node = node.inner
     if not isinstance(node, A.Snapshot) or len(A.snapshots(query)) != 1:
         name = type(node).__name__
@@ -72,10 +74,18 @@ def refusal(query: A.Query) -> str | None:
         if not isinstance(inner, _WHERE):
             name = type(inner).__name__
             return f"{_KEYWORDS.get(name, name)} in a C-SPARQL WHERE (on Spark)"
-    if A.contains(query.form, lambda x: isinstance(x, (A.Exists, A.IntervalFn)) or (
-            isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS and x.name != "NOW")):
-        return "EXISTS, an interval function or RAND() / UUID() / STRUUID() / BNODE() in a C-SPARQL query (on Spark)"
+    if A.contains(query.form, lambda x: isinstance(x, (A.Exists, A.IntervalFn))):
+        return "EXISTS or an interval function in a C-SPARQL query (on Spark)"
+    conditions = [n.condition for n in A.walk(node.pattern) if isinstance(n, A.LeftJoin) and n.condition is not None]
+    if any(_draws(x) for x in [*(n for n in above if not isinstance(n, A.Extend)), *conditions]):
+        return ("RAND() / UUID() / STRUUID() / BNODE() in an OPTIONAL's condition, an aggregate or HAVING of a "
+                "C-SPARQL query (on Spark)")
     return None
+
+
+def _draws(x) -> bool:
+    """Whether ``x`` calls RAND(), UUID(), STRUUID() or BNODE() (they draw from the solution)."""
+    return A.contains(x, lambda e: isinstance(e, A.Builtin) and e.name in A.SOLUTION_BUILTINS and e.name != "NOW")
 
 
 @dataclass(frozen=True)
@@ -253,6 +263,8 @@ class _Evaluation:
                 return None
             case A.Filter(condition=condition, inner=inner) if A.uses_timestamp(condition):
                 return self.timed_filter(condition, inner, scope)
+            case A.Filter(condition=condition, inner=inner) if _draws(condition):
+                return self.drawn_filter(condition, self.where(inner, scope), scope.c)
             case A.GraphPattern(graph=A.Var(name=g), pattern=pattern, streams=streams):   # GRAPH ?g
                 column, out = var_column(g), L.Rel((), frozenset())
                 for stream in streams:
@@ -267,6 +279,14 @@ class _Evaluation:
             case A.Extend(inner=inner, var=var, expr=expr):
                 return self.extend(self.where(inner, scope), var, expr, scope.c)
         return None
+
+    def drawn_filter(self, condition, rel: L.Rel, c: int) -> L.Rel:
+        """A FILTER calling RAND(), UUID(), STRUUID() or BNODE(): they draw from the whole solution
+        and its interval, which in a snapshot is [c, c] (the reference's, and Spark's), not the
+        interval the rows of WHERE carry here."""
+        stamped = {r[:-4] + (c, c) + r[-2:]: r for r in rel.rows}
+        kept = L.filter_rel(L.Rel(rel.vars, frozenset(stamped)), condition, self.lookup, self.time_unit)
+        return L.Rel(rel.vars, frozenset(stamped[r] for r in kept.rows))
 
     def named_graph(self, name, pattern, graphs, scope: _Scope) -> L.Rel:
         """GRAPH <g> / ?g { P } over the named background graphs (``A.NamedGraph``; SPARQL 1.1 §13.3):
