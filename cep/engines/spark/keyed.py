@@ -25,7 +25,11 @@ What reads the instant itself is different:
 * RSEP-QL's windows and MATCH (``cep.engines.spark.rsepql``): one root context per instant, so
   FIRST / LAST and the selection policies pick per instant (a consuming policy, whose input at
   one instant depends on the answers at the earlier ones, is evaluated instant by instant);
-* GROUP BY over events (``cep.engines.spark.graphpatterns.group_cover``): groups per instant.
+* GROUP BY over events (``cep.engines.spark.graphpatterns.group_cover``): groups per instant;
+* NOW(): each row's instant's term (``cep.engines.spark.filters``, ``cep.engines.spark.arrow``).
+  What RAND(), UUID(), STRUUID(), BNODE() and a CONSTRUCT template's blank nodes draw from, the
+  solution's hash (``cep.engines.spark.arrow.solution_seed``), leaves the instant out: the values
+  are those one evaluation at that instant draws.
 
 :meth:`Instants.of` maps each instant to a number computed in Python (the close instant of a
 snapshot, a window's bounds), as a map literal looked up by the row's instant: the same Python
