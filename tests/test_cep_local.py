@@ -86,6 +86,13 @@ QUERIES = {
         A_, X_, E.Not(E.Builtin("STRENDS", (E.Str(x), E.Const('"h"')))))),
     "background JOIN through a FILTER": query(RANGE6, A.Filter(E.Compare("!=", s, E.Const(OBJECTS[1])),
                                                                A.sequence(A_, X_)), extra=BACKGROUND_X),
+    "BIND over a SEQ joined with the background": A.Query(A.project([v, s, x], A.Extend(A.join(
+        A.StreamPattern(f"<{EX}W>", STREAM, RANGE6, A.sequence(A_, B_)), BACKGROUND), x, E.Str(s)))),
+    "BIND in a window, an error leaves it unbound": query(STEP, A.Extend(
+        A.sequence(A_, X_, negated=1), A.Var("n"),
+        E.Arith("+", E.Builtin("STRLEN", (E.Str(s),)), E.Builtin("IF", (E.Compare("=", v, E.Const(SUBJECTS[0])), v,
+                                                                           E.Const('"1"^^<' + XSD + 'integer>'))))),
+        variables=(v, s, x, A.Var("n"))),
     "two windows": A.Query(A.project([v, s, x], A.join(
         A.StreamPattern(f"<{EX}W1>", STREAM, A.Range(A.Duration(3)), A_),
         A.StreamPattern(f"<{EX}W2>", OTHER, A.Triples(3), b((v, P2, x)))))),
@@ -130,13 +137,13 @@ def decode(ids) -> dict:
     return {i: TERMS[i] for i in ids}
 
 
-def run_local(q, streams, background, unit):
-    return L.evaluate(q, streams, background, unit, terms=decode)
+def run_local(q, streams, background, unit, known):
+    return L.evaluate(q, streams, background, unit, terms=decode, known=known)
 
 
-def run_columnar(q, streams, background, unit):
+def run_columnar(q, streams, background, unit, known):
     table = C.evaluate(q, {k: np.array(rows, dtype=np.int64).reshape(-1, 6) for k, rows in streams.items()},
-                       background, unit, terms=decode)
+                       background, unit, terms=decode, known=known)
     if isinstance(table, C.Table):
         assert len(table.data) == len(table.rows), "the result holds a row twice"
         return table.to_rel()
@@ -151,13 +158,13 @@ ENGINES = {"local": run_local, "columnar": run_columnar}
 def test_local_lifetimes_equal_the_reference_at_every_instant(label, engine):
     q = QUERIES[label]
     names = [var.name for var in q.form.variables]
-    terms = TERMS
     answered = 0
     for seed in range(25):
         rng = random.Random(seed * 7919 + len(label))
         streams = {STREAM: random_stream(rng, 14, 14), OTHER: random_stream(rng, 8, 14, first_id=100)}
+        terms = dict(TERMS)   # receives the terms a BIND computes
         result = ENGINES[engine](q, {k: local_rows(items) for k, items in streams.items()},
-                                 background_rels(), "ms")
+                                 background_rels(), "ms", terms)
         assert result.vars == tuple(var_column(n) for n in names)
         for t in range(0, 14 + 3 + 9):
             expected = R.evaluate(q, {None: BACKGROUND_TRIPLES}, streams, at=t)
@@ -180,3 +187,7 @@ def test_supports_says_why():
     now = A.Query(A.project([v], A.Filter(E.Compare("<", E.Builtin("NOW", ()), E.Const('"x"')), window)))
     assert "NOW()" in L.supports(now)
     assert L.supports(QUERIES["two windows"]) is None
+    bind = QUERIES["BIND over a SEQ joined with the background"]
+    assert "BIND" in L.supports(bind) and L.supports(bind, bind=True) is None   # bind: the caller decodes its terms
+    drawn = A.Query(A.project([v, s], A.Extend(window, A.Var("r"), E.Builtin("RAND", ()))))
+    assert "draws" in L.supports(drawn, bind=True)

@@ -10,6 +10,7 @@ UNION, OPTIONAL with a condition and FILTER. Then the CLI: ``--engine local`` pr
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -40,6 +41,9 @@ QUERIES = {
     "background FILTER and a repeated variable": HEAD + "[RANGE 4] WHERE { WINDOW :W { ?v :p2 ?x } "
                                                         "?x :link ?x . FILTER (?v != :c) }",
     "background only": HEAD + "[RANGE 4] WHERE { ?a :link ?b . ?b :type :Kind }",
+    "BIND over the events and the background": HEAD + "[RANGE 6] WHERE { WINDOW :W { SEQ ({?v :p0 ?s}, "
+                                                      "{?v :p1 ?x}) } OPTIONAL { ?x :link ?o } "
+                                                      "BIND (CONCAT(STR(?s), \"/\", STR(?o)) AS ?k) }",
 }
 NODES = SUBJECTS + OBJECTS
 
@@ -67,6 +71,14 @@ def driver_inputs(background: set, items: list):
     return {None: graph}, {STREAM_IRI: np.array(rows, dtype=np.int64).reshape(-1, 6)}, terms
 
 
+def per_instant(got: D.Answers, instants) -> dict:
+    """The driver's answers as {instant: [(μ, t1, t2)] in its rows' order}."""
+    out = {t: [] for t in instants}
+    for at, *values, t1, t2 in got.rows:
+        out[at].append((frozenset((n, v) for n, v in zip(got.variables, values) if v is not None), t1, t2))
+    return out
+
+
 @pytest.mark.parametrize("label", list(QUERIES))
 def test_driver_answers_equal_the_reference_at_every_asked_instant(label):
     query = compile_query(QUERIES[label])
@@ -78,10 +90,7 @@ def test_driver_answers_equal_the_reference_at_every_asked_instant(label):
         background, items = random_background(rng), random_stream(rng, 10, 12)
         graphs, streams, terms = driver_inputs(background, items)
         got = D.answers_at(query, graphs, streams, instants, "ms", terms)
-        names = got.variables
-        by_instant = {t: set() for t in instants}
-        for at, *values, t1, t2 in got.rows:
-            by_instant[at].add((frozenset((n, v) for n, v in zip(names, values) if v is not None), t1, t2))
+        by_instant = {t: set(answers) for t, answers in per_instant(got, instants).items()}
         for t in instants:
             expected = R.evaluate(query, {None: background}, {STREAM_IRI: items}, at=t)
             assert by_instant[t] == expected, (seed, t)
@@ -91,12 +100,68 @@ def test_driver_answers_equal_the_reference_at_every_asked_instant(label):
     assert answered, "no seed gives this query an answer: the test would prove nothing"
 
 
+PREFIX = f"PREFIX : <{EX}> "
+#: ORDER BY / LIMIT / OFFSET in each language the driver evaluates (``cep.engines.driver.modifiers``)
+MODIFIED = {
+    "CQELS-CEP SEQ, background OPTIONAL, DESC then ASC, LIMIT": (
+        HEAD + "[RANGE 6] WHERE { WINDOW :W { SEQ ({?v :p0 ?s}, {?v :p1 ?x}) } OPTIONAL { ?s :link ?o } } "
+               "ORDER BY DESC(?s) ?o LIMIT 3", None),
+    "CQELS-CEP tail negated, an expression key, OFFSET and LIMIT": (
+        HEAD + "[RANGE 8] WHERE { WINDOW :W { SEQ ({?v :p0 ?s}, !{?v :p2 ?s}) } } "
+               "ORDER BY DESC(STRLEN(STR(?s))) OFFSET 1 LIMIT 2", None),
+    "CQELS-CEP ORDER BY an unbound-or-bound key, no LIMIT": (
+        HEAD + "[RANGE 5 STEP 2] WHERE { WINDOW :W { ?v :p0 ?s } OPTIONAL { ?s :type ?k } } ORDER BY ?k", None),
+    "C-SPARQL GROUP BY, ORDER BY an aggregate, LIMIT": (
+        PREFIX + f"SELECT ?s (COUNT(*) AS ?n) FROM STREAM {STREAM_IRI} [RANGE 5 STEP 2] WHERE {{ ?s ?p ?o }} "
+                 "GROUP BY ?s ORDER BY DESC(?n) LIMIT 2", None),
+    "C-SPARQL OFFSET alone": (
+        PREFIX + f"SELECT ?s ?o FROM STREAM {STREAM_IRI} [RANGE 4] WHERE {{ ?s :p0 ?o }} OFFSET 1", None),
+    "RSEP-QL chronological MATCH, LIMIT 1 (every answer still consumes)": (
+        PREFIX + f"SELECT ?v ?s ?x FROM NAMED WINDOW :w ON {STREAM_IRI} [RANGE 6] "
+                 "WHERE { MATCH CHRONOLOGICAL ( EVENT :w { ?v :p0 ?s } SEQ EVENT :w { ?v :p1 ?x } ) } "
+                 "ORDER BY ?x LIMIT 1", None),
+    "EP-SPARQL SEQ, ORDER BY DESC, LIMIT": (
+        PREFIX + "SELECT ?v ?s ?x WHERE { ?v :p0 ?s } SEQ { ?v :p1 ?x } ORDER BY DESC(?x) ?v LIMIT 2", "epsparql"),
+}
+
+
+@pytest.mark.parametrize("label", list(MODIFIED))
+def test_modifiers_on_the_driver_equal_the_reference_at_every_asked_instant(label):
+    """ORDER BY / LIMIT / OFFSET per instant, in each language: the driver's rows at each asked
+    instant, in their order, are the reference's list (``evaluate_sequence``: an RSEP-QL query
+    consumes from one instant to the next); DESC, expression keys, unbound keys, ties (broken by
+    the terms' ids, then the interval) and slices that cut between equal keys all occur."""
+    text, lang = MODIFIED[label]
+    query = compile_query(text, lang=lang)
+    assert query.modifiers is not None and D.refusal(query) is None, D.refusal(query)
+    instants = [0, 2, 4, 5, 7, 8, 11, 13, 16]
+    answered = cut = 0
+    for seed in range(10):
+        rng = random.Random(seed * 7919 + len(label))
+        background, items = random_background(rng), random_stream(rng, 14, 12)
+        graphs, streams, terms = driver_inputs(background, items)
+        by_instant = per_instant(D.answers_at(query, graphs, streams, instants, "ms", terms), instants)
+        expected = R.evaluate_sequence(query, {None: background}, {STREAM_IRI: items}, instants)
+        assert [by_instant[t] for t in instants] == expected, seed
+        unlimited = R.evaluate_sequence(replace(query, modifiers=replace(query.modifiers, limit=None, offset=0)),
+                                        {None: background}, {STREAM_IRI: items}, instants)
+        answered += sum(len(u) > 1 for u in unlimited)
+        cut += sum(len(u) > len(e) for u, e in zip(unlimited, expected))
+    assert answered, "no instant has two ordered answers: the test would prove nothing"
+    if query.modifiers.limit is not None or query.modifiers.offset:
+        assert cut, "no slice cut an answer: the test would prove nothing"
+
+
 @pytest.mark.parametrize("text, reason", [
     (f"PREFIX : <{EX}> REGISTER STREAM q AS CONSTRUCT {{ ?s :p1 ?o }} FROM STREAM {STREAM_IRI} [RANGE 5 STEP 5] "
      f"WHERE {{ ?s :p0 ?o MINUS {{ ?s :p2 ?o }} }}", "MINUS in a C-SPARQL WHERE"),
-    (f"PREFIX : <{EX}> SELECT ?s FROM STREAM {STREAM_IRI} [RANGE 5] WHERE {{ ?s :p0 ?o }} ORDER BY ?s", "ORDER BY"),
-    (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } } ORDER BY ?s", "ORDER BY"),
+    (f"PREFIX : <{EX}> SELECT ?s FROM STREAM {STREAM_IRI} [RANGE 5] WHERE {{ ?s :p0 ?o }} ORDER BY ?o",
+     "ORDER BY over a variable the SELECT does not project"),
+    (HEAD.replace("SELECT *", "SELECT ?v") + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } } ORDER BY ?s LIMIT 1",
+     "ORDER BY over a variable the SELECT does not project"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } VALUES ?v { :a } }", "VALUES"),
+    (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } BIND (RAND() AS ?r) }", "draws"),
+    (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } BIND (NOW() AS ?r) }", "reads the instant"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } GRAPH :g { ?s :link ?o } }", "on Spark"),
     (f"PREFIX : <{EX}> SELECT ?v (COUNT(*) AS ?n) FROM NAMED WINDOW :W ON {STREAM_IRI} [RANGE 5] "
      "WHERE { WINDOW :W { ?v :p0 ?s } } GROUP BY ?v", "GROUP BY over events"),

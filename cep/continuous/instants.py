@@ -165,10 +165,11 @@ class InstantsRunner(Runner):
                                  {**background_terms, **terms}, window_convention=self.plan.convention,
                                  consumed=consumed, rules=self.plan.rules, lookback=self.plan.lookback)
             consumed = answers.consumed
-            per: dict = {c: set() for c in instants}
-            for (c, *values, t1, t2) in answers.rows:
-                per[c].add((tuple(values), t1, t2))
-            results = [(c, sorted(per[c], key=_order)) for c in instants]
+            per: dict = {c: [] for c in instants}
+            for (c, *values, t1, t2) in answers.rows:   # distinct; ORDER BY: in the query's order
+                per[c].append((tuple(values), t1, t2))
+            ordered = self.plan.query.modifiers is not None
+            results = [(c, per[c] if ordered else sorted(per[c], key=_order)) for c in instants]
         version = self._static()[0]
         n, emitted, last = self._emit(label, results, previous, version)
         kept = rows

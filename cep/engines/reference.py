@@ -89,10 +89,7 @@ from cep import algebra as A
 from cep.engines.errors import MissingInputError
 from cep.engines.rules import DERIVED, MAX_ROUNDS, check_rules, derived_item, no_fixpoint
 from cep.terms.aggregates import aggregate_value
-from cep.terms.literals import XSD_BOOLEAN, parse_literal
-from cep.terms.numbers import Number, simple_string
-from cep.terms.values import (ERROR, EVALUATION_INSTANT, Temporal, ebv, eval_expr, float_value, fresh_blank,
-                              temporal, term_value)
+from cep.terms.values import EVALUATION_INSTANT, ebv, eval_expr, fresh_blank, order_key, term_value
 from cep.algebra.timeline import MIN_TIME, close_instant
 from cep.algebra.windows import RSEPQL_WINDOWS, SKIP, WindowConvention, WindowFunctions, apply_window
 from paths.reference import evaluate as path_eval
@@ -103,7 +100,7 @@ __all__ = [
     "mapping", "compatible", "merge",
     "join", "union", "seq", "seq_wo", "no_head", "no_tail", "minus", "substitute",
     "cover_join", "eq_join", "optional_join", "occurrences", "rsep_window", "evaluate_sequence", "evaluate_instants",
-    "csparql_window", "aggregate", "aggregate_value", "group_cover", "order_key", "ordered",
+    "csparql_window", "aggregate", "aggregate_value", "group_cover", "ordered",
     "w_range", "w_now", "w_all", "w_triples", "w_step", "close_instant",
     "match_bgp_in_items", "evaluate",
 ]
@@ -522,41 +519,6 @@ def group_cover(omega: Iterable[Element], group, specs, at: int) -> set[Element]
 
 # ---------------------------------------------------------------------------------------------
 # ORDER BY / LIMIT / OFFSET (SPARQL 1.1 §15)
-
-def order_key(value) -> tuple:
-    """The ascending sort key of an expression's value (``A.Modifiers``): (rank, kind, number,
-    seconds, text); rank 0 error / unbound, 1 blank node, 2 IRI, 3 literal; for literals kind 0
-    number (by value), 1 boolean, 2 dateTime, 3 duration, 4 simple or xsd:string (by lexical
-    form), 5 other (by text)."""
-    from decimal import Decimal
-
-    zero = Decimal(0)
-    if value is ERROR or value is None:
-        return (0, 0, 0.0, zero, "")
-    if isinstance(value, bool):
-        return (3, 1, float(value), zero, "")
-    if isinstance(value, Number):
-        return (3, 0, float(value.value), zero, "")
-    if isinstance(value, Temporal):
-        return (3, 2 if value.kind == "dateTime" else 3, 0.0, value.seconds, "")
-    if value.startswith("_:"):
-        return (1, 0, 0.0, zero, value)
-    if value.startswith("<"):
-        return (2, 0, 0.0, zero, value)
-    number = float_value(value)
-    if number is not None:
-        return (3, 0, number, zero, value)
-    lit = parse_literal(value)
-    if lit is not None and lit[2] == XSD_BOOLEAN:
-        return (3, 1, 1.0 if lit[0] in ("true", "1") else 0.0, zero, value)
-    found = temporal(value)
-    if found is not None:
-        return (3, 2 if found.kind == "dateTime" else 3, 0.0, found.seconds, value)
-    simple = simple_string(value)
-    if simple is not None:
-        return (3, 4, 0.0, zero, simple)
-    return (3, 5, 0.0, zero, value)
-
 
 def ordered(answers, modifiers, names, unit: str = "ms") -> list:
     """``answers`` (a set of (μ, t1, t2)) as a list sorted by ``modifiers.order`` — ties by the

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping as TMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from cep import algebra as A
@@ -32,7 +33,7 @@ from rdfcore.hashing import fast_xxh64, hash_longs, term_id
 
 __all__ = ["ERROR", "Temporal", "ebv", "eval_expr", "term_value", "float_value", "temporal", "term_builtin",
            "resolve_iri", "ABSOLUTE_IRI", "EVALUATION_INSTANT", "SOLUTION_SEED", "SALTS", "solution_hash",
-           "uuid_text", "solution_value", "fresh_blank", "fresh_blank_of_ids"]
+           "uuid_text", "solution_value", "fresh_blank", "fresh_blank_of_ids", "order_key"]
 
 
 
@@ -104,7 +105,6 @@ def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stam
         case A.IntervalFn(kind=kind):
             if interval is None:
                 return ERROR
-            from decimal import Decimal
             per_tick = Decimal(TIME_UNITS[unit]) / 1000
             t1, t2 = interval
             if kind == "DURATION":
@@ -114,7 +114,6 @@ def eval_expr(e, mu: dict, interval: tuple | None = None, unit: str = "ms", stam
             t = None if stamp is None else stamp(e, mu)
             if t is None:
                 return ERROR
-            from decimal import Decimal
             return Temporal("dateTime", Decimal(t) * Decimal(TIME_UNITS[unit]) / 1000)
         case A.Var(name=name):
             return mu.get(name, ERROR)
@@ -216,7 +215,6 @@ def solution_value(name: str, values: list, mu: TMapping, interval: tuple | None
         at = EVALUATION_INSTANT.get()
         if at is None:
             return ERROR
-        from decimal import Decimal
         term = datetime_term(Decimal(at) * Decimal(TIME_UNITS[unit]) / 1000)
         return ERROR if term is None else term
     seed = solution_hash(mu, interval)
@@ -462,6 +460,42 @@ def _compare(op, a, b):
         else:
             return ERROR
     return {"=": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
+
+
+def order_key(value) -> tuple:
+    """The ascending ORDER BY key of an expression's value (SPARQL 1.1 §15.1, ``A.Modifiers``):
+    (rank, kind, number, seconds, text); rank 0 error / unbound, 1 blank node, 2 IRI, 3 literal;
+    for literals kind 0 number (by value), 1 boolean, 2 dateTime, 3 duration, 4 simple or
+    xsd:string (by lexical form), 5 other (by text)."""
+    zero = _ZERO
+    if value is ERROR or value is None:
+        return (0, 0, 0.0, zero, "")
+    if isinstance(value, bool):
+        return (3, 1, float(value), zero, "")
+    if isinstance(value, Number):
+        return (3, 0, float(value.value), zero, "")
+    if isinstance(value, Temporal):
+        return (3, 2 if value.kind == "dateTime" else 3, 0.0, value.seconds, "")
+    if value.startswith("_:"):
+        return (1, 0, 0.0, zero, value)
+    if value.startswith("<"):
+        return (2, 0, 0.0, zero, value)
+    number = float_value(value)
+    if number is not None:
+        return (3, 0, number, zero, value)
+    lit = parse_literal(value)
+    if lit is not None and lit[2] == XSD_BOOLEAN:
+        return (3, 1, 1.0 if lit[0] in ("true", "1") else 0.0, zero, value)
+    found = temporal(value)
+    if found is not None:
+        return (3, 2 if found.kind == "dateTime" else 3, 0.0, found.seconds, value)
+    simple = simple_string(value)
+    if simple is not None:
+        return (3, 4, 0.0, zero, simple)
+    return (3, 5, 0.0, zero, value)
+
+
+_ZERO = Decimal(0)
 
 
 def term_value(e, mu: dict, interval: tuple | None = None, unit: str = "ms", exists=None) -> str | None:

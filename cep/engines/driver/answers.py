@@ -38,8 +38,9 @@ What runs here (``refusal`` says why not): CQELS-CEP queries that both driver en
 whose background patterns ``cep.engines.driver.static`` evaluates, with the default window
 convention; C-SPARQL queries ``cep.engines.driver.csparql.refusal`` takes, under any
 convention; RSEP-QL queries ``cep.engines.driver.rsepql.refusal`` takes; EP-SPARQL queries, and
-their rules, ``cep.engines.driver.epsparql.refusal`` takes; SELECT and CONSTRUCT, none with ORDER
-BY / LIMIT / OFFSET.
+their rules, ``cep.engines.driver.epsparql.refusal`` takes; SELECT and CONSTRUCT. A SELECT's
+ORDER BY / LIMIT / OFFSET apply to each instant's answers on their own, after they are computed
+(``cep.engines.driver.modifiers``).
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ from cep.algebra.timeline import OPEN_END
 from cep.engines.columns import var_column
 from cep.engines.driver import csparql as C
 from cep.engines.driver import epsparql as E
+from cep.engines.driver import modifiers as M
 from cep.engines.driver import rows as L
 from cep.engines.driver import rsepql as RQ
 from cep.engines.driver import static
@@ -91,6 +93,9 @@ def refusal(query: A.Query, window_convention: A.WindowConvention | None = None,
     """Why ``query`` (an EP-SPARQL one under the CONSTRUCT ``rules``) is not evaluated on the
     driver (module doc), or None. A window convention (``cep.algebra.WindowConvention``) other
     than the default applies to C-SPARQL windows only."""
+    why = M.refusal(query)
+    if why is not None:
+        return why
     if A.is_csparql(query):
         return C.refusal(query)
     if window_convention is not None and not window_convention.is_default:
@@ -100,9 +105,7 @@ def refusal(query: A.Query, window_convention: A.WindowConvention | None = None,
         return RQ.refusal(query)
     if A.is_epsparql(query):
         return E.refusal(query, rules)
-    if query.modifiers is not None:
-        return "ORDER BY / LIMIT / OFFSET (on Spark)"
-    return supports(query) or static.refusal(query)
+    return supports(query, bind=True) or static.refusal(query)
 
 
 @dataclass(frozen=True)
@@ -180,22 +183,11 @@ def read_streams(streams: Mapping[str, Path], prefixes: Mapping[str, str]) -> tu
     return out, terms
 
 
-def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
+def _unordered(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
                time_unit: str, terms: Mapping[int, str], *, window_convention: A.WindowConvention | None = None,
                rules: Sequence[A.Query] = (), consumed: frozenset = frozenset(),
                lookback: int | None = None) -> Answers:
-    """⟦query, t⟧ for each t of ``instants`` (module doc), decoded with ``terms`` ({id: term}; the
-    query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'.
-    ``window_convention``: C-SPARQL's windows (``cep.algebra.WindowConvention``; None: the default);
-    ``rules``: an EP-SPARQL query's CONSTRUCT rules (``cep.engines.rules``); ``consumed``: what
-    earlier evaluations of an RSEP-QL query consumed (``Answers.consumed``); ``lookback``: an
-    EP-SPARQL query's instant t sees the occurrences started at or after t − lookback (None: all;
-    a continuous run's horizon). A query ``refusal``
-    gives a reason for raises ``NotOnDriver``. A CONSTRUCT's answers are its triples: variables
-    ``s``, ``p``, ``o``."""
-    why = refusal(query, window_convention, rules)
-    if why is not None:
-        raise NotOnDriver(why)
+    """``answers_at`` before the modifiers: each instant's rows in ``sorted_rows``' order."""
     known = dict(terms)
     for q in (query, *rules):
         known.update((term_id(t), t) for t in A.constants(q.form))
@@ -223,11 +215,11 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
     if total >= COLUMNAR_FROM:
         from cep.engines.driver import columnar
 
-        result = columnar.evaluate(evaluated, streams, background, time_unit, terms=lookup)
+        result = columnar.evaluate(evaluated, streams, background, time_unit, terms=lookup, known=known)
         rows = result.rows
     else:
         items = {iri: [tuple(r) for r in rows.tolist()] for iri, rows in streams.items()}
-        rows = L.evaluate(evaluated, items, background, time_unit, terms=lookup).rows
+        rows = L.evaluate(evaluated, items, background, time_unit, terms=lookup, known=known).rows
     out = []
     if isinstance(query.form, A.Construct):
         omega = L.Rel.of([var_column(v.name) for v in form.variables], rows)
@@ -244,6 +236,30 @@ def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
             if a <= at <= b:
                 out.append((at, *values, t1, at if t2 == OPEN_END else t2))
     return Answers(variables, sorted_rows(out))
+
+
+def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],
+               time_unit: str, terms: Mapping[int, str], *, window_convention: A.WindowConvention | None = None,
+               rules: Sequence[A.Query] = (), consumed: frozenset = frozenset(),
+               lookback: int | None = None) -> Answers:
+    """⟦query, t⟧ for each t of ``instants`` (module doc), decoded with ``terms`` ({id: term}; the
+    query's constants are added). ``graphs``: ``read_static``'s; ``streams``: ``read_streams``'.
+    ``window_convention``: C-SPARQL's windows (``cep.algebra.WindowConvention``; None: the default);
+    ``rules``: an EP-SPARQL query's CONSTRUCT rules (``cep.engines.rules``); ``consumed``: what
+    earlier evaluations of an RSEP-QL query consumed (``Answers.consumed``); ``lookback``: an
+    EP-SPARQL query's instant t sees the occurrences started at or after t − lookback (None: all;
+    a continuous run's horizon). A query ``refusal`` gives a reason for raises ``NotOnDriver``. A
+    CONSTRUCT's answers are its triples: variables ``s``, ``p``, ``o``. ``Answers.rows`` are
+    ``sorted_rows``'; with ORDER BY / LIMIT / OFFSET each instant's rows are in the query's order
+    and sliced (``cep.engines.driver.modifiers``)."""
+    why = refusal(query, window_convention, rules)
+    if why is not None:
+        raise NotOnDriver(why)
+    answers = _unordered(query, graphs, streams, instants, time_unit, terms, window_convention=window_convention,
+                         rules=rules, consumed=consumed, lookback=lookback)
+    if query.modifiers is None:
+        return answers
+    return replace(answers, rows=M.apply(query.modifiers, answers.variables, answers.rows, time_unit))
 
 
 def sorted_rows(rows) -> list:

@@ -404,6 +404,11 @@ def keeper(condition, terms, time_unit: str):
     return lambda table: holds(table, condition, terms, time_unit)
 
 
+def extend(table: Table, var: A.Var, expr, known: dict, time_unit: str) -> Table:
+    """BIND: ``cep.engines.driver.rows.extend``, row by row (the expression is evaluated on terms)."""
+    return Table.from_rel(L.extend(table.to_rel(), var, expr, known, time_unit))
+
+
 # --- windows (§4.1): an item's lifetimes, as cep.engines.driver.rows.window -------------------------------------
 
 def _rows(generated) -> np.ndarray:
@@ -540,7 +545,8 @@ def _has_null(streams: Mapping[str, np.ndarray], background: Mapping) -> bool:
 
 
 def evaluate(query: A.Query, streams: Mapping[str, np.ndarray], background: Mapping, time_unit: str,
-             fresh: dict | None = None, windows: dict | None = None, terms=None) -> Table | L.Rel:
+             fresh: dict | None = None, windows: dict | None = None, terms=None,
+             known: dict | None = None) -> Table | L.Rel:
     """``cep.engines.driver.rows.evaluate`` over columns: ``streams`` {stream IRI: int64 rows ``(item, s, p, o,
     t1, t2)``}; ``background`` {``A.Background`` node: its ``Table`` (or ``cep.engines.driver.rows.Rel``)}.
     A SELECT's rows come as a ``Table``; a CONSTRUCT's triples (a row at a time: each names its
@@ -548,13 +554,14 @@ def evaluate(query: A.Query, streams: Mapping[str, np.ndarray], background: Mapp
     ``Rel``, where None and not ``NULL`` is unbound. Both have ``vars`` and ``rows``.
     ``windows``: a dict that keeps each (stream, window)'s lifetimes (``window``), computed once
     and left there for the caller. ``terms``: {id: term} of a set of ids, for FILTER and
-    OPTIONAL conditions (``cep.engines.driver.rows``'s module doc)."""
+    OPTIONAL conditions (``cep.engines.driver.rows``'s module doc); ``known``: as
+    ``cep.engines.driver.rows.evaluate``'s."""
     if _has_null(streams, background):   # a term id equal to NULL: cep.engines.driver.rows's exact code
         rows = {k: [tuple(r) for r in np.asarray(v).reshape(-1, 6).tolist()] for k, v in streams.items()}
         rels = {k: v.to_rel() if isinstance(v, Table) else v for k, v in background.items()}
-        return L.evaluate(query, rows, rels, time_unit, fresh, terms)
+        return L.evaluate(query, rows, rels, time_unit, fresh, terms, known)
     tables = {k: v if isinstance(v, Table) else Table.from_rel(v) for k, v in background.items()}
-    omega = walk(sys.modules[__name__], query.form.inner, streams, tables, time_unit, terms, windows)
+    omega = walk(sys.modules[__name__], query.form.inner, streams, tables, time_unit, terms, windows, known)
     if isinstance(query.form, A.Project):
         names = tuple(var_column(v.name) for v in query.form.variables)
         n = len(omega.data)

@@ -61,8 +61,6 @@ _KEYWORDS = {"Values": "VALUES", "Minus": "MINUS", "SubSelect": "a sub-query", "
 
 def refusal(query: A.Query) -> str | None:
     """Why this module does not evaluate the C-SPARQL ``query`` (then Spark does), or None."""
-    if query.modifiers is not None:
-        return "ORDER BY / LIMIT / OFFSET (on Spark)"
     node, above = query.form.inner, []
     while isinstance(node, _ABOVE):
         above.append(node)

@@ -60,8 +60,8 @@ def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
     """Why this module does not evaluate the EP-SPARQL ``query`` under ``rules`` (then Spark does),
     or None."""
     for q in (query, *rules):
-        if q.modifiers is not None:
-            return "ORDER BY / LIMIT / OFFSET (on Spark)"
+        if q is not query and q.modifiers is not None:
+            return "ORDER BY / LIMIT / OFFSET in an EP-SPARQL rule (on Spark)"
         for node in A.walk(q.form):
             if isinstance(node, (A.Project, A.Construct)) and node is q.form:
                 continue

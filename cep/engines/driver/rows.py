@@ -532,14 +532,16 @@ def bgp_in_window(node: A.BGP, content: list[tuple], allowed: Mapping) -> Rel:
 
 
 def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapping, time_unit: str,
-             fresh: dict | None = None, terms=None) -> Rel:
+             fresh: dict | None = None, terms=None, known: dict | None = None) -> Rel:
     """⟦Q, t⟧ at every instant: the query's result rows (projected variable columns in the
     query's order — not sorted — then t1, t2, a, b). ``streams``: {stream IRI: items as
     ``(item, s, p, o, t1, t2)`` ids}; ``background``: {``A.Background`` node: its ``Rel``}.
     ``fresh``: receives {id: term} of the blank nodes a CONSTRUCT template names per solution
     (``cep.terms.values.fresh_blank``: the solution's term ids and interval, as the other runtimes).
-    ``terms``: {id: term} of a set of ids, for FILTER and OPTIONAL conditions (module doc)."""
-    omega = walk(sys.modules[__name__], query.form.inner, streams, background, time_unit, terms)
+    ``terms``: {id: term} of a set of ids, for FILTER and OPTIONAL conditions (module doc);
+    ``known``: {id: term} of every input id, receiving the terms a BIND computes
+    (``cep.engines.driver.walk.walk``)."""
+    omega = walk(sys.modules[__name__], query.form.inner, streams, background, time_unit, terms, known=known)
     return answer_form(query.form, omega, fresh)
 
 

@@ -60,8 +60,6 @@ _GRAPH = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter)
 
 def refusal(query: A.Query) -> str | None:
     """Why this module does not evaluate the RSEP-QL ``query`` (then Spark does), or None."""
-    if query.modifiers is not None:
-        return "ORDER BY / LIMIT / OFFSET (on Spark)"
     pending = [query.form.inner]
     while pending:
         node = pending.pop()

@@ -53,6 +53,11 @@ class DriverOperators(Operators[R], Protocol[R]):
     def narrow(self, allowed: dict, static: R, /) -> dict:
         """``allowed`` and the values the rows of ``static`` bind, per variable (module doc)."""
 
+    def extend(self, rel: R, var: A.Var, expr: A.Expr, known: dict, time_unit: str, /) -> R:
+        """BIND (expr AS ?var): each row of ``rel`` with the term ``expr`` gives for its mapping,
+        unbound on an error; ``known`` ({id: term}) decodes the values and receives the terms
+        computed."""
+
 
 def _outside_background(node):
     """``node`` and its sub-patterns, not those of a ``Background`` (Spark evaluates those once and
@@ -63,9 +68,18 @@ def _outside_background(node):
             yield from _outside_background(child)
 
 
-def supports(query: A.Query) -> str | None:
-    """Why the driver engine cannot evaluate ``query`` (then ``cep.continuous.runner`` uses Spark), or None."""
+def supports(query: A.Query, bind: bool = False) -> str | None:
+    """Why the driver engine cannot evaluate ``query`` (then ``cep.continuous.runner`` uses Spark), or
+    None. ``bind``: the caller decodes the terms a BIND computes (``walk``'s ``known``), so a BIND
+    outside the background is evaluated when its value depends on the mapping alone (not on the
+    interval, the instant or a draw: an answer's value would then change along its lifetime)."""
     for node in _outside_background(query.form):
+        if isinstance(node, A.Extend) and bind:
+            if any(isinstance(e, (A.Exists, A.Timestamp, A.PatternTimestamp, A.IntervalFn))
+                   or (isinstance(e, A.Builtin) and e.name in A.SOLUTION_BUILTINS) for e in A.subexpressions(node.expr)):
+                return ("a BIND over events that reads the instant, the interval, a timestamp or EXISTS, or draws "
+                        "(RAND(), UUID(), STRUUID(), BNODE()) (on Spark)")
+            continue
         if isinstance(node, (A.Values, A.Minus, A.SubSelect, A.Extend, A.GroupCover)):
             return "VALUES, MINUS, BIND, GROUP BY over events and sub-queries outside the background (on Spark)"
         condition = node.condition if isinstance(node, (A.Filter, A.LeftJoin)) else None
@@ -104,11 +118,13 @@ def _only(allowed: dict, columns: frozenset) -> dict:
 
 
 def walk(ops: DriverOperators[R], pattern, streams: Mapping, background: Mapping, time_unit: str,
-         terms: Callable | None = None, windows: dict | None = None) -> R:
+         terms: Callable | None = None, windows: dict | None = None, known: dict | None = None) -> R:
     """⟦pattern⟧ at every instant, computed by ``ops``. ``streams``: {stream IRI: its triples, as
     ``ops.window`` reads them}; ``background``: {``A.Background`` node: its relation};
     ``terms``: ids → {id: term}, for FILTER and OPTIONAL conditions; ``windows``: receives each
-    (stream, window)'s content (``ops.window``), and a content already there is used."""
+    (stream, window)'s content (``ops.window``), and a content already there is used; ``known``:
+    {id: term} of every id the inputs hold, which receives the terms a BIND computes (without it,
+    a BIND outside the background is refused: ``supports``)."""
     windows = {} if windows is None else windows
 
     def ev(node, content, allowed: dict) -> R:
@@ -134,6 +150,10 @@ def walk(ops: DriverOperators[R], pattern, streams: Mapping, background: Mapping
                 return ops.left_join(ev(left, content, allowed), ev(right, content, {}), keep)
             case A.Filter(condition=condition, inner=inner):
                 return ops.filter_rel(ev(inner, content, allowed), condition, terms, time_unit)
+            case A.Extend(inner=inner, var=var, expr=expr) if known is not None:
+                bound = var_column(var.name)   # the BIND's own variable narrows nothing below it
+                inner_rel = ev(inner, content, {v: values for v, values in allowed.items() if v != bound})
+                return ops.extend(inner_rel, var, expr, known, time_unit)
             case A.Background():
                 return background[node]
             case A.StreamPattern():

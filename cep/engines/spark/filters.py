@@ -262,7 +262,7 @@ def _hex16(h: Column) -> Column:
 def order_answers(omega: DataFrame, modifiers, variables, dictionaries: Sequence[DataFrame], *,
                   time_unit: str = "ms", partition: Sequence[str] = ()) -> DataFrame:
     """``omega``'s rows sorted and sliced per ``modifiers`` (``cep.algebra.patterns.Modifiers``; the keys'
-    values ordered as ``cep.engines.reference.order_key``, ties by the ``variables``' ids, unbound first,
+    values ordered as ``cep.terms.values.order_key``, ties by the ``variables``' ids, unbound first,
     then the intervals), with ``ORDER`` = each kept row's position; ``partition``: the columns
     whose every value is sorted and sliced on its own (the instant of an evaluation at many)."""
     from pyspark.sql import Window
@@ -322,7 +322,7 @@ def _sort_keys(omega: DataFrame, modifiers, dictionaries, time_unit: str) -> tup
 
 def _order_struct(v: "_Val") -> Column:
     """The ascending sort key of a compiled value: (rank, kind, number, seconds, text), as
-    ``cep.engines.reference.order_key``."""
+    ``cep.terms.values.order_key``."""
     zero = F.lit(0).cast(_SECONDS)
     if v.kind in (_NUM, _BOOL, _DUR, _DT):
         bound = v.col.isNotNull()
