@@ -15,7 +15,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from cep import algebra as A
 from cep import compile_query
+from cep.algebra import expressions as E
 from cep.engines import reference as R
 from cep.engines.driver import answers as D
 from cep.engines.driver import static
@@ -44,6 +46,17 @@ QUERIES = {
     "BIND over the events and the background": HEAD + "[RANGE 6] WHERE { WINDOW :W { SEQ ({?v :p0 ?s}, "
                                                       "{?v :p1 ?x}) } OPTIONAL { ?x :link ?o } "
                                                       "BIND (CONCAT(STR(?s), \"/\", STR(?o)) AS ?k) }",
+    "GROUP BY over a SEQ and the background, HAVING, SELECT expressions": (
+        HEAD.replace("SELECT *", "SELECT ?v (COUNT(*) AS ?n) (MAX(?s) AS ?m) (CONCAT(STR(?v), \"!\") AS ?k) "
+                                 "(RAND() AS ?r)")
+        + "[RANGE 6] WHERE { WINDOW :W { SEQ ({?v :p0 ?s}, {?v :p1 ?x}) } ?v :type :Kind . } "
+          "GROUP BY ?v HAVING (COUNT(*) > 1)"),
+    "GROUP BY an OPTIONAL's variable (unbound: a group of its own), interval events": (
+        HEAD.replace("SELECT *", "SELECT ?o (COUNT(?s) AS ?n) (MIN(?v) AS ?w)")
+        + "[RANGE 5 STEP 2] WHERE { WINDOW :W { ?v :p0 ?s } OPTIONAL { ?s :link ?o } } GROUP BY ?o"),
+    "the implicit group: COUNT over nothing is 0 at every instant": (
+        HEAD.replace("SELECT *", "SELECT (COUNT(*) AS ?n) (SUM(?x) AS ?sum)")
+        + "[RANGE 3] WHERE { WINDOW :W { ?v :p2 ?x } }"),
 }
 NODES = SUBJECTS + OBJECTS
 
@@ -164,10 +177,21 @@ def test_modifiers_on_the_driver_equal_the_reference_at_every_asked_instant(labe
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } BIND (NOW() AS ?r) }", "reads the instant"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } GRAPH :g { ?s :link ?o } }", "on Spark"),
     (f"PREFIX : <{EX}> SELECT ?v (COUNT(*) AS ?n) FROM NAMED WINDOW :W ON {STREAM_IRI} [RANGE 5] "
-     "WHERE { WINDOW :W { ?v :p0 ?s } } GROUP BY ?v", "GROUP BY over events"),
+     "WHERE { WINDOW :W { ?v :p0 ?s FILTER (NOW() > ?s) } } GROUP BY ?v", "NOW()"),
 ])
 def test_refusals_say_why(text, reason):
     assert reason in D.refusal(compile_query(text))
+
+
+def test_group_by_over_events_refuses_exists_above_it():
+    """The syntax keeps EXISTS out of HAVING; the algebra does not, and the driver's HAVING has no EXISTS."""
+    query = compile_query(f"PREFIX : <{EX}> SELECT ?v (COUNT(*) AS ?n) FROM NAMED WINDOW :W ON {STREAM_IRI} "
+                          "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } } GROUP BY ?v HAVING (COUNT(*) > 1)")
+    having = query.form.inner
+    assert isinstance(having, A.Filter) and D.refusal(query) is None
+    exists = E.Exists(A.bgp(A.triple(A.Var("v"), LINK, A.Var("v"))))
+    query = replace(query, form=replace(query.form, inner=replace(having, condition=exists)))
+    assert "EXISTS" in D.refusal(query)
 
 
 # --- the CLI -----------------------------------------------------------------------------------

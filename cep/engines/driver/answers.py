@@ -15,7 +15,10 @@ runtime's driver engine does: the background patterns by ``cep.engines.driver.st
 (numpy columns; from :data:`COLUMNAR_FROM` stream items on). Each result row carries its lifetime
 [a, b], the instants at which it is an answer; the answers at an asked instant t are the rows
 with a ≤ t ≤ b, their interval's open end (a background-only answer) read as t. So n instants
-cost one evaluation, not n.
+cost one evaluation, not n. A GROUP BY over its events (``A.GroupCover``) is defined per instant:
+the grouped pattern's rows come from the one evaluation, and at each asked instant those alive
+at it are grouped (``cep.engines.driver.rows.group_cover``), then HAVING and the SELECT
+expressions apply.
 
 A C-SPARQL query's answers are defined at evaluation instants (its windows' closes, COMPUTED
 EVERY), not as rows with lifetimes: ``cep.engines.driver.csparql`` evaluates it instant by instant,
@@ -62,6 +65,7 @@ from cep.engines.driver import static
 from cep.engines.driver.walk import supports
 from cep.io.formats import JSONL, detect_stream_format
 from cep.io.lineparse import parse_jsonl, parse_tsnt
+from cep.terms.values import EVALUATION_INSTANT
 from rdfcore.errors import SidecarError
 from rdfcore.hashing import term_id
 from rdfcore.sources import load_local, split_lines
@@ -105,7 +109,29 @@ def refusal(query: A.Query, window_convention: A.WindowConvention | None = None,
         return RQ.refusal(query)
     if A.is_epsparql(query):
         return E.refusal(query, rules)
+    grouped = _grouped(query.form)
+    if grouped is not None:   # GROUP BY over events: its inner pattern here, the rest at each instant
+        above, cover = grouped
+        if any(A.contains(node, lambda x: isinstance(x, (A.Exists, A.Timestamp, A.PatternTimestamp)))
+               for node in (*(n.condition if isinstance(n, A.Filter) else n.expr for n in above), *cover.specs)):
+            return "EXISTS or timestamp() over a GROUP BY of CQELS-CEP events (on Spark)"
+        query = replace(query, form=_inner_form(cover))
     return supports(query, bind=True) or static.refusal(query)
+
+
+def _grouped(form) -> tuple[list, A.GroupCover] | None:
+    """A query form over a GROUP BY of events (``A.GroupCover``): (the HAVING FILTERs and the
+    SELECT expressions between the form and it, top down; it), or None."""
+    above, node = [], form.inner
+    while isinstance(node, (A.Filter, A.Extend)):
+        above.append(node)
+        node = node.inner
+    return (above, node) if isinstance(node, A.GroupCover) else None
+
+
+def _inner_form(cover: A.GroupCover) -> A.Project:
+    """Every variable of the pattern a GROUP BY groups, as the rows the walk computes."""
+    return A.Project(tuple(sorted(A.variables(cover.inner), key=lambda v: v.name)), False, cover.inner)
 
 
 @dataclass(frozen=True)
@@ -207,7 +233,10 @@ def _unordered(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
     def lookup(ids) -> dict:
         return {i: known[i] for i in ids if i in known}
 
-    if isinstance(form, A.Construct):   # every variable: the template is applied at each instant
+    grouped = _grouped(form)
+    if grouped is not None:             # the grouped pattern's rows: grouped at each instant (below)
+        form = _inner_form(grouped[1])
+    elif isinstance(form, A.Construct):   # every variable: the template is applied at each instant
         form = A.Project(tuple(sorted(A.variables(form.inner), key=lambda v: v.name)), False, form.inner)
     evaluated = replace(query, form=form)
     background = static.background_relations(evaluated, graphs, lookup, time_unit)
@@ -221,13 +250,14 @@ def _unordered(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
         items = {iri: [tuple(r) for r in rows.tolist()] for iri, rows in streams.items()}
         rows = L.evaluate(evaluated, items, background, time_unit, terms=lookup, known=known).rows
     out = []
-    if isinstance(query.form, A.Construct):
+    if grouped is not None or isinstance(query.form, A.Construct):
         omega = L.Rel.of([var_column(v.name) for v in form.variables], rows)
         for at in instants:
             fresh: dict = {}
-            triples = L.form_at(query.form, omega, at, fresh)
+            rel = omega if grouped is None else _group_at(omega, *grouped, at, known, lookup, time_unit)
+            answers = L.form_at(query.form, rel, at, fresh)
             known.update(fresh)
-            out.extend((at, *(known[v] for v in r[:3]), r[3], r[4]) for r in triples)
+            out.extend((at, *(None if v is None else known[v] for v in r[:-2]), r[-2], r[-1]) for r in answers)
         return Answers(variables, sorted_rows(out))
     for row in rows:
         values = tuple(None if v is None else known[v] for v in row[:-4])
@@ -236,6 +266,21 @@ def _unordered(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
             if a <= at <= b:
                 out.append((at, *values, t1, at if t2 == OPEN_END else t2))
     return Answers(variables, sorted_rows(out))
+
+
+def _group_at(omega: L.Rel, above: list, cover: A.GroupCover, at: int, known: dict, lookup, time_unit: str) -> L.Rel:
+    """A GROUP BY of events at instant ``at``: the rows of ``omega`` alive at it grouped
+    (``cep.engines.driver.rows.group_cover``: one row per group, covering its members), then the
+    HAVING FILTERs and the SELECT expressions above it, bottom up (NOW() is ``at``)."""
+    token = EVALUATION_INSTANT.set(at)
+    try:
+        rel = L.group_cover(L.alive_at(omega, at), cover.group, cover.specs, known, at)
+        for node in reversed(above):
+            rel = (L.filter_rel(rel, node.condition, lookup, time_unit) if isinstance(node, A.Filter)
+                   else L.extend(rel, node.var, node.expr, known, time_unit))
+        return rel
+    finally:
+        EVALUATION_INSTANT.reset(token)
 
 
 def answers_at(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray], instants: Sequence[int],

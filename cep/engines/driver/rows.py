@@ -56,7 +56,7 @@ from cep.engines.driver.walk import supports, walk
 
 __all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "form_at", "window", "join", "union", "seq", "seq_wo",
            "no_head", "no_tail", "left_join", "cover_join", "eq_join", "optional_join", "extend", "aggregate",
-           "group_cover", "filter_rel", "keeper", "narrow", "bgp_in_window"]
+           "group_cover", "filter_rel", "keeper", "narrow", "bgp_in_window", "alive_at"]
 
 #: a stream triple: (item, s, p, o, t1, t2), ids
 Item = tuple
@@ -549,10 +549,15 @@ def form_at(form, omega: Rel, t: int, fresh: dict | None = None) -> set:
     """The query form over the rows of ``omega`` alive at instant t, each read at t (an open
     interval end, a background-only row's, is t): SELECT's ``(value per projected variable...,
     t1, t2)``, CONSTRUCT's ``(s, p, o, t1, t2)`` (``fresh``: as in ``evaluate``)."""
+    return {r[:-2] for r in answer_form(form, alive_at(omega, t), fresh).rows}
+
+
+def alive_at(omega: Rel, t: int) -> Rel:
+    """The rows of ``omega`` alive at instant t, each read at t: an open interval end (a
+    background-only row's) is t, and the lifetime [t, t]."""
     n = len(omega.vars)
-    alive = Rel(omega.vars, frozenset(r[:n] + (r[-4], t if r[-3] == OPEN_END else r[-3], t, t) for r in omega.rows
-                                      if r[-2] <= t <= r[-1]))
-    return {r[:-2] for r in answer_form(form, alive, fresh).rows}
+    return Rel(omega.vars, frozenset(r[:n] + (r[-4], t if r[-3] == OPEN_END else r[-3], t, t) for r in omega.rows
+                                     if r[-2] <= t <= r[-1]))
 
 
 def answer_form(form, omega: Rel, fresh: dict | None = None) -> Rel:
