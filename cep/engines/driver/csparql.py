@@ -13,8 +13,8 @@ WWW 2009, §3), evaluated instant by instant as the Spark engine does
   last close) is the background graph merged with the windows' triples, each window triple with
   its latest τ in any window and in its own stream's (``timestamp()``, ``GRAPH <s>``); a FROM
   NAMED STREAM window is a named graph only. WHERE is matched against it by the driver's pattern
-  evaluation (``cep.engines.driver.static.pattern_rows``: BGPs, property paths, JOIN, UNION,
-  OPTIONAL, FILTER), this module adding GRAPH over stream windows, the FILTERs that call
+  evaluation (``cep.engines.driver.static.pattern_rows``: BGPs, property paths, VALUES, JOIN,
+  UNION, OPTIONAL, MINUS, FILTER), this module adding GRAPH over stream windows, the FILTERs that call
   timestamp() (§3.3: per solution of their BGP, the times of the triples each pattern matched),
   those that call RAND(), UUID(), STRUUID() or BNODE() (drawn from the solution and [c, c]), and
   BIND.
@@ -52,10 +52,10 @@ from rdfcore.hashing import term_id
 __all__ = ["refusal", "StreamIndex", "SnapshotGraph", "answers"]
 
 #: the patterns a C-SPARQL WHERE may hold here, and the nodes above it (AGGREGATE, HAVING, SELECT expressions)
-_WHERE = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter, A.GraphPattern, A.NamedGraph, A.Extend)
+_WHERE = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter, A.GraphPattern, A.NamedGraph, A.Extend, A.Values, A.Minus)
 _ABOVE = (A.Filter, A.Aggregate, A.Extend)
 #: how a user wrote the nodes refused
-_KEYWORDS = {"Values": "VALUES", "Minus": "MINUS", "SubSelect": "a sub-query", "Join": "VALUES after WHERE",
+_KEYWORDS = {"SubSelect": "a sub-query", "Join": "VALUES after WHERE",
              "GroupCover": "GROUP BY over events"}
 
 

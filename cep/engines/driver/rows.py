@@ -56,7 +56,7 @@ from cep.engines.driver.walk import supports, walk
 
 __all__ = ["Rel", "Item", "supports", "evaluate", "answer_form", "form_at", "window", "join", "union", "seq", "seq_wo",
            "no_head", "no_tail", "left_join", "cover_join", "eq_join", "optional_join", "extend", "aggregate",
-           "group_cover", "filter_rel", "keeper", "narrow", "bgp_in_window", "alive_at"]
+           "group_cover", "filter_rel", "keeper", "narrow", "bgp_in_window", "alive_at", "minus"]
 
 #: a stream triple: (item, s, p, o, t1, t2), ids
 Item = tuple
@@ -160,6 +160,17 @@ def _cover(l, r):
 def join(left: Rel, right: Rel) -> Rel:
     """JOIN: the intersection of the intervals, where both rows are alive."""
     return _paired(left, right, _intersection)
+
+
+def minus(left: Rel, right: Rel) -> Rel:
+    """MINUS (SPARQL 1.1 §18.5, ``A.Minus``): the rows of ``left`` with no row of ``right`` that is
+    compatible with it, binds a variable it binds too, and whose interval intersects its own.
+    For rows alive at every instant (the static side, ``cep.engines.driver.static``): a row's
+    lifetime is not narrowed."""
+    _out, li, ri, shared = _plan_merge(left, right)
+    dropped = {l for l, r in _pairs(left, right)
+               if any(l[li[v]] is not None and r[ri[v]] is not None for v in shared) and _intersection(l, r)}
+    return Rel(left.vars, left.rows - dropped)
 
 
 def seq(left: Rel, right: Rel) -> Rel:

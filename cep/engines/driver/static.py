@@ -5,10 +5,10 @@ as ``cep.engines.driver.rows`` relations, with no Spark.
 each mapping the interval [MIN_TIME, t] at t: lifetime [MIN_TIME, OPEN_END], interval
 [MIN_TIME, OPEN_END] (``cep.engines.spark.lifetimes.constant``). This module computes the same
 rows on the driver, for the patterns a background of a CQELS-CEP query usually holds: BGPs of
-triple patterns and property paths (``paths.local``, the path compiler's in-memory executor), and
-JOIN, UNION, OPTIONAL and FILTER over them, with ``cep.engines.driver.rows``' operators. Anything
-else (GRAPH, VALUES, MINUS, BIND, sub-queries, EXISTS) is refused by :func:`refusal`, and the
-caller evaluates the query on Spark.
+triple patterns and property paths (``paths.local``, the path compiler's in-memory executor),
+VALUES, and JOIN, UNION, OPTIONAL, MINUS and FILTER over them, with ``cep.engines.driver.rows``'
+operators. Anything else (GRAPH, BIND, sub-queries, EXISTS) is refused by :func:`refusal`, and
+the caller evaluates the query on Spark.
 
 A graph (:class:`StaticGraph`) is the id triples of one ``--static`` graph after the reasoner
 (``reasoner.local.materialize``), indexed by predicate; a triple pattern's constants are compared
@@ -35,10 +35,9 @@ __all__ = ["StaticGraph", "TripleMatch", "ALWAYS", "refusal", "background_relati
 #: the interval and lifetime of every background mapping (module doc)
 ALWAYS = (MIN_TIME, OPEN_END, MIN_TIME, OPEN_END)
 #: the patterns :func:`background_relations` evaluates
-_EVALUATED = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter)
+_EVALUATED = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter, A.Values, A.Minus)
 #: how a user wrote the patterns it does not evaluate
-_KEYWORDS = {"Values": "VALUES", "Minus": "MINUS", "Extend": "BIND", "SubSelect": "a sub-query",
-             "NamedGraph": "GRAPH"}
+_KEYWORDS = {"Extend": "BIND", "SubSelect": "a sub-query", "NamedGraph": "GRAPH"}
 
 
 @dataclass(eq=False)
@@ -114,7 +113,7 @@ def graph(name, graphs: Mapping) -> StaticGraph:
 
 
 def pattern_rows(node, graph, terms: Callable, time_unit: str, other: Callable | None = None) -> L.Rel:
-    """The rows of ``node`` (BGP, JOIN, UNION, OPTIONAL, FILTER) over ``graph`` (a
+    """The rows of ``node`` (BGP, VALUES, JOIN, UNION, OPTIONAL, MINUS, FILTER) over ``graph`` (a
     :class:`StaticGraph`, or anything with its ``candidates`` and ``path_graph``), each with
     :data:`ALWAYS`. ``other(node)``: the rows of a node the caller evaluates itself (C-SPARQL's
     GRAPH and timed FILTER, ``cep.engines.driver.csparql``), or None to leave it to this function;
@@ -143,6 +142,11 @@ def pattern_rows(node, graph, terms: Callable, time_unit: str, other: Callable |
             return L.left_join(sub(left), sub(right), keep)
         case A.Filter(condition=condition, inner=inner):
             return L.filter_rel(sub(inner), condition, terms, time_unit)
+        case A.Minus(left=left, right=right):
+            return L.minus(sub(left), sub(right))
+        case A.Values(variables=variables, rows=rows):   # its terms decode: the query's constants
+            return L.Rel.of([var_column(v.name) for v in variables],
+                            {tuple(None if t is None else term_id(t) for t in row) + ALWAYS for row in rows})
     raise TypeError(f"{type(node).__name__} is not evaluated on the driver (refusal)")
 
 
