@@ -75,6 +75,12 @@ FROM STREAM :S2 [RANGE 2] WHERE { ?s :p ?v FILTER (isNumeric(?v)) }""",
     # drawn from the whole solution and [c, c]: in a FILTER, a BIND and a SELECT expression
     HEAD + """SELECT ?s ?v ?y ?b ?u (BNODE(STR(?v)) AS ?c) FROM STREAM :S [RANGE 6 STEP 2] FROM STREAM :S2 [RANGE 3]
 WHERE { { ?s :p ?v FILTER (RAND() < 0.7) } UNION { ?s :q ?y BIND (BNODE() AS ?b) } BIND (STRUUID() AS ?u) }""",
+    # drawn in an OPTIONAL's condition, in a GRAPH over a named background graph, in an aggregate's
+    # argument and in HAVING: each from its solution and [c, c]
+    HEAD + """SELECT ?s ?y ?k FROM NAMED :G FROM STREAM :S [RANGE 6 STEP 2] FROM STREAM :S2 [RANGE 3]
+WHERE { ?s ?p ?v OPTIONAL { ?s :q ?y FILTER (RAND() < 0.6) } OPTIONAL { GRAPH :G { ?s :kind ?k FILTER (RAND() < 0.5) } } }""",
+    HEAD + """SELECT ?s (COUNT(*) AS ?n) (SUM(?v * RAND()) AS ?x) (MAX(STRUUID()) AS ?u) FROM STREAM :S [RANGE 6 STEP 2]
+WHERE { ?s :p ?v FILTER (isNumeric(?v)) } GROUP BY ?s HAVING (RAND() < 0.8)""",
     # MINUS (a shared variable and none), VALUES with UNDEF, joined with a window and the background
     HEAD + """SELECT ?s ?v ?k FROM STREAM :S [RANGE 6 STEP 2] FROM STREAM :S2 [RANGE 4]
 WHERE { ?s ?p ?v MINUS { ?s :q ?v } MINUS { ?a :kind :K } VALUES (?s ?k) { (:a :K) (UNDEF :L) (:c UNDEF) } }""",
@@ -215,8 +221,6 @@ def test_random_streams_and_conventions_equal_the_reference(drawn):
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o { SELECT ?s WHERE { ?s :q ?y } } }",
      "a sub-query in a C-SPARQL WHERE"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o FILTER EXISTS { ?s :q ?o } }", "EXISTS"),
-    (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o OPTIONAL { ?s :q ?y FILTER (RAND() < 0.5) } }",
-     "RAND() / UUID() / STRUUID() / BNODE() in an OPTIONAL's condition"),
 ])
 def test_refusals_say_why(text, reason):
     why = D.refusal(compile_query(text), A.CSPARQL_ENGINE_WINDOWS)

@@ -49,6 +49,11 @@ QUERIES = {
     "background VALUES and MINUS": HEAD + "[RANGE 6] WHERE { WINDOW :W { ?v :p0 ?s } "
                                           "{ ?v :type :Kind MINUS { ?v :link ?s } } UNION { VALUES (?v ?c) "
                                           "{ (:a :m) (UNDEF :h) } } }",
+    "top-level FILTER and BIND reading NOW() and drawing, over a SEQ and the background": (
+        HEAD + "[RANGE 6 STEP 2] WHERE { WINDOW :W { SEQ ({?v :p0 ?s}, {?v :p1 ?x}) } OPTIONAL { ?v :type ?k } "
+               "BIND (NOW() AS ?n) BIND (RAND() AS ?r) BIND (STRUUID() AS ?u) "
+               "FILTER (?n > \"1970-01-01T00:00:00.004Z\"^^<http://www.w3.org/2001/XMLSchema#dateTime> "
+               "|| BOUND(?k)) }"),
     "GROUP BY over a SEQ and the background, HAVING, SELECT expressions": (
         HEAD.replace("SELECT *", "SELECT ?v (COUNT(*) AS ?n) (MAX(?s) AS ?m) (CONCAT(STR(?v), \"!\") AS ?k) "
                                  "(RAND() AS ?r)")
@@ -177,8 +182,7 @@ def test_modifiers_on_the_driver_equal_the_reference_at_every_asked_instant(labe
      "ORDER BY over a variable the SELECT does not project"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } { SELECT ?v WHERE { ?v :link ?o } LIMIT 1 } }",
      "sub-quer"),
-    (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } BIND (RAND() AS ?r) }", "draws"),
-    (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } BIND (NOW() AS ?r) }", "reads the instant"),
+    (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } OPTIONAL { ?s :link ?o FILTER (NOW() > ?o) } }", "NOW()"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } GRAPH :g { ?s :link ?o } }", "on Spark"),
     (f"PREFIX : <{EX}> SELECT ?v (COUNT(*) AS ?n) FROM NAMED WINDOW :W ON {STREAM_IRI} [RANGE 5] "
      "WHERE { WINDOW :W { ?v :p0 ?s FILTER (NOW() > ?s) } } GROUP BY ?v", "NOW()"),

@@ -15,10 +15,11 @@ runtime's driver engine does: the background patterns by ``cep.engines.driver.st
 (numpy columns; from :data:`COLUMNAR_FROM` stream items on). Each result row carries its lifetime
 [a, b], the instants at which it is an answer; the answers at an asked instant t are the rows
 with a ≤ t ≤ b, their interval's open end (a background-only answer) read as t. So n instants
-cost one evaluation, not n. A GROUP BY over its events (``A.GroupCover``) is defined per instant:
-the grouped pattern's rows come from the one evaluation, and at each asked instant those alive
-at it are grouped (``cep.engines.driver.rows.group_cover``), then HAVING and the SELECT
-expressions apply.
+cost one evaluation, not n. Some answers are defined per instant: a GROUP BY over the events
+(``A.GroupCover``), and top-level FILTERs and BINDs that read NOW() or the interval, or draw
+(RAND() & co.: a value drawn from an answer whose interval ends at the instant). Then the pattern
+below that top comes from the one evaluation, and at each asked instant the rows alive at it are
+grouped (``cep.engines.driver.rows.group_cover``), filtered and extended (``_per_instant_top``).
 
 A C-SPARQL query's answers are defined at evaluation instants (its windows' closes, COMPUTED
 EVERY), not as rows with lifetimes: ``cep.engines.driver.csparql`` evaluates it instant by instant,
@@ -109,29 +110,42 @@ def refusal(query: A.Query, window_convention: A.WindowConvention | None = None,
         return RQ.refusal(query)
     if A.is_epsparql(query):
         return E.refusal(query, rules)
-    grouped = _grouped(query.form)
-    if grouped is not None:   # GROUP BY over events: its inner pattern here, the rest at each instant
-        above, cover = grouped
-        if any(A.contains(node, lambda x: isinstance(x, (A.Exists, A.Timestamp, A.PatternTimestamp)))
-               for node in (*(n.condition if isinstance(n, A.Filter) else n.expr for n in above), *cover.specs)):
-            return "EXISTS or timestamp() over a GROUP BY of CQELS-CEP events (on Spark)"
-        query = replace(query, form=_inner_form(cover))
+    top = _per_instant_top(query.form)
+    if top is not None:   # the pattern below it here, the top at each instant
+        above, cover, inner = top
+        parts = [n.condition if isinstance(n, A.Filter) else n.expr for n in above] + list(cover.specs if cover else ())
+        if any(A.contains(part, lambda x: isinstance(x, (A.Exists, A.Timestamp, A.PatternTimestamp))) for part in parts):
+            return "EXISTS or timestamp() in a top-level FILTER, BIND or HAVING of a CQELS-CEP query (on Spark)"
+        query = replace(query, form=_rows_form(inner))
     return supports(query, bind=True) or static.refusal(query)
 
 
-def _grouped(form) -> tuple[list, A.GroupCover] | None:
-    """A query form over a GROUP BY of events (``A.GroupCover``): (the HAVING FILTERs and the
-    SELECT expressions between the form and it, top down; it), or None."""
+def _per_instant_top(form) -> tuple[list, A.GroupCover | None, object] | None:
+    """The top of a CQELS-CEP query form that the driver evaluates at each asked instant over the
+    rows alive at it (module doc), or None when one evaluation with lifetimes does it all:
+    (the FILTERs and BINDs / SELECT expressions at the top of the form, top down; the GROUP BY over
+    events below them, or None; the pattern below those). It is there when a GROUP BY is, or when
+    one of the FILTERs and BINDs reads NOW(), the interval or a timestamp, or draws (their values
+    change along a row's lifetime)."""
     above, node = [], form.inner
     while isinstance(node, (A.Filter, A.Extend)):
         above.append(node)
         node = node.inner
-    return (above, node) if isinstance(node, A.GroupCover) else None
+    if isinstance(node, A.GroupCover):
+        return above, node, node.inner
+    per_instant = any(A.contains(n.condition if isinstance(n, A.Filter) else n.expr, _reads_the_instant)
+                      for n in above)
+    return (above, None, node) if per_instant else None
 
 
-def _inner_form(cover: A.GroupCover) -> A.Project:
-    """Every variable of the pattern a GROUP BY groups, as the rows the walk computes."""
-    return A.Project(tuple(sorted(A.variables(cover.inner), key=lambda v: v.name)), False, cover.inner)
+def _reads_the_instant(x) -> bool:
+    return (isinstance(x, (A.IntervalFn, A.Timestamp, A.PatternTimestamp))
+            or (isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS))
+
+
+def _rows_form(inner) -> A.Project:
+    """Every variable of ``inner``, as the rows the walk computes for a per-instant top."""
+    return A.Project(tuple(sorted(A.variables(inner), key=lambda v: v.name)), False, inner)
 
 
 @dataclass(frozen=True)
@@ -233,9 +247,9 @@ def _unordered(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
     def lookup(ids) -> dict:
         return {i: known[i] for i in ids if i in known}
 
-    grouped = _grouped(form)
-    if grouped is not None:             # the grouped pattern's rows: grouped at each instant (below)
-        form = _inner_form(grouped[1])
+    top = _per_instant_top(form)
+    if top is not None:                 # the rows below the top: the top at each instant (below)
+        form = _rows_form(top[2])
     elif isinstance(form, A.Construct):   # every variable: the template is applied at each instant
         form = A.Project(tuple(sorted(A.variables(form.inner), key=lambda v: v.name)), False, form.inner)
     evaluated = replace(query, form=form)
@@ -250,11 +264,11 @@ def _unordered(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
         items = {iri: [tuple(r) for r in rows.tolist()] for iri, rows in streams.items()}
         rows = L.evaluate(evaluated, items, background, time_unit, terms=lookup, known=known).rows
     out = []
-    if grouped is not None or isinstance(query.form, A.Construct):
+    if top is not None or isinstance(query.form, A.Construct):
         omega = L.Rel.of([var_column(v.name) for v in form.variables], rows)
         for at in instants:
             fresh: dict = {}
-            rel = omega if grouped is None else _group_at(omega, *grouped, at, known, lookup, time_unit)
+            rel = omega if top is None else _top_at(omega, *top[:2], at, known, lookup, time_unit)
             answers = L.form_at(query.form, rel, at, fresh)
             known.update(fresh)
             out.extend((at, *(None if v is None else known[v] for v in r[:-2]), r[-2], r[-1]) for r in answers)
@@ -268,13 +282,17 @@ def _unordered(query: A.Query, graphs: Mapping, streams: Mapping[str, np.ndarray
     return Answers(variables, sorted_rows(out))
 
 
-def _group_at(omega: L.Rel, above: list, cover: A.GroupCover, at: int, known: dict, lookup, time_unit: str) -> L.Rel:
-    """A GROUP BY of events at instant ``at``: the rows of ``omega`` alive at it grouped
-    (``cep.engines.driver.rows.group_cover``: one row per group, covering its members), then the
-    HAVING FILTERs and the SELECT expressions above it, bottom up (NOW() is ``at``)."""
+def _top_at(omega: L.Rel, above: list, cover: A.GroupCover | None, at: int, known: dict, lookup,
+            time_unit: str) -> L.Rel:
+    """A per-instant top (``_per_instant_top``) at instant ``at``: the rows of ``omega`` alive at it,
+    grouped when there is a GROUP BY (``cep.engines.driver.rows.group_cover``: one row per group,
+    covering its members), then the FILTERs (HAVING) and BINDs (SELECT expressions) above, bottom up,
+    NOW() being ``at``."""
     token = EVALUATION_INSTANT.set(at)
     try:
-        rel = L.group_cover(L.alive_at(omega, at), cover.group, cover.specs, known, at)
+        rel = L.alive_at(omega, at)
+        if cover is not None:
+            rel = L.group_cover(rel, cover.group, cover.specs, known, at)
         for node in reversed(above):
             rel = (L.filter_rel(rel, node.condition, lookup, time_unit) if isinstance(node, A.Filter)
                    else L.extend(rel, node.var, node.expr, known, time_unit))

@@ -16,8 +16,8 @@ WWW 2009, §3), evaluated instant by instant as the Spark engine does
   evaluation (``cep.engines.driver.static.pattern_rows``: BGPs, property paths, VALUES, JOIN,
   UNION, OPTIONAL, MINUS, FILTER), this module adding GRAPH over stream windows, the FILTERs that call
   timestamp() (§3.3: per solution of their BGP, the times of the triples each pattern matched),
-  those that call RAND(), UUID(), STRUUID() or BNODE() (drawn from the solution and [c, c]), and
-  BIND.
+  those that call RAND(), UUID(), STRUUID() or BNODE() — FILTERs, OPTIONAL conditions, HAVING —
+  (drawn from the solution and [c, c], in GRAPH over a named background graph too), and BIND.
 * **Above WHERE**: the AGGREGATE clauses / GROUP BY (§3.1: every mapping extended with f over its
   group, ``cep.terms.aggregates.aggregate_value`` computing the terms; the implicit group of
   nothing when there is no solution), their FILTERs / HAVING, SELECT expressions, the projection
@@ -74,10 +74,6 @@ def refusal(query: A.Query) -> str | None:
             return f"{_KEYWORDS.get(name, name)} in a C-SPARQL WHERE (on Spark)"
     if A.contains(query.form, lambda x: isinstance(x, (A.Exists, A.IntervalFn))):
         return "EXISTS or an interval function in a C-SPARQL query (on Spark)"
-    conditions = [n.condition for n in A.walk(node.pattern) if isinstance(n, A.LeftJoin) and n.condition is not None]
-    if any(_draws(x) for x in [*(n for n in above if not isinstance(n, A.Extend)), *conditions]):
-        return ("RAND() / UUID() / STRUUID() / BNODE() in an OPTIONAL's condition, an aggregate or HAVING of a "
-                "C-SPARQL query (on Spark)")
     return None
 
 
@@ -223,7 +219,7 @@ class _Evaluation:
             case A.Aggregate(inner=inner, specs=specs):
                 return self.aggregate(self.above(inner, scope), specs)
             case A.Filter(condition=condition, inner=inner):
-                return L.filter_rel(self.above(inner, scope), condition, self.lookup, self.time_unit)
+                return self.filter(condition, self.above(inner, scope), scope.c)
             case A.Extend(inner=inner, var=var, expr=expr):
                 return self.extend(self.above(inner, scope), var, expr, scope.c)
         raise TypeError(f"{type(node).__name__} above a C-SPARQL WHERE is not evaluated on the driver (refusal)")
@@ -257,12 +253,15 @@ class _Evaluation:
         match node:
             case A.NamedGraph(name=name, pattern=pattern, graphs=graphs):   # GRAPH over background graphs
                 return self.named_graph(name, pattern, graphs, scope)
+            case A.Filter(condition=condition, inner=inner) if _draws(condition) and not A.uses_timestamp(condition):
+                return self.filter(condition, self.where(inner, scope), scope.c)
+            case A.LeftJoin(left=left, right=right, condition=condition) if condition is not None and _draws(condition):
+                return L.left_join(self.where(left, scope), self.where(right, scope),
+                                   lambda pairs: self.filter(condition, pairs, scope.c))
             case _ if scope.times is None:                                  # in one: no window, no time
                 return None
             case A.Filter(condition=condition, inner=inner) if A.uses_timestamp(condition):
                 return self.timed_filter(condition, inner, scope)
-            case A.Filter(condition=condition, inner=inner) if _draws(condition):
-                return self.drawn_filter(condition, self.where(inner, scope), scope.c)
             case A.GraphPattern(graph=A.Var(name=g), pattern=pattern, streams=streams):   # GRAPH ?g
                 column, out = var_column(g), L.Rel((), frozenset())
                 for stream in streams:
@@ -278,10 +277,13 @@ class _Evaluation:
                 return self.extend(self.where(inner, scope), var, expr, scope.c)
         return None
 
-    def drawn_filter(self, condition, rel: L.Rel, c: int) -> L.Rel:
-        """A FILTER calling RAND(), UUID(), STRUUID() or BNODE(): they draw from the whole solution
-        and its interval, which in a snapshot is [c, c] (the reference's, and Spark's), not the
-        interval the rows of WHERE carry here."""
+    def filter(self, condition, rel: L.Rel, c: int) -> L.Rel:
+        """FILTER, HAVING or an OPTIONAL's condition over the rows of ``rel``. One calling RAND(),
+        UUID(), STRUUID() or BNODE() draws from the whole solution and its interval, which in a
+        snapshot is [c, c] (the reference's, and Spark's), not the interval the rows of WHERE carry
+        here."""
+        if not _draws(condition):
+            return L.filter_rel(rel, condition, self.lookup, self.time_unit)
         stamped = {r[:-4] + (c, c) + r[-2:]: r for r in rel.rows}
         kept = L.filter_rel(L.Rel(rel.vars, frozenset(stamped)), condition, self.lookup, self.time_unit)
         return L.Rel(rel.vars, frozenset(stamped[r] for r in kept.rows))
