@@ -81,6 +81,12 @@ WHERE { { ?s :p ?v FILTER (RAND() < 0.7) } UNION { ?s :q ?y BIND (BNODE() AS ?b)
 WHERE { ?s ?p ?v OPTIONAL { ?s :q ?y FILTER (RAND() < 0.6) } OPTIONAL { GRAPH :G { ?s :kind ?k FILTER (RAND() < 0.5) } } }""",
     HEAD + """SELECT ?s (COUNT(*) AS ?n) (SUM(?v * RAND()) AS ?x) (MAX(STRUUID()) AS ?u) FROM STREAM :S [RANGE 6 STEP 2]
 WHERE { ?s :p ?v FILTER (isNumeric(?v)) } GROUP BY ?s HAVING (RAND() < 0.8)""",
+    # [NOT] EXISTS over the snapshot: a shared variable, none, one over a stream's GRAPH, a FILTER
+    # inside reading its own variables, in an OPTIONAL's condition
+    HEAD + """SELECT ?s ?v ?y FROM NAMED STREAM :S2 [RANGE 4] FROM STREAM :S [RANGE 6 STEP 2] WHERE { ?s ?p ?v
+FILTER NOT EXISTS { ?s :q ?w FILTER (isLiteral(?w) || ?w != :K) } FILTER (EXISTS { ?a :kind :K } || ?p = :p)
+FILTER NOT EXISTS { { ?v :link ?s } UNION { ?u :kind :L . ?u :link ?v } }
+OPTIONAL { ?s :link ?y FILTER (!EXISTS { GRAPH :S2 { ?y ?q ?z } } || EXISTS { ?y :kind ?k }) } }""",
     # MINUS (a shared variable and none), VALUES with UNDEF, joined with a window and the background
     HEAD + """SELECT ?s ?v ?k FROM STREAM :S [RANGE 6 STEP 2] FROM STREAM :S2 [RANGE 4]
 WHERE { ?s ?p ?v MINUS { ?s :q ?v } MINUS { ?a :kind :K } VALUES (?s ?k) { (:a :K) (UNDEF :L) (:c UNDEF) } }""",
@@ -220,7 +226,12 @@ def test_random_streams_and_conventions_equal_the_reference(drawn):
      "ORDER BY over a variable the SELECT does not project"),
     (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o { SELECT ?s WHERE { ?s :q ?y } } }",
      "a sub-query in a C-SPARQL WHERE"),
-    (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o FILTER EXISTS { ?s :q ?o } }", "EXISTS"),
+    (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o FILTER EXISTS { VALUES ?o { :a } } }",
+     "VALUES inside EXISTS"),
+    (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o FILTER EXISTS { ?s :q ?y FILTER (?y != ?o) } }",
+     "reads a variable of the solution outside it"),
+    (HEAD + "SELECT ?s FROM STREAM :S [RANGE 5] WHERE { ?s :p ?o FILTER (EXISTS { ?s :q ?o } && RAND() < 0.5) }",
+     "also draws"),
 ])
 def test_refusals_say_why(text, reason):
     why = D.refusal(compile_query(text), A.CSPARQL_ENGINE_WINDOWS)

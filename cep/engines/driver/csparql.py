@@ -72,8 +72,23 @@ def refusal(query: A.Query) -> str | None:
         if not isinstance(inner, _WHERE):
             name = type(inner).__name__
             return f"{_KEYWORDS.get(name, name)} in a C-SPARQL WHERE (on Spark)"
-    if A.contains(query.form, lambda x: isinstance(x, (A.Exists, A.IntervalFn))):
-        return "EXISTS or an interval function in a C-SPARQL query (on Spark)"
+    if A.contains(query.form, lambda x: isinstance(x, A.IntervalFn)):
+        return "an interval function in a C-SPARQL query (on Spark)"
+    for n in above:
+        if A.contains(n.condition if isinstance(n, A.Filter) else getattr(n, "expr", None),
+                      lambda x: isinstance(x, A.Exists)):
+            return "EXISTS in HAVING or a SELECT expression of a C-SPARQL query (on Spark)"
+    for n in A.walk(node.pattern):
+        if isinstance(n, A.Extend) and A.contains(n.expr, lambda x: isinstance(x, A.Exists)):
+            return "EXISTS in a BIND of a C-SPARQL query (on Spark)"
+        condition = n.condition if isinstance(n, (A.Filter, A.LeftJoin)) else None
+        if condition is None or not A.contains(condition, lambda x: isinstance(x, A.Exists)):
+            continue
+        if _draws(condition) or A.uses_timestamp(condition):
+            return "EXISTS in a condition that also draws or reads timestamp() (on Spark)"
+        why = static.exists_refusal(condition)
+        if why is not None:
+            return why
     return None
 
 

@@ -388,16 +388,20 @@ def group_cover(rel: Rel, group, specs, known: dict, t: int) -> Rel:
 
 def condition_keys(condition, vars_: tuple[str, ...]) -> tuple[list[int], bool]:
     """What a condition reads of a row of ``vars_``: the positions of its variables (all of them
-    for RAND/UUID/STRUUID/BNODE, which draw from the whole solution) and whether the interval."""
-    whole = any(isinstance(e, A.Builtin) and e.name in A.SOLUTION_BUILTINS for e in A.subexpressions(condition))
+    for RAND/UUID/STRUUID/BNODE, which draw from the whole solution, and for EXISTS, whose pattern
+    reads what the solution binds) and whether the interval."""
+    whole = any((isinstance(e, A.Builtin) and e.name in A.SOLUTION_BUILTINS) or isinstance(e, A.Exists)
+                for e in A.subexpressions(condition))
     names = {v.name for v in A.expr_variables(condition)}
     at = [i for i, c in enumerate(vars_) if whole or column_var(c) in names]
     return at, whole or A.uses_interval(condition)
 
 
-def condition_holds(condition, vars_: Iterable[str], keys: list[tuple], terms, time_unit: str) -> list[bool]:
+def condition_holds(condition, vars_: Iterable[str], keys: list[tuple], terms, time_unit: str,
+                    exists=None) -> list[bool]:
     """Whether ``condition`` holds for each key ``(*values, t1, t2)`` (values: ids of ``vars_``,
-    None unbound): the reference's expression code over the terms (``terms``: ids → {id: term})."""
+    None unbound): the shared expression code over the terms (``terms``: ids → {id: term};
+    ``exists``: EXISTS's test, ``cep.terms.values.eval_expr``'s)."""
     if terms is None:
         raise TypeError("a condition needs the terms of its values (terms=)")
     names = [column_var(c) for c in vars_]
@@ -405,14 +409,15 @@ def condition_holds(condition, vars_: Iterable[str], keys: list[tuple], terms, t
     out = []
     for k in keys:
         mu = {n: decoded[v] for n, v in zip(names, k[:-2]) if v is not None}
-        out.append(ebv(eval_expr(condition, mu, (k[-2], k[-1]), time_unit)) is True)
+        out.append(ebv(eval_expr(condition, mu, (k[-2], k[-1]), time_unit, exists=exists)) is True)
     return out
 
 
-def filter_rel(rel: Rel, condition, terms, time_unit: str, memo: dict | None = None) -> Rel:
+def filter_rel(rel: Rel, condition, terms, time_unit: str, memo: dict | None = None, exists=None) -> Rel:
     """FILTER: the rows for whose mapping and interval ``condition`` holds (module doc). ``memo``:
     where the condition's values are kept for the next calls (a caller's dict for this
-    condition; not for one that reads the instant, NOW()), each computed once."""
+    condition; not for one that reads the instant, NOW()), each computed once. ``exists``:
+    EXISTS's test (``cep.engines.driver.static.exists_test``; None: EXISTS is an error)."""
     at, interval = condition_keys(condition, rel.vars)
     keys = {}
     for r in rel.rows:
@@ -420,14 +425,14 @@ def filter_rel(rel: Rel, condition, terms, time_unit: str, memo: dict | None = N
     read = [rel.vars[i] for i in at]
     known = {} if memo is None else memo.setdefault(tuple(read), {})
     new = [k for k in keys if k not in known]
-    known.update(zip(new, condition_holds(condition, read, new, terms, time_unit)))
+    known.update(zip(new, condition_holds(condition, read, new, terms, time_unit, exists)))
     return Rel(rel.vars, frozenset(r for k, rows in keys.items() if known[k] for r in rows))
 
 
-def keeper(condition, terms, time_unit: str, memo: dict | None = None):
-    """OPTIONAL's condition as ``left_join`` reads it: the pairs for which it holds (``memo``: as
-    ``filter_rel``'s)."""
-    return lambda rel: filter_rel(rel, condition, terms, time_unit, memo)
+def keeper(condition, terms, time_unit: str, memo: dict | None = None, exists=None):
+    """OPTIONAL's condition as ``left_join`` reads it: the pairs for which it holds (``memo``,
+    ``exists``: as ``filter_rel``'s)."""
+    return lambda rel: filter_rel(rel, condition, terms, time_unit, memo, exists)
 
 
 def narrow(allowed: dict, static: Rel) -> dict:

@@ -6,9 +6,10 @@ each mapping the interval [MIN_TIME, t] at t: lifetime [MIN_TIME, OPEN_END], int
 [MIN_TIME, OPEN_END] (``cep.engines.spark.lifetimes.constant``). This module computes the same
 rows on the driver, for the patterns a background of a CQELS-CEP query usually holds: BGPs of
 triple patterns and property paths (``paths.local``, the path compiler's in-memory executor),
-VALUES, and JOIN, UNION, OPTIONAL, MINUS and FILTER over them, with ``cep.engines.driver.rows``'
-operators. Anything else (GRAPH, BIND, sub-queries, EXISTS) is refused by :func:`refusal`, and
-the caller evaluates the query on Spark.
+VALUES, and JOIN, UNION, OPTIONAL, MINUS and FILTER over them (EXISTS in their conditions, where
+its test is exact: :func:`exists_refusal`), with ``cep.engines.driver.rows``' operators. Anything
+else (GRAPH, BIND, sub-queries) is refused by :func:`refusal`, and the caller evaluates the query
+on Spark.
 
 A graph (:class:`StaticGraph`) is the id triples of one ``--static`` graph after the reasoner
 (``reasoner.local.materialize``), indexed by predicate; a triple pattern's constants are compared
@@ -24,20 +25,22 @@ import numpy as np
 
 from cep import algebra as A
 from cep.algebra.timeline import MIN_TIME, OPEN_END
-from cep.engines.columns import var_column
+from cep.engines.columns import column_var, var_column
 from cep.engines.driver import rows as L
 from cep.engines.errors import MissingInputError
 from paths.local import LocalGraph, evaluate
 from rdfcore.hashing import term_id
 
-__all__ = ["StaticGraph", "TripleMatch", "ALWAYS", "refusal", "background_relations", "graph", "pattern_rows"]
+__all__ = ["StaticGraph", "TripleMatch", "ALWAYS", "refusal", "exists_refusal", "exists_test", "background_relations",
+           "graph", "pattern_rows"]
 
 #: the interval and lifetime of every background mapping (module doc)
 ALWAYS = (MIN_TIME, OPEN_END, MIN_TIME, OPEN_END)
 #: the patterns :func:`background_relations` evaluates
 _EVALUATED = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter, A.Values, A.Minus)
 #: how a user wrote the patterns it does not evaluate
-_KEYWORDS = {"Extend": "BIND", "SubSelect": "a sub-query", "NamedGraph": "GRAPH"}
+_KEYWORDS = {"Extend": "BIND", "SubSelect": "a sub-query", "NamedGraph": "GRAPH", "GraphPattern": "GRAPH",
+             "Values": "VALUES", "Minus": "MINUS", "LeftJoin": "OPTIONAL"}
 
 
 @dataclass(eq=False)
@@ -79,11 +82,74 @@ def refusal(query: A.Query) -> str | None:
                 name = _KEYWORDS.get(type(inner).__name__, type(inner).__name__)
                 return f"{name} in a background pattern (on Spark)"
             condition = getattr(inner, "condition", None)
-            if condition is not None and any(isinstance(e, (A.Exists, A.Timestamp, A.PatternTimestamp))
+            if condition is not None and any(isinstance(e, (A.Timestamp, A.PatternTimestamp))
                                              or (isinstance(e, A.Builtin) and e.name == "NOW")
                                              for e in A.subexpressions(condition)):
-                return "EXISTS, timestamp() or NOW() in a background condition (on Spark)"
+                return "timestamp() or NOW() in a background condition (on Spark)"
+            why = None if condition is None else exists_refusal(condition)
+            if why is not None:
+                return why
     return None
+
+
+#: the patterns an EXISTS may hold here, where its test is exact (``exists_test``)
+_IN_EXISTS = (A.BGP, A.Join, A.Union, A.Filter, A.GraphPattern, A.NamedGraph)
+
+
+def exists_refusal(condition) -> str | None:
+    """Why an EXISTS in ``condition`` is not tested here (then Spark evaluates the query), or None.
+    ``exists_test`` reads EXISTS { P } as "a solution of P is compatible with μ", which is SPARQL's
+    substitute(P, μ) having a solution when P is monotone and every FILTER in it reads only
+    variables its own pattern binds in every solution: BGPs, property paths, JOIN, UNION, FILTER
+    and GRAPH with an IRI. OPTIONAL, MINUS, VALUES (not substituted: SPARQL keeps its rows), a
+    GRAPH variable, a FILTER reading the outer solution, and EXISTS, NOW(), timestamp() or a drawn
+    value inside are not."""
+    for e in A.subexpressions(condition):
+        if not isinstance(e, A.Exists):
+            continue
+        for node in A.walk(e.pattern):
+            if not isinstance(node, _IN_EXISTS) or isinstance(getattr(node, "graph", getattr(node, "name", None)),
+                                                              A.Var):
+                name = _KEYWORDS.get(type(node).__name__, type(node).__name__)
+                return f"{name} inside EXISTS (on Spark)"
+            if isinstance(node, A.Filter):
+                if any(isinstance(x, (A.Exists, A.Timestamp, A.PatternTimestamp, A.IntervalFn))
+                       or (isinstance(x, A.Builtin) and x.name in A.SOLUTION_BUILTINS)
+                       for x in A.subexpressions(node.condition)):
+                    return "EXISTS, NOW(), timestamp() or a drawn value in a FILTER inside EXISTS (on Spark)"
+                if not {v.name for v in A.expr_variables(node.condition)} <= _always_bound(node.inner):
+                    return "a FILTER inside EXISTS that reads a variable of the solution outside it (on Spark)"
+    return None
+
+
+def _always_bound(node) -> set:
+    """The variables every solution of ``node`` (``_IN_EXISTS`` patterns) binds."""
+    match node:
+        case A.BGP(patterns=patterns):
+            return {x.name for tp in patterns for x in (tp.s, getattr(tp, "p", None), tp.o) if isinstance(x, A.Var)}
+        case A.Join(left=left, right=right):
+            return _always_bound(left) | _always_bound(right)
+        case A.Union(left=left, right=right):
+            return _always_bound(left) & _always_bound(right)
+    inner = getattr(node, "inner", None) or getattr(node, "pattern", None)
+    return set() if inner is None else _always_bound(inner)
+
+
+def exists_test(graph, terms: Callable, time_unit: str, other: Callable | None = None) -> Callable:
+    """EXISTS { P } over ``graph`` (as ``pattern_rows`` takes it), for ``cep.terms.values.eval_expr``:
+    true for a solution μ ({variable: term}) when a row of P is compatible with it (exact under
+    ``exists_refusal``). P's rows are computed once per pattern, with ``pattern_rows``."""
+    cache: dict = {}
+
+    def exists(pattern, mu: Mapping) -> bool:
+        if pattern not in cache:
+            cache[pattern] = pattern_rows(pattern, graph, terms, time_unit, other)
+        rel = cache[pattern]
+        ids = [None if column_var(c) not in mu else term_id(mu[column_var(c)]) for c in rel.vars]
+        return any(all(a is None or b is None or a == b for a, b in zip(ids, row)) for row in rel.rows)
+
+    return exists
+
 
 
 def background_relations(query: A.Query, graphs: Mapping, terms: Callable, time_unit: str) -> dict:
@@ -138,10 +204,12 @@ def pattern_rows(node, graph, terms: Callable, time_unit: str, other: Callable |
         case A.Union(left=left, right=right):
             return L.union(sub(left), sub(right))
         case A.LeftJoin(left=left, right=right, condition=condition):
-            keep = None if condition is None else L.keeper(condition, terms, time_unit)
+            keep = None if condition is None else L.keeper(condition, terms, time_unit,
+                                                            exists=exists_test(graph, terms, time_unit, other))
             return L.left_join(sub(left), sub(right), keep)
         case A.Filter(condition=condition, inner=inner):
-            return L.filter_rel(sub(inner), condition, terms, time_unit)
+            return L.filter_rel(sub(inner), condition, terms, time_unit,
+                                exists=exists_test(graph, terms, time_unit, other))
         case A.Minus(left=left, right=right):
             return L.minus(sub(left), sub(right))
         case A.Values(variables=variables, rows=rows):   # its terms decode: the query's constants
