@@ -49,6 +49,10 @@ QUERIES = {
     "background NOT EXISTS and EXISTS in an OPTIONAL's condition": HEAD + "[RANGE 6] WHERE { WINDOW :W { ?v :p0 ?s } "
                                                                       "{ ?v :type :Kind FILTER NOT EXISTS { ?v :link ?o } } "
                                                                       "OPTIONAL { ?s :link ?c FILTER EXISTS { ?c :type ?k } } }",
+    "background sub-queries: ORDER BY DESC with OFFSET and LIMIT, and a plain one": (
+        HEAD + "[RANGE 6] WHERE { WINDOW :W { ?v :p0 ?s } "
+               "{ SELECT ?v ?o WHERE { ?v :link ?o } ORDER BY DESC(?o) ?v OFFSET 1 LIMIT 2 } "
+               "{ SELECT DISTINCT ?s WHERE { { ?s :link ?x } UNION { ?s :type :Kind } } } }"),
     "background VALUES and MINUS": HEAD + "[RANGE 6] WHERE { WINDOW :W { ?v :p0 ?s } "
                                           "{ ?v :type :Kind MINUS { ?v :link ?s } } UNION { VALUES (?v ?c) "
                                           "{ (:a :m) (UNDEF :h) } } }",
@@ -183,8 +187,8 @@ def test_modifiers_on_the_driver_equal_the_reference_at_every_asked_instant(labe
      "ORDER BY over a variable the SELECT does not project"),
     (HEAD.replace("SELECT *", "SELECT ?v") + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } } ORDER BY ?s LIMIT 1",
      "ORDER BY over a variable the SELECT does not project"),
-    (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } { SELECT ?v WHERE { ?v :link ?o } LIMIT 1 } }",
-     "sub-quer"),
+    (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } { SELECT ?v WHERE { ?v :link ?o } ORDER BY ?o LIMIT 1 } }",
+     "does not project"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } OPTIONAL { ?s :link ?o FILTER (NOW() > ?o) } }", "NOW()"),
     (HEAD + "[RANGE 5] WHERE { WINDOW :W { ?v :p0 ?s } GRAPH :g { ?s :link ?o } }", "on Spark"),
     (f"PREFIX : <{EX}> SELECT ?v (COUNT(*) AS ?n) FROM NAMED WINDOW :W ON {STREAM_IRI} [RANGE 5] "

@@ -7,9 +7,9 @@ each mapping the interval [MIN_TIME, t] at t: lifetime [MIN_TIME, OPEN_END], int
 rows on the driver, for the patterns a background of a CQELS-CEP query usually holds: BGPs of
 triple patterns and property paths (``paths.local``, the path compiler's in-memory executor),
 VALUES, and JOIN, UNION, OPTIONAL, MINUS and FILTER over them (EXISTS in their conditions, where
-its test is exact: :func:`exists_refusal`), with ``cep.engines.driver.rows``' operators. Anything
-else (GRAPH, BIND, sub-queries) is refused by :func:`refusal`, and the caller evaluates the query
-on Spark.
+its test is exact: :func:`exists_refusal`), and sub-queries with ORDER BY / LIMIT / OFFSET, with
+``cep.engines.driver.rows``' operators. Anything else (GRAPH, BIND) is refused by
+:func:`refusal`, and the caller evaluates the query on Spark.
 
 A graph (:class:`StaticGraph`) is the id triples of one ``--static`` graph after the reasoner
 (``reasoner.local.materialize``), indexed by predicate; a triple pattern's constants are compared
@@ -26,6 +26,7 @@ import numpy as np
 from cep import algebra as A
 from cep.algebra.timeline import MIN_TIME, OPEN_END
 from cep.engines.columns import column_var, var_column
+from cep.engines.driver import modifiers as M
 from cep.engines.driver import rows as L
 from cep.engines.errors import MissingInputError
 from paths.local import LocalGraph, evaluate
@@ -37,7 +38,7 @@ __all__ = ["StaticGraph", "TripleMatch", "ALWAYS", "refusal", "exists_refusal", 
 #: the interval and lifetime of every background mapping (module doc)
 ALWAYS = (MIN_TIME, OPEN_END, MIN_TIME, OPEN_END)
 #: the patterns :func:`background_relations` evaluates
-_EVALUATED = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter, A.Values, A.Minus)
+_EVALUATED = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter, A.Values, A.Minus, A.SubSelect, A.Project)
 #: how a user wrote the patterns it does not evaluate
 _KEYWORDS = {"Extend": "BIND", "SubSelect": "a sub-query", "NamedGraph": "GRAPH", "GraphPattern": "GRAPH",
              "Values": "VALUES", "Minus": "MINUS", "LeftJoin": "OPTIONAL"}
@@ -81,6 +82,9 @@ def refusal(query: A.Query) -> str | None:
             if not isinstance(inner, _EVALUATED):
                 name = _KEYWORDS.get(type(inner).__name__, type(inner).__name__)
                 return f"{name} in a background pattern (on Spark)"
+            if isinstance(inner, A.SubSelect) and inner.modifiers is not None and not inner.modifiers.reads_only(
+                    {v.name for v in inner.form.variables}):
+                return "a sub-query's ORDER BY over a variable it does not project (on Spark)"
             condition = getattr(inner, "condition", None)
             if condition is not None and any(isinstance(e, (A.Timestamp, A.PatternTimestamp))
                                              or (isinstance(e, A.Builtin) and e.name == "NOW")
@@ -212,10 +216,30 @@ def pattern_rows(node, graph, terms: Callable, time_unit: str, other: Callable |
                                 exists=exists_test(graph, terms, time_unit, other))
         case A.Minus(left=left, right=right):
             return L.minus(sub(left), sub(right))
+        case A.SubSelect(form=form, modifiers=modifiers):
+            return _sub_select(form, modifiers, sub(form.inner), terms, time_unit)
         case A.Values(variables=variables, rows=rows):   # its terms decode: the query's constants
             return L.Rel.of([var_column(v.name) for v in variables],
                             {tuple(None if t is None else term_id(t) for t in row) + ALWAYS for row in rows})
     raise TypeError(f"{type(node).__name__} is not evaluated on the driver (refusal)")
+
+
+def _sub_select(form: A.Project, modifiers, rows: L.Rel, terms: Callable, time_unit: str) -> L.Rel:
+    """A sub-query's rows: ``rows`` projected on its variables, distinct, then ordered and sliced by
+    its ORDER BY / LIMIT / OFFSET (``cep.engines.driver.modifiers``, over the projected terms)."""
+    columns = [var_column(v.name) for v in form.variables]
+    at = {c: i for i, c in enumerate(rows.vars)}
+    projected = {tuple(r[at[c]] if c in at else None for c in columns) + r[-4:] for r in rows.rows}
+    if modifiers is not None:
+        decoded = terms({v for r in projected for v in r[:-4] if v is not None})
+        by_terms = {(0, *[None if v is None else decoded[v] for v in r[:-4]], r[-4], r[-3]): r for r in projected}
+        kept = M.apply(modifiers, [v.name for v in form.variables], sorted(by_terms, key=_term_order), time_unit)
+        projected = {by_terms[r] for r in kept}
+    return L.Rel.of(columns, projected)
+
+
+def _term_order(row) -> tuple:
+    return tuple((0, "") if v is None else (1, v) for v in row[1:-2]) + row[-2:]
 
 
 @dataclass(frozen=True)
