@@ -52,7 +52,8 @@ from rdfcore.hashing import term_id
 __all__ = ["refusal", "StreamIndex", "SnapshotGraph", "answers"]
 
 #: the patterns a C-SPARQL WHERE may hold here, and the nodes above it (AGGREGATE, HAVING, SELECT expressions)
-_WHERE = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter, A.GraphPattern, A.NamedGraph, A.Extend, A.Values, A.Minus)
+_WHERE = (A.BGP, A.Join, A.Union, A.LeftJoin, A.Filter, A.GraphPattern, A.NamedGraph, A.Extend, A.Values, A.Minus,
+          A.SubSelect, A.Project)
 _ABOVE = (A.Filter, A.Aggregate, A.Extend)
 #: how a user wrote the nodes refused
 _KEYWORDS = {"SubSelect": "a sub-query", "Join": "VALUES after WHERE",
@@ -69,6 +70,8 @@ def refusal(query: A.Query) -> str | None:
         name = type(node).__name__
         return f"{_KEYWORDS.get(name, name)} around a C-SPARQL WHERE (on Spark)"
     for inner in A.walk(node.pattern):
+        if isinstance(inner, A.SubSelect) and not static.sub_select_supported(inner):
+            return "a sub-query with BIND, aggregates or an ORDER BY over a variable it drops in a C-SPARQL WHERE (on Spark)"
         if not isinstance(inner, _WHERE):
             name = type(inner).__name__
             return f"{_KEYWORDS.get(name, name)} in a C-SPARQL WHERE (on Spark)"

@@ -32,8 +32,8 @@ from cep.engines.errors import MissingInputError
 from paths.local import LocalGraph, evaluate
 from rdfcore.hashing import term_id
 
-__all__ = ["StaticGraph", "TripleMatch", "ALWAYS", "refusal", "exists_refusal", "exists_test", "background_relations",
-           "graph", "pattern_rows"]
+__all__ = ["StaticGraph", "TripleMatch", "ALWAYS", "refusal", "exists_refusal", "exists_test", "sub_select_supported",
+           "background_relations", "graph", "pattern_rows"]
 
 #: the interval and lifetime of every background mapping (module doc)
 ALWAYS = (MIN_TIME, OPEN_END, MIN_TIME, OPEN_END)
@@ -82,8 +82,7 @@ def refusal(query: A.Query) -> str | None:
             if not isinstance(inner, _EVALUATED):
                 name = _KEYWORDS.get(type(inner).__name__, type(inner).__name__)
                 return f"{name} in a background pattern (on Spark)"
-            if isinstance(inner, A.SubSelect) and inner.modifiers is not None and not inner.modifiers.reads_only(
-                    {v.name for v in inner.form.variables}):
+            if isinstance(inner, A.SubSelect) and not sub_select_supported(inner):
                 return "a sub-query's ORDER BY over a variable it does not project (on Spark)"
             condition = getattr(inner, "condition", None)
             if condition is not None and any(isinstance(e, (A.Timestamp, A.PatternTimestamp))
@@ -222,6 +221,14 @@ def pattern_rows(node, graph, terms: Callable, time_unit: str, other: Callable |
             return L.Rel.of([var_column(v.name) for v in variables],
                             {tuple(None if t is None else term_id(t) for t in row) + ALWAYS for row in rows})
     raise TypeError(f"{type(node).__name__} is not evaluated on the driver (refusal)")
+
+
+def sub_select_supported(node: A.SubSelect) -> bool:
+    """Whether ``pattern_rows`` evaluates the sub-query ``node`` here: its pattern projected, no
+    BIND or aggregate (their computed terms would not decode), no ORDER BY over a variable it drops."""
+    if isinstance(node.form.inner, (A.Extend, A.Aggregate, A.GroupCover)):
+        return False
+    return node.modifiers is None or node.modifiers.reads_only({v.name for v in node.form.variables})
 
 
 def _sub_select(form: A.Project, modifiers, rows: L.Rel, terms: Callable, time_unit: str) -> L.Rel:
