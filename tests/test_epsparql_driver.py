@@ -296,19 +296,33 @@ def test_groups_over_the_papers_stream():
 
 @pytest.mark.parametrize("text, reason", [
     (Q2 + " ORDER BY ?price1 LIMIT 1", "ORDER BY over a variable the SELECT does not project"),
-    (Q2 + " VALUES ?company { <http://stock.example/ACME> }", "VALUES"),
 ])
 def test_refusals_say_why(text, reason):
     why = D.refusal(compile_query(text))
     assert why is not None and reason in why and "(on Spark)" in why
 
 
-def test_a_rule_the_driver_refuses_sends_the_query_to_spark():
+def test_values_after_where_in_a_query_and_in_a_rule():
+    """VALUES after WHERE joins each solution with its rows (UNDEF: any value), over [MIN_TIME, t]:
+    in a query and in a rule feeding the stream, the reference's answers at every instant. A JOIN
+    of anything else, or VALUES elsewhere (only the algebra builds them), are refused."""
+    days = [-1, 3, 21, 50, 99, 100, 101, 102, 200]
+    acme, other = "<http://stock.example/ACME>", "<http://stock.example/Nothing>"
+    query = compile_query(Q2 + f" VALUES (?company ?agency) {{ ({acme} UNDEF) ({other} UNDEF) }}")
+    streams = {STREAM_IRI: ITEMS}
+    expected = reference(query, streams, days, time_unit="d")
+    unrestricted = reference(compile_query(Q2), streams, days, time_unit="d")
+    assert expected and expected != unrestricted
+    assert driver(query, streams, days, time_unit="d") == expected
     rule = compile_query(Q4)
     joined = A.Query(A.Construct(rule.form.template, A.Join(rule.form.inner, A.Values(
-        (A.Var("company"),), (("<http://stock.example/ACME>",),)))))
-    assert D.refusal(compile_query(DOWNRATED_TWICE), None, [rule]) is None
-    assert "VALUES" in D.refusal(compile_query(DOWNRATED_TWICE), None, [joined])
+        (A.Var("company"),), ((other,),)))))     # the rule derives nothing for ACME now
+    twice = compile_query(DOWNRATED_TWICE)
+    expected = reference(twice, streams, days, [joined], "d")
+    assert expected != reference(twice, streams, days, [rule], "d")
+    assert driver(twice, streams, days, [joined], "d") == expected
+    crossed = A.Query(A.Construct(rule.form.template, A.Join(rule.form.inner, rule.form.inner)))
+    assert "a JOIN other than VALUES after WHERE" in D.refusal(twice, None, [crossed])
 
 
 def test_a_sub_query_ordered_keeps_its_solutions():

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cep import algebra as A
+from cep.algebra.timeline import MIN_TIME
 from cep.engines.columns import var_column
 from cep.engines.driver import rows as L
 from cep.engines.driver.csparql import StreamIndex
@@ -46,14 +47,15 @@ from cep.engines.driver.static import TripleMatch
 from cep.engines.errors import MissingInputError
 from cep.engines.rules import MAX_ROUNDS, no_fixpoint
 from cep.terms.values import EVALUATION_INSTANT
+from rdfcore.hashing import term_id
 
 __all__ = ["refusal", "answers"]
 
 #: the nodes an EP-SPARQL query may hold here: over the stream, and above it (SELECT expressions)
 _EVALUATED = (A.Occurrences, A.BGP, A.CoverJoin, A.EqJoin, A.Sequence, A.Union, A.CoverLeftJoin, A.EqLeftJoin,
-              A.SeqRightJoin, A.Filter, A.Extend, A.SubSelect, A.GroupCover)
+              A.SeqRightJoin, A.Filter, A.Extend, A.SubSelect, A.GroupCover, A.Join, A.Values)
 #: how a user wrote the nodes refused
-_KEYWORDS = {"Join": "VALUES after WHERE", "Values": "VALUES"}
+_KEYWORDS = {"Join": "a JOIN other than VALUES after WHERE", "Values": "VALUES inside WHERE"}
 
 
 def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
@@ -65,7 +67,10 @@ def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
         for node in A.walk(q.form):
             if isinstance(node, (A.Project, A.Construct)) and node is q.form:
                 continue
-            if not isinstance(node, _EVALUATED):
+            if not isinstance(node, _EVALUATED) or (
+                    isinstance(node, A.Join) and not isinstance(node.right, A.Values)) or (
+                    isinstance(node, A.Values) and not any(isinstance(j, A.Join) and j.right is node
+                                                           for j in A.walk(q.form))):
                 name = type(node).__name__
                 return f"{_KEYWORDS.get(name, name)} in an EP-SPARQL query (on Spark)"
             if isinstance(node, A.SubSelect) and node.modifiers is not None and (
@@ -161,6 +166,12 @@ class _Evaluation:
                 return project(sub(form.inner), form.variables)
             case A.GroupCover(inner=inner, group=group, specs=specs):
                 return L.group_cover(sub(inner), group, specs, self.known, t)
+            case A.Join(left=left, right=right):          # VALUES after WHERE (refusal)
+                return L.join(sub(left), sub(right))
+            case A.Values(variables=variables, rows=rows):  # outside every graph: [MIN_TIME, t]
+                return L.Rel.of([var_column(v.name) for v in variables],
+                                {tuple(None if x is None else term_id(x) for x in row) + (MIN_TIME, t, t, t)
+                                 for row in rows})
         raise TypeError(f"{type(node).__name__} in an EP-SPARQL query is not evaluated on the driver (refusal)")
 
     def optional(self, mandatory: L.Rel, optional: L.Rel, order: str, condition) -> L.Rel:
