@@ -10,7 +10,8 @@ reading the files, the evaluation, printing the answers; a JVM only where Spark 
 of ``--repeat`` runs, both engines side by side in one run. The project's bytecode is written
 first, as a user's first run writes it (also where the environment asks Python not to).
 
-1. **The running example** (DESIGN.md; 20 background triples, 4 events) at one instant.
+1. **The running example** (DESIGN.md; 20 background triples, 4 events) at one instant; and its
+   SEQ grouped, ordered and limited per instant (GROUP BY / ORDER BY / LIMIT) at 7 instants.
 2. **CSRBench-style C-SPARQL**: a 4-pattern BGP and a FILTER over ~15,000 timestamped triples
    (3,750 sensor observations over 10 minutes, in seconds) with ``[RANGE 1s STEP 1s]`` at 34
    instants, on the driver (``cep.engines.driver.csparql``; the line says which engine ran) and on
@@ -64,7 +65,7 @@ def line(label: str, ours: float, theirs: float | None, note: str = "", engine: 
     print(f"{label:<44} {engine} {ours:8.2f} s   spark {shown}   ratio {ratio}  {note}", flush=True)
 
 
-def running_example(repeat: int) -> None:
+def running_example(work: Path, repeat: int) -> None:
     onto = REPO / "ontologies"
     argv = [onto / "vienna_example_query.rq", "--static", f"<http://example.org/transportationMap>={onto / 'vienna_example.ttl'}",
             "--stream", f"<http://example.org/publicTransport>={onto / 'vienna_example_stream.jsonl'}",
@@ -73,6 +74,26 @@ def running_example(repeat: int) -> None:
     theirs, out_spark, _ = timed([*argv, "--engine", "spark"], repeat)
     assert out_auto == out_spark, "the engines disagree"
     line("running example, 1 instant", ours, theirs, f"(auto ran on the {engine}; same answers)")
+    # defined per instant: a GROUP BY over the SEQ, ORDER BY, LIMIT (on Spark before 2026-11-28)
+    ranked = work / "ranked.rq"
+    ranked.write_text(RANKED_QUERY, encoding="utf-8")
+    argv = [ranked, *argv[1:-4], "--at", "10,12,14,16,18,20,25", "--time-unit", "m"]
+    ours, out_auto, engine = timed([*argv, "--engine", "auto"], repeat)
+    theirs, out_spark, _ = timed([*argv, "--engine", "spark"], repeat)
+    assert out_auto == out_spark, "the engines disagree"
+    line("GROUP BY / ORDER BY / LIMIT, 7 instants", ours, theirs, f"(auto ran on the {engine}; same answers)")
+
+
+#: the running example's SEQ, ranked per instant (answers defined per instant)
+RANKED_QUERY = """PREFIX : <http://example.org/vienna#>
+PREFIX ex: <http://example.org/>
+PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
+SELECT ?s (COUNT(*) AS ?n)
+FROM ex:transportationMap
+FROM NAMED WINDOW :W ON ex:publicTransport [RANGE 10m]
+WHERE { WINDOW :W { SEQ ({?v :delayAt ?s}, {?v :delayAt ?s}) } ?v rdf:type :subway . }
+GROUP BY ?s ORDER BY DESC(?n) ?s LIMIT 1
+"""
 
 
 CSR_QUERY = """PREFIX : <http://example.org/csr#>
@@ -156,7 +177,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="query-at-") as tmp:
         work = Path(tmp)
         if "example" in parts:
-            running_example(args.repeat)
+            running_example(work, args.repeat)
         if "csparql" in parts:
             csrbench(work, args.repeat)
         if "crossover" in parts:
