@@ -3,9 +3,10 @@
 
     python bench/query_at.py [--repeat 3] [--events 1000,10000,100000] [--instants 1000]
                              [--spark-max-events 100000] [--network real|example]
-                             [--parts example,csparql,crossover]
+                             [--parts example,csparql,consuming,crossover]
+                             [--consuming-events 2000] [--consuming-instants 40]
 
-Three parts, each timed as wall-clock seconds of ``python -m jobs.cli query ...`` (imports,
+Four parts, each timed as wall-clock seconds of ``python -m jobs.cli query ...`` (imports,
 reading the files, the evaluation, printing the answers; a JVM only where Spark runs), the median
 of ``--repeat`` runs, both engines side by side in one run. The project's bytecode is written
 first, as a user's first run writes it (also where the environment asks Python not to).
@@ -16,7 +17,14 @@ first, as a user's first run writes it (also where the environment asks Python n
    (3,750 sensor observations over 10 minutes, in seconds) with ``[RANGE 1s STEP 1s]`` at 34
    instants, on the driver (``cep.engines.driver.csparql``; the line says which engine ran) and on
    Spark (the 34 instants in one plan keyed by the instant, ``cep.engines.spark.keyed``).
-3. **The crossover**: the Vienna query (``ontologies/vienna_example_query.rq``) over a synthetic
+3. **A consuming RSEP-QL MATCH at many instants** (``--parts consuming``): Fig. 1's query
+   (``ontologies/rsep_fig1_query.rq``, chronological) over a synthetic stream of ``--consuming-events``
+   items at ``--consuming-instants`` instants. What an instant sees depends on what the earlier ones
+   consumed. Timed twice: the whole process, ``auto`` (the driver) against ``spark`` (the instants in
+   one Spark task, ``cep.engines.spark.ordered``); and inside one Spark session (the JVM's start
+   left out of both), that one task against the evaluation instant by instant
+   (``evaluate_each``), the only way Spark had before 2026-11-28.
+4. **The crossover**: the Vienna query (``ontologies/vienna_example_query.rq``) over a synthetic
    fleet's delays and arrivals (``scenarios.vienna_transit.write_stream``) on the real network
    (``../shared/data``; else the running example's map), at ``--instants`` instants spread over
    the stream, for each size in ``--events``; Spark is timed up to ``--spark-max-events``.
@@ -24,6 +32,7 @@ first, as a user's first run writes it (also where the environment asks Python n
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -39,6 +48,7 @@ sys.path.insert(0, str(REPO))
 from scenarios import vienna_transit as vt  # noqa: E402  (the repository, put on the path above)
 
 
+PARTS = ("example", "csparql", "consuming", "crossover")
 #: the project's packages (their bytecode is written before the timed runs)
 PACKAGES = ("cep", "jobs", "paths", "rdfcore", "reasoner", "scenarios")
 
@@ -130,6 +140,65 @@ def csrbench(work: Path, repeat: int, engine: str = "auto") -> None:
          f"(ran on the {ran}; {len(out.splitlines()) - 1} answers, the same on both)", engine)
 
 
+def consuming_stream(path: Path, events: int, rng: random.Random) -> int:
+    """Fig. 1's stream, longer: ``events`` items (JSON Lines, integer ticks), ``:a_k :p :b_k`` and
+    later ``:b_k :q :c_k`` for k among ``events // 2`` keys, every tick holding ~2 items; returns
+    the last tick."""
+    keys, last = events // 2, 0
+    with open(path, "w", encoding="utf-8") as out:
+        for n in range(events):
+            k = rng.randrange(keys)
+            t = n // 2
+            triple = [f":a{k}", ":p", f":b{k}"] if rng.random() < 0.5 else [f":b{k}", ":q", f":c{k}"]
+            out.write(f'{{"t": {t}, "triples": [{json.dumps(triple)}]}}\n')
+            last = t
+    return last
+
+
+def consuming(work: Path, events: int, instants: int, repeat: int) -> None:
+    """Part 3 (module doc)."""
+    stream = work / "consuming.jsonl"
+    last = consuming_stream(stream, events, random.Random(11))
+    step = max(1, last // instants)
+    at = list(range(step, last + 1, step))[:instants]
+    query = REPO / "ontologies" / "rsep_fig1_query.rq"
+    argv = [query, "--stream", f":S={stream}", "--policy", "chronological", "--at", ",".join(map(str, at))]
+    ours, out, engine = timed([*argv, "--engine", "auto"], repeat)
+    theirs, out_spark, _ = timed([*argv, "--engine", "spark"], repeat)
+    assert out == out_spark, "the engines disagree"
+    label = f"consuming RSEP-QL, {events:,} items x {len(at)} instants"
+    line(label, ours, theirs, f"(auto ran on the {engine}; {len(out.splitlines()) - 1} answer rows)")
+    # inside one session: the one task against instant by instant
+    from cep import compile_query
+    from cep.engines.spark import ordered
+    from cep.engines.spark.evaluate import evaluate_at_instants, evaluate_each
+    from cep.io.streams import read_stream
+    from jobs.spark import build_session
+
+    spark = build_session("bench query_at consuming")
+    text = query.read_text(encoding="utf-8").replace("MATCH (", "MATCH CHRONOLOGICAL (")
+    q = compile_query(text)
+    read = read_stream(spark, str(stream), prefixes=dict(q.prefixes), time_unit="ms")
+    frames = {"<http://example.org/rsep#S>": read.triples.cache()}
+    dictionary = read.dictionary.cache()
+    for frame in (*frames.values(), dictionary):   # read once, before the timed runs
+        frame.count()
+    assert ordered.refusal(q, {}, dictionary, None, None, ()) is None
+    one, each = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        rows_one = evaluate_at_instants(q, {}, frames, at, dictionary=dictionary).count()
+        one.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        rows_each = sum(frame.count() for frame in evaluate_each(q, {}, frames, at, dictionary=dictionary))
+        each.append(time.perf_counter() - start)
+        assert rows_one == rows_each, f"one task: {rows_one} rows, instant by instant: {rows_each}"
+    ours, theirs = statistics.median(one), statistics.median(each)
+    print(f"{label + ', in one session':<44} one task {ours:8.2f} s   instant by instant {theirs:8.2f} s   "
+          f"ratio {theirs / ours:6.1f}x  ({rows_one} answer rows, the same on both)", flush=True)
+    spark.stop()
+
+
 def crossover(work: Path, sizes: list[int], instants: int, spark_max: int, network: str, repeat: int) -> None:
     network, world = vt.network_world(network, work / "net")
     (work / "q.rq").write_text(world.query, encoding="utf-8")
@@ -165,12 +234,13 @@ def main() -> int:
     ap.add_argument("--instants", type=int, default=1000)
     ap.add_argument("--spark-max-events", type=int, default=100_000)
     ap.add_argument("--network", choices=("real", "example"), default=None)
-    ap.add_argument("--parts", default="example,csparql,crossover",
-                    help="which parts to run, comma-separated (default all three)")
+    ap.add_argument("--consuming-events", type=int, default=2000)
+    ap.add_argument("--consuming-instants", type=int, default=40)
+    ap.add_argument("--parts", default=",".join(PARTS), help="which parts to run, comma-separated (default all)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    if not parts <= {"example", "csparql", "crossover"}:
-        ap.error(f"--parts: unknown part(s) {', '.join(sorted(parts - {'example', 'csparql', 'crossover'}))}")
+    if not parts <= set(PARTS):
+        ap.error(f"--parts: unknown part(s) {', '.join(sorted(parts - set(PARTS)))}")
     print(f"query --at, whole process, median of {args.repeat} (Spark crossover runs: 1); {os.cpu_count()} cores",
           flush=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", *PACKAGES], cwd=REPO, check=True)
@@ -180,6 +250,8 @@ def main() -> int:
             running_example(work, args.repeat)
         if "csparql" in parts:
             csrbench(work, args.repeat)
+        if "consuming" in parts:
+            consuming(work, args.consuming_events, args.consuming_instants, args.repeat)
         if "crossover" in parts:
             crossover(work, [int(n) for n in args.events.split(",")], args.instants, args.spark_max_events,
                       args.network, args.repeat)

@@ -70,7 +70,7 @@ intervals are not printed; ``--format`` does not apply).
   and CONSTRUCT, printed as on Spark); ``spark`` on Spark (every asked instant in one plan: CQELS-CEP
   queries from their answers' lifetimes, C-SPARQL, EP-SPARQL, RSEP-QL and per-instant CQELS-CEP
   queries keyed by the instant, ``cep.engines.spark.keyed``; a consuming MATCH and ``--rules``
-  instant by instant); ``auto`` (default) on the driver when the query allows it and
+  in one Spark task running the driver's ordered pass, ``cep.engines.spark.ordered``); ``auto`` (default) on the driver when the query allows it and
   the static files and stream files are small (:data:`LOCAL_STATIC_BYTES`,
   :data:`LOCAL_STREAM_BYTES`, and every stream line one the driver's readers take), else on Spark;
   ``rsp-sidecar --verbose`` says which and why. With ``--continuous``: where a micro-batch runs,

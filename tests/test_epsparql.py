@@ -600,6 +600,33 @@ def test_rules_on_spark_equal_the_reference(spark):
         assert expected and collect(frame, known) == expected
 
 
+def test_rules_at_many_instants_in_one_task(spark, monkeypatch):
+    """``evaluate_at_instants`` with rules: the rules are closed at each instant, every instant in
+    one Spark task (``cep.engines.spark.ordered``), not instant by instant; each instant's answers
+    (the derived items' terms included) are the reference's."""
+    from cep.engines.spark import evaluate as E
+    from cep.engines.spark.evaluate import AT, evaluate_at_instants
+
+    monkeypatch.setattr(E, "evaluate_each", None)
+    rules = [compile_query(r, lang="epsparql") for r in CHAIN_RULES]
+    via = compile_query(CHAIN + "SELECT ?x ?z ?b ?y WHERE { ?x :reach ?z . ?b :via ?y }", lang="epsparql")
+    for query, items, instants, rule_set in [(compile_query(DOWNRATED_TWICE), ITEMS, [99, 100, 101, 104],
+                                              [compile_query(Q4)]),
+                                             (via, CHAIN_ITEMS, [1, 2, 3, 4, 5, 7], rules)]:
+        terms = {x for (_i, g, _a, _b) in items for tr in g for x in tr} | set(A.constants(query.form))
+        terms |= {x for r in rule_set for x in A.constants(r.form)}
+        dictionary = spark.createDataFrame(sorted((term_id(t), t) for t in terms), f"{ID} long, {TERM} string")
+        computed: list = []
+        frame = evaluate_at_instants(query, {}, {STREAM_IRI: stream_frame(spark, items)}, instants,
+                                     dictionary=dictionary, terms=computed, rules=rule_set).cache()
+        known = {term_id(t): t for t in terms}
+        for extra in computed:
+            known.update((r[ID], r[TERM]) for r in extra.collect())
+        got = [collect(frame.filter(frame[AT] == t).drop(AT), known) for t in instants]
+        expected = [R.evaluate(query, {}, {STREAM_IRI: items}, t, rules=rule_set) for t in instants]
+        assert got == expected and any(expected) and not all(expected), query
+
+
 def test_rules_errors():
     from cep.engines.rules import RulesError
 

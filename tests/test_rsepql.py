@@ -229,8 +229,8 @@ def event_nodes(draw, depth=2, policy="unrestricted"):
 
 
 @st.composite
-def rsep_cases(draw):
-    policy = draw(st.sampled_from(A.POLICIES))
+def rsep_cases(draw, policies=A.POLICIES):
+    policy = draw(st.sampled_from(policies))
     node = draw(event_nodes(2, policy))
     names = sorted(v.name for v in A.variables(node))
     return A.Query(A.Project(tuple(A.Var(n) for n in names), False, A.Match(node, policy)))
@@ -252,6 +252,63 @@ def test_random_event_patterns_spark_equals_reference(spark, items, cases, times
         expected = R.evaluate_sequence(query, {}, {STREAM: items}, times)
         got = [collect(df, terms) for df in evaluate_sequence(query, {}, {STREAM: stream}, times)]
         assert got == expected, f"{query} at {times}"
+
+
+@settings(max_examples=examples(2, 100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                                  HealthCheck.too_slow])
+@given(items=rsep_streams(), cases=st.lists(rsep_cases(sorted(A.CONSUMING_POLICIES)), min_size=2, max_size=2),
+       times=st.lists(st.integers(0, 14), min_size=4, max_size=4, unique=True))
+def test_consuming_match_at_many_instants_in_one_task(spark, monkeypatch, items, cases, times):
+    """``evaluate_at_instants`` evaluates a consuming MATCH at every asked instant in one Spark task
+    (``cep.engines.spark.ordered``: the driver engine's ordered pass on an executor); each
+    instant's answers are the reference's, what earlier instants consumed taken out."""
+    from cep.engines.spark import evaluate as E
+    from cep.engines.spark import ordered
+    from cep.engines.spark.evaluate import AT, evaluate_at_instants
+    from rdfcore.schema import ID, TERM
+
+    monkeypatch.setattr(E, "evaluate_each", None)   # not instant by instant
+    times = sorted(times)
+    stream = stream_frame(spark, items)
+    terms = {term_id(t): t for t in SUBJ + PREDS}
+    dictionary = spark.createDataFrame(sorted(terms.items()), f"{ID} long, {TERM} string")
+    for query in cases:
+        assert ordered.refusal(query, {}, dictionary, None, None, ()) is None
+        frame = evaluate_at_instants(query, {}, {STREAM: stream}, times, dictionary=dictionary).cache()
+        got = [collect(frame.filter(frame[AT] == t).drop(AT), terms) for t in times]
+        frame.unpersist()
+        assert got == R.evaluate_sequence(query, {}, {STREAM: items}, times), f"{query} at {times}"
+
+
+def test_one_task_errors_and_refusals(spark, monkeypatch):
+    """The driver engine's input errors, raised inside the task, reach the caller as their class
+    and message; the inputs the one task does not take are named (then instant by instant)."""
+    from cep.engines.errors import MissingInputError
+    from cep.engines.spark import evaluate as E
+    from cep.engines.spark import ordered
+    from cep.engines.spark.evaluate import evaluate_at_instants
+    from rdfcore.schema import ID, TERM
+
+    dictionary = spark.createDataFrame([(term_id(SUBJ[0]), SUBJ[0])], f"{ID} long, {TERM} string")
+    query = query_for("chronological")
+    other = f"<{EX}other>"
+    with pytest.raises(MissingInputError, match="no stream <http://example.org/rsep#S>"):
+        evaluate_at_instants(query, {}, {other: stream_frame(spark, ITEMS)}, [8, 10], dictionary=dictionary)
+    assert "dictionary" in ordered.refusal(query, {}, None, None, None, ())
+    assert "since" in ordered.refusal(query, {}, dictionary, 5, None, ())
+    # Fig. 1 in one task (what 8 used is gone at 10); instant by instant without a dictionary or
+    # with one that lacks input terms (it need only cover what FILTERs read)
+    terms = {term_id(t): t for t in [iri(f"{c}{i}") for c in "abc" for i in range(1, 4)] + [iri("p"), iri("q")]}
+    full = spark.createDataFrame(sorted(terms.items()), f"{ID} long, {TERM} string")
+    for policy, terms_of in (("chronological", full), ("recent", full), ("chronological", None),
+                             ("recent", dictionary)):
+        with monkeypatch.context() as patch:
+            if terms_of is full:   # not instant by instant
+                patch.setattr(E, "evaluate_each", None)
+            frame = evaluate_at_instants(query_for(policy), {}, {STREAM: stream_frame(spark, ITEMS)}, [8, 10],
+                                         dictionary=terms_of)
+        got = [collect(frame.filter(frame["_at"] == t).drop("_at"), terms) for t in (8, 10)]
+        assert tuple(got) == FIG1[policy], policy
 
 
 def test_first_last_and_windows_by_hand():

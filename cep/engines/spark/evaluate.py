@@ -58,6 +58,7 @@ from cep.engines.spark import graphpatterns as sparql
 from cep.engines.spark import intervals as I
 from cep.engines.spark import keyed as K
 from cep.engines.spark import lifetimes as L
+from cep.engines.spark import ordered
 from cep.engines.spark.arrow import evaluate_rows, solution_seed
 from cep.algebra.windows import RSEPQL_WINDOWS, SKIP, WindowConvention
 from cep.engines.spark.csparql import IN_DEFAULT, aggregate, snapshot_graph, stream_graph, timed_filter, windows_content
@@ -162,10 +163,12 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     snapshots, occurrences or MATCH contexts at once, each row carrying its instant, so that
     joins, groups, ORDER BY and LIMIT work per instant.
 
-    Any other query is evaluated instant by instant (:func:`evaluate_each`: an RSEP-QL consuming
-    policy makes each evaluation depend on the earlier ones; ``rules`` close the stream at each
-    instant; a property path over a window's graph); the result reads the answers each evaluation
-    materialised (no plan of an earlier instant stays alive)."""
+    Any other query (an RSEP-QL consuming policy makes each evaluation depend on the earlier ones;
+    ``rules`` close the stream at each instant; a property path over a window's graph) is evaluated
+    in one Spark task, the driver engine's ordered pass over the instants
+    (``cep.engines.spark.ordered``), unless ``ordered.refusal`` says why not or the dictionary
+    lacks some input term; then instant by instant (:func:`evaluate_each`), the result reading the answers each evaluation materialised
+    (no plan of an earlier instant stays alive)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
     convention = A.check_window_convention(query, window_convention)
@@ -177,6 +180,11 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
                            instants=K.Instants.of_times(_session(background, streams, dictionary), times))
         return _answers(runtime, query, terms).withColumnRenamed(K.INSTANT, column)
     if rules or one_pass_refusal(query) is not None:
+        if ordered.refusal(query, background, dictionary, since, convention, rules) is None:
+            out = ordered.evaluate_in_one_task(query, background, streams, times, time_unit, dictionary, terms=terms,
+                                               rules=rules, column=column, window_convention=convention)
+            if out is not None:
+                return out
         frames = evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
                                terms=terms, rules=rules, window_convention=convention)
         out = None

@@ -24,7 +24,8 @@ What reads the instant itself is different:
   (``cep.engines.spark.csparql.windows_at``), built by ``cep.engines.spark.evaluate``;
 * RSEP-QL's windows and MATCH (``cep.engines.spark.rsepql``): one root context per instant, so
   FIRST / LAST and the selection policies pick per instant (a consuming policy, whose input at
-  one instant depends on the answers at the earlier ones, is evaluated instant by instant);
+  one instant depends on the answers at the earlier ones, is not keyed:
+  ``cep.engines.spark.ordered`` runs it in one task);
 * GROUP BY over events (``cep.engines.spark.graphpatterns.group_cover``): groups per instant;
 * NOW(): each row's instant's term (``cep.engines.spark.filters``, ``cep.engines.spark.arrow``).
   What RAND(), UUID(), STRUUID(), BNODE() and a CONSTRUCT template's blank nodes draw from, the

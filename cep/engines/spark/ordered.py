@@ -1,0 +1,204 @@
+"""Every asked instant of a query whose evaluations depend on each other, in ONE Spark task: the
+driver engine's ordered pass (``cep.engines.driver.answers``) run on an executor (issue 37).
+
+Most queries are evaluated at n instants in one plan (``cep.engines.spark.evaluate.evaluate_at_instants``:
+from their answers' lifetimes, or keyed by the instant). Two kinds cannot be keyed by the instant,
+because what an instant sees depends on the evaluations before it:
+
+* an RSEP-QL MATCH whose policy consumes (chronological, recent; RSEP-QL §4.4): an instant does
+  not see the stream triples earlier instants' answers used;
+* EP-SPARQL CONSTRUCT rules (``cep.engines.rules``), closed over the stream at each instant;
+
+and a property path over a window's graph (``paths.spark`` has no instant key). Evaluating them
+instant by instant costs n Spark evaluations (seconds each). Here the inputs — every background
+graph's triples, every stream's items and the dictionary, all as ids — are shuffled into one
+partition, and one ``mapInPandas`` task runs the driver engine's single ordered pass over the
+instants (the consumed set carried from each instant to the next, as the reference defines it),
+then writes the answers back as id rows. The driver holds none of the inputs or answers.
+
+Parallelism is one task, like Flink CEP's parallelism 1 for an unkeyed pattern: a consuming MATCH's
+FIRST / LAST and its chronological / recent choices range over every event of the window, so the
+consumed set is one sequential state that a split by key would change unless every event pattern
+binds the key and no selection crosses keys (not analysed here). The task's memory bounds the
+inputs: the stream's items as an int64 matrix, the background as id triples, the dictionary's terms.
+
+:func:`refusal` says when this does not apply (the driver engine refuses the query, a ``since``
+time, no dictionary); the caller then evaluates instant by instant. Errors the driver engine
+raises for the inputs (``cep.engines.errors``: a missing stream, ...) are raised on the caller's
+side with their class and message; any other failure is the task's, as Spark reports it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from cep import algebra as A
+from cep.algebra.windows import WindowConvention
+from cep.engines import errors as E
+from cep.engines.columns import ITEM, T_END, T_START, var_column
+from cep.engines.driver import answers as D
+from cep.engines.driver.static import StaticGraph
+from cep.engines.spark.filters import ORDER
+from rdfcore.hashing import term_id
+from rdfcore.schema import ID, O, P, S, TERM
+
+__all__ = ["refusal", "evaluate_in_one_task"]
+
+#: the input rows' kinds: a background triple (key = the graph's position), a stream item's triple
+#: (key = the stream's position), a dictionary term
+_TRIPLE, _ITEM, _TERM = 0, 1, 2
+#: the output rows' kinds: an answer, a term an answer computed (not in the dictionary), an error
+#: — or the dictionary's missing the terms of some input ids (it need only cover what FILTERs read)
+_ANSWER, _COMPUTED, _ERROR, _UNCOVERED = 0, 1, 2, 3
+_KIND, _KEY, _TEXT = "_kind", "_key", "_text"
+#: the input's id and time columns; never null (a null turns a pandas column into float64, which
+#: cannot hold a 64-bit id)
+_LONGS = ("_a", "_b", "_c", "_d", "_e", "_f")
+
+
+def refusal(query: A.Query, background, dictionary: DataFrame | None, since, window_convention, rules) -> str | None:
+    """Why :func:`evaluate_in_one_task` does not evaluate ``query`` with these inputs, or None."""
+    if since is not None:
+        return "a background 'since' time (the driver engine's background mappings start at MIN_TIME)"
+    if dictionary is None:
+        return "no dictionary (the driver engine decodes the terms its FILTERs and answers read)"
+    if background is not None and not isinstance(background, Mapping):
+        return "a background that is not {graph: DataFrame} (a published store: evaluated on Spark)"
+    return D.refusal(query, window_convention, rules)
+
+
+def evaluate_in_one_task(query: A.Query, background: Mapping | None, streams: Mapping, times: Sequence[int],
+                         time_unit: str, dictionary: DataFrame, *, terms: list | None, rules=(), column: str,
+                         window_convention: WindowConvention) -> DataFrame:
+    """⟦query, t⟧ at each of ``times`` (increasing) as ``evaluate_at_instants`` returns them (the
+    projected variables' id columns or a CONSTRUCT's s, p, o; ``T_START``, ``T_END``; the instant in
+    ``column``; ``ORDER`` when the query has ORDER BY / LIMIT / OFFSET), computed in one Spark task
+    (module doc). The caller checked :func:`refusal`. ``terms`` receives the (id, term) frame of the
+    terms the answers computed (aggregates, blank nodes). None when ``dictionary`` does not cover
+    every id of the inputs (the driver engine decodes the answers; Spark's evaluation needs only the
+    terms its FILTERs read): evaluate instant by instant then."""
+    background = dict(background or {})
+    graph_names, stream_names = list(background), list(streams)
+    parts = [dictionary.select(F.lit(_TERM).alias(_KIND), F.lit(0).alias(_KEY), F.col(ID).alias(_LONGS[0]),
+                               *[F.lit(0).cast("long").alias(c) for c in _LONGS[1:]], F.col(TERM).alias(_TEXT))]
+    for k, name in enumerate(graph_names):
+        parts.append(background[name].select(F.lit(_TRIPLE).alias(_KIND), F.lit(k).alias(_KEY),
+                                             *[F.col(c).alias(x) for c, x in zip((S, P, O), _LONGS)],
+                                             *[F.lit(0).cast("long").alias(c) for c in _LONGS[3:]],
+                                             F.lit(None).cast("string").alias(_TEXT)))
+    for k, name in enumerate(stream_names):
+        parts.append(streams[name].select(F.lit(_ITEM).alias(_KIND), F.lit(k).alias(_KEY),
+                                          *[F.col(c).alias(x) for c, x in zip((ITEM, S, P, O, T_START, T_END), _LONGS)],
+                                          F.lit(None).cast("string").alias(_TEXT)))
+    inputs = parts[0]
+    for part in parts[1:]:
+        inputs = inputs.unionByName(part)
+    form = query.form
+    variables = [S, P, O] if isinstance(form, A.Construct) else [var_column(v.name) for v in form.variables]
+    ordered = query.modifiers is not None
+    names = (_KIND, column, ORDER, *variables, T_START, T_END, ID, TERM)
+    schema = ", ".join(f"`{c}` {'int' if c == _KIND else 'string' if c == TERM else 'long'}" for c in names)
+    task = _Task(query, tuple(graph_names), tuple(stream_names), tuple(times), time_unit, tuple(rules),
+                 window_convention, names)
+    out = inputs.repartition(1).mapInPandas(task, schema).localCheckpoint()
+    failed = out.filter(F.col(_KIND).isin(_ERROR, _UNCOVERED)).select(_KIND, TERM).limit(1).collect()
+    if failed and failed[0][_KIND] == _UNCOVERED:
+        return None
+    if failed:
+        raise _error(failed[0][TERM])
+    if terms is not None:
+        terms.append(out.filter(F.col(_KIND) == _COMPUTED).select(ID, TERM))
+    answers = out.filter(F.col(_KIND) == _ANSWER)
+    keep = [*variables, T_START, T_END, column] + ([ORDER] if ordered else [])
+    return answers.select(*keep)
+
+
+class _Task:
+    """The function ``mapInPandas`` runs in the one task: read every input batch, run the driver
+    engine's ordered pass, write the answers (picklable: the query and plain values)."""
+
+    def __init__(self, query, graph_names, stream_names, times, time_unit, rules, convention, names):
+        self.query, self.graph_names, self.stream_names = query, graph_names, stream_names
+        self.times, self.time_unit, self.rules, self.convention = times, time_unit, rules, convention
+        self.names, self.width = names, len(names) - 7   # the output columns; how many are answer values
+
+    def __call__(self, batches):
+        triples = {k: [] for k in range(len(self.graph_names))}
+        items = {k: [] for k in range(len(self.stream_names))}
+        terms: dict = {}
+        for batch in batches:
+            kinds, keys = batch[_KIND].to_numpy(), batch[_KEY].to_numpy()
+            is_term = kinds == _TERM
+            if is_term.any():
+                terms.update(zip(batch[_LONGS[0]].to_numpy()[is_term].tolist(), batch[_TEXT][is_term].tolist()))
+            for kind, store, width in ((_TRIPLE, triples, 3), (_ITEM, items, 6)):
+                rows = kinds == kind
+                if not rows.any():
+                    continue
+                matrix = batch.loc[rows, list(_LONGS[:width])].to_numpy(dtype=np.int64)
+                for k in np.unique(keys[rows]).tolist():
+                    store[k].append(matrix[keys[rows] == k])
+        graphs = {name: StaticGraph(frozenset(map(tuple, _stacked(triples[k], 3).tolist())))
+                  for k, name in enumerate(self.graph_names)}
+        if None not in graphs:
+            graphs[None] = StaticGraph(frozenset())
+        streams = {name: _stacked(items[k], 6) for k, name in enumerate(self.stream_names)}
+        used = np.unique(np.concatenate([_stacked(triples[k], 3).ravel() for k in triples]
+                                        + [m[:, 1:4].ravel() for m in streams.values()] + [np.empty(0, np.int64)]))
+        if len(used) and not np.isin(used, np.fromiter(terms, np.int64, len(terms))).all():
+            yield _frame([(_UNCOVERED, *([None] * (len(self.names) - 1)))], self.names)
+            return
+        try:
+            answers = D.answers_at(self.query, graphs, streams, list(self.times), self.time_unit, terms,
+                                   window_convention=self.convention, rules=list(self.rules))
+        except E.CepEvaluationError as error:
+            yield _frame([(_ERROR, None, None, *([None] * self.width), None, None, None,
+                           f"{type(error).__name__}\n{error}")], self.names)
+            return
+        ids = {t: i for i, t in terms.items()}
+        computed: dict = {}
+        rows, position, last = [], 0, None
+        for at, *values, t1, t2 in answers.rows:
+            position = position + 1 if at == last else 0
+            last = at
+            encoded = []
+            for v in values:
+                if v is None:
+                    encoded.append(None)
+                    continue
+                i = ids.get(v)
+                if i is None:
+                    i = computed.get(v)
+                    if i is None:
+                        i = computed[v] = term_id(v)
+                encoded.append(i)
+            rows.append((_ANSWER, at, position, *encoded, t1, t2, None, None))
+        rows.extend((_COMPUTED, None, None, *([None] * self.width), None, None, i, t) for t, i in computed.items())
+        yield _frame(rows, self.names)
+
+
+def _stacked(chunks: list, width: int) -> np.ndarray:
+    return np.concatenate(chunks) if chunks else np.empty((0, width), dtype=np.int64)
+
+
+def _frame(rows: list, names: tuple) -> pd.DataFrame:
+    """The task's output rows under the output columns ``names`` (nullable numbers; the last, a term)."""
+    columns = list(zip(*rows)) if rows else [()] * len(names)
+    # each column straight from its Python values: through a float64 frame, a 64-bit id would round
+    types = ["Int32", *["Int64"] * (len(names) - 2)]
+    data = {name: pd.array(list(values), dtype=kind) for name, values, kind in zip(names, columns, types)}
+    data[names[-1]] = pd.Series(list(columns[-1]), dtype=object)
+    return pd.DataFrame(data)
+
+
+def _error(text: str) -> Exception:
+    """The driver engine's error, raised in the task, as its class (``cep.engines.errors``)."""
+    name, _, message = text.partition("\n")
+    kind = getattr(E, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, E.CepEvaluationError)):
+        kind = E.CepEvaluationError
+    return kind(message)
