@@ -280,9 +280,40 @@ def test_consuming_match_at_many_instants_in_one_task(spark, monkeypatch, items,
         assert got == R.evaluate_sequence(query, {}, {STREAM: items}, times), f"{query} at {times}"
 
 
+@settings(max_examples=examples(2, 100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                                  HealthCheck.too_slow])
+@given(items=rsep_streams(), case=rsep_cases(sorted(A.CONSUMING_POLICIES)),
+       times=st.lists(st.integers(0, 14), min_size=4, max_size=4, unique=True))
+def test_consuming_match_apart_then_keyed(spark, monkeypatch, items, case, times):
+    """A consuming MATCH under what the driver engine does not take (a BIND over it): its events
+    at every instant in one Spark task (``cep.engines.spark.ordered.match_in_one_task``), the
+    rest of the query in the plan keyed by the instant; each instant's answers are the reference's."""
+    from cep.engines.spark import evaluate as E
+    from cep.engines.spark import ordered
+    from cep.engines.spark.evaluate import AT, evaluate_at_instants
+    from rdfcore.schema import ID, TERM
+
+    monkeypatch.setattr(E, "evaluate_each", None)   # not instant by instant
+    times = sorted(times)
+    projected = case.form.variables
+    inner = A.Extend(case.form.inner, A.Var("w"), A.Str(projected[0]) if projected else A.Const('"c"'))
+    query = A.Query(A.Project((*projected, A.Var("w")), False, inner))
+    terms = {term_id(t): t for t in SUBJ + PREDS}
+    dictionary = spark.createDataFrame(sorted(terms.items()), f"{ID} long, {TERM} string")
+    assert ordered.refusal(query, {}, dictionary, None, None, ()) is not None
+    computed: list = []
+    frame = evaluate_at_instants(query, {}, {STREAM: stream_frame(spark, items)}, times, dictionary=dictionary,
+                                 terms=computed).cache()
+    for extra in computed:
+        terms.update((r[ID], r[TERM]) for r in extra.collect())
+    got = [collect(frame.filter(frame[AT] == t).drop(AT), terms) for t in times]
+    frame.unpersist()
+    assert got == R.evaluate_sequence(query, {}, {STREAM: items}, times), f"{query} at {times}"
+
+
 def test_one_task_errors_and_refusals(spark, monkeypatch):
     """The driver engine's input errors, raised inside the task, reach the caller as their class
-    and message; the inputs the one task does not take are named (then instant by instant)."""
+    and message; the inputs the whole query's task does not take are named."""
     from cep.engines.errors import MissingInputError
     from cep.engines.spark import evaluate as E
     from cep.engines.spark import ordered
@@ -296,15 +327,14 @@ def test_one_task_errors_and_refusals(spark, monkeypatch):
         evaluate_at_instants(query, {}, {other: stream_frame(spark, ITEMS)}, [8, 10], dictionary=dictionary)
     assert "dictionary" in ordered.refusal(query, {}, None, None, None, ())
     assert "since" in ordered.refusal(query, {}, dictionary, 5, None, ())
-    # Fig. 1 in one task (what 8 used is gone at 10); instant by instant without a dictionary or
-    # with one that lacks input terms (it need only cover what FILTERs read)
+    # Fig. 1 in one task (what 8 used is gone at 10); without a dictionary, or with one that lacks
+    # input terms (it need only cover what FILTERs read), the MATCH alone in the task, then keyed
     terms = {term_id(t): t for t in [iri(f"{c}{i}") for c in "abc" for i in range(1, 4)] + [iri("p"), iri("q")]}
     full = spark.createDataFrame(sorted(terms.items()), f"{ID} long, {TERM} string")
     for policy, terms_of in (("chronological", full), ("recent", full), ("chronological", None),
                              ("recent", dictionary)):
         with monkeypatch.context() as patch:
-            if terms_of is full:   # not instant by instant
-                patch.setattr(E, "evaluate_each", None)
+            patch.setattr(E, "evaluate_each", None)   # never instant by instant
             frame = evaluate_at_instants(query_for(policy), {}, {STREAM: stream_frame(spark, ITEMS)}, [8, 10],
                                          dictionary=terms_of)
         got = [collect(frame.filter(frame["_at"] == t).drop("_at"), terms) for t in (8, 10)]

@@ -51,7 +51,7 @@ from cep.engines.errors import MissingInputError
 from cep.terms.values import EVALUATION_INSTANT
 from rdfcore.hashing import term_id
 
-__all__ = ["refusal", "answers"]
+__all__ = ["refusal", "answers", "match_rows"]
 
 #: the nodes around MATCH, and inside WINDOW w P
 _AROUND = (A.Join, A.Filter, A.Match, A.WindowGraph, A.Background, A.GroupCover)
@@ -337,6 +337,43 @@ def _matches(patterns, graph) -> list[frozenset]:
 _UNBOUNDED = (-(1 << 63), (1 << 63) - 1)
 
 
+def _match_events(node: A.Match, at: _Instant) -> list:
+    """``MATCH E``'s events at ``at``'s instant, (μ, t1, t2, used) ≺-sorted; a consuming policy's
+    used entries go to ``at.used`` (all of them: §4.4 consumes what every answer of the MATCH used)."""
+    events = at.events(node.inner, _UNBOUNDED[1], frozenset())
+    if node.policy in A.CONSUMING_POLICIES:
+        for e in events:
+            at.used.update(e[3])
+    return events
+
+
+def match_rows(query: A.Query, streams: Mapping[str, np.ndarray], instants: Sequence[int],
+               time_unit: str) -> tuple[list[A.Match], tuple[str, ...], list[tuple]]:
+    """The events of every MATCH of ``query`` at each of ``instants`` (increasing), what earlier
+    instants consumed taken out, and nothing else of the query: (the MATCH nodes, in
+    ``A.walk`` order; the variable columns of all of them, sorted; rows ``(k, t, id or None per
+    column..., t1, t2)``, k the MATCH's position). What a consuming MATCH consumes depends on its
+    events alone, so the rest of the query can be evaluated apart, keyed by the instant, over
+    these rows (``cep.engines.spark.ordered.match_in_one_task``). Ids only: no term is read."""
+    matches = [n for n in A.walk(query.form) if isinstance(n, A.Match)]
+    read = {e.stream for m in matches for e in A.event_patterns(m)}
+    missing = sorted(read - set(streams))
+    if missing:
+        raise MissingInputError(f"no stream {missing[0]}; streams are {sorted(streams)}")
+    indexes = {iri: StreamIndex.of(rows) for iri, rows in streams.items() if iri in read}
+    shape = _Shape.of(query.form.inner)
+    names = tuple(sorted({var_column(v.name) for m in matches for v in A.variables(m)}))
+    consumed, out = frozenset(), []
+    for t in instants:
+        at = _Instant(indexes, t, time_unit, consumed, set(), shape)
+        for k, node in enumerate(matches):
+            for (mu, t1, t2, _u) in _match_events(node, at):
+                d = {var_column(x): v for x, v in mu}
+                out.append((k, t, *(d.get(n) for n in names), t1, t2))
+        consumed = consumed | at.used
+    return matches, names, out
+
+
 @dataclass(frozen=True)
 class _Evaluation:
     query: A.Query
@@ -350,11 +387,8 @@ class _Evaluation:
 
     def rows(self, node, at: _Instant) -> L.Rel:
         match node:
-            case A.Match(inner=inner, policy=policy):
-                events = at.events(inner, _UNBOUNDED[1], frozenset())
-                if policy in A.CONSUMING_POLICIES:
-                    for e in events:
-                        at.used.update(e[3])
+            case A.Match():
+                events = _match_events(node, at)
                 names = sorted({var_column(k) for (mu, _a, _b, _u) in events for k, _v in mu})
                 rows = set()
                 for (mu, t1, t2, _u) in events:

@@ -167,8 +167,11 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     ``rules`` close the stream at each instant; a property path over a window's graph) is evaluated
     in one Spark task, the driver engine's ordered pass over the instants
     (``cep.engines.spark.ordered``), unless ``ordered.refusal`` says why not or the dictionary
-    lacks some input term; then instant by instant (:func:`evaluate_each`), the result reading the answers each evaluation materialised
-    (no plan of an earlier instant stays alive)."""
+    lacks some input term. Then a consuming MATCH's events alone are computed in that one task
+    (what a MATCH consumes depends on its events only) and the rest of the query in the plan keyed
+    by the instant, over them. Anything else is evaluated instant by instant (:func:`evaluate_each`),
+    the result reading the answers each evaluation materialised (no plan of an earlier instant
+    stays alive)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
     convention = A.check_window_convention(query, window_convention)
@@ -185,6 +188,13 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
                                                rules=rules, column=column, window_convention=convention)
             if out is not None:
                 return out
+        if not rules and keyed_refusal(query, matches_apart=True) is None:
+            instants = K.Instants.of_times(_session(background, streams, dictionary), times)
+            runtime = _Runtime(background, streams, None, time_unit, [dictionary], since, convention=convention,
+                               instants=instants)
+            runtime.check_streams(query)
+            runtime.matched = ordered.match_in_one_task(query, streams, times, time_unit)
+            return _answers(runtime, query, terms).withColumnRenamed(K.INSTANT, column)
         frames = evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
                                terms=terms, rules=rules, window_convention=convention)
         out = None
@@ -225,7 +235,7 @@ def one_pass_refusal(query: A.Query) -> str | None:
     return None
 
 
-def keyed_refusal(query: A.Query) -> str | None:
+def keyed_refusal(query: A.Query, matches_apart: bool = False) -> str | None:
     """Why :func:`evaluate_at_instants` cannot evaluate ``query``, whose answers are defined per
     evaluation instant, at all its instants in one plan keyed by the instant
     (``cep.engines.spark.keyed``), or None. That plan covers C-SPARQL's snapshots, EP-SPARQL's
@@ -234,8 +244,10 @@ def keyed_refusal(query: A.Query) -> str | None:
     (what it used carries from one instant to the next), nor a property path over a window's graph
     (``paths.spark`` knows no instant): those are evaluated instant by instant. What draws from a
     solution's hash (RAND(), UUID(), STRUUID(), BNODE(), a CONSTRUCT template's blank nodes) leaves
-    the instant out of the hash, and NOW() reads each row's instant, so they are keyed too."""
-    if A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
+    the instant out of the hash, and NOW() reads each row's instant, so they are keyed too.
+    ``matches_apart``: the MATCHes' events are computed apart (``cep.engines.spark.ordered.match_in_one_task``),
+    so a consuming policy does not stop the rest being keyed."""
+    if not matches_apart and A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
         return "an RSEP-QL MATCH with a consuming policy carries what it used from one instant to the next"
     if A.contains(query, lambda x: isinstance(x, (A.Snapshot, A.WindowGraph))
                   and A.contains(x.pattern, lambda y: isinstance(y, A.PathPattern))):
@@ -448,6 +460,7 @@ class _Runtime:
         self.ops, self.cache = ops, cache
         self.dictionaries = dictionaries
         self.consumed: DataFrame | None = None   # RSEP-QL: stream triples earlier answers used
+        self.matched: dict = {}                  # RSEP-QL: {MATCH: its events, computed apart (keyed)}
         self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
         self.terms: list[DataFrame] = []         # (id, term) of the terms C-SPARQL's aggregates computed
         self.cached: list[DataFrame] = []        # other frames this evaluation cached (to release after it)
@@ -636,14 +649,20 @@ class _Runtime:
                 return self.optional(right, optional, "seq", condition, scope)
         raise TypeError(f"cannot evaluate {type(node).__name__}")
 
-    def match(self, node: A.Match) -> DataFrame:
-        if self.ops is L:
-            raise UnsupportedQueryError("RSEP-QL's MATCH is evaluated at evaluation instants (evaluate_sequence; "
-                                        "continuously: cep.continuous.instants), not for every instant at once")
+    def check_streams(self, node) -> None:
+        """Every stream ``node``'s event patterns read was given, with the stream columns."""
         for pattern in A.event_patterns(node):
             if pattern.stream not in self.streams:
                 raise MissingInputError(f"no stream {pattern.stream} was given; streams: {sorted(self.streams)}")
             require_columns(self.streams[pattern.stream], STREAM_COLUMNS, f"stream {pattern.stream}")
+
+    def match(self, node: A.Match) -> DataFrame:
+        if self.ops is L:
+            raise UnsupportedQueryError("RSEP-QL's MATCH is evaluated at evaluation instants (evaluate_sequence; "
+                                        "continuously: cep.continuous.instants), not for every instant at once")
+        if node in self.matched:
+            return I.canonical(self.matched[node]).distinct()
+        self.check_streams(node)
         events = match_events(node, self.streams, self.instants if self.instants is not None else self.at, self.unit,
                               self.consumed)
         if node.policy in A.CONSUMING_POLICIES:

@@ -39,14 +39,15 @@ from pyspark.sql import functions as F
 from cep import algebra as A
 from cep.algebra.windows import WindowConvention
 from cep.engines import errors as E
-from cep.engines.columns import ITEM, T_END, T_START, var_column
+from cep.engines.columns import INSTANT, ITEM, T_END, T_START, var_column
 from cep.engines.driver import answers as D
+from cep.engines.driver import rsepql as RQ
 from cep.engines.driver.static import StaticGraph
 from cep.engines.spark.filters import ORDER
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM
 
-__all__ = ["refusal", "evaluate_in_one_task"]
+__all__ = ["refusal", "evaluate_in_one_task", "match_in_one_task"]
 
 #: the input rows' kinds: a background triple (key = the graph's position), a stream item's triple
 #: (key = the stream's position), a dictionary term
@@ -73,7 +74,7 @@ def refusal(query: A.Query, background, dictionary: DataFrame | None, since, win
 
 def evaluate_in_one_task(query: A.Query, background: Mapping | None, streams: Mapping, times: Sequence[int],
                          time_unit: str, dictionary: DataFrame, *, terms: list | None, rules=(), column: str,
-                         window_convention: WindowConvention) -> DataFrame:
+                         window_convention: WindowConvention) -> DataFrame | None:
     """⟦query, t⟧ at each of ``times`` (increasing) as ``evaluate_at_instants`` returns them (the
     projected variables' id columns or a CONSTRUCT's s, p, o; ``T_START``, ``T_END``; the instant in
     ``column``; ``ORDER`` when the query has ORDER BY / LIMIT / OFFSET), computed in one Spark task
@@ -81,50 +82,78 @@ def evaluate_in_one_task(query: A.Query, background: Mapping | None, streams: Ma
     terms the answers computed (aggregates, blank nodes). None when ``dictionary`` does not cover
     every id of the inputs (the driver engine decodes the answers; Spark's evaluation needs only the
     terms its FILTERs read): evaluate instant by instant then."""
+    form = query.form
+    variables = [S, P, O] if isinstance(form, A.Construct) else [var_column(v.name) for v in form.variables]
+    names = (_KIND, column, ORDER, *variables, T_START, T_END, ID, TERM)
+    out = _run(_Answers(query, tuple(background or {}), tuple(streams), tuple(times), time_unit, tuple(rules),
+                        window_convention, names), dictionary, background, streams)
+    if out is None:
+        return None
+    if terms is not None:
+        terms.append(out.filter(F.col(_KIND) == _COMPUTED).select(ID, TERM))
+    keep = [*variables, T_START, T_END, column] + ([ORDER] if query.modifiers is not None else [])
+    return out.filter(F.col(_KIND) == _ANSWER).select(*keep)
+
+
+def match_in_one_task(query: A.Query, streams: Mapping, times: Sequence[int], time_unit: str) -> dict:
+    """The events of every MATCH of ``query`` at each of ``times``, what earlier instants consumed
+    taken out (``cep.engines.driver.rsepql.match_rows``), computed in one Spark task over the
+    streams' items (ids only: no dictionary): {MATCH node: DataFrame of its variable columns,
+    ``INSTANT``, ``T_START``, ``T_END``}, the relation the plan keyed by the instant
+    (``cep.engines.spark.keyed``) evaluates a MATCH to. The rest of the query is then evaluated in
+    that plan: a consuming policy's state is the MATCH's alone."""
+    matches = [n for n in A.walk(query.form) if isinstance(n, A.Match)]
+    variables = sorted({var_column(v.name) for m in matches for v in A.variables(m)})
+    names = (_KIND, _KEY, INSTANT, *variables, T_START, T_END, ID, TERM)
+    out = _run(_Matches(query, (), tuple(streams), tuple(times), time_unit, (), None, names), None, None, streams)
+    frames = {}
+    for k, node in enumerate(matches):
+        own = sorted(var_column(v.name) for v in A.variables(node))
+        frames[node] = out.filter((F.col(_KIND) == _ANSWER) & (F.col(_KEY) == k)).select(*own, INSTANT, T_START,
+                                                                                         T_END)
+    return frames
+
+
+def _run(task: "_Task", dictionary: DataFrame | None, background: Mapping | None, streams: Mapping) -> DataFrame | None:
+    """``task`` over the inputs, in one partition, its output stored (``localCheckpoint``); None
+    when it found the dictionary lacking an input's term; raises the error it reported."""
     background = dict(background or {})
-    graph_names, stream_names = list(background), list(streams)
-    parts = [dictionary.select(F.lit(_TERM).alias(_KIND), F.lit(0).alias(_KEY), F.col(ID).alias(_LONGS[0]),
-                               *[F.lit(0).cast("long").alias(c) for c in _LONGS[1:]], F.col(TERM).alias(_TEXT))]
-    for k, name in enumerate(graph_names):
+    parts = []
+    if dictionary is not None:
+        parts.append(dictionary.select(F.lit(_TERM).alias(_KIND), F.lit(0).alias(_KEY), F.col(ID).alias(_LONGS[0]),
+                                       *[F.lit(0).cast("long").alias(c) for c in _LONGS[1:]],
+                                       F.col(TERM).alias(_TEXT)))
+    for k, name in enumerate(task.graph_names):
         parts.append(background[name].select(F.lit(_TRIPLE).alias(_KIND), F.lit(k).alias(_KEY),
                                              *[F.col(c).alias(x) for c, x in zip((S, P, O), _LONGS)],
                                              *[F.lit(0).cast("long").alias(c) for c in _LONGS[3:]],
                                              F.lit(None).cast("string").alias(_TEXT)))
-    for k, name in enumerate(stream_names):
+    for k, name in enumerate(task.stream_names):
         parts.append(streams[name].select(F.lit(_ITEM).alias(_KIND), F.lit(k).alias(_KEY),
                                           *[F.col(c).alias(x) for c, x in zip((ITEM, S, P, O, T_START, T_END), _LONGS)],
                                           F.lit(None).cast("string").alias(_TEXT)))
     inputs = parts[0]
     for part in parts[1:]:
         inputs = inputs.unionByName(part)
-    form = query.form
-    variables = [S, P, O] if isinstance(form, A.Construct) else [var_column(v.name) for v in form.variables]
-    ordered = query.modifiers is not None
-    names = (_KIND, column, ORDER, *variables, T_START, T_END, ID, TERM)
-    schema = ", ".join(f"`{c}` {'int' if c == _KIND else 'string' if c == TERM else 'long'}" for c in names)
-    task = _Task(query, tuple(graph_names), tuple(stream_names), tuple(times), time_unit, tuple(rules),
-                 window_convention, names)
+    schema = ", ".join(f"`{c}` {'int' if c == _KIND else 'string' if c == TERM else 'long'}" for c in task.names)
     out = inputs.repartition(1).mapInPandas(task, schema).localCheckpoint()
     failed = out.filter(F.col(_KIND).isin(_ERROR, _UNCOVERED)).select(_KIND, TERM).limit(1).collect()
     if failed and failed[0][_KIND] == _UNCOVERED:
         return None
     if failed:
         raise _error(failed[0][TERM])
-    if terms is not None:
-        terms.append(out.filter(F.col(_KIND) == _COMPUTED).select(ID, TERM))
-    answers = out.filter(F.col(_KIND) == _ANSWER)
-    keep = [*variables, T_START, T_END, column] + ([ORDER] if ordered else [])
-    return answers.select(*keep)
+    return out
 
 
 class _Task:
     """The function ``mapInPandas`` runs in the one task: read every input batch, run the driver
-    engine's ordered pass, write the answers (picklable: the query and plain values)."""
+    engine's ordered pass (:meth:`rows`), write its rows (picklable: the query and plain values).
+    ``names``: the output columns, the kind first, an id and a term last."""
 
     def __init__(self, query, graph_names, stream_names, times, time_unit, rules, convention, names):
         self.query, self.graph_names, self.stream_names = query, graph_names, stream_names
         self.times, self.time_unit, self.rules, self.convention = times, time_unit, rules, convention
-        self.names, self.width = names, len(names) - 7   # the output columns; how many are answer values
+        self.names = names
 
     def __call__(self, batches):
         triples = {k: [] for k in range(len(self.graph_names))}
@@ -144,21 +173,31 @@ class _Task:
                     store[k].append(matrix[keys[rows] == k])
         graphs = {name: StaticGraph(frozenset(map(tuple, _stacked(triples[k], 3).tolist())))
                   for k, name in enumerate(self.graph_names)}
-        if None not in graphs:
-            graphs[None] = StaticGraph(frozenset())
         streams = {name: _stacked(items[k], 6) for k, name in enumerate(self.stream_names)}
-        used = np.unique(np.concatenate([_stacked(triples[k], 3).ravel() for k in triples]
+        blank = [None] * (len(self.names) - 2)
+        try:
+            rows = self.rows(graphs, streams, terms)
+        except E.CepEvaluationError as error:
+            rows = [(_ERROR, *blank, f"{type(error).__name__}\n{error}")]
+        yield _frame([(_UNCOVERED, *blank, None)] if rows is None else rows, self.names)
+
+    def rows(self, graphs: dict, streams: dict, terms: dict) -> list | None:
+        raise NotImplementedError
+
+
+class _Answers(_Task):
+    """The whole query's answers (``cep.engines.driver.answers.answers_at``), re-encoded as ids; the
+    terms an answer computed as ``_COMPUTED`` rows; None when ``terms`` misses an input id."""
+
+    def rows(self, graphs, streams, terms):
+        used = np.unique(np.concatenate([np.fromiter((x for tr in g.triples for x in tr), np.int64)
+                                         for g in graphs.values()]
                                         + [m[:, 1:4].ravel() for m in streams.values()] + [np.empty(0, np.int64)]))
         if len(used) and not np.isin(used, np.fromiter(terms, np.int64, len(terms))).all():
-            yield _frame([(_UNCOVERED, *([None] * (len(self.names) - 1)))], self.names)
-            return
-        try:
-            answers = D.answers_at(self.query, graphs, streams, list(self.times), self.time_unit, terms,
-                                   window_convention=self.convention, rules=list(self.rules))
-        except E.CepEvaluationError as error:
-            yield _frame([(_ERROR, None, None, *([None] * self.width), None, None, None,
-                           f"{type(error).__name__}\n{error}")], self.names)
-            return
+            return None
+        graphs.setdefault(None, StaticGraph(frozenset()))
+        answers = D.answers_at(self.query, graphs, streams, list(self.times), self.time_unit, terms,
+                               window_convention=self.convention, rules=list(self.rules))
         ids = {t: i for i, t in terms.items()}
         computed: dict = {}
         rows, position, last = [], 0, None
@@ -177,8 +216,18 @@ class _Task:
                         i = computed[v] = term_id(v)
                 encoded.append(i)
             rows.append((_ANSWER, at, position, *encoded, t1, t2, None, None))
-        rows.extend((_COMPUTED, None, None, *([None] * self.width), None, None, i, t) for t, i in computed.items())
-        yield _frame(rows, self.names)
+        width = len(self.names) - 3
+        rows.extend((_COMPUTED, *([None] * width), i, t) for t, i in computed.items())
+        return rows
+
+
+class _Matches(_Task):
+    """Every MATCH's events at each instant (``cep.engines.driver.rsepql.match_rows``): rows
+    ``(_ANSWER, k, t, ids..., t1, t2)``."""
+
+    def rows(self, graphs, streams, terms):
+        _matches, _names, rows = RQ.match_rows(self.query, streams, list(self.times), self.time_unit)
+        return [(_ANSWER, *row, None, None) for row in rows]
 
 
 def _stacked(chunks: list, width: int) -> np.ndarray:
