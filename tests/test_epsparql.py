@@ -603,16 +603,24 @@ def test_rules_on_spark_equal_the_reference(spark):
 def test_rules_at_many_instants_in_one_task(spark, monkeypatch):
     """``evaluate_at_instants`` with rules: the rules are closed at each instant, every instant in
     one Spark task (``cep.engines.spark.ordered``), not instant by instant; each instant's answers
-    (the derived items' terms included) are the reference's."""
+    (the derived items' terms included) are the reference's. A query the driver engine refuses
+    (ORDER BY over a variable it drops) gets the rules' closures from the task, and is evaluated
+    in the plan keyed by the instant over them."""
+    from cep.engines.driver import answers as D
     from cep.engines.spark import evaluate as E
     from cep.engines.spark.evaluate import AT, evaluate_at_instants
+    from cep.engines.spark.filters import ORDER
 
     monkeypatch.setattr(E, "evaluate_each", None)
     rules = [compile_query(r, lang="epsparql") for r in CHAIN_RULES]
     via = compile_query(CHAIN + "SELECT ?x ?z ?b ?y WHERE { ?x :reach ?z . ?b :via ?y }", lang="epsparql")
+    ranked = compile_query(CHAIN + "SELECT ?x ?b WHERE { ?x :reach ?z . ?b :via ?y } ORDER BY DESC(?z) ?y ?x ?b "
+                                   "LIMIT 3", lang="epsparql")
+    assert D.refusal(ranked, None, rules) is not None and D.refusal(via, None, rules) is None
     for query, items, instants, rule_set in [(compile_query(DOWNRATED_TWICE), ITEMS, [99, 100, 101, 104],
                                               [compile_query(Q4)]),
-                                             (via, CHAIN_ITEMS, [1, 2, 3, 4, 5, 7], rules)]:
+                                             (via, CHAIN_ITEMS, [1, 2, 3, 4, 5, 7], rules),
+                                             (ranked, CHAIN_ITEMS, [1, 3, 4, 5, 7], rules)]:
         terms = {x for (_i, g, _a, _b) in items for tr in g for x in tr} | set(A.constants(query.form))
         terms |= {x for r in rule_set for x in A.constants(r.form)}
         dictionary = spark.createDataFrame(sorted((term_id(t), t) for t in terms), f"{ID} long, {TERM} string")
@@ -622,9 +630,21 @@ def test_rules_at_many_instants_in_one_task(spark, monkeypatch):
         known = {term_id(t): t for t in terms}
         for extra in computed:
             known.update((r[ID], r[TERM]) for r in extra.collect())
-        got = [collect(frame.filter(frame[AT] == t).drop(AT), known) for t in instants]
         expected = [R.evaluate(query, {}, {STREAM_IRI: items}, t, rules=rule_set) for t in instants]
+        if query.modifiers is not None:   # in the query's order, each instant's
+            at = [frame.filter(frame[AT] == t).drop(AT) for t in instants]
+            got = [[next(iter(collect(f.filter(f[ORDER] == k).drop(ORDER), known))) for k in range(f.count())]
+                   for f in at]
+        else:
+            got = [collect(frame.filter(frame[AT] == t).drop(AT), known) for t in instants]
         assert got == expected and any(expected) and not all(expected), query
+    # an error inside the task is raised as its class: rules that never reach a fixpoint
+    from cep.engines.rules import RulesError
+
+    growing = compile_query(CHAIN + "CONSTRUCT { [] :next ?x } WHERE { ?x :next ?y }", lang="epsparql")
+    with pytest.raises(RulesError, match="never reach a fixpoint"):
+        evaluate_at_instants(compile_query(CHAIN_QUERY, lang="epsparql"), {}, {STREAM_IRI: stream_frame(spark, items)},
+                             [3, 5], dictionary=dictionary, rules=[growing])
 
 
 def test_rules_errors():

@@ -49,7 +49,7 @@ from cep.engines.rules import MAX_ROUNDS, no_fixpoint
 from cep.terms.values import EVALUATION_INSTANT
 from rdfcore.hashing import term_id
 
-__all__ = ["refusal", "answers"]
+__all__ = ["refusal", "rules_refusal", "answers", "derived_rows"]
 
 #: the nodes an EP-SPARQL query may hold here: over the stream, and above it (SELECT expressions)
 _EVALUATED = (A.Occurrences, A.BGP, A.CoverJoin, A.EqJoin, A.Sequence, A.Union, A.CoverLeftJoin, A.EqLeftJoin,
@@ -80,6 +80,16 @@ def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
                 return "a property path over EP-SPARQL's stream (on Spark)"
         if A.contains(q.form, lambda x: isinstance(x, (A.Exists, A.Timestamp, A.PatternTimestamp))):
             return "EXISTS or timestamp() in an EP-SPARQL query (on Spark)"
+    return None
+
+
+def rules_refusal(rules: Sequence[A.Query]) -> str | None:
+    """Why this module does not close a stream under ``rules`` (:func:`derived_rows`), or None."""
+    for rule in rules:
+        why = refusal(rule, ()) or (rule.modifiers is not None and "ORDER BY / LIMIT / OFFSET in an EP-SPARQL rule "
+                                                                  "(on Spark)") or None
+        if why:
+            return why
     return None
 
 
@@ -231,6 +241,21 @@ def project(rel: L.Rel, variables) -> L.Rel:
     picks = [where.get(var_column(v.name)) for v in variables]
     rows = {tuple(None if i is None else r[i] for i in picks) + r[-4:] for r in rel.rows}
     return L.Rel.of([var_column(v.name) for v in variables], rows)
+
+
+def derived_rows(rules: Sequence[A.Query], streams: Mapping[str, np.ndarray], instants: Sequence[int],
+                 time_unit: str, known: dict) -> list[tuple]:
+    """The occurrences ``rules`` derive at each of ``instants`` from the streams' occurrences ended
+    by it (``cep.engines.reference.close_rules``) and nothing else: rows ``(t, s, p, o, t1, t2)`` of
+    ids; ``known`` receives the terms the templates' blank nodes make. A query over the closed
+    stream can then be evaluated apart, keyed by the instant
+    (``cep.engines.spark.ordered.derive_in_one_task``). The caller checked :func:`refusal` of the
+    rules."""
+    if not streams:
+        raise MissingInputError("an EP-SPARQL query reads the streams given (--stream); none was given")
+    merged = np.vstack([np.asarray(rows, dtype=np.int64).reshape(-1, 6) for rows in streams.values()])
+    evaluation = _Evaluation(_Stream(StreamIndex.of(merged)), known, time_unit, None)
+    return [(t, *occurrence) for t in instants for occurrence in evaluation.closure(rules, t)]
 
 
 def answers(query: A.Query, streams: Mapping[str, np.ndarray], instants: Sequence[int], time_unit: str,

@@ -175,6 +175,7 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     if isinstance(query, str):
         query = compile_query(query, prefixes)
     convention = A.check_window_convention(query, window_convention)
+    rules = check_rules(query, rules) if rules else ()
     times = _increasing(times)
     if not times:
         raise ValueError("evaluate_at_instants() needs at least one instant")
@@ -188,13 +189,22 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
                                                rules=rules, column=column, window_convention=convention)
             if out is not None:
                 return out
-        if not rules and keyed_refusal(query, matches_apart=True) is None:
-            instants = K.Instants.of_times(_session(background, streams, dictionary), times)
-            runtime = _Runtime(background, streams, None, time_unit, [dictionary], since, convention=convention,
-                               instants=instants)
-            runtime.check_streams(query)
-            runtime.matched = ordered.match_in_one_task(query, streams, times, time_unit)
-            return _answers(runtime, query, terms).withColumnRenamed(K.INSTANT, column)
+        if keyed_refusal(query, matches_apart=True) is None:
+            derived = None
+            if rules and dictionary is not None and ordered.rules_refusal(rules) is None:
+                derived = ordered.derive_in_one_task(rules, streams, times, time_unit, dictionary)
+            if not rules or derived is not None:
+                instants = K.Instants.of_times(_session(background, streams, dictionary), times)
+                made = [derived[1]] if derived is not None else []
+                runtime = _Runtime(background, streams, None, time_unit, [dictionary, *made], since,
+                                   convention=convention, instants=instants)
+                runtime.check_streams(query)
+                if A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
+                    runtime.matched = ordered.match_in_one_task(query, streams, times, time_unit)
+                runtime.derived = None if derived is None else derived[0]
+                if terms is not None:
+                    terms.extend(made)
+                return _answers(runtime, query, terms).withColumnRenamed(K.INSTANT, column)
         frames = evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
                                terms=terms, rules=rules, window_convention=convention)
         out = None
@@ -461,6 +471,7 @@ class _Runtime:
         self.dictionaries = dictionaries
         self.consumed: DataFrame | None = None   # RSEP-QL: stream triples earlier answers used
         self.matched: dict = {}                  # RSEP-QL: {MATCH: its events, computed apart (keyed)}
+        self.derived: DataFrame | None = None    # EP-SPARQL: what rules derive at each instant (keyed)
         self.used: list[DataFrame] = []          # ... and those this evaluation's answers use
         self.terms: list[DataFrame] = []         # (id, term) of the terms C-SPARQL's aggregates computed
         self.cached: list[DataFrame] = []        # other frames this evaluation cached (to release after it)
@@ -695,6 +706,8 @@ class _Runtime:
                 part = stream.select(*STREAM_COLUMNS).crossJoin(self.instants.frame).filter(
                     F.col(T_END) <= F.col(K.INSTANT))
                 out = part if out is None else out.unionByName(part)
+            if self.derived is not None:   # the rules' closure at each instant (its own rows)
+                out = out.unionByName(self.derived.select(*STREAM_COLUMNS, K.INSTANT))
             return out
         return I.occurrences(self.streams.values(), self.at)
 

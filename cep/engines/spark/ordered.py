@@ -41,13 +41,15 @@ from cep.algebra.windows import WindowConvention
 from cep.engines import errors as E
 from cep.engines.columns import INSTANT, ITEM, T_END, T_START, var_column
 from cep.engines.driver import answers as D
+from cep.engines.driver import epsparql as EP
 from cep.engines.driver import rsepql as RQ
 from cep.engines.driver.static import StaticGraph
+from cep.engines.rules import RulesError
 from cep.engines.spark.filters import ORDER
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM
 
-__all__ = ["refusal", "evaluate_in_one_task", "match_in_one_task"]
+__all__ = ["refusal", "rules_refusal", "evaluate_in_one_task", "match_in_one_task", "derive_in_one_task"]
 
 #: the input rows' kinds: a background triple (key = the graph's position), a stream item's triple
 #: (key = the stream's position), a dictionary term
@@ -59,6 +61,11 @@ _KIND, _KEY, _TEXT = "_kind", "_key", "_text"
 #: the input's id and time columns; never null (a null turns a pandas column into float64, which
 #: cannot hold a 64-bit id)
 _LONGS = ("_a", "_b", "_c", "_d", "_e", "_f")
+
+
+def rules_refusal(rules) -> str | None:
+    """Why :func:`derive_in_one_task` does not close a stream under the EP-SPARQL ``rules``, or None."""
+    return EP.rules_refusal(rules)
 
 
 def refusal(query: A.Query, background, dictionary: DataFrame | None, since, window_convention, rules) -> str | None:
@@ -112,6 +119,25 @@ def match_in_one_task(query: A.Query, streams: Mapping, times: Sequence[int], ti
         frames[node] = out.filter((F.col(_KIND) == _ANSWER) & (F.col(_KEY) == k)).select(*own, INSTANT, T_START,
                                                                                          T_END)
     return frames
+
+
+def derive_in_one_task(rules, streams: Mapping, times: Sequence[int], time_unit: str, dictionary: DataFrame,
+                       ) -> tuple[DataFrame, DataFrame] | None:
+    """The occurrences the EP-SPARQL ``rules`` derive at each of ``times`` from the streams
+    (``cep.engines.driver.epsparql.derived_rows``: each instant's closure, round after round),
+    computed in one Spark task: (a DataFrame of ``INSTANT`` and the stream columns, each row a
+    derived occurrence of that instant, its item the hash of the triple and interval as
+    ``cep.engines.spark.evaluate.close_rules`` names it; the (id, term) frame of the terms the
+    rules made). The plan keyed by the instant then evaluates the query over the stream plus them.
+    None when ``dictionary`` lacks an input's term (the rules' FILTERs read terms)."""
+    names = (_KIND, INSTANT, S, P, O, T_START, T_END, ID, TERM)
+    out = _run(_Derived(None, (), tuple(streams), tuple(times), time_unit, tuple(rules), None, names), dictionary,
+               None, streams)
+    if out is None:
+        return None
+    derived = out.filter(F.col(_KIND) == _ANSWER).select(
+        INSTANT, F.xxhash64(S, P, O, T_START, T_END).alias(ITEM), S, P, O, T_START, T_END)
+    return derived, out.filter(F.col(_KIND) == _COMPUTED).select(ID, TERM)
 
 
 def _run(task: "_Task", dictionary: DataFrame | None, background: Mapping | None, streams: Mapping) -> DataFrame | None:
@@ -177,7 +203,7 @@ class _Task:
         blank = [None] * (len(self.names) - 2)
         try:
             rows = self.rows(graphs, streams, terms)
-        except E.CepEvaluationError as error:
+        except _RAISED as error:
             rows = [(_ERROR, *blank, f"{type(error).__name__}\n{error}")]
         yield _frame([(_UNCOVERED, *blank, None)] if rows is None else rows, self.names)
 
@@ -185,15 +211,25 @@ class _Task:
         raise NotImplementedError
 
 
+def _covered(graphs: dict, streams: dict, terms: dict) -> bool:
+    """Whether ``terms`` holds every id of the background graphs' triples and the streams' items."""
+    used = np.unique(np.concatenate([np.fromiter((x for tr in g.triples for x in tr), np.int64)
+                                     for g in graphs.values()]
+                                    + [m[:, 1:4].ravel() for m in streams.values()] + [np.empty(0, np.int64)]))
+    return not len(used) or bool(np.isin(used, np.fromiter(terms, np.int64, len(terms))).all())
+
+
+def _computed_rows(known: dict, terms: dict, width: int) -> list:
+    """``_COMPUTED`` rows of the terms in ``known`` that ``terms`` (the dictionary's) lacks."""
+    return [(_COMPUTED, *([None] * width), i, t) for i, t in known.items() if i not in terms]
+
+
 class _Answers(_Task):
     """The whole query's answers (``cep.engines.driver.answers.answers_at``), re-encoded as ids; the
     terms an answer computed as ``_COMPUTED`` rows; None when ``terms`` misses an input id."""
 
     def rows(self, graphs, streams, terms):
-        used = np.unique(np.concatenate([np.fromiter((x for tr in g.triples for x in tr), np.int64)
-                                         for g in graphs.values()]
-                                        + [m[:, 1:4].ravel() for m in streams.values()] + [np.empty(0, np.int64)]))
-        if len(used) and not np.isin(used, np.fromiter(terms, np.int64, len(terms))).all():
+        if not _covered(graphs, streams, terms):
             return None
         graphs.setdefault(None, StaticGraph(frozenset()))
         answers = D.answers_at(self.query, graphs, streams, list(self.times), self.time_unit, terms,
@@ -221,6 +257,22 @@ class _Answers(_Task):
         return rows
 
 
+class _Derived(_Task):
+    """Each instant's closure under the rules (``cep.engines.driver.epsparql.derived_rows``): rows
+    ``(_ANSWER, t, s, p, o, t1, t2)``, and the terms the rules made as ``_COMPUTED`` rows; None
+    when ``terms`` misses an input id."""
+
+    def rows(self, graphs, streams, terms):
+        if not _covered(graphs, streams, terms):
+            return None
+        known = dict(terms)
+        for rule in self.rules:
+            known.update((term_id(t), t) for t in A.constants(rule.form))
+        rows = [(_ANSWER, *row, None, None) for row in EP.derived_rows(list(self.rules), streams, list(self.times),
+                                                                       self.time_unit, known)]
+        return rows + _computed_rows(known, terms, len(self.names) - 3)
+
+
 class _Matches(_Task):
     """Every MATCH's events at each instant (``cep.engines.driver.rsepql.match_rows``): rows
     ``(_ANSWER, k, t, ids..., t1, t2)``."""
@@ -244,10 +296,15 @@ def _frame(rows: list, names: tuple) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
+#: the errors the driver engine raises for the inputs (reported by the task, raised by the caller)
+_RAISED = (E.CepEvaluationError, RulesError)
+
+
 def _error(text: str) -> Exception:
-    """The driver engine's error, raised in the task, as its class (``cep.engines.errors``)."""
+    """The driver engine's error, raised in the task, as its class (``cep.engines.errors``, or the
+    rules' ``RulesError``)."""
     name, _, message = text.partition("\n")
-    kind = getattr(E, name, None)
-    if not (isinstance(kind, type) and issubclass(kind, E.CepEvaluationError)):
+    kind = RulesError if name == RulesError.__name__ else getattr(E, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, _RAISED)):
         kind = E.CepEvaluationError
     return kind(message)
