@@ -86,9 +86,10 @@ def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
 def rules_refusal(rules: Sequence[A.Query]) -> str | None:
     """Why this module does not close a stream under ``rules`` (:func:`derived_rows`), or None."""
     for rule in rules:
-        why = refusal(rule, ()) or (rule.modifiers is not None and "ORDER BY / LIMIT / OFFSET in an EP-SPARQL rule "
-                                                                  "(on Spark)") or None
-        if why:
+        if rule.modifiers is not None:
+            return "ORDER BY / LIMIT / OFFSET in an EP-SPARQL rule (on Spark)"
+        why = refusal(rule)
+        if why is not None:
             return why
     return None
 

@@ -167,9 +167,10 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     ``rules`` close the stream at each instant; a property path over a window's graph) is evaluated
     in one Spark task, the driver engine's ordered pass over the instants
     (``cep.engines.spark.ordered``), unless ``ordered.refusal`` says why not or the dictionary
-    lacks some input term. Then a consuming MATCH's events alone are computed in that one task
-    (what a MATCH consumes depends on its events only) and the rest of the query in the plan keyed
-    by the instant, over them. Anything else is evaluated instant by instant (:func:`evaluate_each`),
+    lacks some input term. Then what carries from instant to instant is computed alone in that one
+    task — a consuming MATCH's events (what a MATCH consumes depends on its events only), each
+    instant's closure under ``rules`` (it depends on the stream and the rules only) — and the rest
+    of the query in the plan keyed by the instant, over them. Anything else is evaluated instant by instant (:func:`evaluate_each`),
     the result reading the answers each evaluation materialised (no plan of an earlier instant
     stays alive)."""
     if isinstance(query, str):

@@ -22,10 +22,25 @@ consumed set is one sequential state that a split by key would change unless eve
 binds the key and no selection crosses keys (not analysed here). The task's memory bounds the
 inputs: the stream's items as an int64 matrix, the background as id triples, the dictionary's terms.
 
-:func:`refusal` says when this does not apply (the driver engine refuses the query, a ``since``
-time, no dictionary); the caller then evaluates instant by instant. Errors the driver engine
-raises for the inputs (``cep.engines.errors``: a missing stream, ...) are raised on the caller's
-side with their class and message; any other failure is the task's, as Spark reports it.
+Three tasks, one mechanism (``_run``: the inputs in, the rows out, an error raised as its class):
+
+* :func:`evaluate_in_one_task`: the whole query (``cep.engines.driver.answers``), when the driver
+  engine takes it (:func:`refusal`: it refuses the query, a ``since`` time, no dictionary, or a
+  dictionary lacking an input's term, the task says);
+* :func:`match_in_one_task`: only the MATCHes' events at each instant
+  (``cep.engines.driver.rsepql.match_rows``), when the driver refuses what is around a consuming
+  MATCH: what a MATCH consumes depends on its events alone, so the rest of the query is then
+  evaluated in the plan keyed by the instant over them;
+* :func:`derive_in_one_task`: only each instant's closure under EP-SPARQL rules
+  (``cep.engines.driver.epsparql.derived_rows``), when the driver refuses the query but not the
+  rules: the closure depends on the stream and the rules alone, and the query is keyed by the
+  instant over the stream plus it.
+
+``cep.engines.spark.evaluate.evaluate_at_instants`` picks among them, and evaluates instant by
+instant only what none takes. Errors the driver engine raises for the inputs
+(``cep.engines.errors``, the rules' ``RulesError``: a missing stream, rules with no fixpoint) are
+raised on the caller's side with their class and message; any other failure is the task's, as
+Spark reports it.
 """
 from __future__ import annotations
 
