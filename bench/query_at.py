@@ -47,7 +47,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from scenarios import vienna_transit as vt  # noqa: E402  (the repository, put on the path above)
+from py4j.protocol import Py4JJavaError  # noqa: E402
+
+from cep import compile_query  # noqa: E402  (the repository, put on the path above)
+from cep.engines.spark import ordered  # noqa: E402
+from cep.engines.spark.evaluate import evaluate_at_instants, evaluate_each  # noqa: E402
+from cep.io.streams import read_stream  # noqa: E402
+from jobs.spark import build_session  # noqa: E402
+from scenarios import vienna_transit as vt  # noqa: E402
 
 
 PARTS = ("example", "csparql", "consuming", "crossover")
@@ -171,12 +178,6 @@ def consuming(work: Path, events: int, instants: int, repeat: int) -> None:
     label = f"consuming RSEP-QL, {events:,} items x {len(at)} instants"
     line(label, ours, theirs, f"(auto ran on the {engine}; {len(out.splitlines()) - 1} answer rows)")
     # inside one session: the one task against instant by instant
-    from cep import compile_query
-    from cep.engines.spark import ordered
-    from cep.engines.spark.evaluate import evaluate_at_instants, evaluate_each
-    from cep.io.streams import read_stream
-    from jobs.spark import build_session
-
     spark = build_session("bench query_at consuming")
     text = query.read_text(encoding="utf-8").replace("MATCH (", "MATCH CHRONOLOGICAL (")
     q = compile_query(text)
@@ -191,8 +192,6 @@ def consuming(work: Path, events: int, instants: int, repeat: int) -> None:
         "?z } ) }", "?z } ) BIND (STR(?z) AS ?w) }"))
     assert ordered.refusal(q, {}, dictionary, None, None, ()) is None
     assert ordered.refusal(bound, {}, dictionary, None, None, ()) is not None
-    from py4j.protocol import Py4JJavaError
-
     for name, query_ in ((label, q), (label + ", BIND", bound)):
         one, each = [], []
         for _ in range(repeat):
