@@ -323,47 +323,68 @@ def test_running_example_continuously(spark, tmp_path):
     assert summary.answers == 1
 
 
+class ClosureSwap:
+    """The hot-swap case of a continuous query over ``--closure STORE``: version 1 is the example
+    map (:h reaches :c only by tram); version 2 adds a subway :g → :c, so two delays of subway :d1
+    at :h become an answer. Two stream files: :m's delays (an answer under v1), then :h's."""
+
+    BATCHES = [[(":a1", ":m", 1), (":a1", ":m", 2), (":x9", ":b", 5)],       # :m on [1, 2], under v1
+               [(":d1", ":h", 10), (":d1", ":h", 12), (":x9", ":b", 15)]]   # :h on [10, 12], only under v2
+    QUERY = (REPO / "ontologies" / "vienna_example_query.rq").read_text()
+    STREAM = "<http://example.org/publicTransport>"
+
+    def __init__(self, spark, tmp_path: Path):
+        from reasoner.publish import materialize_sources
+        from reasoner.store import current_version
+
+        self.spark, self.materialize, self.current = spark, materialize_sources, current_version
+        self.store, self.example = tmp_path / "store", REPO / "ontologies" / "vienna_example.ttl"
+        self.materialize(spark, [self.example], self.store)
+        self.v1 = current_version(self.store)
+        self.extra = tmp_path / "new_line.ttl"
+        self.extra.write_text("@prefix : <http://example.org/vienna#> .\n:conn5 :beg :g ; :end :c ; :means :subway .\n")
+        self.stream_dir = tmp_path / "in"
+        self.stream_dir.mkdir()
+
+    def write(self, i: int) -> None:
+        path = self.stream_dir / f"part{i}.jsonl"
+        path.write_text("".join(json.dumps({"s": v, "p": ":delayAt", "o": st, "t": t}) + "\n"
+                                for v, st, t in self.BATCHES[i]))
+        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+
+    def publish(self) -> str:
+        self.materialize(self.spark, [self.example, self.extra], self.store)
+        return self.current(self.store)
+
+    def check(self, got: list, v2: str) -> None:
+        assert self.v1 != v2
+        vienna = "http://example.org/vienna#"
+        assert [(r["s"], r["_start"], r["_end"], r["_version"]) for r in got] == [
+            (f"<{vienna}m>", 1, 2, self.v1), (f"<{vienna}h>", 10, 12, v2)]
+
+
 def test_a_new_closure_version_is_used_from_the_next_batch_on(spark, tmp_path):
     """``--closure STORE``: a version published while the query runs (here: between two
     micro-batches, from the answer hook) is used from the next batch on, and every answer says
-    which version it was computed with. Version 1 is the example map (:h reaches :c only by
-    tram); version 2 adds a subway :g → :c, so two delays of subway :d1 at :h become an answer."""
+    which version it was computed with (``ClosureSwap``)."""
     from cep.continuous.job import run
     from cep.continuous.sinks import CallbackSink
     from cep.continuous.sources import FileSource
     from cep.continuous.static import ClosureStore
-    from reasoner.publish import materialize_sources
-    from reasoner.store import current_version
 
-    store = tmp_path / "store"
-    example = REPO / "ontologies" / "vienna_example.ttl"
-    materialize_sources(spark, [example], store)
-    v1 = current_version(store)
-    extra = tmp_path / "new_line.ttl"
-    extra.write_text("@prefix : <http://example.org/vienna#> .\n:conn5 :beg :g ; :end :c ; :means :subway .\n")
-    stream_dir = tmp_path / "in"
-    stream_dir.mkdir()
-    batches = [[(":a1", ":m", 1), (":a1", ":m", 2), (":x9", ":b", 5)],       # :m on [1, 2], under v1
-               [(":d1", ":h", 10), (":d1", ":h", 12), (":x9", ":b", 15)]]   # :h on [10, 12], only under v2
-    for i, events in enumerate(batches):
-        path = stream_dir / f"part{i}.jsonl"
-        path.write_text("".join(json.dumps({"s": v, "p": ":delayAt", "o": st, "t": t}) + "\n" for v, st, t in events))
-        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+    case = ClosureSwap(spark, tmp_path)
+    case.write(0)
+    case.write(1)
     published = []
 
     def publish_after_first_batch(label, rows):
         if not published:
-            materialize_sources(spark, [example, extra], store)
-            published.append(current_version(store))
+            published.append(case.publish())
 
     got: list[dict] = []
-    query = (REPO / "ontologies" / "vienna_example_query.rq").read_text()
-    run(spark, query, [FileSource("<http://example.org/publicTransport>", str(stream_dir), max_files_per_trigger=1)],
-        static=ClosureStore(store), sink=CallbackSink(lambda label, rows: got.extend(rows)),
+    run(spark, case.QUERY, [FileSource(case.STREAM, str(case.stream_dir), max_files_per_trigger=1)],
+        static=ClosureStore(case.store), sink=CallbackSink(lambda label, rows: got.extend(rows)),
         on_answers=publish_after_first_batch, checkpoint=tmp_path / "ckpt", time_unit="m",
         metrics=open(os.devnull, "w"))
     (v2,) = published
-    assert v1 != v2
-    vienna = "http://example.org/vienna#"
-    assert [(r["s"], r["_start"], r["_end"], r["_version"]) for r in got] == [
-        (f"<{vienna}m>", 1, 2, v1), (f"<{vienna}h>", 10, 12, v2)]
+    case.check(got, v2)

@@ -23,6 +23,8 @@ from cep.continuous.keyed import bucket as B
 from cep.continuous.keyed.keys import partition, route
 from cep.continuous.plan import ContinuousError, plan
 from cep.engines import reference as R
+from cep.engines.driver import columnar as COL
+from cep.engines.driver.static import StaticGraph, background_relations
 from rdfcore.hashing import term_id
 from tests.hypothesis_profiles import examples
 from tests import stream_terms
@@ -94,18 +96,22 @@ def routed(part, program, items, buckets: int) -> dict:
     return {k: B.new_rows(pd.DataFrame(rows, columns=columns), n) for k, rows in out.items()}
 
 
-def simulate(q, items, batches: int, buckets: int, lateness: int = 0):
+def simulate(q, items, batches: int, buckets: int, lateness: int = 0, programs=None):
     """The keyed operator's output over ``items`` cut into ``batches`` micro-batches (module doc):
-    (answers, rejects)."""
+    (answers, rejects, partition, each batch's upto). ``programs``: {batch: the program from that
+    batch on} (a new closure version reaches every bucket that has state, as the operator's
+    control rows do); None: one program with no background."""
     cplan = plan(q, lateness=lateness)
     part = partition(cplan)
-    program = B.Program(q, "ms", part.key, part.streams)
+    programs = programs or {0: B.Program(q, "ms", part.key, part.streams)}
+    program = programs[0]
     states: dict = {}
     timers: dict = {}
     answers, rejects = [], []
     size = max(1, -(-len(items) // batches))
     chunks = [items[i:i + size] for i in range(0, len(items), size)]
     seen_max = None
+    uptos = []
 
     def run(bucket, rows, upto):
         state = states.get(bucket) or B.BucketState.empty(program)
@@ -116,17 +122,21 @@ def simulate(q, items, batches: int, buckets: int, lateness: int = 0):
         if len(out.rejects):
             rejects.extend(out.rejects.to_dict("records"))
 
-    for chunk in chunks:
+    for number, chunk in enumerate(chunks):
         upto = None if seen_max is None else seen_max - lateness - 1
+        uptos.append(upto)
         rows = routed(part, program, chunk, buckets)
-        for bucket in sorted(set(rows) | {k for k, t in timers.items() if t is not None and upto is not None
-                                          and t <= upto}):
+        told = set()
+        if number and number in programs:
+            program, told = programs[number], set(states)
+        for bucket in sorted(set(rows) | told | {k for k, t in timers.items() if t is not None and upto is not None
+                                                 and t <= upto}):
             run(bucket, rows.get(bucket), upto)
         top = max(t for (_i, _g, t1, _t2) in chunk for t in (t1,))
         seen_max = top if seen_max is None else max(seen_max, top)
     for bucket in sorted(k for k, t in timers.items() if t is not None and t <= seen_max):   # end of input
         run(bucket, None, seen_max)
-    return answers, rejects, part
+    return answers, rejects, part, uptos
 
 
 def as_answers(rows, names):
@@ -144,7 +154,7 @@ def test_keyed_kernel_equals_union_of_instants(label, window, pattern, shown, bu
         if expected:
             break
     assert expected, "no seed gives this query an answer: the test would prove nothing"
-    got, rejects, _part = simulate(q, items, batches, buckets)
+    got, rejects, _part, _uptos = simulate(q, items, batches, buckets)
     answers = as_answers(got, names)
     assert len(answers) == len(set(answers)), "an answer was emitted twice"
     assert set(answers) == expected
@@ -160,7 +170,7 @@ def test_keyed_kernel_random(seed, which, buckets, batches):
     names = [var.name for var in q.form.variables]
     items = random_items(random.Random(seed), 25, 14)
     expected = reference_union(q, items, max(t for (_i, _g, t, _t2) in items))
-    got, _rejects, _part = simulate(q, items, batches, buckets)
+    got, _rejects, _part, _uptos = simulate(q, items, batches, buckets)
     answers = as_answers(got, names)
     assert len(answers) == len(set(answers))
     assert set(answers) == expected
@@ -171,7 +181,7 @@ def test_out_of_order_within_lateness_equals_in_order():
     items = random_items(random.Random(5), 30, 18)
     shuffled = sorted(items, key=lambda it: (it[2] // 4, -it[0]))      # out of order within 4 ticks
     names = [var.name for var in q.form.variables]
-    got, rejects, _part = simulate(q, shuffled, 6, 3, lateness=4)
+    got, rejects, _part, _uptos = simulate(q, shuffled, 6, 3, lateness=4)
     assert not rejects
     assert set(as_answers(got, names)) == reference_union(q, items, max(t for (_i, _g, t, _t2) in items))
 
@@ -181,7 +191,7 @@ def test_late_rows_are_rejected_with_their_reason():
     items = [(1, frozenset({(SUBJECTS[0], p0, OBJECTS[0])}), 10, 10),
              (2, frozenset({(SUBJECTS[0], p0, OBJECTS[0])}), 20, 20),
              (3, frozenset({(SUBJECTS[1], p0, OBJECTS[0])}), 5, 5)]        # after 20: below the watermark
-    _got, rejects, _part = simulate(q, items, 3, 2)
+    _got, rejects, _part, _uptos = simulate(q, items, 3, 2)
     assert [(r["item"], r["reason"].split(":")[0]) for r in rejects] == [(3, "late")]
     assert "not after 19" in rejects[0]["reason"]
 
@@ -197,16 +207,66 @@ def test_partition_keys_and_single_bucket_reasons():
 
 
 def test_bucket_state_round_trips_and_keeps_its_bucket_count():
-    from cep.continuous.keyed.operator import dump_state, load_state
+    from cep.continuous.keyed.operator import Shipped, dump_state, load_state
 
     q = query(*QUERIES[0][1:3])
     part = partition(plan(q))
     program = B.Program(q, "ms", part.key, part.streams)
     rows = routed(part, program, random_items(random.Random(1), 12, 8), 1)[0]
     state = B.step(program, B.BucketState.empty(program), rows, None).state
-    back = load_state(dump_state(state, 4), 4)
+    shipped = Shipped("rsp-keyed-static-0.pkl", "v1", 7)
+    back, read = load_state(dump_state(state, 4, shipped), 4)
+    assert read == shipped and back.version == state.version
     for name in ("items", "emitted", "pending"):
         pd.testing.assert_frame_equal(getattr(back, name), getattr(state, name), check_dtype=False)
     assert (back.first, back.done) == (state.first, state.done)
     with pytest.raises(ContinuousError, match="written with 4 buckets"):
         load_state(dump_state(state, 4), 8)
+
+
+NEAR = "<http://example.org/near>"
+
+
+def with_background(q, part, triples, version):
+    """A program whose background (the default graph) is ``triples``, named ``version``."""
+    terms = {term_id(t): t for triple in triples for t in triple}
+    terms.update((term_id(t), t) for t in A.constants(q.form))
+    graph = StaticGraph(frozenset(tuple(term_id(t) for t in triple) for triple in triples))
+    rels = background_relations(q, {None: graph}, lambda ids: {i: terms[i] for i in ids if i in terms}, "ms")
+    return B.Program(q, "ms", part.key, part.streams, background=COL.background_tables(rels), terms=terms,
+                     version=version)
+
+
+@pytest.mark.parametrize("buckets, batches, switch", [(1, 4, 2), (4, 6, 3), (3, 6, 1)])
+def test_a_new_closure_version_answers_the_instants_final_after_it(buckets, batches, switch):
+    """Every instant is answered from one version: the old one up to the upto of the batch that
+    delivers the new one, the new one after; an answer found by both is emitted once."""
+    pattern = A.join(A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(6)),
+                                     A.sequence(ELEMENT_A, ELEMENT_B, negated=1)),
+                     A.Background(None, b((s, NEAR, x))))
+    q = A.Query(A.Project((v, s, x), False, pattern))
+    part = partition(plan(q))
+    old = {(o, NEAR, OBJECTS[0]) for o in SUBJECTS + OBJECTS[:2]}
+    new = {(o, NEAR, OBJECTS[1]) for o in SUBJECTS[1:] + OBJECTS[1:]}
+    programs = {0: with_background(q, part, old, "v1"), switch: with_background(q, part, new, "v2")}
+    items = random_items(random.Random(11), 40, 24)
+    got, rejects, _part, uptos = simulate(q, items, batches, buckets, programs=programs)
+    assert not rejects
+    cut = uptos[switch]
+    until = max(t for (_i, _g, t, _t2) in items)
+    first = min(t for (_i, _g, t, _t2) in items)
+    before = {t: R.evaluate(q, {None: old}, {STREAM_IRI: items}, at=t) for t in range(first, until + 1)}
+    after = {t: R.evaluate(q, {None: new}, {STREAM_IRI: items}, at=t) for t in range(first, until + 1)}
+    expected: dict = {}
+    for t in range(first, until + 1):
+        for answer in (before[t] if cut is not None and t <= cut else after[t]):
+            expected.setdefault(answer, t)
+    names = ["v", "s", "x"]
+    answers = as_answers(got, names)
+    assert len(answers) == len(set(answers)), "an answer was emitted twice"
+    assert set(answers) == set(expected)
+    for row, answer in zip(got, answers):
+        assert row["_at"] == expected[answer]
+        assert row["_version"] == ("v1" if cut is not None and row["_at"] <= cut else "v2")
+    assert any(r["_version"] == "v1" for r in got) and any(r["_version"] == "v2" for r in got), \
+        "the stream gives no answer under one of the versions: the test would prove little"

@@ -139,3 +139,26 @@ def test_keyed_job_equals_union_of_instants_across_a_restart_with_rejects(spark,
     answers = as_answers(got, names)
     assert len(answers) == len(set(answers)), "an answer was reported twice"
     assert set(answers) == expected
+
+
+@pytest.mark.spark
+def test_keyed_job_reads_the_closure_version_current_when_it_starts(spark, tmp_path):
+    """The runner's hot-swap case (tests/test_cep_continuous.py) on the keyed job, across a
+    restart: a version published between two runs is read from the second run's first batch on,
+    by the buckets that hold the first run's state too; each answer names its version."""
+    from cep.continuous.job import run
+    from cep.continuous.sinks import CallbackSink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import ClosureStore
+    from tests.test_cep_continuous import ClosureSwap
+
+    case = ClosureSwap(spark, tmp_path)
+    got: list[dict] = []
+    for i in range(2):
+        case.write(i)
+        run(spark, case.QUERY, [FileSource(case.STREAM, str(case.stream_dir))], static=ClosureStore(case.store),
+            sink=CallbackSink(lambda label, rows: got.extend(rows)), checkpoint=tmp_path / "ckpt", time_unit="m",
+            metrics=open(os.devnull, "w"), engine="keyed", buckets=2)
+        if i == 0:
+            v2 = case.publish()
+    case.check(got, v2)

@@ -18,6 +18,7 @@ import pytest
 
 from cep.continuous.keyed.operator import answers
 from cep.continuous.plan import ContinuousError
+from cep.engines import reference as R
 from tests.test_keyed_bucket import QUERIES, as_answers, query, random_items, reference_union
 from tests.stream_terms import OBJECTS, PREDICATES, STREAM_IRI, SUBJECTS
 
@@ -125,3 +126,69 @@ def test_answers_refuses_what_it_cannot_run(spark, tmp_path):
         from cep.continuous.keyed.keys import partition
         from cep.continuous.plan import plan
         partition(plan(q, emit="dstream"))
+
+
+def test_a_closure_published_mid_stream_reaches_every_bucket(spark, tmp_path):
+    """A new version of the reasoner's store, shipped by ``Keyed.refreshed`` and sent through the
+    control stream while the query runs: the instants final up to the batch that delivers it read
+    the old closure, the later ones the new; each answer says which (``_version``)."""
+    from cep import algebra as A
+    from cep.continuous.keyed.operator import prepare, source_items
+    from cep.continuous.static import ClosureStore
+    from reasoner.publish import materialize_sources
+    from reasoner.store import current_version
+    from tests.test_keyed_bucket import ELEMENT_A, ELEMENT_B, NEAR, WINDOW_IRI, b, s, v, x
+
+    pattern = A.join(A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(6)),
+                                     A.sequence(ELEMENT_A, ELEMENT_B, negated=1)),
+                     A.Background(None, b((s, NEAR, x))))
+    q = A.Query(A.Project((v, s, x), False, pattern))
+    old = {(o, NEAR, OBJECTS[0]) for o in SUBJECTS + OBJECTS[:2]}
+    new = {(o, NEAR, OBJECTS[1]) for o in SUBJECTS[1:] + OBJECTS[1:]}
+    store = tmp_path / "store"
+    for name, triples in (("old", old), ("new", new)):
+        (tmp_path / f"{name}.nt").write_text("".join(f"{a} {p} {c} .\n" for a, p, c in sorted(triples)))
+    materialize_sources(spark, [tmp_path / "old.nt"], store)
+    v1 = current_version(store)
+    keyed = prepare(spark, q, static=ClosureStore(store), buckets=3)
+    assert keyed.refreshed(spark, v1) is None             # nothing new published
+    items = random_items(random.Random(11), 40, 24)
+    batches = item_batches(items, 4)
+    directory, published = tmp_path / "in", tmp_path / "published"
+    directory.mkdir()
+    published.mkdir()
+    frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
+    control = spark.readStream.format("text").load(str(published))
+    out = keyed.run({STREAM_IRI: source_items(frame, 0, "ms")}, control)
+    got: list = []
+    running = (out.writeStream.foreachBatch(lambda batch, _id: got.extend(r.asDict() for r in batch.collect()))
+               .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+    try:
+        write_batches(directory, batches[:2])
+        running.processAllAvailable()
+        materialize_sources(spark, [tmp_path / "new.nt"], store)
+        shipped = keyed.refreshed(spark, v1)
+        assert shipped is not None and shipped.version == current_version(store) != v1
+        (published / "static-1.json").write_text(shipped.text() + "\n")
+        running.processAllAvailable()
+        later = tmp_path / "later"
+        write_batches(later, batches[2:])
+        for i, path in enumerate(sorted(later.iterdir())):
+            os.replace(path, directory / f"later{i:03d}.json")
+        running.processAllAvailable()
+        running.processAllAvailable()
+    finally:
+        running.stop()
+    cut = max(t for rows in batches[:2] for _i, _t, t in rows) - 1      # the delivering batch's last final instant
+    until = max(t for _i, _g, t, _t2 in items)
+    expected: dict = {}
+    for t in range(min(t for _i, _g, t, _t2 in items), until + 1):
+        for answer in R.evaluate(q, {None: old if t <= cut else new}, {STREAM_IRI: items}, at=t):
+            expected.setdefault(answer, t)
+    rows = [r for r in got if r["_reject"] is None]
+    answers_ = as_answers(rows, ["v", "s", "x"])
+    assert len(answers_) == len(set(answers_)), "an answer was emitted twice"
+    assert set(answers_) == set(expected)
+    for row, answer in zip(rows, answers_):
+        assert (row["_at"], row["_version"]) == (expected[answer], v1 if row["_at"] <= cut else shipped.version)
+    assert {r["_version"] for r in rows} == {v1, shipped.version}

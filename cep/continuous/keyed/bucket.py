@@ -28,6 +28,13 @@ A step therefore never finds a new answer at a final instant; it finds the *futu
    find it again); the timer is the earliest pending instant, else the instant the last item
    expires.
 
+**A new closure version.** The program names the background's ``version``; the state, the version
+its pending answers were computed with. When they differ, the step emits the due answers (of that
+older version), then re-evaluates every key of the bucket against the new background: the
+instants made final after this step read the new version, each instant one version, as the
+per-batch runner reads one version per batch. The pending answers are replaced; an answer emitted
+before (the same mapping and interval) is not emitted again.
+
 Rows, keys and answers are dictionary-encoded: term ids (``rdfcore.hashing.term_id``) in int64
 columns, the terms beside them for the answers' output.
 """
@@ -71,7 +78,7 @@ class Program:
     streams: tuple[A.Term, ...]
     background: dict = field(default_factory=dict)
     terms: dict = field(default_factory=dict)
-    version: int | None = None
+    version: str | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -82,13 +89,15 @@ class Program:
 class BucketState:
     """A bucket's state: ``items`` (``ITEM_COLUMNS``, a row per (key, triple)), ``emitted``
     (key, answer value ids, t1, t2), ``pending`` (the same, then ``first`` and the answer's terms),
-    ``first`` (the earliest item time seen) and ``done`` (the last instant made final here)."""
+    ``first`` (the earliest item time seen), ``done`` (the last instant made final here) and
+    ``version`` (the closure version ``pending`` was computed with; None: none yet)."""
 
     items: pd.DataFrame
     emitted: pd.DataFrame
     pending: pd.DataFrame
     first: int | None = None
     done: int | None = None
+    version: str | None = None
 
     @staticmethod
     def empty(program: Program) -> "BucketState":
@@ -136,14 +145,6 @@ def _mix(ids: np.ndarray) -> np.ndarray:
 def step(program: Program, state: BucketState, new: pd.DataFrame | None, upto: int | None) -> Step:
     """One micro-batch of a bucket (module doc): ``new`` as ``new_rows`` gives them (None: a
     timer), ``upto`` the last final instant (None: none yet)."""
-    answers: list = []
-    pending, emitted = state.pending, state.emitted
-    if upto is not None and len(pending):
-        due = pending["first"].to_numpy() <= upto
-        if due.any():
-            answers = _answers(program, pending[due])
-            emitted = pd.concat([emitted, pending.loc[due, emitted.columns]], ignore_index=True)
-            pending = pending[~due]
     rejects = new.iloc[:0] if new is not None else None
     if new is not None and upto is not None:
         late = new["t1"].to_numpy() <= upto
@@ -151,11 +152,24 @@ def step(program: Program, state: BucketState, new: pd.DataFrame | None, upto: i
         if len(rejects):
             rejects = rejects.assign(reason=[f"{LATE}: event time {t} is not after {upto}, the last instant already "
                                              f"final (the watermark)" for t in rejects["t1"].tolist()])
-    items, first = state.items, state.first
+    items, pending, emitted, first = state.items, state.pending, state.emitted, state.first
     if new is not None and len(new):
         low = int(new["t1"].min())
         first = low if first is None else min(first, low)
-        items, pending, emitted = _evaluate(program, items, pending, emitted, new, upto, first)
+    else:
+        new = None
+    answers: list = []
+    if upto is not None and len(pending):
+        due = pending["first"].to_numpy() <= upto
+        if due.any():
+            answers = _answers(program, pending[due], program.version if state.version is None else state.version)
+            emitted = pd.concat([emitted, pending.loc[due, emitted.columns]], ignore_index=True)
+            pending = pending[~due]
+    # a new closure version (module doc): every key again
+    every = state.version is not None and state.version != program.version and len(items) > 0
+    if new is not None or every:
+        items, pending, emitted = _evaluate(program, items, pending, emitted, new, first,
+                                            first if upto is None else max(first, upto + 1), every)
     done = upto if upto is not None else state.done
     if upto is not None:
         items, emitted = _prune(items, emitted, upto)
@@ -166,15 +180,18 @@ def step(program: Program, state: BucketState, new: pd.DataFrame | None, upto: i
         last = int(items["keep"].max())
         timer = None if last == OPEN_END else last + 1
     return Step(answers, rejects if rejects is not None else pd.DataFrame(),
-                BucketState(items, emitted, pending, first, done), timer)
+                BucketState(items, emitted, pending, first, done, program.version), timer)
 
 
 def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emitted: pd.DataFrame,
-              new: pd.DataFrame, upto: int | None, first: int):
-    """Step 3 of the module doc: re-evaluate the keys of ``new``; (items, pending, emitted)."""
-    touched = np.unique(new["key"].to_numpy(np.int64))
+              new: pd.DataFrame | None, first: int, lo: int, every: bool = False):
+    """Step 3 of the module doc: re-evaluate the keys of ``new`` (``every``: every key of the
+    bucket too), keeping their answers alive from instant ``lo`` on; (items, pending, emitted)."""
+    fresh = new.assign(keep=np.int64(0))[list(ITEM_COLUMNS)] if new is not None else items.iloc[:0]
+    keys = fresh["key"].to_numpy(np.int64)
+    touched = np.unique(np.concatenate([keys, items["key"].to_numpy(np.int64)]) if every else keys)
     mine = COL.member(items["key"].to_numpy(np.int64), touched)
-    rows = pd.concat([items[mine], new.assign(keep=np.int64(0))[list(ITEM_COLUMNS)]], ignore_index=True)
+    rows = pd.concat([items[mine], fresh], ignore_index=True)
     triples = rows.drop_duplicates(["stream", *_IDS])
     streams, windows = {}, {}
     codes = triples["stream"].to_numpy()
@@ -194,7 +211,6 @@ def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emit
     if program.key:
         at = [names.index(var_column(k)) for k in program.key]
         data = data[COL.member(_mix(data[:, at]), touched)]
-    lo = first if upto is None else max(first, upto + 1)
     future = data[data[:, -1] >= lo]
     n = len(names)
     if len(future):
@@ -276,8 +292,9 @@ def _prune(items: pd.DataFrame, emitted: pd.DataFrame, upto: int):
     return items, emitted
 
 
-def _answers(program: Program, due: pd.DataFrame) -> list:
-    """The output rows of due pending answers, in the Spark path's order (instant, terms, interval)."""
+def _answers(program: Program, due: pd.DataFrame, version: str | None) -> list:
+    """The output rows of due pending answers, computed with closure ``version``, in the Spark
+    path's order (instant, terms, interval)."""
     names = program.names
     ordered = []
     for row in due.itertuples(index=False):
@@ -287,6 +304,6 @@ def _answers(program: Program, due: pd.DataFrame) -> list:
         answer = dict(zip(names, values))
         answer[OUT_START] = t1
         answer[OUT_END] = first if t2 == OPEN_END else t2
-        answer[OUT_AT], answer[OUT_VERSION] = first, program.version
+        answer[OUT_AT], answer[OUT_VERSION] = first, version
         ordered.append(((first, *[(0, "") if t is None else (1, t) for t in values], t1, t2), answer))
     return [answer for _sort, answer in sorted(ordered, key=lambda pair: pair[0])]

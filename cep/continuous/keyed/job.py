@@ -23,6 +23,13 @@ instant up to the largest event time is then final, as the runner's close makes 
 has passed (``write_heartbeat``): an idle source otherwise holds back a pending answer, such
 as a tail negation's, until its next row.
 
+**A new closure version.** With a reasoner store as the background, the job checks it once a
+second while it runs (``_Refresh``); a new version is shipped to the executors and written into
+``CHECKPOINT/published``, a source of the operator's: the next micro-batch planned delivers it to
+every bucket (``cep.continuous.keyed.operator``, step 4). With ``available-now`` a run's sources
+are fixed when it starts, so a version published during a run reaches the next one. A restart
+plans the query with the current version.
+
 **Buckets.** The keys are hashed into a fixed number of buckets (``buckets``), fixed when the
 checkpoint is created and recorded in ``CHECKPOINT/keyed.json``: a restart reads it from there,
 and refuses another count (the keys would hash to other buckets than the ones holding their
@@ -66,6 +73,8 @@ __all__ = ["run_keyed", "numbered_lines", "write_heartbeat", "checkpoint_buckets
 
 #: the operator's heartbeat source, under the checkpoint
 HEARTBEATS = "heartbeats"
+#: the static sides published while the job runs, under the checkpoint (another source)
+PUBLISHED = "published"
 _ANSWERS, _BAD_LINES = "keyed", "keyed-rejects"
 _PARTITIONS = "spark.sql.shuffle.partitions"
 #: the checkpoint's record of what it was created with (module doc, Buckets)
@@ -117,6 +126,32 @@ def write_heartbeat(checkpoint: str | Path, t: int) -> Path:
     path = directory / f"heartbeat-{t:020d}.json"
     fs.write_lines(path, [json.dumps({"t": t})])
     return path
+
+
+def _published(spark: SparkSession, checkpoint: Path) -> DataFrame:
+    """The static sides published while the job runs (module doc, A new closure version)."""
+    directory = checkpoint / PUBLISHED
+    directory.mkdir(parents=True, exist_ok=True)
+    return spark.readStream.format("text").load(spark_path(str(directory)))
+
+
+class _Refresh:
+    """Checks the static side's source for a new closure version, at most once a second; ships one
+    it finds and writes it into ``CHECKPOINT/published`` for the operator's next micro-batch."""
+
+    def __init__(self, spark: SparkSession, keyed: Keyed, checkpoint: Path):
+        self.spark, self.keyed, self.checkpoint = spark, keyed, checkpoint
+        self.known = keyed.program.version
+        self.checked = time.monotonic()
+
+    def __call__(self) -> None:
+        if time.monotonic() - self.checked < 1.0:
+            return
+        self.checked = time.monotonic()
+        shipped = self.keyed.refreshed(self.spark, self.known)
+        if shipped is not None:
+            fs.write_atomically(self.checkpoint / PUBLISHED / f"static-{shipped.seq:020d}.json", shipped.text() + "\n")
+            self.known = shipped.version
 
 
 def _heartbeats(spark: SparkSession, checkpoint: Path) -> DataFrame:
@@ -216,9 +251,10 @@ def _start(frame: DataFrame, on_batch: Callable, checkpoint: Path, trigger: str)
     raise ContinuousError(f"unknown trigger {trigger!r}; expected available-now or interval:SECONDS")
 
 
-def _await(queries: Sequence, timeout: float | None, on_progress: Callable) -> None:
+def _await(queries: Sequence, timeout: float | None, on_progress: Callable, on_tick: Callable) -> None:
     """Wait for ``queries`` (``timeout`` seconds at most, else until they stop), reporting the
-    first one's progress as it comes; stop them all; raise the first failure."""
+    first one's progress as it comes and calling ``on_tick`` between polls; stop them all; raise
+    the first failure."""
     deadline = None if timeout is None else time.monotonic() + timeout
     seen = -1
 
@@ -235,6 +271,7 @@ def _await(queries: Sequence, timeout: float | None, on_progress: Callable) -> N
                 if q.isActive:
                     q.awaitTermination(0.1)
             report()
+            on_tick()
         report()
     finally:
         for q in queries:
@@ -294,11 +331,14 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
     for more in bad[1:]:
         bad_lines = bad_lines.unionByName(more)
 
+    refresh = _Refresh(spark, keyed, checkpoint)
+    published = _published(spark, checkpoint)
+
     def once(lines: bool = True) -> None:
-        queries = [_start(keyed.run(items), writer.answers, checkpoint / _ANSWERS, trigger)]
+        queries = [_start(keyed.run(items, published), writer.answers, checkpoint / _ANSWERS, trigger)]
         if lines:
             queries.append(_start(bad_lines, writer.bad_lines, checkpoint / _BAD_LINES, trigger))
-        _await(queries, timeout, lambda progress: writer.progress(progress, unit))
+        _await(queries, timeout, lambda progress: writer.progress(progress, unit), refresh)
 
     # a new checkpoint's state partitions (the buckets' groups) as many as the cores, not the
     # session's shuffle partitions: each is a task, a RocksDB instance and a Python worker per batch

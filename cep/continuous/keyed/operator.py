@@ -20,6 +20,15 @@ N-Triples terms, ``t`` the event time in ticks of the time unit; ``t_end`` for a
 3. **The operator**: ``groupBy(bucket).transformWithStateInPandas`` (event-time mode, RocksDB
    state store). Per bucket with rows or a due timer, :class:`KeyedProcessor` loads the bucket's
    state, runs ``bucket.step`` and writes the answers, the rejects, the new state and the timer.
+4. **A new closure version** (``Keyed.refreshed``): its static side is shipped as a file, and a
+   row of the ``control`` stream names it (``Shipped``), copied to every bucket (``STATIC``
+   column). A bucket reads the latest static side it has heard of (the one the query was planned
+   with, the one its state names, the control rows'), and ``bucket.step`` re-evaluates its keys
+   against a version it has not evaluated with.
+
+Why ``transformWithStateInPandas`` and not ``applyInPandasWithState``: ``bench/state_floor.py``
+(docs/benchmarks.md) — with a state of the operator's size the older API is no cheaper, and in
+PySpark 4.0.1 it fails with pyarrow 26.
 
 The output has the SELECT's variables (strings, null when unbound), ``_start``, ``_end``, ``_at``,
 ``_version``, and ``_reject`` (null for an answer; for a rejected row its reason, with the row in
@@ -29,9 +38,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import pickle
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -58,7 +69,8 @@ from cep.io.streams import resolve_term
 from cep.lowering.languages import compile_query
 from rdfcore.hashing import term_id
 
-__all__ = ["answers", "prepare", "Keyed", "parsed_items", "check_streams", "ROCKSDB", "route_items", "KeyedProcessor", "output_schema", "REJECT", "BROADCAST_ROWS"]
+__all__ = ["answers", "prepare", "Keyed", "parsed_items", "check_streams", "ROCKSDB", "route_items", "KeyedProcessor", "output_schema", "REJECT", "BROADCAST_ROWS",
+           "Shipped", "STATIC", "dump_state", "load_state"]
 
 #: the state store provider ``transformWithStateInPandas`` needs
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -123,10 +135,11 @@ CHUNK = 256 * 1024
 
 
 class KeyedProcessor(StatefulProcessor):
-    """One bucket's micro-batch (module doc, step 3). The bucket's state is its three tables and
-    two numbers as Arrow IPC bytes (``dump_state``), kept as a list of ``CHUNK``-sized rows."""
+    """One bucket's micro-batch (module doc, step 3). The bucket's state is its three tables, two
+    numbers and the static side it reads, as bytes (``dump_state``), kept as a list of
+    ``CHUNK``-sized rows. ``static``: the static side the query was planned with."""
 
-    def __init__(self, program: B.Program, buckets: int, static: str | None = None):
+    def __init__(self, program: B.Program, buckets: int, static: "Shipped | None" = None):
         self.program = program
         self.buckets = buckets
         self.static = static
@@ -156,9 +169,13 @@ class KeyedProcessor(StatefulProcessor):
 
     def _step(self, new: pd.DataFrame | None, timerValues) -> Iterator[pd.DataFrame]:
         stored = b"".join(bytes(row[0]) for row in self.chunks.get()) if self.chunks.exists() else b""
-        state = load_state(stored, self.buckets) if stored else B.BucketState.empty(self.program)
-        bad = None
+        state, held = load_state(stored, self.buckets) if stored else (B.BucketState.empty(self.program), None)
+        bad, sides = None, [self.static, held]
         if new is not None:
+            control = new[STATIC].notna().to_numpy()
+            if control.any():     # a newly published static side (``Keyed.publish``)
+                sides += [Shipped.parse(text) for text in new.loc[control, STATIC].tolist()]
+                new = new[~control]
             broken = new["bad"].notna().to_numpy()
             if broken.any():
                 bad, new = new[broken].assign(reason=new.loc[broken, "bad"]), new[~broken]
@@ -166,16 +183,17 @@ class KeyedProcessor(StatefulProcessor):
             ids = [*B.key_columns(len(self.program.key)), "stream", "item", "s", "p", "o", "t1", "t2"]
             cast = {c: np.int64 for c in ids if new[c].dtype != np.int64}
             new = B.new_rows(new.astype(cast) if cast else new, len(self.program.key)) if len(new) else None
+        side = max((s for s in sides if s is not None), key=lambda s: s.seq, default=None)
         program = self.program
-        if self.static is not None:
-            background, terms = load_static(self.static)
-            program = replace(program, background=background, terms=terms)
+        if side is not None:
+            background, terms = load_static(side.file)
+            program = replace(program, background=background, terms=terms, version=side.version)
         out = B.step(program, state, new, self._upto(timerValues))
         if bad is not None:
             out = B.Step(out.answers, pd.concat([bad, out.rejects], ignore_index=True) if len(out.rejects) else bad,
                          out.state, out.timer)
         if out.state.rows or out.state.first is not None:
-            data = dump_state(out.state, self.buckets)
+            data = dump_state(out.state, self.buckets, side)
             self.chunks.put([(data[at:at + CHUNK],) for at in range(0, len(data), CHUNK)])
         else:
             self.chunks.clear()
@@ -218,9 +236,30 @@ class KeyedProcessor(StatefulProcessor):
 _TABLES = ("items", "emitted", "pending")
 #: the static sides a Python worker has read, by file name (a worker serves many batches)
 _STATIC: dict = {}
+#: the routed rows' column that carries a newly published static side to every bucket
+STATIC = "static"
 
 
-def ship_static(spark: SparkSession, background: dict, terms: dict) -> str:
+@dataclass(frozen=True)
+class Shipped:
+    """A static side shipped to the executors: its ``file`` (``ship_static``), the closure
+    ``version`` it was prepared from and ``seq``, when it was shipped (nanoseconds since the epoch):
+    a bucket reads the latest one it has heard of."""
+
+    file: str
+    version: str | None
+    seq: int
+
+    def text(self) -> str:
+        return json.dumps({"file": self.file, "version": self.version, "seq": self.seq})
+
+    @staticmethod
+    def parse(text: str) -> "Shipped":
+        record = json.loads(text)
+        return Shipped(record["file"], record["version"], int(record["seq"]))
+
+
+def ship_static(spark: SparkSession, background: dict, terms: dict, version: str | None) -> Shipped:
     """The static side to every executor as a file (``SparkContext.addFile``), not inside the
     operator's pickled function: a large function goes through a broadcast variable, which the
     process that plans ``transformWithStateInPandas`` cannot read. Its name is its content's hash."""
@@ -236,21 +275,26 @@ def ship_static(spark: SparkSession, background: dict, terms: dict) -> str:
     if name not in _SHIPPED:
         spark.sparkContext.addFile(str(path))
         _SHIPPED.add(name)
-    return name
+    return Shipped(name, version, time.time_ns())
 
 
 _SHIPPED: set = set()
+#: the static sides a worker keeps read (a bucket reads the latest; one before it may be in flight)
+_KEEP_STATIC = 2
 
 
 def load_static(name: str) -> tuple[dict, dict]:
     if name not in _STATIC:
         with open(SparkFiles.get(name), "rb") as f:
             _STATIC[name] = pickle.load(f)
+        while len(_STATIC) > _KEEP_STATIC:
+            del _STATIC[next(iter(_STATIC))]
     return _STATIC[name]
 
 
-def dump_state(state: B.BucketState, buckets: int) -> bytes:
-    """A bucket's state as bytes: its tables as one Arrow IPC stream each, with their lengths."""
+def dump_state(state: B.BucketState, buckets: int, static: Shipped | None = None) -> bytes:
+    """A bucket's state as bytes: its tables as one Arrow IPC stream each, with their lengths, then
+    its closure version and the static side it reads (JSON)."""
     out = io.BytesIO()
     meta = np.array([-1 if state.first is None else 0, state.first or 0,
                      -1 if state.done is None else 0, state.done or 0, buckets], np.int64)
@@ -263,12 +307,14 @@ def dump_state(state: B.BucketState, buckets: int) -> bytes:
         data = sink.getvalue().to_pybytes()
         out.write(np.int64(len(data)).tobytes())
         out.write(data)
+    out.write(json.dumps({"version": state.version, "static": None if static is None else static.text()}).encode())
     return out.getvalue()
 
 
-def load_state(data: bytes, buckets: int) -> B.BucketState:
-    """``dump_state``'s bytes; a ContinuousError when they were written with another bucket count
-    (the keys would now hash to other buckets than the ones holding their state)."""
+def load_state(data: bytes, buckets: int) -> tuple[B.BucketState, Shipped | None]:
+    """``dump_state``'s bytes: the state and the static side it read; a ContinuousError when they
+    were written with another bucket count (the keys would now hash to other buckets than the ones
+    holding their state). A state written before versions were kept has neither."""
     meta = np.frombuffer(data[:40], np.int64)
     if int(meta[4]) != buckets:
         raise ContinuousError(f"this checkpoint's state was written with {int(meta[4])} buckets and the query now "
@@ -280,8 +326,12 @@ def load_state(data: bytes, buckets: int) -> B.BucketState:
         at += 8
         tables[name] = pa.ipc.open_stream(data[at:at + size]).read_all().to_pandas()
         at += size
-    return B.BucketState(tables["items"], tables["emitted"], tables["pending"],
-                         None if meta[0] < 0 else int(meta[1]), None if meta[2] < 0 else int(meta[3]))
+    tail = json.loads(data[at:]) if len(data) > at else {}
+    static = tail.get("static")
+    return (B.BucketState(tables["items"], tables["emitted"], tables["pending"],
+                          None if meta[0] < 0 else int(meta[1]), None if meta[2] < 0 else int(meta[3]),
+                          tail.get("version")),
+            None if static is None else Shipped.parse(static))
 
 
 def source_items(frame: DataFrame, stream: int, time_unit: str) -> DataFrame:
@@ -330,9 +380,11 @@ def parsed_items(terms: DataFrame, stream: int, time_unit: str) -> DataFrame:
 
 
 def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, lateness: int, buckets: int,
-                  static: str | None = None) -> DataFrame:
+                  static: Shipped | None = None, control: DataFrame | None = None) -> DataFrame:
     """The operator over ``items`` ({stream IRI: ``source_items``' DataFrame}; module doc), its
-    variables in columns ``v_0``.. (``answers`` names them); ``static``: ``ship_static``'s file."""
+    variables in columns ``v_0``.. (``answers`` names them); ``static``: the static side it starts
+    with; ``control``: a streaming DataFrame of newly published static sides (``Shipped.text`` in
+    ``value``), each sent to every bucket."""
     frames = [items[iri] for iri in program.streams if iri in items]
     union = frames[0]
     for other in frames[1:]:
@@ -340,6 +392,13 @@ def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, latene
     delay = lateness * TIME_UNITS[program.time_unit]
     watermarked = union.withWatermark("_time", f"{delay} milliseconds")
     routed = route_items(watermarked.drop("_time"), part, buckets, program.streams)
+    routed = routed.withColumn(STATIC, F.lit(None).cast("string"))
+    if control is not None:
+        # every long column 0, not null: a null makes pandas read the whole column as float64
+        every = F.explode(F.sequence(F.lit(0), F.lit(buckets - 1))).alias("bucket")
+        filled = [F.lit(None).cast(f.dataType).alias(f.name) if not isinstance(f.dataType, LongType)
+                  else F.lit(0).cast("long").alias(f.name) for f in routed.schema.fields if f.name not in ("bucket", STATIC)]
+        routed = routed.unionByName(control.select(every, *filled, F.col("value").alias(STATIC)))
     return (routed.groupBy("bucket")
             .transformWithStateInPandas(KeyedProcessor(program, buckets, static), output_schema(program.names), "Append", "EventTime"))
 
@@ -352,19 +411,30 @@ class Keyed:
     part: Partition
     buckets: int
     lateness: int
-    static: str       # ``ship_static``'s file
+    static: Shipped          # the static side shipped when the query was planned
+    source: object = None    # where it came from (``StaticFiles``, ``ClosureStore``; None: no background)
 
     @property
     def names(self) -> tuple[str, ...]:
         return self.program.names
 
-    def run(self, items: Mapping[str, DataFrame]) -> DataFrame:
+    def run(self, items: Mapping[str, DataFrame], control: DataFrame | None = None) -> DataFrame:
         """The operator over ``items`` ({stream IRI: ``source_items``' or ``parsed_items``' frame}),
-        its columns named after the query's variables (module doc)."""
+        its columns named after the query's variables (module doc); ``control``: ``keyed_answers``."""
         out = keyed_answers(items, self.program, self.part, lateness=self.lateness, buckets=self.buckets,
-                            static=self.static)
+                            static=self.static, control=control)
         return out.select(*[F.col(f"v_{i}").alias(n) for i, n in enumerate(self.names)],
                           *[c for c in out.columns if not c.startswith("v_")])
+
+    def refreshed(self, spark: SparkSession, known: str | None) -> Shipped | None:
+        """The static side of a closure version other than ``known``, prepared and shipped to the
+        executors, when the source has published one; else None. Its ``text`` sent through the
+        ``control`` stream makes every bucket read it from its next step on."""
+        if self.source is None or self.source.version() == known:
+            return None
+        cplan = plan(self.program.query, self.program.time_unit, self.lateness)
+        rels, terms, version = _static_side(spark, cplan, self.source)
+        return ship_static(spark, rels, terms, version)
 
 
 def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_unit: str = "ms",
@@ -383,16 +453,15 @@ def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_
     names = tuple(v.name for v in query.form.variables)
     _check_names(names)
     rels, terms, version = _static_side(spark, cplan, static)
-    terms.update((term_id(t), t) for t in A.constants(query.form))
     program = B.Program(query, time_unit, part.key, part.streams, version=version)
-    shipped = ship_static(spark, rels, terms)
+    shipped = ship_static(spark, rels, terms, version)
     provider = spark.conf.get(_PROVIDER, None)
     if provider not in (None, ROCKSDB, _HDFS):
         raise ContinuousError(f"{_PROVIDER} is {provider}: the keyed operator's state needs {ROCKSDB}")
     spark.conf.set(_PROVIDER, ROCKSDB)
     if spark.conf.get(_CHANGELOG, None) is None:   # a batch commits what changed, not a snapshot
         spark.conf.set(_CHANGELOG, "true")
-    return Keyed(program, part, buckets, lateness, shipped)
+    return Keyed(program, part, buckets, lateness, shipped, static)
 
 
 def check_streams(keyed: Keyed, given) -> None:
@@ -447,7 +516,8 @@ def _check_names(names) -> None:
 
 
 def _static_side(spark: SparkSession, cplan, static) -> tuple[dict, dict, str]:
-    """The background of ``cplan``'s query, prepared on the driver for the buckets."""
+    """The background of ``cplan``'s query, prepared on the driver for the buckets: its tables, the
+    terms of their ids and of the query's constants, its version."""
     side = (static or NoStatic()).current(spark)
     prepared = Prepared(cplan.query, side.background, cplan.time_unit, dictionary=side.dictionary)
     collected = collect_background(spark, prepared, side, BROADCAST_ROWS)
@@ -455,4 +525,6 @@ def _static_side(spark: SparkSession, cplan, static) -> tuple[dict, dict, str]:
         raise ContinuousError(f"the query's background patterns have more than {BROADCAST_ROWS} rows, more than the "
                               f"keyed operator ships to every bucket")
     rels, terms = collected
-    return COL.background_tables(rels), dict(terms), side.version
+    terms = dict(terms)
+    terms.update((term_id(t), t) for t in A.constants(cplan.query.form))
+    return COL.background_tables(rels), terms, side.version
