@@ -10,8 +10,10 @@ launcher taking the same arguments as ``rsp-sidecar`` (spark-submit needs a main
 (lark, rdflib, owlrl, pyparsing), for a driver host whose Python has only the binary ones
 (numpy, pyarrow, numba; xxhash is optional: a pure-Python fallback is used without it).
 
-Executors run no project code (no Python UDFs); they start the Python that ships with PySpark only
-to read rows the driver hands to Spark. The artifact is checked after it is written: it is
+Executors run project code in Python: the keyed continuous operator's processor, BIND's exact
+arithmetic and other Arrow UDFs. A job on a cluster whose executors do not share the driver's
+files therefore ships the zip with ``--py-files``; their Python needs numpy, pandas, pyarrow and
+protobuf. The artifact is checked after it is written: it is
 imported in a child Python whose ``sys.path`` holds the zip and the site-packages, nothing else,
 and both grammars are built from it.
 """

@@ -5,7 +5,8 @@
     python -m jobs.vienna_transit ...        spark-submit jobs/vienna_transit.py ...
 
 DESIGN.md's CQELS-CEP query (``ontologies/vienna_example_query.rq``) run continuously
-(``cep.continuous.runner``: every answer once, final when emitted, exactly once into a directory) over the
+(``cep.continuous.runner``, or with ``--engine keyed`` the keyed operator ``cep.continuous.keyed``, keyed
+by the stop: every answer once, final when emitted, exactly once into a directory) over the
 real Wiener Linien network, built from the data directory into ``--network-dir`` (default
 ``vienna-network``) with a synthetic fleet (``--vehicles``, ``--subways``), the centre
 ``--centre`` (a DIVA number or a station name). The stream — JSON Lines events ``{"s": vehicle,
@@ -59,7 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, metavar="SECONDS", help="stop an interval run after this long")
     parser.add_argument("--lateness", default="0", metavar="D", help="allowed lateness in minutes (default 0)")
     parser.add_argument("--max-per-trigger", type=int, metavar="N", help="at most N files or messages per micro-batch")
-    parser.add_argument("--engine", choices=("auto", "spark", "local"), default="auto")
+    parser.add_argument("--engine", choices=("auto", "spark", "local", "keyed"), default="auto",
+                        help="auto/spark/local: the per-batch runner (cep.continuous.runner); keyed: the query as one "
+                             "Spark stateful operator on the executors (cep.continuous.keyed)")
+    parser.add_argument("--buckets", type=int, metavar="N",
+                        help="with --engine keyed: how many groups the stops are hashed into, fixed when the checkpoint "
+                             "is created (default twice the session's cores)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
     trigger = trigger_for(args.trigger)
     lateness = parse_lateness(args.lateness, "m")
+    if args.buckets is not None and (args.engine != "keyed" or args.buckets < 1):
+        raise TransitOptionError(f"--buckets {args.buckets}: expected a positive number, with --engine keyed")
     if args.stream is None and not args.example:
         raise TransitOptionError("--stream DIR (or kafka://...) is needed, unless --example runs the paper's events")
     if args.generate is not None and (args.stream is None or args.stream.startswith("kafka:")):
@@ -97,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     spark = build_session("rsp-sidecar vienna-transit")
     summary = run_stream(spark, world.query, [source], sink=sink, checkpoint=args.checkpoint,
                          static=StaticFiles(world.static), trigger=trigger, lateness=lateness, time_unit="m",
-                         rejects=args.rejects, engine=args.engine, timeout=args.timeout)
+                         rejects=args.rejects, engine=args.engine, timeout=args.timeout, buckets=args.buckets)
     print(json.dumps({"vienna_transit": {**summary.to_dict(), "centre": world.centre}}), file=sys.stderr)
     return 0
 

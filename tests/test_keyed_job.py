@@ -162,3 +162,39 @@ def test_keyed_job_reads_the_closure_version_current_when_it_starts(spark, tmp_p
         if i == 0:
             v2 = case.publish()
     case.check(got, v2)
+
+
+def test_a_running_job_writes_a_new_version_for_the_next_batch_at_most_once_a_second(tmp_path, monkeypatch):
+    """``_Refresh`` (the live job's check between polls): a version other than the known one is
+    shipped (here: a stand-in for ``Keyed.refreshed``) and written into ``CHECKPOINT/published``
+    as the operator's control row; the store is asked at most once a second."""
+    from types import SimpleNamespace
+
+    from cep.continuous.keyed import job
+    from cep.continuous.keyed.operator import Shipped
+
+    store = {"version": "v1"}
+    asked = []
+
+    def refreshed(_spark, known):
+        asked.append(known)
+        return None if store["version"] == known else Shipped(f"static-{store['version']}.pkl", store["version"], len(asked))
+
+    clock = [100.0]
+    monkeypatch.setattr(job.time, "monotonic", lambda: clock[0])
+    keyed = SimpleNamespace(program=SimpleNamespace(version="v1"), refreshed=refreshed)
+    (tmp_path / job.PUBLISHED).mkdir()
+    refresh = job._Refresh(None, keyed, tmp_path)
+    clock[0] += 0.5
+    refresh()
+    assert asked == []                                   # not a second yet
+    clock[0] += 0.6
+    refresh()
+    store["version"] = "v2"
+    clock[0] += 1.0
+    refresh()
+    clock[0] += 1.0
+    refresh()                                            # v2 is known now: nothing more to ship
+    assert asked == ["v1", "v1", "v2"]
+    (written,) = sorted((tmp_path / job.PUBLISHED).iterdir())
+    assert Shipped.parse(written.read_text()) == Shipped("static-v2.pkl", "v2", 2)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from devcluster.standalone_cluster import StandaloneCluster, can_hide
+from jobs import package
 from rdfcore import jars, resources
 from reasoner import store
 from rdfcore.fs import HadoopPath
@@ -42,10 +43,12 @@ def standalone(tmp_path_factory):
         yield cluster
 
 
-def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoints: str) -> subprocess.CompletedProcess:
+def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoints: str,
+           py_files: Path | None = None) -> subprocess.CompletedProcess:
     """``spark-submit --master spark://... jobs/JOB.py ARGS`` in client mode (the driver here);
     ``checkpoints``: ``spark.checkpoint.dir``, on HDFS (the cluster's default filesystem is the
-    local disk, which the nodes do not share)."""
+    local disk, which the nodes do not share); ``py_files``: the project's zip, for jobs whose
+    Python runs on the executors too (``rsp-sidecar package``)."""
     spark_home = jars.spark_jars_dir().parent
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "PYTHONPATH", "MASTER")}
     env["SPARK_HOME"] = str(spark_home)
@@ -53,6 +56,7 @@ def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoi
                "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.hadoop.dfs.replication=1",
                "--conf", f"spark.checkpoint.dir={checkpoints}",
                "--driver-memory", "768m", "--executor-memory", "768m", "--total-executor-cores", "1",
+               *(["--py-files", str(py_files)] if py_files is not None else []),
                str(REPO / "jobs" / f"{job}.py"), *args]
     done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
     # Spark's own INFO lines (spark-submit's log4j) say little: the job's error lines and stdout first
@@ -113,3 +117,17 @@ def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, 
     assert got == answers(tmp_path / "out") and got
     metrics = [json.loads(line) for line in (base / "ckpt" / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 3 and {m["engine"] for m in metrics} == {"local"}
+
+    # the same query on the keyed operator: its processor runs in the executor's Python, from the
+    # project's zip (--py-files), its state in RocksDB checkpointed to HDFS, its static side
+    # shipped from the driver as a file (both files in one micro-batch, to keep the run short)
+    artifact, _launcher = package.build(tmp_path / "package")
+    done = submit(standalone, "query", str(query), "--closure", str(base / "store"), "--stream",
+                  f"{STREAM}={base / 'in'}", "--continuous", "--engine", "keyed", "--checkpoint",
+                  str(base / "ckpt-keyed"), "--out", str(base / "out-keyed"), "--time-unit", "m",
+                  "--trigger", "available-now", cwd=tmp_path,
+                  checkpoints=str(base / "checkpoints"), py_files=artifact)
+    assert done.returncode == 0, done.report
+    assert answers(base / "out-keyed") == got
+    metrics = [json.loads(line) for line in (base / "ckpt-keyed" / "metrics.jsonl").read_text().splitlines()]
+    assert {m["engine"] for m in metrics} == {"keyed"} and metrics[-1]["state_rows"] > 0

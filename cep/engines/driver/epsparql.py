@@ -62,8 +62,6 @@ def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
     """Why this module does not evaluate the EP-SPARQL ``query`` under ``rules`` (then Spark does),
     or None."""
     for q in (query, *rules):
-        if q is not query and q.modifiers is not None:
-            return "ORDER BY / LIMIT / OFFSET in an EP-SPARQL rule (on Spark)"
         for node in A.walk(q.form):
             if isinstance(node, (A.Project, A.Construct)) and node is q.form:
                 continue
@@ -86,8 +84,6 @@ def refusal(query: A.Query, rules: Sequence[A.Query] = ()) -> str | None:
 def rules_refusal(rules: Sequence[A.Query]) -> str | None:
     """Why this module does not close a stream under ``rules`` (:func:`derived_rows`), or None."""
     for rule in rules:
-        if rule.modifiers is not None:
-            return "ORDER BY / LIMIT / OFFSET in an EP-SPARQL rule (on Spark)"
         why = refusal(rule)
         if why is not None:
             return why
