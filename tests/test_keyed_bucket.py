@@ -103,7 +103,8 @@ def simulate(q, items, batches: int, buckets: int, lateness: int = 0, programs=N
     control rows do); None: one program with no background."""
     cplan = plan(q, lateness=lateness)
     part = partition(cplan)
-    programs = programs or {0: B.Program(q, "ms", part.key, part.streams)}
+    programs = programs or {0: B.Program(q, "ms", part.key, part.streams,     # the query's constants, as prepare gives
+                                         terms={term_id(t): t for t in A.constants(q.form)})}
     program = programs[0]
     states: dict = {}
     timers: dict = {}
@@ -270,3 +271,33 @@ def test_a_new_closure_version_answers_the_instants_final_after_it(buckets, batc
         assert row["_version"] == ("v1" if cut is not None and row["_at"] <= cut else "v2")
     assert any(r["_version"] == "v1" for r in got) and any(r["_version"] == "v2" for r in got), \
         "the stream gives no answer under one of the versions: the test would prove little"
+
+
+ALERT, VEHICLE, YES = "<http://example.org/alert>", "<http://example.org/vehicle>", "<http://example.org/yes>"
+CONSTRUCTS = [
+    ("blank nodes: keyed by (s, v)", (A.TriplePattern(s, ALERT, "_:b"), A.TriplePattern("_:b", VEHICLE, v)), ("s", "v")),
+    ("a triple without ?v: keyed by s", (A.TriplePattern(s, ALERT, YES),), ("s",)),
+    ("constants only: one bucket", (A.TriplePattern(YES, ALERT, YES),), ()),
+]
+
+
+@pytest.mark.parametrize("label, template, key", CONSTRUCTS, ids=[c[0] for c in CONSTRUCTS])
+@pytest.mark.parametrize("buckets, batches", [(1, 1), (4, 5)])
+def test_keyed_construct_equals_union_of_instants(label, template, key, buckets, batches):
+    """A CONSTRUCT: its triples, each (triple, interval) once, blank nodes named from the whole
+    solution as the reference names them; keyed only by what every blank-node-free template triple
+    shows (else two keys could make the same triple)."""
+    pattern = A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(6)), A.sequence(ELEMENT_A, ELEMENT_B, negated=1))
+    q = A.Query(A.Construct(template, pattern))
+    assert partition(plan(q)).key == key
+    items = random_items(random.Random(zlib.crc32(label.encode())), 30, 18)
+    until = max(t for (_i, _g, t, _t2) in items)
+    expected = set()
+    for t in range(min(t for (_i, _g, t, _t2) in items), until + 1):
+        expected |= R.evaluate(q, {None: set()}, {STREAM_IRI: items}, at=t)
+    assert expected, "the stream gives this query no triple: the test would prove nothing"
+    got, rejects, _part, _uptos = simulate(q, items, batches, buckets)
+    triples = [((r["s"], r["p"], r["o"]), r["_start"], r["_end"]) for r in got]
+    assert not rejects
+    assert len(triples) == len(set(triples)), "a triple was emitted twice"
+    assert set(triples) == expected

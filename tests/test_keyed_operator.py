@@ -84,6 +84,24 @@ def test_operator_equals_union_of_instants(spark, tmp_path, which):
     assert all(r["_reject"] is None for r in rows)
 
 
+def test_a_construct_on_the_operator_equals_union_of_instants(spark, tmp_path):
+    """A CONSTRUCT with a blank node in its template: s, p, o columns, each triple and interval
+    once, the blank nodes named as the reference names them."""
+    from cep import algebra as A
+    from tests.test_keyed_bucket import CONSTRUCTS, ELEMENT_A, ELEMENT_B, WINDOW_IRI
+
+    label, template, _key = CONSTRUCTS[0]
+    pattern = A.StreamPattern(WINDOW_IRI, STREAM_IRI, A.Range(A.Duration(6)), A.sequence(ELEMENT_A, ELEMENT_B, negated=1))
+    q = A.Query(A.Construct(template, pattern))
+    items = random_items(random.Random(zlib.crc32(label.encode())), 24, 14)
+    expected = reference_union(q, items, max(t for _i, _g, t, _t2 in items))
+    assert expected
+    rows = run(spark, tmp_path, q, item_batches(items, 3), buckets=3)
+    got = [((r["s"], r["p"], r["o"]), r["_start"], r["_end"]) for r in rows if r["_reject"] is None]
+    assert len(got) == len(set(got)), "a triple was emitted twice"
+    assert set(got) == expected
+
+
 def test_late_rows_are_rejected_not_dropped_and_an_idle_stream_waits_for_a_heartbeat(spark, tmp_path):
     """A negated tail's answer holds once its instant is final: with no later event, only a
     heartbeat makes it final. A row older than the watermark comes out as a reject, with its reason."""

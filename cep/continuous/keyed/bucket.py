@@ -49,6 +49,7 @@ from cep import algebra as A
 from cep.algebra.timeline import OPEN_END
 from cep.engines.columns import var_column
 from cep.engines.driver import columnar as COL
+from cep.engines.driver import rows as L
 from cep.continuous.state import OUT_AT, OUT_END, OUT_START, OUT_VERSION
 
 __all__ = ["Program", "BucketState", "Step", "step", "new_rows", "key_columns", "ITEM_COLUMNS", "LATE"]
@@ -81,8 +82,13 @@ class Program:
     version: str | None = None
 
     @property
+    def construct(self) -> bool:
+        return isinstance(self.query.form, A.Construct)
+
+    @property
     def names(self) -> tuple[str, ...]:
-        return tuple(v.name for v in self.query.form.variables)
+        """The answers' columns: the SELECT's variables, or a CONSTRUCT's s, p, o."""
+        return ("s", "p", "o") if self.construct else tuple(v.name for v in self.query.form.variables)
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,20 +211,22 @@ def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emit
     def lookup(ids) -> dict:
         return {i: terms[i] for i in ids if i in terms}
 
-    result = COL.evaluate(program.query, streams, program.background, program.time_unit, None, windows, lookup)
-    data = result.data if isinstance(result, COL.Table) else _matrix(result)
-    names = [var_column(n) for n in program.names]
-    if program.key:
-        at = [names.index(var_column(k)) for k in program.key]
-        data = data[COL.member(_mix(data[:, at]), touched)]
-    future = data[data[:, -1] >= lo]
-    n = len(names)
+    if program.construct:
+        data, hashes = _constructed(program, streams, windows, lookup, terms)
+    else:
+        result = COL.evaluate(program.query, streams, program.background, program.time_unit, None, windows, lookup)
+        data = result.data if isinstance(result, COL.Table) else _matrix(result)
+        names = [var_column(n) for n in program.names]
+        hashes = _mix(data[:, [names.index(var_column(k)) for k in program.key]])
+    kept = COL.member(hashes, touched) & (data[:, -1] >= lo)
+    future, hashes = data[kept], hashes[kept]
+    n = len(program.names)
     if len(future):
         starts = np.maximum(future[:, -2], lo)
         order = np.lexsort((starts,))
-        future, starts = future[order], starts[order]
+        future, starts, hashes = future[order], starts[order], hashes[order]
         keys = pd.DataFrame(future[:, :n + 2], columns=[*(f"v{i}" for i in range(n)), "t1", "t2"])
-        keys.insert(0, "key", _mix(future[:, at]) if program.key else np.zeros(len(future), np.int64))
+        keys.insert(0, "key", hashes)
         keys["first"] = starts
         keys = keys.drop_duplicates(["key", *(f"v{i}" for i in range(n)), "t1", "t2"])   # the earliest start
         seen = emitted[COL.member(emitted["key"].to_numpy(np.int64), touched)]
@@ -273,6 +281,23 @@ def _keeps(triples: np.ndarray, held: np.ndarray) -> np.ndarray:
     out = np.empty(len(both), np.int64)
     out[order] = keep[order][ends][run]
     return out[len(held):]
+
+
+def _constructed(program: Program, streams: dict, windows: dict, lookup, terms: dict) -> tuple[np.ndarray, np.ndarray]:
+    """A CONSTRUCT's triples as ``COL.evaluate`` gives a SELECT's rows — ``(s, p, o, t1, t2, a, b)``
+    ids — and beside each the key hash of the solution it comes from (a triple of two keys' solutions
+    comes once per key; ``cep.continuous.keyed.keys`` keeps such a query in one bucket). Blank nodes
+    are named from the whole solution, as every engine names them; ``terms`` receives theirs."""
+    omega = COL.solutions(program.query, streams, program.background, program.time_unit, windows, lookup)
+    at = [omega.vars.index(var_column(k)) for k in program.key]
+    fresh: dict = {}
+    rows, keys = [], []
+    for r, spo in L.construct_triples(program.query.form.template, omega.vars, omega.rows, fresh):
+        rows.append(spo + r[-4:])
+        keys.append([COL.NULL if r[i] is None else r[i] for i in at])
+    terms.update(fresh)
+    data = np.array(rows, np.int64).reshape(-1, 7)
+    return data, _mix(np.array(keys, np.int64).reshape(len(rows), len(at)))
 
 
 def _matrix(rel) -> np.ndarray:

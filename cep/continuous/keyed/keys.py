@@ -8,9 +8,10 @@ of one value of those variables — a *key* — depend on the items of that key 
 ``keyBy``, SASE's PARTITION BY), and the keys can be evaluated apart, on different executors.
 
 The key is the variables that every stream triple pattern binds **and that the answer shows** (the
-SELECT's variables). The second condition keeps Istream's "each answer once" local: two answers
-that look alike after the projection have the same key, hence the same bucket, where they are
-deduplicated. ``SELECT ?s`` over elements ``{?v :delayAt ?s}`` is keyed by ?s, not by (?v, ?s).
+SELECT's variables; a CONSTRUCT's: those in every template triple that has no blank node). The
+second condition keeps Istream's "each answer once" local: two answers that look alike after the
+projection have the same key, hence the same bucket, where they are deduplicated. ``SELECT ?s``
+over elements ``{?v :delayAt ?s}`` is keyed by ?s, not by (?v, ?s).
 
 An item triple is routed by each stream triple pattern it matches (constants and repeated
 variables equal) to the key its key variables take there; a triple matching none of them cannot
@@ -91,8 +92,6 @@ def refusal(cplan: ContinuousPlan) -> str | None:
                 "ORDER BY / LIMIT / NOW() / GROUP BY over events), not as answers with lifetimes")
     if cplan.emit != ISTREAM:
         return f"--emit {cplan.emit}: the keyed operator reports each answer once (istream)"
-    if not isinstance(cplan.query.form, A.Project):
-        return "a CONSTRUCT query (the keyed operator answers SELECT queries)"
     why = supports(cplan.query)
     if why is not None:
         return why
@@ -110,7 +109,7 @@ def partition(cplan: ContinuousPlan) -> Partition:
         raise ContinuousError(f"the keyed continuous operator cannot run this query: {why}")
     query = cplan.query
     triples = stream_triples(query.pattern)
-    shown = [v.name for v in query.form.variables]
+    shown = _shown(query)
     shared = set(shown)
     for _stream, tp in triples:
         shared &= {part.name for part in (tp.s, tp.p, tp.o) if isinstance(part, A.Var)}
@@ -127,6 +126,20 @@ def partition(cplan: ContinuousPlan) -> Partition:
         key = ()
     shapes = tuple(dict.fromkeys(_shape(stream, tp, key) for stream, tp in triples))
     return Partition(key, shapes, single, filtering=not any(w.kind == COUNT for w in cplan.windows))
+
+
+def _shown(query: A.Query) -> list[str]:
+    """The variables an answer shows (module doc): the SELECT's; for a CONSTRUCT, those in every
+    template triple without a blank node (a blank node is named from the whole solution, key
+    included, so a triple holding one cannot come from two keys), all when every triple has one."""
+    if isinstance(query.form, A.Project):
+        return [v.name for v in query.form.variables]
+    names = sorted({v.name for v in A.variables(query.pattern)})
+    for tp in query.form.template:
+        parts = (tp.s, tp.p, tp.o)
+        if not any(isinstance(x, str) and x.startswith("_:") for x in parts):
+            names = [n for n in names if A.Var(n) in parts]
+    return names
 
 
 def _shape(stream: A.Term, tp: A.TriplePattern, key: tuple[str, ...]) -> Shape:

@@ -450,10 +450,9 @@ def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_
     part = partition(cplan)
     if part.single is not None:
         buckets = 1
-    names = tuple(v.name for v in query.form.variables)
-    _check_names(names)
     rels, terms, version = _static_side(spark, cplan, static)
     program = B.Program(query, time_unit, part.key, part.streams, version=version)
+    _check_names(program.names)
     shipped = ship_static(spark, rels, terms, version)
     provider = spark.conf.get(_PROVIDER, None)
     if provider not in (None, ROCKSDB, _HDFS):

@@ -556,15 +556,23 @@ def evaluate(query: A.Query, streams: Mapping[str, np.ndarray], background: Mapp
     and left there for the caller. ``terms``: {id: term} of a set of ids, for FILTER and
     OPTIONAL conditions (``cep.engines.driver.rows``'s module doc); ``known``: as
     ``cep.engines.driver.rows.evaluate``'s."""
+    if _has_null(streams, background) or not isinstance(query.form, A.Project):
+        return L.answer_form(query.form, solutions(query, streams, background, time_unit, windows, terms, known), fresh)
+    tables = {k: v if isinstance(v, Table) else Table.from_rel(v) for k, v in background.items()}
+    omega = walk(sys.modules[__name__], query.form.inner, streams, tables, time_unit, terms, windows, known)
+    names = tuple(var_column(v.name) for v in query.form.variables)
+    n = len(omega.data)
+    columns = [omega.column(c) if c in omega.vars else np.full(n, NULL, np.int64) for c in names]
+    return Table.of(names, np.column_stack([*columns, omega.data[:, _T1:]]) if n else omega.data[:, :0])
+
+
+def solutions(query: A.Query, streams: Mapping[str, np.ndarray], background: Mapping, time_unit: str,
+              windows: dict | None = None, terms=None, known: dict | None = None) -> L.Rel:
+    """The rows of ``query``'s pattern, before its form (what a CONSTRUCT template is applied to),
+    as ``cep.engines.driver.rows.Rel``; the arguments are :func:`evaluate`'s."""
     if _has_null(streams, background):   # a term id equal to NULL: cep.engines.driver.rows's exact code
         rows = {k: [tuple(r) for r in np.asarray(v).reshape(-1, 6).tolist()] for k, v in streams.items()}
         rels = {k: v.to_rel() if isinstance(v, Table) else v for k, v in background.items()}
-        return L.evaluate(query, rows, rels, time_unit, fresh, terms, known)
+        return walk(L, query.form.inner, rows, rels, time_unit, terms, known=known)
     tables = {k: v if isinstance(v, Table) else Table.from_rel(v) for k, v in background.items()}
-    omega = walk(sys.modules[__name__], query.form.inner, streams, tables, time_unit, terms, windows, known)
-    if isinstance(query.form, A.Project):
-        names = tuple(var_column(v.name) for v in query.form.variables)
-        n = len(omega.data)
-        columns = [omega.column(c) if c in omega.vars else np.full(n, NULL, np.int64) for c in names]
-        return Table.of(names, np.column_stack([*columns, omega.data[:, _T1:]]) if n else omega.data[:, :0])
-    return L.answer_form(query.form, omega.to_rel(), fresh)
+    return walk(sys.modules[__name__], query.form.inner, streams, tables, time_unit, terms, windows, known).to_rel()

@@ -561,6 +561,37 @@ def evaluate(query: A.Query, streams: Mapping[str, list[Item]], background: Mapp
     return answer_form(query.form, omega, fresh)
 
 
+def construct_triples(template, variables: tuple, rows, fresh: dict | None = None):
+    """CONSTRUCT's template over solution ``rows`` (columns ``variables``, None unbound, then the
+    interval and lifetime): ``(row, (s, p, o) ids)`` per template triple and row whose parts are
+    all bound; a blank node is named per solution ⟨μ, [t1, t2]⟩ (``fresh`` receives {id: term})."""
+    idx = {v: i for i, v in enumerate(variables)}
+    names = {column_var(c): i for i, c in enumerate(variables)}
+    for tp in template:
+        picks = []
+        for part in (tp.s, tp.p, tp.o):
+            if isinstance(part, A.Var):
+                picks.append(("v", idx.get(var_column(part.name))))
+            elif isinstance(part, str) and part.startswith("_:"):
+                picks.append(("b", part[2:]))
+            else:
+                picks.append(("c", term_id(part)))
+        for r in rows:
+            spo = []
+            for k, x in picks:
+                if k == "v":
+                    spo.append(r[x] if x is not None else None)
+                elif k == "c":
+                    spo.append(x)
+                else:      # a fresh blank node of this solution ⟨μ, [t1, t2]⟩
+                    node = fresh_blank_of_ids(x, {n: r[i] for n, i in names.items()}, r[-4], r[-3])
+                    spo.append(term_id(node))
+                    if fresh is not None:
+                        fresh[spo[-1]] = node
+            if None not in spo:
+                yield r, tuple(spo)
+
+
 def form_at(form, omega: Rel, t: int, fresh: dict | None = None) -> set:
     """The query form over the rows of ``omega`` alive at instant t, each read at t (an open
     interval end, a background-only row's, is t): SELECT's ``(value per projected variable...,
@@ -586,30 +617,6 @@ def answer_form(form, omega: Rel, fresh: dict | None = None) -> Rel:
             rows = {tuple(r[i] if i is not None else None for i in cols) + r[-4:] for r in omega.rows}
             return Rel(tuple(var_column(v.name) for v in variables), frozenset(rows))
         case A.Construct(template=template):
-            names = {column_var(c): i for i, c in enumerate(omega.vars)}
-            rows = set()
-            for tp in template:
-                picks = []
-                for part in (tp.s, tp.p, tp.o):
-                    if isinstance(part, A.Var):
-                        picks.append(("v", idx.get(var_column(part.name))))
-                    elif isinstance(part, str) and part.startswith("_:"):
-                        picks.append(("b", part[2:]))
-                    else:
-                        picks.append(("c", term_id(part)))
-                for r in omega.rows:
-                    spo = []
-                    for k, x in picks:
-                        if k == "v":
-                            spo.append(r[x] if x is not None else None)
-                        elif k == "c":
-                            spo.append(x)
-                        else:      # a fresh blank node of this solution ⟨μ, [t1, t2]⟩
-                            node = fresh_blank_of_ids(x, {n: r[i] for n, i in names.items()}, r[-4], r[-3])
-                            spo.append(term_id(node))
-                            if fresh is not None:
-                                fresh[spo[-1]] = node
-                    if None not in spo:
-                        rows.add(tuple(spo) + r[-4:])
+            rows = {spo + r[-4:] for r, spo in construct_triples(template, omega.vars, omega.rows, fresh)}
             return Rel(("s", "p", "o"), frozenset(rows))
     raise TypeError(f"not a query form: {form!r}")
