@@ -198,3 +198,28 @@ def test_a_running_job_writes_a_new_version_for_the_next_batch_at_most_once_a_se
     assert asked == ["v1", "v1", "v2"]
     (written,) = sorted((tmp_path / job.PUBLISHED).iterdir())
     assert Shipped.parse(written.read_text()) == Shipped("static-v2.pkl", "v2", 2)
+
+
+def test_static_files_read_once_are_not_shipped_again_when_they_change():
+    """``StaticFiles`` closes its files once (as ``query --at`` does): a later edit changes its
+    version but not what it serves, so ``Keyed.refreshed`` ships nothing (it would otherwise ship
+    the old background under the new name)."""
+    from types import SimpleNamespace
+
+    from cep.continuous.keyed.operator import Keyed
+
+    class ReadOnce:
+        def __init__(self):
+            self.served = 0
+
+        def version(self):
+            return "files:edited"
+
+        def current(self, _spark):
+            self.served += 1
+            return SimpleNamespace(version="files:first")
+
+    source = ReadOnce()
+    keyed = Keyed(program=None, part=None, buckets=1, lateness=0, static=None, source=source)
+    assert keyed.refreshed(None, "files:first") is None and source.served == 1
+    assert keyed.refreshed(None, "files:edited") is None and source.served == 1     # nothing new: not read

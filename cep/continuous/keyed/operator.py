@@ -173,7 +173,7 @@ class KeyedProcessor(StatefulProcessor):
         bad, sides = None, [self.static, held]
         if new is not None:
             control = new[STATIC].notna().to_numpy()
-            if control.any():     # a newly published static side (``Keyed.publish``)
+            if control.any():     # a newly published static side (``Keyed.refreshed``)
                 sides += [Shipped.parse(text) for text in new.loc[control, STATIC].tolist()]
                 new = new[~control]
             broken = new["bad"].notna().to_numpy()
@@ -432,8 +432,11 @@ class Keyed:
         ``control`` stream makes every bucket read it from its next step on."""
         if self.source is None or self.source.version() == known:
             return None
+        side = self.source.current(spark)
+        if side.version == known:      # a source read once (StaticFiles): its first reading stays
+            return None
         cplan = plan(self.program.query, self.program.time_unit, self.lateness)
-        rels, terms, version = _static_side(spark, cplan, self.source)
+        rels, terms, version = _static_side(spark, cplan, side)
         return ship_static(spark, rels, terms, version)
 
 
@@ -450,7 +453,7 @@ def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_
     part = partition(cplan)
     if part.single is not None:
         buckets = 1
-    rels, terms, version = _static_side(spark, cplan, static)
+    rels, terms, version = _static_side(spark, cplan, (static or NoStatic()).current(spark))
     program = B.Program(query, time_unit, part.key, part.streams, version=version)
     _check_names(program.names)
     shipped = ship_static(spark, rels, terms, version)
@@ -514,10 +517,10 @@ def _check_names(names) -> None:
         seen[name.lower()] = f"?{name}" if name in names else name
 
 
-def _static_side(spark: SparkSession, cplan, static) -> tuple[dict, dict, str]:
-    """The background of ``cplan``'s query, prepared on the driver for the buckets: its tables, the
-    terms of their ids and of the query's constants, its version."""
-    side = (static or NoStatic()).current(spark)
+def _static_side(spark: SparkSession, cplan, side) -> tuple[dict, dict, str]:
+    """The background of ``cplan``'s query from ``side`` (``cep.continuous.static.StaticSide``),
+    prepared on the driver for the buckets: its tables, the terms of their ids and of the query's
+    constants, its version."""
     prepared = Prepared(cplan.query, side.background, cplan.time_unit, dictionary=side.dictionary)
     collected = collect_background(spark, prepared, side, BROADCAST_ROWS)
     if collected is None:
