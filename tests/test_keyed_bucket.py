@@ -96,15 +96,15 @@ def routed(part, program, items, buckets: int) -> dict:
     return {k: B.new_rows(pd.DataFrame(rows, columns=columns), n) for k, rows in out.items()}
 
 
-def simulate(q, items, batches: int, buckets: int, lateness: int = 0, programs=None):
+def simulate(q, items, batches: int, buckets: int, lateness: int = 0, programs=None, emit: str = "istream"):
     """The keyed operator's output over ``items`` cut into ``batches`` micro-batches (module doc):
     (answers, rejects, partition, each batch's upto). ``programs``: {batch: the program from that
     batch on} (a new closure version reaches every bucket that has state, as the operator's
     control rows do); None: one program with no background."""
-    cplan = plan(q, lateness=lateness)
+    cplan = plan(q, lateness=lateness, emit=emit)
     part = partition(cplan)
     programs = programs or {0: B.Program(q, "ms", part.key, part.streams,     # the query's constants, as prepare gives
-                                         terms={term_id(t): t for t in A.constants(q.form)})}
+                                         terms={term_id(t): t for t in A.constants(q.form)}, emit=emit)}
     program = programs[0]
     states: dict = {}
     timers: dict = {}
@@ -162,17 +162,20 @@ def test_keyed_kernel_equals_union_of_instants(label, window, pattern, shown, bu
     assert not rejects          # in order: nothing is late
 
 
+@pytest.mark.parametrize("emit", ["istream", "dstream"])
 @settings(max_examples=examples(12), deadline=None)
 @given(seed=st.integers(0, 10**6), which=st.integers(0, len(QUERIES) - 1), buckets=st.integers(1, 6),
        batches=st.integers(1, 8))
-def test_keyed_kernel_random(seed, which, buckets, batches):
+def test_keyed_kernel_random(emit, seed, which, buckets, batches):
     label, window, pattern, shown = QUERIES[which]
     q = query(window, pattern, shown)
-    names = [var.name for var in q.form.variables]
     items = random_items(random.Random(seed), 25, 14)
+    if emit == "dstream":
+        assert set(dstream_got(q, items, batches, buckets)) == dstream_expected(q, items)
+        return
     expected = reference_union(q, items, max(t for (_i, _g, t, _t2) in items))
     got, _rejects, _part, _uptos = simulate(q, items, batches, buckets)
-    answers = as_answers(got, names)
+    answers = as_answers(got, [var.name for var in q.form.variables])
     assert len(answers) == len(set(answers))
     assert set(answers) == expected
 
@@ -301,3 +304,37 @@ def test_keyed_construct_equals_union_of_instants(label, template, key, buckets,
     assert not rejects
     assert len(triples) == len(set(triples)), "a triple was emitted twice"
     assert set(triples) == expected
+
+
+def dstream_expected(q, items) -> set:
+    """Dstream by the reference: (answer, c) for each instant c from the first event time to the
+    last, and each answer of ⟦Q, c − 1⟧ not in ⟦Q, c⟧."""
+    first = min(t for (_i, _g, t, _t2) in items)
+    until = max(t for (_i, _g, t, _t2) in items)
+    at = {t: R.evaluate(q, {None: set()}, {STREAM_IRI: items}, at=t) for t in range(first - 1, until + 1)}
+    return {(*answer, c) for c in range(first, until + 1) for answer in at[c - 1] - at[c]}
+
+
+def dstream_got(q, items, batches, buckets) -> list:
+    names = [var.name for var in q.form.variables]
+    got, rejects, _part, _uptos = simulate(q, items, batches, buckets, emit="dstream")
+    assert not rejects
+    gone = [(*answer, row["_at"]) for answer, row in zip(as_answers(got, names), got)]
+    assert len(gone) == len(set(gone)), "an answer was reported gone twice at one instant"
+    return gone
+
+
+@pytest.mark.parametrize("label, window, pattern, shown", QUERIES, ids=[q[0] for q in QUERIES])
+@pytest.mark.parametrize("buckets, batches", [(1, 1), (4, 6)])
+def test_keyed_dstream_equals_what_each_instant_loses(label, window, pattern, shown, buckets, batches):
+    """Dstream: at each instant c up to the last event time, ⟦Q, c − 1⟧ − ⟦Q, c⟧, each answer with
+    _at = c; an answer that comes back and goes again goes twice."""
+    q = query(window, pattern, shown)
+    for attempt in range(20):      # the first seed whose answers go before the end (else it proves nothing)
+        items = random_items(random.Random(zlib.crc32(label.encode()) + attempt), 30, 18)
+        expected = dstream_expected(q, items)
+        if expected:
+            break
+    assert expected, "no seed gives this query an answer that goes: the test would prove nothing"
+    assert set(dstream_got(q, items, batches, buckets)) == expected
+

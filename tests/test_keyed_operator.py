@@ -39,12 +39,12 @@ def write_batches(directory: Path, batches) -> None:
         os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
 
 
-def run(spark, tmp_path: Path, q, batches, *, lateness=0, buckets=4, sink="foreach"):
+def run(spark, tmp_path: Path, q, batches, *, lateness=0, buckets=4, sink="foreach", emit="istream"):
     """The operator's output rows over ``batches`` (every file processed, then stopped)."""
     directory = tmp_path / "in"
     write_batches(directory, batches)
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
-    out = answers(spark, q, {STREAM_IRI: frame}, lateness=lateness, buckets=buckets)
+    out = answers(spark, q, {STREAM_IRI: frame}, lateness=lateness, buckets=buckets, emit=emit)
     got: list = []
     # available-now: every file, then the batch without data in which the last watermark fires the
     # timers (processAllAvailable may return before that batch has run)
@@ -102,6 +102,23 @@ def test_a_construct_on_the_operator_equals_union_of_instants(spark, tmp_path):
     assert set(got) == expected
 
 
+def test_dstream_on_the_operator_equals_what_each_instant_loses(spark, tmp_path):
+    """``emit="dstream"``: each answer at each instant where it stops holding (``_at``), up to the
+    last event time (the closing heartbeat makes it final)."""
+    from tests.test_keyed_bucket import dstream_expected
+
+    label, window, pattern, shown = QUERIES[2]      # middle negated, STEP
+    q = query(window, pattern, shown)
+    names = [v.name for v in q.form.variables]
+    items = random_items(random.Random(zlib.crc32(label.encode())), 24, 14)
+    expected = dstream_expected(q, items)
+    assert expected
+    rows = [r for r in run(spark, tmp_path, q, item_batches(items, 3), buckets=3, emit="dstream") if r["_reject"] is None]
+    gone = [(*answer, r["_at"]) for answer, r in zip(as_answers(rows, names), rows)]
+    assert len(gone) == len(set(gone))
+    assert set(gone) == expected
+
+
 def test_late_rows_are_rejected_not_dropped_and_an_idle_stream_waits_for_a_heartbeat(spark, tmp_path):
     """A negated tail's answer holds once its instant is final: with no later event, only a
     heartbeat makes it final. A row older than the watermark comes out as a reject, with its reason."""
@@ -140,10 +157,10 @@ def test_answers_refuses_what_it_cannot_run(spark, tmp_path):
         answers(spark, q, {STREAM_IRI: frame.drop("t")})
     with pytest.raises(ContinuousError, match="not a streaming DataFrame"):
         answers(spark, q, {STREAM_IRI: spark.range(1)})
-    with pytest.raises(ContinuousError, match="istream"):
+    with pytest.raises(ContinuousError, match="rstream"):
         from cep.continuous.keyed.keys import partition
         from cep.continuous.plan import plan
-        partition(plan(q, emit="dstream"))
+        partition(plan(q, emit="rstream"))
 
 
 def test_a_closure_published_mid_stream_reaches_every_bucket(spark, tmp_path):

@@ -65,7 +65,7 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     if engine == KEYED:
         return run_keyed(spark, query, sources, sink=sink, checkpoint=checkpoint, static=static, trigger=trigger,
                          lateness=lateness, time_unit=time_unit, rejects=rejects, on_answers=on_answers,
-                         metrics=metrics, prefixes=prefixes, timeout=timeout, buckets=buckets)
+                         metrics=metrics, prefixes=prefixes, timeout=timeout, buckets=buckets, emit=emit)
     if buckets is not None:
         raise ContinuousError(f"buckets={buckets}: only the keyed engine hashes keys into buckets (engine={engine!r})")
     if engine not in ENGINES:

@@ -28,6 +28,13 @@ A step therefore never finds a new answer at a final instant; it finds the *futu
    find it again); the timer is the earliest pending instant, else the instant the last item
    expires.
 
+**Dstream** (``Program.emit``): ``pending`` holds each answer's lifetime spans (``first``, ``last``)
+instead of its first instant; a re-evaluation replaces a touched key's spans from the first instant
+not final on, keeping the spans that reach the last final one (what the state says there is
+trusted: items a window no longer holds have left it). A step reports, for each instant made
+final, the answers alive at the instant before and not at it (an answer's merged spans' ends + 1),
+and keeps the spans that reach its ``upto``; the timer is the next such end + 1.
+
 **A new closure version.** The program names the background's ``version``; the state, the version
 its pending answers were computed with. When they differ, the step emits the due answers (of that
 older version), then re-evaluates every key of the bucket against the new background: the
@@ -50,6 +57,7 @@ from cep.algebra.timeline import OPEN_END
 from cep.engines.columns import var_column
 from cep.engines.driver import columnar as COL
 from cep.engines.driver import rows as L
+from cep.continuous.plan import DSTREAM, ISTREAM
 from cep.continuous.state import OUT_AT, OUT_END, OUT_START, OUT_VERSION
 
 __all__ = ["Program", "BucketState", "Step", "step", "new_rows", "key_columns", "ITEM_COLUMNS", "LATE"]
@@ -80,6 +88,11 @@ class Program:
     background: dict = field(default_factory=dict)
     terms: dict = field(default_factory=dict)
     version: str | None = None
+    emit: str = ISTREAM
+
+    @property
+    def dstream(self) -> bool:
+        return self.emit == DSTREAM
 
     @property
     def construct(self) -> bool:
@@ -111,7 +124,8 @@ class BucketState:
         values = [f"v{i}" for i in range(n)]
         items = pd.DataFrame({c: pd.Series(dtype=object if c.endswith("_term") else np.int64) for c in ITEM_COLUMNS})
         emitted = pd.DataFrame({c: pd.Series(dtype=np.int64) for c in ("key", *values, "t1", "t2")})
-        pending = pd.DataFrame({**{c: pd.Series(dtype=np.int64) for c in ("key", *values, "t1", "t2", "first")},
+        spans = ("first", "last") if program.dstream else ("first",)
+        pending = pd.DataFrame({**{c: pd.Series(dtype=np.int64) for c in ("key", *values, "t1", "t2", *spans)},
                                 **{f"x{i}": pd.Series(dtype=object) for i in range(n)}})
         return BucketState(items, emitted, pending)
 
@@ -165,10 +179,16 @@ def step(program: Program, state: BucketState, new: pd.DataFrame | None, upto: i
     else:
         new = None
     answers: list = []
-    if upto is not None and len(pending):
+    version = program.version if state.version is None else state.version
+    if program.dstream:
+        if upto is not None and first is not None and (state.done is None or upto > state.done):
+            lo = first if state.done is None else state.done + 1
+            answers = _answers(program, _gone(pending, len(program.names), lo, upto), version)
+            pending = pending[pending["last"].to_numpy() >= upto]
+    elif upto is not None and len(pending):
         due = pending["first"].to_numpy() <= upto
         if due.any():
-            answers = _answers(program, pending[due], program.version if state.version is None else state.version)
+            answers = _answers(program, pending[due], version)
             emitted = pd.concat([emitted, pending.loc[due, emitted.columns]], ignore_index=True)
             pending = pending[~due]
     # a new closure version (module doc): every key again
@@ -180,7 +200,13 @@ def step(program: Program, state: BucketState, new: pd.DataFrame | None, upto: i
     if upto is not None:
         items, emitted = _prune(items, emitted, upto)
     timer = None
-    if len(pending):
+    if program.dstream:
+        ahead = _gone(pending, len(program.names), (upto if upto is not None else first or 0) + 1, OPEN_END - 1)
+        timer = int(ahead["first"].min()) if len(ahead) else None
+        if timer is None and len(items):
+            last = int(items["keep"].max())
+            timer = None if last == OPEN_END else last + 1
+    elif len(pending):
         timer = int(pending["first"].min())
     elif len(items):
         last = int(items["keep"].max())
@@ -221,7 +247,9 @@ def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emit
     kept = COL.member(hashes, touched) & (data[:, -1] >= lo)
     future, hashes = data[kept], hashes[kept]
     n = len(program.names)
-    if len(future):
+    if program.dstream:
+        pending = _lives(pending, future, hashes, touched, n, lo, terms)
+    elif len(future):
         starts = np.maximum(future[:, -2], lo)
         order = np.lexsort((starts,))
         future, starts, hashes = future[order], starts[order], hashes[order]
@@ -238,8 +266,9 @@ def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emit
             keys[f"x{i}"] = [None if v == COL.NULL else terms.get(v) for v in keys[f"v{i}"].tolist()]
     else:
         keys = pending.iloc[:0]
-    pending = pd.concat([pending[~COL.member(pending["key"].to_numpy(np.int64), touched)], keys],
-                        ignore_index=True)
+    if not program.dstream:
+        pending = pd.concat([pending[~COL.member(pending["key"].to_numpy(np.int64), touched)], keys],
+                            ignore_index=True)
     # keep-until of each evaluated triple: the last instant a window of its stream holds it
     for sp in A.stream_patterns(program.query.pattern):
         if (sp.stream, sp.window) not in windows and sp.stream in streams:
@@ -251,6 +280,45 @@ def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emit
     rows = rows[list(ITEM_COLUMNS)]
     items = pd.concat([items[~mine], rows], ignore_index=True)
     return items, pending, emitted
+
+
+def _lives(lives: pd.DataFrame, future: np.ndarray, hashes: np.ndarray, touched: np.ndarray, n: int, lo: int,
+           terms: dict) -> pd.DataFrame:
+    """Dstream's state after re-evaluating the keys ``touched``: their answers' lifetimes from the
+    evaluation (``future``: value ids, t1, t2, lifetime from, to; ``hashes`` their keys) cut to
+    instants ≥ ``lo``, the first not final; before ``lo`` only what the state held (the runner
+    trusts a re-evaluation for the instants not yet final alone: items a window no longer holds are
+    gone from the state) — the touched keys' spans through ``lo`` − 1, cut there."""
+    mine = COL.member(lives["key"].to_numpy(np.int64), touched)
+    held = lives[mine]
+    held = held[(held["first"].to_numpy() < lo) & (held["last"].to_numpy() >= lo - 1)]
+    held = held.assign(last=np.minimum(held["last"].to_numpy(), lo - 1))
+    spans = pd.DataFrame(future[:, :n + 2], columns=[*(f"v{i}" for i in range(n)), "t1", "t2"])
+    spans.insert(0, "key", hashes)
+    spans["first"] = np.maximum(future[:, -2], lo)
+    spans["last"] = future[:, -1]
+    for i in range(n):
+        spans[f"x{i}"] = [None if v == COL.NULL else terms.get(v) for v in spans[f"v{i}"].tolist()]
+    return pd.concat([lives[~mine], held, spans[lives.columns]], ignore_index=True)
+
+
+def _gone(lives: pd.DataFrame, n: int, lo: int, hi: int) -> pd.DataFrame:
+    """Dstream (``cep.continuous.plan``): the answers alive at c − 1 and not at c, for each instant
+    c in [lo, hi], as rows of ``lives`` with ``first`` = c. An answer's spans are merged where they
+    overlap or touch; each merged span's end + 1 is an instant it stops holding."""
+    ids = ["key", *(f"v{i}" for i in range(n)), "t1", "t2"]
+    if not len(lives):
+        return lives.iloc[:0]
+    ordered = lives.sort_values([*ids, "first"], kind="stable", ignore_index=True)
+    same = (ordered[ids].to_numpy(np.int64)[1:] == ordered[ids].to_numpy(np.int64)[:-1]).all(axis=1)
+    group = np.cumsum(np.r_[True, ~same])
+    reach = ordered.groupby(group)["last"].cummax().to_numpy()
+    starts = np.r_[True, ~same | (ordered["first"].to_numpy()[1:] > reach[:-1] + 1)]
+    run = np.cumsum(starts)
+    ends = ordered.groupby(run)["last"].max().to_numpy()
+    gone = ordered[starts].assign(first=ends + 1)
+    c = gone["first"].to_numpy()
+    return gone[(ends != OPEN_END) & (c >= lo) & (c <= hi)].reset_index(drop=True)
 
 
 #: the keep-until of a triple no window holds

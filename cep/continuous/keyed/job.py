@@ -58,7 +58,7 @@ from pyspark.sql import functions as F
 
 from cep.algebra.windows import TIME_UNITS
 from cep.continuous.keyed.operator import REJECT, Keyed, check_streams, parsed_items, prepare
-from cep.continuous.plan import ContinuousError
+from cep.continuous.plan import ISTREAM, ContinuousError
 from cep.continuous.runner import RunSummary
 from cep.continuous.sinks import write_jsonl
 from cep.continuous.sources import FileSource, KafkaSource, check_sources
@@ -299,12 +299,12 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
               checkpoint: str | Path, static=None, trigger: str = "available-now", lateness: int = 0,
               time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
               metrics: TextIO | None = None, prefixes: Mapping[str, str] | None = None,
-              timeout: float | None = None, buckets: int | None = None) -> RunSummary:
+              timeout: float | None = None, buckets: int | None = None, emit: str = ISTREAM) -> RunSummary:
     """``query`` continuously over ``sources`` on the keyed operator (module doc); the arguments
     are ``cep.continuous.job.run``'s; ``buckets``: module doc, Buckets (None: the checkpoint's)."""
     checkpoint = location(checkpoint, "the checkpoint")
     buckets, new = checkpoint_buckets(checkpoint, buckets, spark.sparkContext.defaultParallelism)
-    keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets)
+    keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets, emit=emit)
     check_streams(keyed, [s.stream for s in sources])
     check_sources(sources)
     checkpoint.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cep import algebra as A
-from cep.continuous.plan import COUNT, ContinuousError, ContinuousPlan, ISTREAM, LIFETIMES, background_only
+from cep.continuous.plan import COUNT, ContinuousError, ContinuousPlan, LIFETIMES, RSTREAM, background_only
 from cep.engines.driver.walk import supports
 
 __all__ = ["Shape", "Partition", "partition", "route", "refusal", "stream_triples", "DEFAULT_BUCKETS"]
@@ -90,8 +90,9 @@ def refusal(cplan: ContinuousPlan) -> str | None:
     if cplan.mode != LIFETIMES:
         return ("the query is evaluated at evaluation instants (C-SPARQL, RSEP-QL, EP-SPARQL, or CQELS-CEP with "
                 "ORDER BY / LIMIT / NOW() / GROUP BY over events), not as answers with lifetimes")
-    if cplan.emit != ISTREAM:
-        return f"--emit {cplan.emit}: the keyed operator reports each answer once (istream)"
+    if cplan.emit == RSTREAM:
+        return ("--emit rstream: it reports the whole answer set at every instant where it changes, which no key "
+                "partitions (the keyed operator reports istream and dstream)")
     why = supports(cplan.query)
     if why is not None:
         return why

@@ -60,7 +60,7 @@ from cep import algebra as A
 from cep.algebra.windows import TIME_UNITS
 from cep.continuous.keyed import bucket as B
 from cep.continuous.keyed.keys import DEFAULT_BUCKETS, Partition, partition
-from cep.continuous.plan import ContinuousError, plan
+from cep.continuous.plan import ISTREAM, ContinuousError, plan
 from cep.continuous.state import OUT_AT, OUT_END, OUT_START, OUT_VERSION
 from cep.continuous.static import NoStatic, collect_background
 from cep.engines.driver import columnar as COL
@@ -441,7 +441,7 @@ class Keyed:
 
 
 def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_unit: str = "ms",
-            buckets: int = DEFAULT_BUCKETS, lang: str | None = None) -> Keyed:
+            buckets: int = DEFAULT_BUCKETS, lang: str | None = None, emit: str = ISTREAM) -> Keyed:
     """Plan ``query`` (text or ``cep.algebra.Query``) for the operator: its keys and buckets, its
     static side shipped to the executors, the session's state store set to RocksDB (module doc);
     a ContinuousError for what the operator does not run (``cep.continuous.keyed.keys.refusal``)."""
@@ -449,12 +449,12 @@ def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_
         query = compile_query(query, lang=lang)
     if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
         raise ContinuousError(f"buckets must be a positive number, got {buckets!r}")
-    cplan = plan(query, time_unit, lateness)
+    cplan = plan(query, time_unit, lateness, emit=emit)
     part = partition(cplan)
     if part.single is not None:
         buckets = 1
     rels, terms, version = _static_side(spark, cplan, (static or NoStatic()).current(spark))
-    program = B.Program(query, time_unit, part.key, part.streams, version=version)
+    program = B.Program(query, time_unit, part.key, part.streams, version=version, emit=cplan.emit)
     _check_names(program.names)
     shipped = ship_static(spark, rels, terms, version)
     provider = spark.conf.get(_PROVIDER, None)
@@ -479,16 +479,19 @@ def check_streams(keyed: Keyed, given) -> None:
 
 
 def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, static=None, lateness: int = 0,
-            time_unit: str = "ms", buckets: int = DEFAULT_BUCKETS, lang: str | None = None) -> DataFrame:
+            time_unit: str = "ms", buckets: int = DEFAULT_BUCKETS, lang: str | None = None,
+            emit: str = ISTREAM) -> DataFrame:
     """The answers of a continuous CQELS-CEP ``query`` (text or ``cep.algebra.Query``) over the
     streaming DataFrames ``streams`` ({stream IRI: DataFrame with ``s``, ``p``, ``o``, ``t`` and
     optionally ``t_end``, ``item``}), as a streaming DataFrame (module doc): write it with any sink.
     ``static``: the background (``cep.continuous.static.StaticFiles`` or ``ClosureStore``; None:
     no background), prepared once when the query is planned; ``lateness``: the allowed lateness in
-    ``time_unit`` ticks; ``buckets``: the number of groups the keys are hashed into.
-    The session's state store provider is set to RocksDB, which the operator needs (a session that
+    ``time_unit`` ticks; ``buckets``: the number of groups the keys are hashed into; ``emit``:
+    ``istream`` (each answer once, when it appears) or ``dstream`` (each answer when it stops
+    holding, ``_at`` that instant). The session's state store provider is set to RocksDB, which the operator needs (a session that
     names another provider is refused), with changelog checkpointing unless the session says."""
-    keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets, lang=lang)
+    keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets, lang=lang,
+                    emit=emit)
     check_streams(keyed, list(streams))
     for iri, frame in streams.items():
         if not frame.isStreaming:
