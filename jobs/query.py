@@ -175,7 +175,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "allows it (CQELS-CEP, C-SPARQL, RSEP-QL and EP-SPARQL queries) and the inputs are "
                              "small; else Spark), local (the driver), spark; with --continuous, where each "
                              "micro-batch is evaluated, or keyed: the whole query as one Spark stateful operator on "
-                             "the executors (CQELS-CEP SELECT or CONSTRUCT, --emit istream or dstream)")
+                             "the executors (CQELS-CEP SELECT or CONSTRUCT; --emit rstream in one bucket)")
     parser.add_argument("--buckets", type=int, metavar="N",
                         help="with --engine keyed: how many groups the keys are hashed into, fixed when the checkpoint "
                              "is created (default: the checkpoint's; for a new one twice the cores)")

@@ -61,7 +61,7 @@ def test_a_keyed_checkpoint_keeps_the_bucket_count_it_was_created_with(tmp_path)
 
 
 def test_the_query_job_refuses_what_the_keyed_operator_cannot_run(tmp_path, capsys):
-    """Before any JVM starts: --engine keyed with --at, with --emit rstream, with RSEP-QL; --buckets
+    """Before any JVM starts: --engine keyed with --at, with RSEP-QL; --buckets
     without the keyed engine, or not positive."""
     from jobs import query as job
 
@@ -70,8 +70,6 @@ def test_the_query_job_refuses_what_the_keyed_operator_cannot_run(tmp_path, caps
                 f"<http://example.org/publicTransport>={stream}", "--time-unit", "m"]
 
     cases = [(vienna("ontologies/vienna_example_stream.jsonl") + ["--at", "16"], "--engine keyed runs continuous"),
-             (vienna(tmp_path) + ["--continuous", "--checkpoint", str(tmp_path / "c"), "--emit", "rstream"],
-              "--emit rstream"),
              (vienna(tmp_path) + ["--continuous", "--checkpoint", str(tmp_path / "c"), "--buckets", "0"],
               "--buckets 0: expected a positive number"),
              (["ontologies/rsep_fig1_query.rq", "--stream", f":S={tmp_path}", "--continuous", "--checkpoint",

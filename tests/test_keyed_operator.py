@@ -102,18 +102,20 @@ def test_a_construct_on_the_operator_equals_union_of_instants(spark, tmp_path):
     assert set(got) == expected
 
 
-def test_dstream_on_the_operator_equals_what_each_instant_loses(spark, tmp_path):
-    """``emit="dstream"``: each answer at each instant where it stops holding (``_at``), up to the
-    last event time (the closing heartbeat makes it final)."""
-    from tests.test_keyed_bucket import dstream_expected
+@pytest.mark.parametrize("emit", ["dstream", "rstream"])
+def test_dstream_and_rstream_on_the_operator(spark, tmp_path, emit):
+    """``emit="dstream"``: each answer at each instant where it stops holding (``_at``);
+    ``emit="rstream"`` (one bucket): the whole answer set wherever it changes; up to the last event
+    time (the closing heartbeat makes it final)."""
+    from tests.test_keyed_bucket import stream_expected
 
     label, window, pattern, shown = QUERIES[2]      # middle negated, STEP
     q = query(window, pattern, shown)
     names = [v.name for v in q.form.variables]
     items = random_items(random.Random(zlib.crc32(label.encode())), 24, 14)
-    expected = dstream_expected(q, items)
+    expected = stream_expected(q, items, emit)
     assert expected
-    rows = [r for r in run(spark, tmp_path, q, item_batches(items, 3), buckets=3, emit="dstream") if r["_reject"] is None]
+    rows = [r for r in run(spark, tmp_path, q, item_batches(items, 3), buckets=3, emit=emit) if r["_reject"] is None]
     gone = [(*answer, r["_at"]) for answer, r in zip(as_answers(rows, names), rows)]
     assert len(gone) == len(set(gone))
     assert set(gone) == expected
@@ -157,10 +159,8 @@ def test_answers_refuses_what_it_cannot_run(spark, tmp_path):
         answers(spark, q, {STREAM_IRI: frame.drop("t")})
     with pytest.raises(ContinuousError, match="not a streaming DataFrame"):
         answers(spark, q, {STREAM_IRI: spark.range(1)})
-    with pytest.raises(ContinuousError, match="rstream"):
-        from cep.continuous.keyed.keys import partition
-        from cep.continuous.plan import plan
-        partition(plan(q, emit="rstream"))
+    with pytest.raises(ContinuousError, match="buckets must be a positive number"):
+        answers(spark, q, {STREAM_IRI: frame}, buckets=0)
 
 
 def test_a_closure_published_mid_stream_reaches_every_bucket(spark, tmp_path):

@@ -28,12 +28,13 @@ A step therefore never finds a new answer at a final instant; it finds the *futu
    find it again); the timer is the earliest pending instant, else the instant the last item
    expires.
 
-**Dstream** (``Program.emit``): ``pending`` holds each answer's lifetime spans (``first``, ``last``)
+**Dstream and Rstream** (``Program.emit``; Rstream in one bucket): ``pending`` holds each answer's lifetime spans (``first``, ``last``)
 instead of its first instant; a re-evaluation replaces a touched key's spans from the first instant
 not final on, keeping the spans that reach the last final one (what the state says there is
 trusted: items a window no longer holds have left it). A step reports, for each instant made
-final, the answers alive at the instant before and not at it (an answer's merged spans' ends + 1),
-and keeps the spans that reach its ``upto``; the timer is the next such end + 1.
+final, the answers alive at the instant before and not at it (an answer's merged spans' ends + 1;
+Rstream: every answer alive at an instant where one starts or stops), and keeps the spans that
+reach its ``upto``; the timer is the next such instant.
 
 **A new closure version.** The program names the background's ``version``; the state, the version
 its pending answers were computed with. When they differ, the step emits the due answers (of that
@@ -57,7 +58,7 @@ from cep.algebra.timeline import OPEN_END
 from cep.engines.columns import var_column
 from cep.engines.driver import columnar as COL
 from cep.engines.driver import rows as L
-from cep.continuous.plan import DSTREAM, ISTREAM
+from cep.continuous.plan import DSTREAM, ISTREAM, RSTREAM
 from cep.continuous.state import OUT_AT, OUT_END, OUT_START, OUT_VERSION
 
 __all__ = ["Program", "BucketState", "Step", "step", "new_rows", "key_columns", "ITEM_COLUMNS", "LATE"]
@@ -91,8 +92,10 @@ class Program:
     emit: str = ISTREAM
 
     @property
-    def dstream(self) -> bool:
-        return self.emit == DSTREAM
+    def spans(self) -> bool:
+        """Whether the state keeps the answers' lifetime spans (Dstream, Rstream), not their first
+        instants (Istream)."""
+        return self.emit in (DSTREAM, RSTREAM)
 
     @property
     def construct(self) -> bool:
@@ -124,7 +127,7 @@ class BucketState:
         values = [f"v{i}" for i in range(n)]
         items = pd.DataFrame({c: pd.Series(dtype=object if c.endswith("_term") else np.int64) for c in ITEM_COLUMNS})
         emitted = pd.DataFrame({c: pd.Series(dtype=np.int64) for c in ("key", *values, "t1", "t2")})
-        spans = ("first", "last") if program.dstream else ("first",)
+        spans = ("first", "last") if program.spans else ("first",)
         pending = pd.DataFrame({**{c: pd.Series(dtype=np.int64) for c in ("key", *values, "t1", "t2", *spans)},
                                 **{f"x{i}": pd.Series(dtype=object) for i in range(n)}})
         return BucketState(items, emitted, pending)
@@ -180,10 +183,11 @@ def step(program: Program, state: BucketState, new: pd.DataFrame | None, upto: i
         new = None
     answers: list = []
     version = program.version if state.version is None else state.version
-    if program.dstream:
+    if program.spans:
         if upto is not None and first is not None and (state.done is None or upto > state.done):
             lo = first if state.done is None else state.done + 1
-            answers = _answers(program, _gone(pending, len(program.names), lo, upto), version)
+            report = _gone if program.emit == DSTREAM else _alive_where_changed
+            answers = _answers(program, report(pending, len(program.names), lo, upto), version)
             pending = pending[pending["last"].to_numpy() >= upto]
     elif upto is not None and len(pending):
         due = pending["first"].to_numpy() <= upto
@@ -200,8 +204,9 @@ def step(program: Program, state: BucketState, new: pd.DataFrame | None, upto: i
     if upto is not None:
         items, emitted = _prune(items, emitted, upto)
     timer = None
-    if program.dstream:
-        ahead = _gone(pending, len(program.names), (upto if upto is not None else first or 0) + 1, OPEN_END - 1)
+    if program.spans:
+        report = _gone if program.emit == DSTREAM else _alive_where_changed
+        ahead = report(pending, len(program.names), (upto if upto is not None else first or 0) + 1, OPEN_END - 1)
         timer = int(ahead["first"].min()) if len(ahead) else None
         if timer is None and len(items):
             last = int(items["keep"].max())
@@ -247,7 +252,7 @@ def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emit
     kept = COL.member(hashes, touched) & (data[:, -1] >= lo)
     future, hashes = data[kept], hashes[kept]
     n = len(program.names)
-    if program.dstream:
+    if program.spans:
         pending = _lives(pending, future, hashes, touched, n, lo, terms)
     elif len(future):
         starts = np.maximum(future[:, -2], lo)
@@ -266,7 +271,7 @@ def _evaluate(program: Program, items: pd.DataFrame, pending: pd.DataFrame, emit
             keys[f"x{i}"] = [None if v == COL.NULL else terms.get(v) for v in keys[f"v{i}"].tolist()]
     else:
         keys = pending.iloc[:0]
-    if not program.dstream:
+    if not program.spans:
         pending = pd.concat([pending[~COL.member(pending["key"].to_numpy(np.int64), touched)], keys],
                             ignore_index=True)
     # keep-until of each evaluated triple: the last instant a window of its stream holds it
@@ -302,23 +307,42 @@ def _lives(lives: pd.DataFrame, future: np.ndarray, hashes: np.ndarray, touched:
     return pd.concat([lives[~mine], held, spans[lives.columns]], ignore_index=True)
 
 
-def _gone(lives: pd.DataFrame, n: int, lo: int, hi: int) -> pd.DataFrame:
-    """Dstream (``cep.continuous.plan``): the answers alive at c − 1 and not at c, for each instant
-    c in [lo, hi], as rows of ``lives`` with ``first`` = c. An answer's spans are merged where they
-    overlap or touch; each merged span's end + 1 is an instant it stops holding."""
+def _runs(lives: pd.DataFrame, n: int) -> pd.DataFrame:
+    """Each answer's lifetime spans in ``lives`` merged where they overlap or touch: a row per
+    merged span (the answer's columns, ``first`` its start, ``last`` its end)."""
     ids = ["key", *(f"v{i}" for i in range(n)), "t1", "t2"]
-    if not len(lives):
-        return lives.iloc[:0]
     ordered = lives.sort_values([*ids, "first"], kind="stable", ignore_index=True)
-    same = (ordered[ids].to_numpy(np.int64)[1:] == ordered[ids].to_numpy(np.int64)[:-1]).all(axis=1)
+    values = ordered[ids].to_numpy(np.int64)
+    same = (values[1:] == values[:-1]).all(axis=1)
     group = np.cumsum(np.r_[True, ~same])
     reach = ordered.groupby(group)["last"].cummax().to_numpy()
     starts = np.r_[True, ~same | (ordered["first"].to_numpy()[1:] > reach[:-1] + 1)]
-    run = np.cumsum(starts)
-    ends = ordered.groupby(run)["last"].max().to_numpy()
-    gone = ordered[starts].assign(first=ends + 1)
-    c = gone["first"].to_numpy()
-    return gone[(ends != OPEN_END) & (c >= lo) & (c <= hi)].reset_index(drop=True)
+    ends = ordered.groupby(np.cumsum(starts))["last"].max().to_numpy()
+    return ordered[starts].assign(last=ends).reset_index(drop=True)
+
+
+def _gone(lives: pd.DataFrame, n: int, lo: int, hi: int) -> pd.DataFrame:
+    """Dstream (``cep.continuous.plan``): the answers alive at c − 1 and not at c, for each instant
+    c in [lo, hi], as rows of ``lives`` with ``first`` = c (a merged span's end + 1)."""
+    if not len(lives):
+        return lives.iloc[:0]
+    runs = _runs(lives, n)
+    ends = runs["last"].to_numpy()
+    keep = (ends != OPEN_END) & (ends + 1 >= lo) & (ends + 1 <= hi)
+    return runs[keep].assign(first=ends[keep] + 1).reset_index(drop=True)
+
+
+def _alive_where_changed(lives: pd.DataFrame, n: int, lo: int, hi: int) -> pd.DataFrame:
+    """Rstream (``cep.continuous.plan``): at each instant c in [lo, hi] where an answer starts or
+    stops holding, every answer alive at c, as rows of ``lives`` with ``first`` = c."""
+    if not len(lives):
+        return lives.iloc[:0]
+    runs = _runs(lives, n)
+    starts, ends = runs["first"].to_numpy(), runs["last"].to_numpy()
+    changed = np.unique(np.r_[starts, ends[ends != OPEN_END] + 1])
+    changed = changed[(changed >= lo) & (changed <= hi)]
+    at, which = np.nonzero((starts[None, :] <= changed[:, None]) & (changed[:, None] <= ends[None, :]))
+    return runs.iloc[which].assign(first=changed[at]).reset_index(drop=True)
 
 
 #: the keep-until of a triple no window holds

@@ -25,7 +25,7 @@ created and stored with it.
 
 A query with no key runs in ONE bucket (Flink CEP's parallelism 1), every item in it: its windows
 are evaluated together, on one executor. The plan says why (``Partition.single``). That happens
-when no variable is shared and shown; when a window counts triples (``[TRIPLES n]``: which triples
+when no variable is shared and shown; with Rstream (the whole answer set wherever it changes); when a window counts triples (``[TRIPLES n]``: which triples
 a window holds depends on every key's items, and on triples no pattern matches); and when an answer
 may come from the background alone (it binds no stream variable). Replicating a small or negated
 side to every bucket would key more queries, but it re-evaluates that side per bucket and per
@@ -90,9 +90,6 @@ def refusal(cplan: ContinuousPlan) -> str | None:
     if cplan.mode != LIFETIMES:
         return ("the query is evaluated at evaluation instants (C-SPARQL, RSEP-QL, EP-SPARQL, or CQELS-CEP with "
                 "ORDER BY / LIMIT / NOW() / GROUP BY over events), not as answers with lifetimes")
-    if cplan.emit == RSTREAM:
-        return ("--emit rstream: it reports the whole answer set at every instant where it changes, which no key "
-                "partitions (the keyed operator reports istream and dstream)")
     why = supports(cplan.query)
     if why is not None:
         return why
@@ -116,7 +113,9 @@ def partition(cplan: ContinuousPlan) -> Partition:
         shared &= {part.name for part in (tp.s, tp.p, tp.o) if isinstance(part, A.Var)}
     key = tuple(name for name in shown if name in shared)
     single = None
-    if any(w.kind == COUNT for w in cplan.windows):
+    if cplan.emit == RSTREAM:
+        single = "Rstream reports the whole answer set at every instant where it changes, whatever its keys"
+    elif any(w.kind == COUNT for w in cplan.windows):
         single = "a [TRIPLES n] window holds the last n triples of its stream, whatever their key"
     elif background_only(query.pattern):
         single = "an answer can come from the background alone, binding no stream variable"

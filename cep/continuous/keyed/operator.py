@@ -487,8 +487,9 @@ def answers(spark: SparkSession, query, streams: Mapping[str, DataFrame], *, sta
     ``static``: the background (``cep.continuous.static.StaticFiles`` or ``ClosureStore``; None:
     no background), prepared once when the query is planned; ``lateness``: the allowed lateness in
     ``time_unit`` ticks; ``buckets``: the number of groups the keys are hashed into; ``emit``:
-    ``istream`` (each answer once, when it appears) or ``dstream`` (each answer when it stops
-    holding, ``_at`` that instant). The session's state store provider is set to RocksDB, which the operator needs (a session that
+    ``istream`` (each answer once, when it appears), ``dstream`` (each answer when it stops
+    holding, ``_at`` that instant) or ``rstream`` (the whole answer set wherever it changes: one
+    bucket). The session's state store provider is set to RocksDB, which the operator needs (a session that
     names another provider is refused), with changelog checkpointing unless the session says."""
     keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets, lang=lang,
                     emit=emit)
