@@ -2,7 +2,8 @@
 SIGKILL at a random moment after a batch (twice on the driver-side engine), then restarted on the same checkpoint, writes exactly the answers of an
 uninterrupted run — none lost, none twice (``--out DIR``: one file per batch, atomic renames; the
 state of a batch is read from the previous batch's directory, so a replayed batch recomputes the
-same answers).
+same answers). On the keyed operator (``--engine keyed``) the state is Spark's own (RocksDB, its
+commit log), and a replayed batch rewrites its file under the same label.
 """
 from __future__ import annotations
 
@@ -77,8 +78,11 @@ def run_and_kill(cmd: list[str], ckpt: Path, after_batches: int, rng: random.Ran
 
 # (engine, files, kills, the longest pause after a batch before a kill): a Spark batch takes
 # seconds in a fresh JVM, a driver-side one a fraction of a second, so the driver-side run gets
-# more, quicker batches and two kills (a restart that is itself killed); the Spark run one kill
-ENGINES = [("spark", 2, 1, 3.0), ("local", 12, 2, 0.5)]
+# more, quicker batches and two kills (a restart that is itself killed); the Spark run one kill.
+# The keyed operator (its own checkpoint: Spark's state store and commit log) one kill too: each
+# fresh process's first batch costs it ~12 s here (tests/test_keyed_job.py has the kill between a
+# commit and its metrics line)
+ENGINES = [("spark", 2, 1, 3.0), ("local", 12, 2, 0.5), ("keyed", 4, 1, 2.0)]
 
 
 @pytest.mark.parametrize("engine, files, kills, pause", ENGINES, ids=[e[0] for e in ENGINES])

@@ -60,6 +60,31 @@ def test_a_keyed_checkpoint_keeps_the_bucket_count_it_was_created_with(tmp_path)
         checkpoint_buckets(recorded, None, 2)
 
 
+def test_the_closing_heartbeat_knows_a_batch_whose_metrics_line_a_kill_lost(tmp_path):
+    """A run killed after Spark committed a batch and before its metrics line was written: the
+    commit log's watermark still gives that batch's largest event time (in minutes, lateness 2)."""
+    from cep.continuous.keyed.job import _largest_event_time, write_heartbeat
+    from cep.continuous.plan import ContinuousError
+
+    ckpt, unit, delay = tmp_path / "ckpt", 60_000, 2 * 60_000
+    assert _largest_event_time(ckpt, delay, unit) is None
+    commits = ckpt / "keyed" / "commits"
+    commits.mkdir(parents=True)
+    (ckpt / "metrics.jsonl").write_text(json.dumps({"batch": 0, "max_event_time": 10}) + "\n")
+    (commits / "0").write_text('v1\n{"nextBatchWatermarkMs":480000}')          # 10 - 2 minutes
+    assert _largest_event_time(ckpt, delay, unit) == 10
+    (commits / "1").write_text('v1\n{"nextBatchWatermarkMs":1560000}')         # batch 1: 28, no metrics line
+    assert _largest_event_time(ckpt, delay, unit) == 28
+    (commits / "1").write_text('v1\n{"nextBatchWatermarkMs":0}')               # no event time yet
+    assert _largest_event_time(ckpt, delay, unit) == 10
+    write_heartbeat(ckpt, 31)                                                    # a heartbeat is no item
+    (commits / "2").write_text('v1\n{"nextBatchWatermarkMs":1740000}')
+    assert _largest_event_time(ckpt, delay, unit) == 10
+    (commits / "3").write_text("v1\n")
+    with pytest.raises(ContinuousError, match="not a Spark commit record"):
+        _largest_event_time(ckpt, delay, unit)
+
+
 def test_the_query_job_refuses_what_the_keyed_operator_cannot_run(tmp_path, capsys):
     """Before any JVM starts: --engine keyed with --at, with RSEP-QL; --buckets
     without the keyed engine, or not positive."""

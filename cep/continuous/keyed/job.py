@@ -283,16 +283,36 @@ def _await(queries: Sequence, timeout: float | None, on_progress: Callable, on_t
             raise failure
 
 
-def _largest_event_time(checkpoint: Path) -> int | None:
-    """The largest event time of the items this checkpoint's runs read: from their metrics lines,
-    leaving out the times of the heartbeats (Spark's progress counts them as rows)."""
-    path = checkpoint / METRICS_FILE
-    if not path.exists():
-        return None
+def _largest_event_time(checkpoint: Path, delay: int, unit: int) -> int | None:
+    """The largest event time of the items this checkpoint's runs read, leaving out the times of
+    the heartbeats (Spark's progress counts them as rows): from the runs' metrics lines, and from
+    Spark's commit log, which holds the watermark a committed batch left (its largest event time
+    minus the ``delay``, in ms). A metrics line is written after its batch is committed, so a run
+    killed between the two leaves only the commit log knowing that batch's times."""
     beats = {int(p.stem.split("-", 1)[1]) for p in (checkpoint / HEARTBEATS).glob("heartbeat-*.json")}
-    times = [json.loads(line).get("max_event_time") for line in path.read_text(encoding="utf-8").splitlines() if line]
+    path = checkpoint / METRICS_FILE
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    times = [json.loads(line).get("max_event_time") for line in lines if line]
+    committed = _committed_watermark(checkpoint / _ANSWERS)
+    # a watermark of 0 is also Spark's "no event time yet": only a positive one names an event time
+    if committed:
+        times.append((committed + delay) // unit)
     times = [t for t in times if t is not None and t not in beats]
     return max(times) if times else None
+
+
+def _committed_watermark(query_checkpoint: Path) -> int | None:
+    """The watermark (ms) Spark's newest commit of the query at ``query_checkpoint`` recorded."""
+    commits = [p for p in (query_checkpoint / "commits").glob("*") if p.name.isdigit()]
+    if not commits:
+        return None
+    newest = max(commits, key=lambda p: int(p.name))
+    lines = newest.read_text(encoding="utf-8").splitlines()
+    try:
+        return int(json.loads(lines[1])["nextBatchWatermarkMs"])
+    except (IndexError, ValueError, KeyError, TypeError) as exc:
+        raise ContinuousError(f"{newest}: not a Spark commit record ({exc}); expected a version line and "
+                              f'{{"nextBatchWatermarkMs": N}}') from None
 
 
 def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink,
@@ -346,7 +366,7 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
     spark.conf.set(_PARTITIONS, str(max(1, min(keyed.buckets, spark.sparkContext.defaultParallelism))))
     try:
         once()
-        largest = _largest_event_time(checkpoint)
+        largest = _largest_event_time(checkpoint, lateness * unit, unit)
         if trigger == "available-now" and largest is not None:
             closing = largest + lateness + 1
             path = checkpoint / HEARTBEATS / f"heartbeat-{closing:020d}.json"
