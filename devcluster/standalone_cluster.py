@@ -128,6 +128,30 @@ class StandaloneCluster(LocalService):
                                  capture_output=True, text=True)
         return listing.stdout.split() if listing.returncode == 0 else None
 
+    def executors(self) -> list[int]:
+        """The process ids of the executors the worker runs now (its descendants running
+        ``CoarseGrainedExecutorBackend``): what a fault test kills, as a lost host would."""
+        if self.worker is None:
+            return []
+        parents: dict[int, list[int]] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:         # the process ended while we looked
+                continue
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        found, todo = [], list(parents.get(self.worker.pid, []))
+        while todo:
+            pid = todo.pop()
+            todo.extend(parents.get(pid, []))
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"CoarseGrainedExecutorBackend" in command:
+                found.append(pid)
+        return sorted(found)
+
     def stop(self) -> None:
         self._stop_child("worker", "_worker_log")
         super().stop()

@@ -44,11 +44,12 @@ def standalone(tmp_path_factory):
 
 
 def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoints: str,
-           py_files: Path | None = None) -> subprocess.CompletedProcess:
+           py_files: Path | None = None, wait: bool = True):
     """``spark-submit --master spark://... jobs/JOB.py ARGS`` in client mode (the driver here);
     ``checkpoints``: ``spark.checkpoint.dir``, on HDFS (the cluster's default filesystem is the
     local disk, which the nodes do not share); ``py_files``: the project's zip, for jobs whose
-    Python runs on the executors too (``rsp-sidecar package``)."""
+    Python runs on the executors too (``rsp-sidecar package``). With ``wait`` False, the running
+    process, not its outcome: its output goes to ``cwd/submit.log``."""
     spark_home = jars.spark_jars_dir().parent
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "PYTHONPATH", "MASTER")}
     env["SPARK_HOME"] = str(spark_home)
@@ -58,6 +59,9 @@ def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoi
                "--driver-memory", "768m", "--executor-memory", "768m", "--total-executor-cores", "1",
                *(["--py-files", str(py_files)] if py_files is not None else []),
                str(REPO / "jobs" / f"{job}.py"), *args]
+    if not wait:
+        with open(cwd / "submit.log", "w", encoding="utf-8") as log:
+            return subprocess.Popen(command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
     # Spark's own INFO lines (spark-submit's log4j) say little: the job's error lines and stdout first
     done.report = "\n".join([line for line in done.stderr.splitlines()
@@ -131,3 +135,61 @@ def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, 
     assert answers(base / "out-keyed") == got
     metrics = [json.loads(line) for line in (base / "ckpt-keyed" / "metrics.jsonl").read_text().splitlines()]
     assert {m["engine"] for m in metrics} == {"keyed"} and metrics[-1]["state_rows"] > 0
+
+
+def test_the_keyed_operator_goes_on_with_the_same_answers_when_its_executor_is_killed(spark, hadoop, standalone,
+                                                                                      tmp_path):
+    """The fault test of issue 38: the keyed query runs on the cluster, one file per micro-batch;
+    once a batch is done, its executor is killed (SIGKILL, as a lost host). The worker starts a new
+    one, the lost tasks run again there from the state checkpointed to HDFS, and the run ends with
+    the answers of an uninterrupted local run."""
+    import signal
+    import time
+
+    from cep.continuous.job import run
+    from cep.continuous.sinks import DirectorySink
+    from cep.continuous.sources import FileSource
+    from cep.continuous.static import ClosureStore
+    from reasoner.publish import materialize_sources
+    from tests.test_cep_continuous_restart import answers as local_answers, write_stream
+
+    base = HadoopPath(f"{hadoop.hdfs}/executor-kill")
+    write_stream(tmp_path / "in", files=3, per_file=14, seed=7)
+    (base / "in").mkdir(parents=True, exist_ok=True)
+    for part in sorted((tmp_path / "in").iterdir()):
+        (base / "in" / part.name).write_bytes(part.read_bytes())
+        time.sleep(0.05)                 # the files' order is their modification times' (one per batch)
+    closure = str(base / "store")        # Spark reads a store's tables: on the executors too
+    for name in EXAMPLE:
+        (tmp_path / name).write_bytes(resources.data("ontologies", name))
+    materialize_sources(spark, [tmp_path / n for n in EXAMPLE], closure, engine="local")
+    query = resources.path("ontologies", "vienna_example_query.rq")
+    run(spark, query.read_text(), [FileSource(STREAM, str(tmp_path / "in"), max_files_per_trigger=1)],
+        static=ClosureStore(closure), sink=DirectorySink(tmp_path / "expected"), checkpoint=tmp_path / "ckpt",
+        time_unit="m", metrics=open(os.devnull, "w"), engine="local")
+    expected = local_answers(tmp_path / "expected")
+    assert len(expected) >= 5, "the stream must have answers, or the test proves nothing"
+
+    artifact, _launcher = package.build(tmp_path / "package")
+    job = submit(standalone, "query", str(query), "--closure", closure, "--stream", f"{STREAM}={base / 'in'}",
+                 "--continuous", "--engine", "keyed", "--checkpoint", str(base / "ckpt"), "--out", str(base / "out"),
+                 "--time-unit", "m", "--max-per-trigger", "1", "--trigger", "available-now", cwd=tmp_path,
+                 checkpoints=str(base / "checkpoints"), py_files=artifact, wait=False)
+    metrics = base / "ckpt" / "metrics.jsonl"
+
+    def batches() -> int:
+        return len(metrics.read_text().splitlines()) if metrics.exists() else 0
+
+    while batches() < 1 and job.poll() is None:      # polls: the job's speed decides nothing here
+        time.sleep(0.2)
+    killed = standalone.executors()
+    assert job.poll() is None and killed, "the job must still run, on an executor, when its executor is killed"
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    at_kill = batches()
+    assert job.wait(timeout=900) == 0, (tmp_path / "submit.log").read_text()[-3000:]
+    assert not set(killed) & set(standalone.executors()), "the killed executor is still there"
+    assert batches() > at_kill, "no batch ran after the kill: the test proves nothing"
+    got = sorted(line for f in (base / "out").glob("part-*.jsonl") for line in f.read_text().splitlines())
+    assert len(got) == len(set(got)), "an answer was written twice"
+    assert got == expected
