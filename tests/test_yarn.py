@@ -3,10 +3,14 @@ cluster`` of the packaged zip and its launcher on Hadoop's mini cluster (the ``h
 HDFS and YARN on loopback). The driver runs in a YARN container from the zip; the driver's and
 the executors' Python do not have the project installed (``python -S``: no site module, so no
 editable-install ``.pth``; site-packages for PySpark and the dependencies only). The ontology is
-read from HDFS and the store written there; its tables equal a local run's.
+read from HDFS and the store written there; its tables equal a local run's. Then a continuous
+query over that store on the keyed operator (issue 38), in cluster mode from the zip too: its
+processor in the executor's Python, its state in RocksDB checkpointed to HDFS; its answers equal a
+local run's.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +18,10 @@ import sysconfig
 
 import pytest
 
+from cep.continuous.job import run
+from cep.continuous.sinks import DirectorySink
+from cep.continuous.sources import FileSource
+from cep.continuous.static import ClosureStore
 from jobs import package
 from rdfcore import jars, resources
 from reasoner import store
@@ -24,6 +32,8 @@ from rdfcore.schema import TABLE_COLUMNS
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 EXAMPLE = ("vienna_schema.ttl", "vienna_example.ttl")
+QUERY = "vienna_example_query.rq"
+STREAM = "<http://example.org/publicTransport>"
 #: the driver-side reasoner: the container's driver reads HDFS and writes the store through the
 #: FileSystem API, runs from the zip, and the run costs a minute, not two (the Spark engine's
 #: executors reading HDFS are tested in tests/test_hdfs.py)
@@ -39,7 +49,7 @@ def python_without_the_project(directory) -> str:
     return str(wrapper)
 
 
-def test_materialize_in_yarn_cluster_mode_from_the_zip(spark, hadoop, tmp_path):
+def test_materialize_then_a_keyed_continuous_query_in_yarn_cluster_mode_from_the_zip(spark, hadoop, tmp_path):
     artifact, launcher = package.build(tmp_path / "dist")
     base = HadoopPath(f"{hadoop.hdfs}/yarn")
     for name in EXAMPLE:
@@ -53,10 +63,11 @@ def test_materialize_in_yarn_cluster_mode_from_the_zip(spark, hadoop, tmp_path):
                "--conf", f"spark.yarn.jars=local:{jars.spark_jars_dir()}/*",   # no upload of Spark's jars
                "--conf", f"spark.pyspark.python={python}", "--conf", f"spark.yarn.appMasterEnv.PYSPARK_PYTHON={python}",
                "--driver-memory", "512m", "--executor-memory", "512m", "--num-executors", "1", "--executor-cores", "1",
-               "--py-files", str(artifact), str(launcher),
-               "materialize", "--engine", ENGINE, "--ontology", *[str(base / n) for n in EXAMPLE],
-               "--out", str(base / "store")]
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+               "--files", str(resources.path("ontologies", QUERY)),    # to the driver's container
+               "--py-files", str(artifact), str(launcher)]
+    done = subprocess.run(command + ["materialize", "--engine", ENGINE, "--ontology", *[str(base / n) for n in EXAMPLE],
+                                     "--out", str(base / "store")],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "final status: SUCCEEDED" in done.stderr
     url = str(base / "store")
@@ -68,3 +79,29 @@ def test_materialize_in_yarn_cluster_mode_from_the_zip(spark, hadoop, tmp_path):
     for name in TABLE_COLUMNS:
         got = {tuple(r) for r in store.open_version(spark, url).table(name, decoded=True).collect()}
         assert got == {tuple(r) for r in store.open_version(spark, tmp_path / "store").table(name, decoded=True).collect()}
+
+    # the continuous query over that store on the keyed operator, stream, checkpoint and answers
+    # on HDFS; the query file in the driver's container (--files)
+    events = resources.data("ontologies", "vienna_example_stream.jsonl").decode().splitlines(keepends=True)
+    for i, part in enumerate((events[:2], events[2:])):
+        for directory in (base / "in", tmp_path / "in"):
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / f"part{i}.jsonl").write_text("".join(part))
+    done = subprocess.run(command + ["query", QUERY, "--closure", url, "--stream", f"{STREAM}={base / 'in'}",
+                                     "--continuous", "--engine", "keyed", "--checkpoint", str(base / "ckpt"),
+                                     "--out", str(base / "out"), "--time-unit", "m", "--trigger", "available-now"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "final status: SUCCEEDED" in done.stderr
+    run(spark, resources.path("ontologies", QUERY).read_text(), [FileSource(STREAM, str(tmp_path / "in"))],
+        static=ClosureStore(tmp_path / "store"), sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt",
+        time_unit="m", metrics=open(os.devnull, "w"), engine="local")
+
+    def answers(directory) -> list[dict]:
+        return sorted((json.loads(line) for f in directory.glob("part-*.jsonl") for line in f.read_text().splitlines()),
+                      key=json.dumps)
+
+    got = answers(base / "out")
+    assert got == answers(tmp_path / "out") and got
+    metrics = [json.loads(line) for line in (base / "ckpt" / "metrics.jsonl").read_text().splitlines()]
+    assert {m["engine"] for m in metrics} == {"keyed"} and metrics[-1]["state_rows"] > 0
