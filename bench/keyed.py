@@ -3,6 +3,7 @@
 
     python bench/keyed.py [--vehicles 3000] [--events 200000] [--batches 10] [--per-minute 2000]
                           [--scales 1 10 30] [--buckets 4] [--network real|example] [--esper] [--no-floor]
+    python bench/keyed.py --scale-out [--vehicles ...] [--events ...] [--scales 1] ...
 
 DESIGN.md's Vienna query (``SELECT ?s``: SEQ of two delays of a subway and no arrival after them in
 a RANGE 10m window, at stops that reach the centre by subway) over the seeded stream of
@@ -27,6 +28,11 @@ event-time minute, so the 10-minute window holds s times more events (window sca
 Both run in one warm local[2] session; each is warmed up on a small stream first. The ratio of a
 scale's time to scale 1's is the window-scaling figure: the keyed operator's work follows the new
 events and the live partial matches of their keys, so it should stay near 1.
+
+**Scale-out** (``--scale-out``): the keyed operator alone, on the same files, once in a ``local[1]``
+session and once in a ``local[2]`` one (each its own process, one after the other, the same
+bucket count), and the ratio of their throughputs. The runner is left out: it evaluates on the
+driver, whatever the executor cores.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -163,9 +170,15 @@ def main(argv=None) -> int:
     ap.add_argument("--network", choices=("real", "example"), default=None)
     ap.add_argument("--esper", action="store_true", help="also Esper 8.9 on the same files (bench/streaming.py)")
     ap.add_argument("--no-floor", dest="floor", action="store_false", help="leave out Spark's floor (module doc)")
+    ap.add_argument("--scale-out", action="store_true", help="the keyed operator on 1 core, then on 2 (module doc)")
+    ap.add_argument("--cores", type=int, default=2, help="the local session's cores (local[N])")
+    ap.add_argument("--keyed-only", help=argparse.SUPPRESS)      # --scale-out's runs: the totals to this JSON file
     args = ap.parse_args(argv)
+    if args.scale_out:
+        return scale_out(args, argv if argv is not None else sys.argv[1:])
 
-    spark = build_session("bench keyed", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
+    spark = build_session("bench keyed", {"spark.master": f"local[{args.cores}]",
+                                          "spark.sql.shuffle.partitions": str(args.cores),
                                           "spark.ui.enabled": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     work = Path(tempfile.mkdtemp(prefix="bench-keyed-"))
@@ -184,6 +197,21 @@ def main(argv=None) -> int:
     last = expand(work / "warm", work / "warm-x", prefixes)
     heartbeat(work / "warm-x", last + 1)
     run_keyed(spark, query, static, work / "warm-x", work / "warm-keyed", args.buckets)
+    if args.keyed_only:
+        totals = {}
+        for scale in args.scales:
+            per_minute = args.per_minute * scale
+            minutes = max(1, args.events // per_minute)
+            events = vt.write_stream(work / f"x{scale}", minutes, per_minute, max(1, -(-minutes // args.batches)),
+                                     args.seed, world)
+            last = expand(work / f"x{scale}", work / f"x{scale}-x", prefixes)
+            heartbeat(work / f"x{scale}-x", last + 1)
+            total, seconds, rows, counts = run_keyed(spark, query, static, work / f"x{scale}-x", work / f"x{scale}-keyed",
+                                                     args.buckets)
+            data = [s for s, n in zip(seconds, rows) if n > 1]
+            totals[scale] = {"total": total, "events": events, "p50": statistics.median(data), **counts}
+        Path(args.keyed_only).write_text(json.dumps(totals), encoding="utf-8")
+        return 0
     run_runner(spark, query, static, work / "warm", work / "warm-runner")
 
     table = []
@@ -221,6 +249,27 @@ def main(argv=None) -> int:
         base_k, base_r = table[0][1], table[0][2]
         print("window scaling (time at scale s / time at scale 1): "
               + "; ".join(f"x{s}: keyed {k / base_k:.2f}, runner {r / base_r:.2f}" for s, k, r in table[1:]))
+    return 0
+
+
+def scale_out(args, argv: list[str]) -> int:
+    """--scale-out (module doc): this script's keyed runs in a local[1], then a local[2] process."""
+    rest = [a for a in argv if a != "--scale-out"]
+    got = {}
+    for cores in (1, 2):
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as out:
+            path = out.name
+        subprocess.run([sys.executable, __file__, *rest, "--cores", str(cores), "--keyed-only", path], check=True)
+        got[cores] = {int(k): v for k, v in json.loads(Path(path).read_text(encoding="utf-8")).items()}
+        os.unlink(path)
+    for scale in args.scales:
+        one, two = got[1][scale], got[2][scale]
+        print(f"scale {scale}: {one['events']} events, buckets {args.buckets}")
+        for cores, r in ((1, one), (2, two)):
+            print(f"  keyed, local[{cores}]: {r['total']:.1f} s total, {r['events'] / r['total']:,.0f} events/s, "
+                  f"p50 {r['p50']:.2f} s per data batch, {r['answers']} answers")
+        print(f"  scale-out: local[2] / local[1] throughput = {one['total'] / two['total']:.2f}; answers "
+              f"{'equal' if one['answers'] == two['answers'] else 'DIFFER'}")
     return 0
 
 
