@@ -12,7 +12,9 @@ Structured Streaming queries under the checkpoint:
   the batch's label (a replayed batch replaces its file: exactly once), its late rows to the
   rejects directory with their reason;
 * **bad lines** (``CHECKPOINT/keyed-rejects``): the lines the parser rejects, with their reason,
-  file and line, to the rejects directory.
+  file and line, to the rejects directory. It reads the sources without their cap per micro-batch
+  (``--max-per-trigger``): a backlog's bad lines are found in one batch, not in one per batch of
+  the answers query, each of which would plan and run the parser over the same files again.
 
 **End of input.** The operator's instants become final as Spark's watermark passes them, and the
 watermark moves only when rows arrive. With ``available-now``, once the input is read, the job
@@ -48,7 +50,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
@@ -315,6 +317,19 @@ def _committed_watermark(query_checkpoint: Path) -> int | None:
                               f'{{"nextBatchWatermarkMs": N}}') from None
 
 
+def _lines(spark: SparkSession, source: FileSource | KafkaSource) -> DataFrame:
+    return numbered_lines(spark, source) if isinstance(source, FileSource) else source.lines(spark).select(FILE, LINE, RAW)
+
+
+def _uncapped(source: FileSource | KafkaSource) -> FileSource | KafkaSource:
+    """``source`` without its cap on new input per micro-batch, for the bad lines query (module
+    doc): a line's rejection depends on the line alone, so that query takes whatever is new in one
+    batch rather than parsing the files again once per batch of the answers query."""
+    if isinstance(source, FileSource):
+        return replace(source, max_files_per_trigger=None)
+    return replace(source, options=tuple((k, v) for k, v in source.options if k != "maxOffsetsPerTrigger"))
+
+
 def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink,
               checkpoint: str | Path, static=None, trigger: str = "available-now", lateness: int = 0,
               time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
@@ -339,11 +354,9 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
     streams = keyed.part.streams
     items, bad = {}, []
     for source in sources:
-        lines = numbered_lines(spark, source) if isinstance(source, FileSource) else \
-            source.lines(spark).select(FILE, LINE, RAW)
-        terms, rejected = parse_lines(lines, prefixes, time_unit, source.fmt)
+        terms, _ = parse_lines(_lines(spark, source), prefixes, time_unit, source.fmt)
         items[source.stream] = parsed_items(terms, streams.index(source.stream), time_unit)
-        bad.append(rejected)
+        bad.append(parse_lines(_lines(spark, _uncapped(source)), prefixes, time_unit, source.fmt)[1])
     first = streams[0]
     items[first] = items[first].unionByName(parsed_items(_heartbeats(spark, checkpoint), 0, time_unit))
     unit = TIME_UNITS[time_unit]
