@@ -3,7 +3,8 @@ and against a classic CEP engine.
 
     python bench/streaming.py [--minutes 200] [--per-minute 50] [--batch-minutes 10] [--format jsonl|nt]
                               [--baseline-instants 20] [--seed 1] [--network real|example]
-                              [--live-rate EVENTS_PER_S --live-seconds 60 --live-minutes-per-second M ...]
+                              [--live-rate EVENTS_PER_S --live-seconds 60 --live-minutes-per-second M ...
+                               --live-engines auto keyed]
 
 DESIGN.md's Vienna query (``ontologies/vienna_example_query.rq``: SEQ of two delays of a subway
 and a negated arrival in a RANGE 10m window, at stops from which the centre is reachable by
@@ -72,6 +73,9 @@ def main(argv=None) -> int:
     ap.add_argument("--live-minutes-per-second", type=int, nargs="+", default=[1], metavar="M",
                     help="event-time minutes in each live file (one live run per value): the 10-minute window "
                          "then holds 10/M seconds of input")
+    ap.add_argument("--live-engines", nargs="+", choices=("auto", "keyed"), default=["auto"],
+                    help="the continuous engines the live runs use, one run each, one after the other: auto (the "
+                         "runner's choice) and keyed (the keyed operator, cep.continuous.keyed)")
     args = ap.parse_args(argv)
 
     from jobs.spark import build_session
@@ -145,7 +149,9 @@ def main(argv=None) -> int:
     esper_baseline(spark, query, side, work / "in-json", ours, summary.answers, events)
     if args.live_rate:
         for per_second in args.live_minutes_per_second:
-            live(spark, query, static, work, args.live_rate, args.live_seconds, args.seed, world, per_second)
+            for engine in args.live_engines:
+                live(spark, query, static, work, args.live_rate, args.live_seconds, args.seed, world, per_second,
+                     engine)
     return 0
 
 
@@ -169,20 +175,23 @@ def as_ntriples(source: Path, target: Path, prefixes: dict) -> None:
         os.utime(out, (stamp, stamp))
 
 
-def live(spark, query, static, work: Path, rate: int, seconds: int, seed: int, world, per_second: int = 1) -> None:
+def live(spark, query, static, work: Path, rate: int, seconds: int, seed: int, world, per_second: int = 1,
+         engine: str = "auto") -> None:
     """A live run: a producer thread writes one file a second (``rate`` events over
     ``per_second`` event-time minutes: the window of 10 minutes holds ``10 / per_second`` seconds
     of input), the query runs with ``trigger="interval:1"``. An answer at instant t is final once
     an event after t has arrived (the watermark, ``cep.continuous.plan``), so two latencies are
     printed: from the arrival of the event that completed it (minute t) and from the arrival of
-    the event that made it final (minute t + 1) to the answer handed to the sink."""
+    the event that made it final (minute t + 1) to the answer handed to the sink. ``engine``: the
+    continuous job's (``cep.continuous.job.run``); on ``keyed`` an instant is final once Spark's
+    watermark passes it, which moves at the end of the batch that read the later event."""
     import threading
 
     from cep.continuous.job import run
     from cep.continuous.sinks import CallbackSink
     from cep.continuous.sources import FileSource
 
-    directory, staging = work / f"live-{per_second}", work / f"live-staging-{per_second}"
+    directory, staging = work / f"live-{engine}-{per_second}", work / f"live-staging-{engine}-{per_second}"
     directory.mkdir()
     staging.mkdir()
     written: dict[int, float] = {}
@@ -224,17 +233,17 @@ def live(spark, query, static, work: Path, rate: int, seconds: int, seed: int, w
     producer = threading.Thread(target=produce, daemon=True)
     producer.start()
     run(spark, query, [FileSource(STREAM, str(directory))], sink=CallbackSink(record),
-        checkpoint=work / f"live-ckpt-{per_second}", static=static, time_unit="m", trigger="interval:1",
-        timeout=seconds + 15, metrics=open(os.devnull, "w"))
+        checkpoint=work / f"live-ckpt-{engine}-{per_second}", static=static, time_unit="m", trigger="interval:1",
+        timeout=seconds + 15, metrics=open(os.devnull, "w"), engine=engine)
     producer.join()
-    metrics = [json.loads(line) for line in (work / f"live-ckpt-{per_second}" / "metrics.jsonl").read_text().splitlines()]
+    metrics = [json.loads(line) for line in (work / f"live-ckpt-{engine}-{per_second}" / "metrics.jsonl").read_text().splitlines()]
     durations = sorted(m["seconds"] for m in metrics)
 
     def pct(values, q):
         values = sorted(values)
         return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
-    print(f"live run: {rate:,} events/s for {seconds} s, {per_second} event-time minute(s) a second (the window "
+    print(f"live run, engine {engine}: {rate:,} events/s for {seconds} s, {per_second} event-time minute(s) a second (the window "
           f"holds {10 * rate // per_second:,} events), trigger 1 s: {len(metrics)} batches, batch seconds "
           f"p50 {pct(durations, 0.5):.2f} / p99 {pct(durations, 0.99):.2f} (kept up: "
           f"{'yes' if pct(durations, 0.5) < 1 else 'no'}); {len(completed)} answers; latency from the completing "

@@ -115,7 +115,11 @@ def numbered_lines(spark: SparkSession, source: FileSource) -> DataFrame:
     path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
     files = reader.load(spark_path(source.directory)).select(F.col("value"), path.alias(FILE))
     parts = F.split(F.col("value"), "\r\n|\n|\r")
-    lines = files.select(FILE, F.size(parts).alias("_n"), F.posexplode(parts).alias("_pos", RAW))
+    # the line count beside the lines, computed before the explode: a column the explode's output
+    # needs is copied into every line's row, and the file's text or its array of lines is
+    # megabytes (a 100,000-line file ran a 1 GB heap out of memory)
+    split = files.select(FILE, parts.alias("_parts")).select(FILE, "_parts", F.size("_parts").alias("_n"))
+    lines = split.select(FILE, "_n", F.posexplode("_parts").alias("_pos", RAW))
     last_empty = (F.col("_pos") == F.col("_n") - 1) & (F.col(RAW) == "")
     return lines.filter(~last_empty).select(FILE, (F.col("_pos") + 1).cast("long").alias(LINE), RAW)
 
