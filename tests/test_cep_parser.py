@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from cep import CepSyntaxError, parse
 from cep.syntax.tree import (AllWindow, Binary, Call, ConstructTemplate, DurationLiteral, EventElement,
                         EventSequence, FilterPattern, FromGraph, FromWindow, Group, IriRef,
-                        NowWindow, NumericLiteral, OptionalPattern, PrefixDecl, PrefixedName,
+                        NowWindow, NumericLiteral, OptionalPattern, PrefixedName,
                         RangeWindow, Select, StringLiteral, Triple, TriplesBlock, TriplesWindow,
                         TspElement, TspSequence, Unary, UnionPattern, Variable, WindowBlock)
 from paths import syntax as PS

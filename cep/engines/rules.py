@@ -22,7 +22,7 @@ closure itself is ``cep.engines.reference.close_rules`` (pure Python) and
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from cep import algebra as A
 from rdfcore.errors import SidecarError
