@@ -11,7 +11,6 @@ drop the only test that executors really cannot read the driver's files.
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -27,12 +26,12 @@ from rdfcore import jars, resources
 from reasoner import store
 from rdfcore.fs import HadoopPath
 from rdfcore.schema import TABLE_COLUMNS
+from tests.cluster_cases import STREAM, answers, local_answers, metrics, write_example_stream
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
-STREAM = "<http://example.org/publicTransport>"
 EXAMPLE = ("vienna_schema.ttl", "vienna_example.ttl")
 
 
@@ -72,10 +71,6 @@ def submit(cluster: StandaloneCluster, job: str, *args: str, cwd: Path, checkpoi
 
 
 def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, hadoop, standalone, tmp_path):
-    from cep.continuous.job import run
-    from cep.continuous.sinks import DirectorySink
-    from cep.continuous.sources import FileSource
-    from cep.continuous.static import ClosureStore
     from reasoner.publish import materialize_sources
 
     # what the executors see: nothing of this project, nor of the test's files
@@ -84,11 +79,7 @@ def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, 
     for name in EXAMPLE:
         (base / name).write_bytes(resources.data("ontologies", name))
         (tmp_path / name).write_bytes(resources.data("ontologies", name))
-    events = resources.data("ontologies", "vienna_example_stream.jsonl").decode().splitlines(keepends=True)
-    for i, part in enumerate((events[:2], events[2:])):
-        for directory in (base / "in", tmp_path / "in"):
-            directory.mkdir(parents=True, exist_ok=True)
-            (directory / f"part{i}.jsonl").write_text("".join(part))
+    write_example_stream(base / "in", tmp_path / "in")
 
     # the ontology refresh as scheduled on the cluster: sources read from HDFS, the store written
     # there (a small ontology: reasoned on the driver, engine auto; Spark's reasoner writing the
@@ -111,18 +102,10 @@ def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, 
                   "--out", str(base / "out"), "--time-unit", "m", "--max-per-trigger", "1",
                   "--trigger", "available-now", cwd=tmp_path, checkpoints=str(base / "checkpoints"))
     assert done.returncode == 0, done.report
-    run(spark, query.read_text(), [FileSource(STREAM, str(tmp_path / "in"), max_files_per_trigger=1)],
-        static=ClosureStore(tmp_path / "store"), sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt",
-        time_unit="m", metrics=open(os.devnull, "w"), engine="local")
-
-    def answers(directory) -> list[dict]:
-        return sorted((json.loads(line) for f in directory.glob("part-*.jsonl") for line in f.read_text().splitlines()),
-                      key=json.dumps)
-
     got = answers(base / "out")
-    assert got == answers(tmp_path / "out") and got
-    metrics = [json.loads(line) for line in (base / "ckpt" / "metrics.jsonl").read_text().splitlines()]
-    assert len(metrics) == 3 and {m["engine"] for m in metrics} == {"local"}
+    assert got == local_answers(spark, tmp_path, tmp_path / "store", max_per_trigger=1) and got
+    lines = metrics(base / "ckpt")
+    assert len(lines) == 3 and {m["engine"] for m in lines} == {"local"}
 
     # the same query on the keyed operator: its processor runs in the executor's Python, from the
     # project's zip (--py-files), its state in RocksDB checkpointed to HDFS, its static side
@@ -136,10 +119,8 @@ def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, 
                  str(base / "ckpt-keyed"), "--out", str(base / "out-keyed"), "--time-unit", "m",
                  "--max-per-trigger", "1", "--trigger", "available-now", cwd=tmp_path,
                  checkpoints=str(base / "checkpoints"), py_files=artifact, wait=False)
-    metrics = base / "ckpt-keyed" / "metrics.jsonl"
-
     def batches() -> int:
-        return len(metrics.read_text().splitlines()) if metrics.exists() else 0
+        return len(metrics(base / "ckpt-keyed")) if (base / "ckpt-keyed" / "metrics.jsonl").exists() else 0
 
     while batches() < 1 and job.poll() is None:      # polls: the job's speed decides nothing here
         time.sleep(0.2)
@@ -152,5 +133,5 @@ def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, 
     assert not set(killed) & set(standalone.executors()), "the killed executor is still there"
     assert batches() > at_kill, "no batch ran after the kill: the test proves nothing"
     assert answers(base / "out-keyed") == got
-    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    lines = metrics(base / "ckpt-keyed")
     assert {m["engine"] for m in lines} == {"keyed"} and lines[-1]["state_rows"] > 0

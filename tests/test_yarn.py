@@ -10,7 +10,6 @@ local run's.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,22 +17,17 @@ import sysconfig
 
 import pytest
 
-from cep.continuous.job import run
-from cep.continuous.sinks import DirectorySink
-from cep.continuous.sources import FileSource
-from cep.continuous.static import ClosureStore
 from jobs import package
 from rdfcore import jars, resources
 from reasoner import store
 from rdfcore.fs import HadoopPath
 from reasoner.publish import materialize_sources
 from rdfcore.schema import TABLE_COLUMNS
+from tests.cluster_cases import QUERY, STREAM, answers, local_answers, metrics, write_example_stream
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 EXAMPLE = ("vienna_schema.ttl", "vienna_example.ttl")
-QUERY = "vienna_example_query.rq"
-STREAM = "<http://example.org/publicTransport>"
 #: the driver-side reasoner: the container's driver reads HDFS and writes the store through the
 #: FileSystem API, runs from the zip, and the run costs a minute, not two (the Spark engine's
 #: executors reading HDFS are tested in tests/test_hdfs.py)
@@ -82,26 +76,14 @@ def test_materialize_then_a_keyed_continuous_query_in_yarn_cluster_mode_from_the
 
     # the continuous query over that store on the keyed operator, stream, checkpoint and answers
     # on HDFS; the query file in the driver's container (--files)
-    events = resources.data("ontologies", "vienna_example_stream.jsonl").decode().splitlines(keepends=True)
-    for i, part in enumerate((events[:2], events[2:])):
-        for directory in (base / "in", tmp_path / "in"):
-            directory.mkdir(parents=True, exist_ok=True)
-            (directory / f"part{i}.jsonl").write_text("".join(part))
+    write_example_stream(base / "in", tmp_path / "in")
     done = subprocess.run(command + ["query", QUERY, "--closure", url, "--stream", f"{STREAM}={base / 'in'}",
                                      "--continuous", "--engine", "keyed", "--checkpoint", str(base / "ckpt"),
                                      "--out", str(base / "out"), "--time-unit", "m", "--trigger", "available-now"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "final status: SUCCEEDED" in done.stderr
-    run(spark, resources.path("ontologies", QUERY).read_text(), [FileSource(STREAM, str(tmp_path / "in"))],
-        static=ClosureStore(tmp_path / "store"), sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt",
-        time_unit="m", metrics=open(os.devnull, "w"), engine="local")
-
-    def answers(directory) -> list[dict]:
-        return sorted((json.loads(line) for f in directory.glob("part-*.jsonl") for line in f.read_text().splitlines()),
-                      key=json.dumps)
-
     got = answers(base / "out")
-    assert got == answers(tmp_path / "out") and got
-    metrics = [json.loads(line) for line in (base / "ckpt" / "metrics.jsonl").read_text().splitlines()]
-    assert {m["engine"] for m in metrics} == {"keyed"} and metrics[-1]["state_rows"] > 0
+    assert got == local_answers(spark, tmp_path, tmp_path / "store") and got
+    lines = metrics(base / "ckpt")
+    assert {m["engine"] for m in lines} == {"keyed"} and lines[-1]["state_rows"] > 0
