@@ -34,8 +34,16 @@ Pair = tuple[Term, Term]
 
 
 def _compose(left: set[Pair], right: set[Pair]) -> set[Pair]:
-    """{(x, y) | ∃z: (x, z) ∈ left, (z, y) ∈ right}."""
-    return {(x, y) for (x, z) in left for (z2, y) in right if z == z2}
+    """{(x, y) | ∃z: (x, z) ∈ left, (z, y) ∈ right}: ``right`` looked up by z, so the cost is the
+    size of the result, not |left|·|right|."""
+    after: dict[Term, list[Term]] = {}
+    for (z, y) in right:
+        after.setdefault(z, []).append(y)
+    return {(x, y) for (x, z) in left for y in after.get(z, ())}
+
+
+# the paths whose ⟦·⟧ ignores the bound ends (everything but Identity(NODES) and the composites)
+_FREE_ENDED = (Axis, SelfTerm, Test, NegatedSet)
 
 
 class _Evaluator:
@@ -50,6 +58,8 @@ class _Evaluator:
         self._memo: dict[tuple[Path, Term | None, Term | None], set[Pair]] = {}
 
     def eval(self, path: Path, left: Term | None, right: Term | None) -> set[Pair]:
+        if isinstance(path, _FREE_ENDED):          # the same pairs whatever the ends are bound to
+            left = right = None
         key = (path, left, right)
         if key not in self._memo:
             self._memo[key] = self._eval(path, left, right)
