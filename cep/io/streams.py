@@ -234,45 +234,84 @@ def _quoted(text: Column) -> Column:
 
 # --- terms ----------------------------------------------------------------------------------
 
+def bound(value: Column, body) -> Column:
+    """``body(v)`` with ``v`` standing for ``value`` computed once: ``transform([value], body)[0]``.
+
+    A Column used twice in an expression is two copies of its tree, and Catalyst neither merges
+    them in a lambda nor in a projection it collapses: a term's normal form reads the resolved term
+    a dozen times, so the JSON Lines parser's plan grew to ~370,000 characters and took ~0.4 s to
+    optimise in every micro-batch. Bound once, each use is a reference to a lambda variable."""
+    return F.transform(F.array(value), body)[0]
+
+
+def once(value: Column) -> Column:
+    """``value`` as a generated column (one row in, one row out: ``explode_outer([value])``), for a
+    large expression that filters read: Catalyst pushes a filter through a projection by copying
+    the projected expression into the condition (and infers more filters from an explode, each one
+    another copy), but it cannot push a condition on a generated column below its generator."""
+    return F.explode_outer(F.array(value))
+
+
 def resolve_term(term: Column, position: str, label: Column, prefixes: Column | None, scope: Column) -> Column:
     """``struct(v, e)``: the N-Triples form of a JSON term (null on error) and why it is bad.
 
-    ``position`` is S, P or O (what the term may be); ``label`` names it in the reason.
-    """
+    ``position`` is S, P or O (what the term may be); ``label`` names it in the reason. Computed in
+    stages, each bound once (:func:`bound`): the term's parts, then the prefixes' namespaces, then
+    the expanded forms, the value and the error, then the normal form."""
     allowed = {S: _AS_SUBJECT, P: _AS_PREDICATE, O: _AS_OBJECT}[position]
-    pname_prefix = F.regexp_extract(term, _PNAME, 1)
-    namespace = F.try_element_at(prefixes, pname_prefix) if prefixes is not None else F.lit(None).cast("string")
-    expanded = F.concat(F.lit("<"), namespace, F.regexp_extract(term, _PNAME, 2), F.lit(">"))
-    typed_prefix = F.regexp_extract(term, _TYPED_PNAME, 2)
-    typed_namespace = (F.try_element_at(prefixes, typed_prefix) if prefixes is not None
-                       else F.lit(None).cast("string"))
-    typed = F.concat(F.regexp_extract(term, _TYPED_PNAME, 1), F.lit("^^<"), typed_namespace,
-                     F.regexp_extract(term, _TYPED_PNAME, 3), F.lit(">"))
-    is_a = F.lit(position == P) & (term == F.lit("a"))
-    is_nt = term.rlike(allowed)
-    is_pname = ~is_nt & term.rlike(_PNAME)
-    is_typed = F.lit(position == O) & ~is_nt & ~is_pname & term.rlike(_TYPED_PNAME)
+
+    def namespace_of(prefix: Column) -> Column:
+        return F.try_element_at(prefixes, prefix) if prefixes is not None else F.lit(None).cast("string")
+
+    def parts(t: Column) -> Column:
+        is_nt = t.rlike(allowed)
+        is_pname = ~is_nt & t.rlike(_PNAME)
+        return F.struct(
+            t.alias("term"), is_nt.alias("is_nt"), is_pname.alias("is_pname"),
+            (F.lit(position == O) & ~is_nt & ~is_pname & t.rlike(_TYPED_PNAME)).alias("is_typed"),
+            F.regexp_extract(t, _PNAME, 1).alias("prefix"), F.regexp_extract(t, _PNAME, 2).alias("local"),
+            F.regexp_extract(t, _TYPED_PNAME, 1).alias("lexical"), F.regexp_extract(t, _TYPED_PNAME, 2).alias("dt_prefix"),
+            F.regexp_extract(t, _TYPED_PNAME, 3).alias("dt_local"))
+
+    def expanded(x: Column) -> Column:
+        namespace, dt_namespace = namespace_of(x["prefix"]), namespace_of(x["dt_prefix"])
+        return F.struct(
+            x.alias("x"), namespace.alias("namespace"), dt_namespace.alias("dt_namespace"),
+            F.concat(F.lit("<"), namespace, x["local"], F.lit(">")).alias("expanded"),
+            F.concat(x["lexical"], F.lit("^^<"), dt_namespace, x["dt_local"], F.lit(">")).alias("typed"))
 
     def named(text: str) -> Column:
         return F.concat(label, F.lit(": " + text))
 
-    value = (F.when(term.isNull(), None)
-             .when(is_a, F.lit(RDF_TYPE))
-             .when(is_nt, term)
-             .when(is_pname & expanded.rlike(_IS_IRI), expanded)
-             .when(is_typed & typed.rlike(_IS_LITERAL), typed))
-    error = (F.when(term.isNull(), named("missing term (null)"))
-             .when(is_a | is_nt, None)
-             .when(is_pname & namespace.isNull(), F.concat(named("unknown prefix "), _quoted(F.concat(pname_prefix, F.lit(":")))))
-             .when(is_pname & ~expanded.rlike(_IS_IRI), F.concat(named(""), _quoted(term), F.lit(" expands to an invalid IRI")))
-             .when(is_pname, None)
-             .when(is_typed & typed_namespace.isNull(),
-                   F.concat(named("unknown prefix "), _quoted(F.concat(typed_prefix, F.lit(":")))))
-             .when(is_typed & ~typed.rlike(_IS_LITERAL), F.concat(named("malformed literal "), _quoted(term)))
-             .when(is_typed, None)
-             .otherwise(F.concat(named(f"expected {_EXPECTED[position]}, got "), _quoted(term))))
-    normal = scope_bnode(canonical_term(value), scope) if position == O else scope_bnode(value, scope)
-    return F.struct(normal.alias("v"), error.alias("e"))
+    def checked(y: Column) -> Column:
+        x = y["x"]
+        t, is_nt, is_pname, is_typed = x["term"], x["is_nt"], x["is_pname"], x["is_typed"]
+        is_a = F.lit(position == P) & (t == F.lit("a"))
+        good_iri, good_literal = y["expanded"].rlike(_IS_IRI), y["typed"].rlike(_IS_LITERAL)
+        value = (F.when(t.isNull(), None)
+                 .when(is_a, F.lit(RDF_TYPE))
+                 .when(is_nt, t)
+                 .when(is_pname & good_iri, y["expanded"])
+                 .when(is_typed & good_literal, y["typed"]))
+        error = (F.when(t.isNull(), named("missing term (null)"))
+                 .when(is_a | is_nt, None)
+                 .when(is_pname & y["namespace"].isNull(),
+                       F.concat(named("unknown prefix "), _quoted(F.concat(x["prefix"], F.lit(":")))))
+                 .when(is_pname & ~good_iri, F.concat(named(""), _quoted(t), F.lit(" expands to an invalid IRI")))
+                 .when(is_pname, None)
+                 .when(is_typed & y["dt_namespace"].isNull(),
+                       F.concat(named("unknown prefix "), _quoted(F.concat(x["dt_prefix"], F.lit(":")))))
+                 .when(is_typed & ~good_literal, F.concat(named("malformed literal "), _quoted(t)))
+                 .when(is_typed, None)
+                 .otherwise(F.concat(named(f"expected {_EXPECTED[position]}, got "), _quoted(t))))
+        return F.struct(value.alias("v"), error.alias("e"))
+
+    def normal(z: Column) -> Column:
+        value = (bound(canonical_term(z["v"]), lambda c: scope_bnode(c, scope)) if position == O
+                 else scope_bnode(z["v"], scope))
+        return F.struct(value.alias("v"), z["e"].alias("e"))
+
+    return bound(bound(bound(bound(term, parts), expanded), checked), normal)
 
 
 def _triple_struct(s: Column, p: Column, o: Column) -> Column:
@@ -282,88 +321,124 @@ def _triple_struct(s: Column, p: Column, o: Column) -> Column:
 # --- JSON Lines -----------------------------------------------------------------------------
 
 def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Column) -> tuple[DataFrame, Column]:
-    """Rows with ``_triples`` (array of (s, p, o) structs), ``_t1``, ``_t2`` and the reject reason."""
+    """Rows with ``_triples`` (array of (s, p, o) structs), ``_t1``, ``_t2`` and the reject reason.
+
+    The line is parsed in stages, each bound once (:func:`bound`): the JSON object; its graph and
+    timestamps; its terms resolved; the reason."""
     prefix_map = (F.create_map(*[F.lit(x) for k, v in prefixes.items() for x in (k, v)]) if prefixes else None)
     content = lines.filter(~F.col(RAW).rlike(_BLANK))
-    rows = content.select(FILE, LINE, RAW, F.json_object_keys(F.col(RAW)).alias("_keys"),
-                          F.from_json(F.col(RAW), _JSON_SCHEMA).alias("_j"))
-    j, keys_c = F.col("_j"), F.col("_keys")
-    present = {k: j[k].isNotNull() for k in _KEYS}
-    is_graph = present[_K_TRIPLES]
-    # a graph item: triples -> array of JSON texts -> arrays of 3 strings
-    elements = F.from_json(j[_K_TRIPLES], "array<string>")
-    graph = F.transform(elements, lambda e: F.from_json(e, "array<string>"))
-    bad_shape = F.array_position(F.transform(graph, lambda x: x.isNull() | (F.size(x) != 3)), True)
-    listed = F.when(is_graph, graph).otherwise(F.array(F.array(j[_K_S], j[_K_P], j[_K_O])))
+    line = F.struct(F.col(RAW).alias("raw"), F.json_object_keys(F.col(RAW)).alias("keys"),
+                    F.from_json(F.col(RAW), _JSON_SCHEMA).alias("j"))
 
-    def resolved(triple: Column, index: Column) -> Column:
+    def parsed(x: Column) -> Column:
+        j = x["j"]
+        t1, t2 = _ticks(j[_K_T], time_unit), _ticks(j[_K_T_END], time_unit)
+        # a graph item: triples -> array of JSON texts -> arrays of 3 strings
+        elements = F.from_json(j[_K_TRIPLES], "array<string>")
+        return F.struct(x.alias("x"), elements.alias("elements"), t1.alias("t1"), t2.alias("t_end"),
+                        F.transform(elements, lambda e: F.from_json(e, "array<string>")).alias("graph"))
+
+    def resolved(triple: Column, index: Column, is_graph: Column) -> Column:
         where = F.when(is_graph, F.concat(F.lit("triples["), index.cast("string"), F.lit("]."))).otherwise(F.lit(""))
         parts = [resolve_term(F.try_element_at(triple, F.lit(k + 1)), pos, F.concat(where, F.lit(pos)), prefix_map, scope)
                  for k, pos in enumerate((S, P, O))]
         return F.struct(_triple_struct(*(x["v"] for x in parts)).alias("t"),
                         F.coalesce(*(x["e"] for x in parts)).alias("e"))
 
-    t1, t2 = _ticks(j[_K_T], time_unit), _ticks(j[_K_T_END], time_unit)
-    rows = rows.select("*", elements.alias("_elements"), bad_shape.alias("_bad_shape"), t1.alias("_t1"),
-                       t2.alias("_t_end"), F.coalesce(t2, t1).alias("_t2"),
-                       F.transform(listed, resolved).alias("_resolved"))
-    rows = rows.select("*", F.try_element_at(F.filter(F.transform("_resolved", lambda r: r["e"]), lambda e: e.isNotNull()),
-                                             F.lit(1)).alias("_term_error"),
-                       F.transform("_resolved", lambda r: r["t"]).alias("_triples"))
-    unknown = F.array_except(keys_c, F.array(*[F.lit(k) for k in _KEYS]))
-    missing_spo = F.concat_ws(", ", *[F.when(~present[k], F.lit(k)) for k in (_K_S, _K_P, _K_O)])
-    any_spo = present[_K_S] | present[_K_P] | present[_K_O]
-    reason = (
-        F.when(invalid_utf8(F.col(RAW)), F.lit("invalid UTF-8 byte sequence"))
-        .when(keys_c.isNull() | ~F.col(RAW).rlike(r"^\s*\{.*\}\s*$"),
-              F.when(F.col(RAW).rlike(r"^\s*\{"), F.lit("bad JSON: not a well-formed JSON object"))
-              .otherwise(F.lit("bad JSON: expected one JSON object {...} per line")))
-        .when(F.size(unknown) > 0, F.concat(F.lit("unknown key(s) "), F.array_join(unknown, ", "),
-                                            F.lit(f"; expected {', '.join(_KEYS)}")))
-        .when(is_graph & any_spo, F.lit("a graph item has 'triples' and no 's', 'p', 'o' keys"))
-        .when(~is_graph & (missing_spo != ""), F.concat(F.lit("missing or null key(s) "), missing_spo,
-                                                         F.lit(" (or 'triples' for a graph item)")))
-        .when(~present[_K_T], F.lit("missing or null key 't' (the timestamp)"))
-        .when(F.col("_t1").isNull(), _bad_timestamp(_K_T, j[_K_T], time_unit))
-        .when(present[_K_T_END] & F.col("_t_end").isNull(), _bad_timestamp(_K_T_END, j[_K_T_END], time_unit))
-        .when(F.col("_t2") < F.col("_t1"), F.concat(F.lit("t_end ("), F.col("_t2").cast("string"),
-                                                   F.lit(") is before t ("), F.col("_t1").cast("string"), F.lit(")")))
-        .when(is_graph & F.col("_elements").isNull(), F.lit("'triples' must be a JSON array of [s, p, o] arrays"))
-        .when(is_graph & (F.size("_elements") == 0), F.lit("a graph item with no triples ('triples' is empty)"))
-        .when(is_graph & (F.col("_bad_shape") > 0),
-              F.concat(F.lit("triples["), (F.col("_bad_shape") - 1).cast("string"),
-                       F.lit("] must be an array of three terms [s, p, o]")))
-        .when(F.col("_term_error").isNotNull(), F.col("_term_error"))
-    )
-    return rows, reason
+    def terms(y: Column) -> Column:
+        j = y["x"]["j"]
+        is_graph = j[_K_TRIPLES].isNotNull()
+        listed = F.when(is_graph, y["graph"]).otherwise(F.array(F.array(j[_K_S], j[_K_P], j[_K_O])))
+        triples = F.transform(listed, lambda t, i: resolved(t, i, is_graph))
+        return F.struct(y.alias("y"), triples.alias("resolved"),
+                        F.array_position(F.transform(y["graph"], lambda g: g.isNull() | (F.size(g) != 3)),
+                                         F.lit(True)).alias("bad_shape"))
+
+    def checked(z: Column) -> Column:
+        y = z["y"]
+        x = y["x"]
+        j, keys, raw = x["j"], x["keys"], x["raw"]
+        present = {k: j[k].isNotNull() for k in _KEYS}
+        is_graph = present[_K_TRIPLES]
+        t1, t_end, elements, bad_shape = y["t1"], y["t_end"], y["elements"], z["bad_shape"]
+        t2 = F.coalesce(t_end, t1)
+        term_error = F.try_element_at(F.filter(F.transform(z["resolved"], lambda r: r["e"]), lambda e: e.isNotNull()),
+                                      F.lit(1))
+        unknown = F.array_except(keys, F.array(*[F.lit(k) for k in _KEYS]))
+        missing_spo = F.concat_ws(", ", *[F.when(~present[k], F.lit(k)) for k in (_K_S, _K_P, _K_O)])
+        any_spo = present[_K_S] | present[_K_P] | present[_K_O]
+        reason = (
+            F.when(invalid_utf8(raw), F.lit("invalid UTF-8 byte sequence"))
+            .when(keys.isNull() | ~raw.rlike(r"^\s*\{.*\}\s*$"),
+                  F.when(raw.rlike(r"^\s*\{"), F.lit("bad JSON: not a well-formed JSON object"))
+                  .otherwise(F.lit("bad JSON: expected one JSON object {...} per line")))
+            .when(F.size(unknown) > 0, F.concat(F.lit("unknown key(s) "), F.array_join(unknown, ", "),
+                                                F.lit(f"; expected {', '.join(_KEYS)}")))
+            .when(is_graph & any_spo, F.lit("a graph item has 'triples' and no 's', 'p', 'o' keys"))
+            .when(~is_graph & (missing_spo != ""), F.concat(F.lit("missing or null key(s) "), missing_spo,
+                                                             F.lit(" (or 'triples' for a graph item)")))
+            .when(~present[_K_T], F.lit("missing or null key 't' (the timestamp)"))
+            .when(t1.isNull(), _bad_timestamp(_K_T, j[_K_T], time_unit))
+            .when(present[_K_T_END] & t_end.isNull(), _bad_timestamp(_K_T_END, j[_K_T_END], time_unit))
+            .when(t2 < t1, F.concat(F.lit("t_end ("), t2.cast("string"), F.lit(") is before t ("), t1.cast("string"),
+                                    F.lit(")")))
+            .when(is_graph & elements.isNull(), F.lit("'triples' must be a JSON array of [s, p, o] arrays"))
+            .when(is_graph & (F.size(elements) == 0), F.lit("a graph item with no triples ('triples' is empty)"))
+            .when(is_graph & (bad_shape > 0),
+                  F.concat(F.lit("triples["), (bad_shape - 1).cast("string"),
+                           F.lit("] must be an array of three terms [s, p, o]")))
+            .when(term_error.isNotNull(), term_error)
+        )
+        return F.struct(F.transform(z["resolved"], lambda r: r["t"]).alias("triples"), t1.alias("t1"), t2.alias("t2"),
+                        reason.alias("reason"))
+
+    return _parsed_rows(content, once(bound(bound(bound(line, parsed), terms), checked)))
+
+
+def _parsed_rows(content: DataFrame, parsed: Column) -> tuple[DataFrame, Column]:
+    """``content``'s lines with the columns of ``parsed`` (a struct of ``triples``, ``t1``, ``t2``,
+    ``reason``), and the reason."""
+    rows = content.select(FILE, LINE, RAW, parsed.alias("_parsed"))
+    rows = rows.select(FILE, LINE, RAW, F.col("_parsed")["triples"].alias("_triples"),
+                       F.col("_parsed")["t1"].alias("_t1"), F.col("_parsed")["t2"].alias("_t2"), "_parsed")
+    return rows, F.col("_parsed")["reason"]
 
 
 # --- timestamped N-Triples ------------------------------------------------------------------
 
 def _tsnt(lines: DataFrame, time_unit: str, scope: Column) -> tuple[DataFrame, Column]:
-    """Rows with ``_triples`` (one (s, p, o) struct), ``_t1``, ``_t2`` and the reject reason."""
+    """Rows with ``_triples`` (one (s, p, o) struct), ``_t1``, ``_t2`` and the reject reason
+    (computed in stages, each bound once, as :func:`_jsonl` does)."""
     content = lines.filter(~F.col(RAW).rlike(NT_BLANK_OR_COMMENT))
-    raw = F.col(RAW)
-    # One regex evaluation per line: the four groups joined by LF (which no line contains).
-    parts = F.split(F.regexp_replace(raw, _TSNT_LINE, "$1\n$2\n$3\n$4"), "\n")
-    good = F.size(parts) == 4
-    stamp = F.when(good, parts[3])
-    triple = _triple_struct(scope_bnode(parts[0], scope), parts[1], scope_bnode(canonical_term(parts[2]), scope))
-    ticks = _ticks(stamp, time_unit)
-    rows = content.select(FILE, LINE, RAW, good.alias("_good"), stamp.alias("_stamp"),
-                          F.when(good, F.array(triple)).alias("_triples"), ticks.alias("_t1"), ticks.alias("_t2"))
+
+    def split(raw: Column) -> Column:
+        # One regex evaluation per line: the four groups joined by LF (which no line contains).
+        parts = F.split(F.regexp_replace(raw, _TSNT_LINE, "$1\n$2\n$3\n$4"), "\n")
+        return F.struct(raw.alias("raw"), parts.alias("parts"), (F.size(parts) == 4).alias("good"))
+
+    def stamped(x: Column) -> Column:
+        stamp = F.when(x["good"], x["parts"][3])
+        return F.struct(x.alias("x"), stamp.alias("stamp"), _ticks(stamp, time_unit).alias("ticks"),
+                        F.when(x["good"], canonical_term(x["parts"][2])).alias("object"))
 
     def at(column: Column, text: str) -> Column:
         return F.concat(F.lit(text + " at column "), column.cast("string"))
 
-    raw = F.col(RAW)
-    reason = (
-        F.when(invalid_utf8(raw), F.lit("invalid UTF-8 byte sequence"))
-        .when(~raw.rlike(NT_OBJECT), reject_reason(raw))  # subject / predicate / object, from the loader
-        .when(~raw.rlike(_BEFORE_TS + "\""),
-              at(column_after(rf"{NT_OBJECT}{NT_WS}\.?", raw), "expected a quoted timestamp \"...\" after the object"))
-        .when(~raw.rlike(_UP_TO_TS), at(column_after(_BEFORE_TS, raw), "malformed timestamp literal"))
-        .when(~F.col("_good"), at(column_after(_UP_TO_TS + rf"{NT_WS}\.?", raw), "unexpected text after the timestamp"))
-        .when(F.col("_t1").isNull(), _bad_timestamp("timestamp", F.col("_stamp"), time_unit))
-    )
-    return rows, reason
+    def checked(y: Column) -> Column:
+        x = y["x"]
+        raw, parts, good = x["raw"], x["parts"], x["good"]
+        triple = _triple_struct(scope_bnode(parts[0], scope), parts[1],
+                                bound(y["object"], lambda o: scope_bnode(o, scope)))
+        reason = (
+            F.when(invalid_utf8(raw), F.lit("invalid UTF-8 byte sequence"))
+            .when(~raw.rlike(NT_OBJECT), reject_reason(raw))  # subject / predicate / object, from the loader
+            .when(~raw.rlike(_BEFORE_TS + "\""),
+                  at(column_after(rf"{NT_OBJECT}{NT_WS}\.?", raw), "expected a quoted timestamp \"...\" after the object"))
+            .when(~raw.rlike(_UP_TO_TS), at(column_after(_BEFORE_TS, raw), "malformed timestamp literal"))
+            .when(~good, at(column_after(_UP_TO_TS + rf"{NT_WS}\.?", raw), "unexpected text after the timestamp"))
+            .when(y["ticks"].isNull(), _bad_timestamp("timestamp", y["stamp"], time_unit))
+        )
+        return F.struct(F.when(good, F.array(triple)).alias("triples"), y["ticks"].alias("t1"),
+                        y["ticks"].alias("t2"), reason.alias("reason"))
+
+    return _parsed_rows(content, once(bound(bound(bound(F.col(RAW), split), stamped), checked)))
