@@ -2,7 +2,8 @@
 
 The oracle for randomized differential tests of the Spark compiler. Set comprehensions over a set
 of (s, p, o) N-Triples strings, closures by iterating to a fixpoint; small graphs only (it is
-polynomial but makes no attempt at being fast). Pure Python, no Spark.
+polynomial; its only concessions to speed: a composition looks its right side up by the middle
+node, and a path that ignores its ends is evaluated once). Pure Python, no Spark.
 
 Binding of the ends (SPARQL 1.1 §18.2.2.4, §18.5), which only ``Identity(Domain.NODES)`` observes:
 ``evaluate(..., start=X, end=Y)`` evaluates the pattern ``X path Y``. ``_eval(path, left, right)``

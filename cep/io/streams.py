@@ -237,10 +237,10 @@ def _quoted(text: Column) -> Column:
 def bound(value: Column, body) -> Column:
     """``body(v)`` with ``v`` standing for ``value`` computed once: ``transform([value], body)[0]``.
 
-    A Column used twice in an expression is two copies of its tree, and Catalyst neither merges
-    them in a lambda nor in a projection it collapses: a term's normal form reads the resolved term
-    a dozen times, so the JSON Lines parser's plan grew to ~370,000 characters and took ~0.4 s to
-    optimise in every micro-batch. Bound once, each use is a reference to a lambda variable."""
+    A Column used twice in an expression is two copies of its tree, and Catalyst merges them
+    neither in a lambda nor in a projection it collapses; higher-order functions are interpreted,
+    so each copy is evaluated too. A streaming query optimises its plan again in every micro-batch,
+    so the parser keeps its plan small: bound once, each use is a reference to a lambda variable."""
     return F.transform(F.array(value), body)[0]
 
 
