@@ -113,21 +113,35 @@ class PathGraph:
     * likewise ``sp`` with ``subproperty``;
     * ``(next::p)+`` for p typed owl:TransitiveProperty in I = the rows of ``transitive`` with
       property p (and ``*`` adds the identity).
+
+    ``keys``: a family of graphs, one per key. ``keys`` is a DataFrame of the key values (its
+    columns, distinct rows), and each triple carries the key of its graph in the same columns. A
+    path is then evaluated over each key's graph, every key at once: each relation carries the key
+    and every join is on it (``cep.engines.spark.keyed``: a C-SPARQL snapshot at each evaluation
+    instant). A key with no triple is a graph of its own too, the empty one (a bound end still
+    relates to itself there). A keyed graph is evaluated on Spark and probes no closure table.
     """
 
-    def __init__(self, triples: DataFrame | "PathGraph", closures=None):
+    def __init__(self, triples: DataFrame | "PathGraph", closures=None, *, keys: DataFrame | None = None):
         cached = None
         if isinstance(triples, PathGraph):
             closures = closures if closures is not None else triples.closures
+            keys = keys if keys is not None else triples.keys
             cached = triples
             triples = triples.triples
-        require_columns(triples, (S, P, O), "PathGraph")
-        self.triples: DataFrame = triples.select(S, P, O)
-        self.closures = closures
+        self.keys = keys
+        #: the key columns (none: one graph)
+        self.key_columns: tuple[str, ...] = tuple(keys.columns) if keys is not None else ()
+        if any(c in (S, P, O, START, END, ID, _MID) for c in self.key_columns):
+            raise ValueError(f"a key column cannot be named {', '.join(self.key_columns)}: "
+                             f"{S}, {P}, {O}, {START}, {END}, {ID} and {_MID} are the graph's and the answer's")
+        require_columns(triples, (*self.key_columns, S, P, O), "PathGraph")
+        self.triples: DataFrame = triples.select(*self.key_columns, S, P, O)
+        self.closures = closures if keys is None else None
         self.probes_closures = False
         self._size: int | None = None
         self._local = None
-        if closures is not None:
+        if self.closures is not None:
             inferred = closures.table(INFERRED).select(S, P, O)
             self.probes_closures = bool(self.triples.sameSemantics(inferred))
         if cached is not None:                              # same triples: keep what is known
@@ -157,6 +171,8 @@ class PathGraph:
 
     def local(self):
         """The in-memory index of the triples (``paths.local.LocalGraph``), built once."""
+        if self.keys is not None:
+            raise ValueError("a keyed PathGraph (one graph per key) is evaluated on Spark; paths.local has no key")
         if self._local is None:
             self._local = LocalGraph.from_dataframe(self.triples)
             self._size = self._local.triples
@@ -171,13 +187,16 @@ def _hint(df: DataFrame, small: bool) -> DataFrame:
 
 class SparkExecutor:
     """``paths.compiler.Executor`` as Spark joins: ids are DataFrames with one column ``id``,
-    relations DataFrames with columns ``start``, ``end``."""
+    relations DataFrames with columns ``start``, ``end``. Over a keyed graph (``PathGraph(keys=)``)
+    both carry the key columns first, every join and set operation is on them too, and a constant
+    is one row per key."""
 
     gives_up = LocalTooLarge
 
     def __init__(self, graph: PathGraph):
         self.graph = graph
         self.spark = graph.spark
+        self.k = graph.key_columns
         self._transitive: dict[int, bool] = {}
         self._memo: dict = {}
 
@@ -191,8 +210,9 @@ class SparkExecutor:
         loop gives up (``LocalTooLarge``) when a relation outgrows :data:`LOCAL_MAX_PAIRS`, and
         the loop then goes on in Spark from this point. When it does not fit, the loop stays on
         Spark over the materialized step relation (a join per level with it, instead of deriving
-        the step from the whole graph again)."""
-        if not HAND_OFF:
+        the step from the whole graph again). A keyed graph stays on Spark (``paths.local`` has
+        no key)."""
+        if not HAND_OFF or self.k:
             return None
         relation, rows = self.cut(self.distinct(steps()))
         budget = min(local_memory_budget() // HAND_OFF_BYTES_PER_PAIR, LOCAL_MAX_PAIRS)
@@ -219,21 +239,25 @@ class SparkExecutor:
 
     # sets of ids ------------------------------------------------------------------------------
     def constants(self, ids: list[int]) -> DataFrame:
-        return self.spark.createDataFrame([(i,) for i in ids], f"{ID} long")
+        out = self.spark.createDataFrame([(i,) for i in ids], f"{ID} long")
+        if self.k:                                          # the constants in every key's graph
+            out = self.graph.keys.crossJoin(out).select(*self.k, ID)
+        return out
 
     def occurrences(self, domain: Domain) -> DataFrame:
         """Every occurrence of a term of G (voc) or of a subject or object (nodes), not distinct."""
         columns = (S, P, O) if domain is Domain.VOC else (S, O)
-        return self.graph.triples.select(F.explode(F.array(*columns)).alias(ID))
+        return self.graph.triples.select(*self.k, F.explode(F.array(*columns)).alias(ID))
 
     def members(self, ids: DataFrame, small: bool, domain: Domain) -> DataFrame:
         occurrences = self.occurrences(domain)
+        on = [*self.k, ID]
         if small:
-            return occurrences.join(F.broadcast(ids), ID, "left_semi").distinct()
-        return ids.join(occurrences, ID, "left_semi")
+            return occurrences.join(F.broadcast(ids), on, "left_semi").distinct()
+        return ids.join(occurrences, on, "left_semi")
 
     def semi_ids(self, ids: DataFrame, keep: DataFrame, keep_small: bool) -> DataFrame:
-        return ids.join(_hint(keep, keep_small), ID, "left_semi")
+        return ids.join(_hint(keep, keep_small), [*self.k, ID], "left_semi")
 
     def filter_ids(self, ids: DataFrame, value: int) -> DataFrame:
         return ids.filter(F.col(ID) == value)
@@ -242,12 +266,16 @@ class SparkExecutor:
         return a.unionAll(b)
 
     def distinct_ids(self, ids: DataFrame) -> DataFrame:
-        return ids.select(ID).distinct()
+        return ids.select(*self.k, ID).distinct()
 
     def cut_ids(self, ids: DataFrame) -> tuple[DataFrame, int]:
         return cut_counted(ids)
 
     # relations --------------------------------------------------------------------------------
+    def _pairs(self, df: DataFrame, start: str, end: str) -> DataFrame:
+        """``df``'s columns ``start``, ``end`` as a relation (the key columns first)."""
+        return df.select(*self.k, F.col(start).alias(START), F.col(end).alias(END))
+
     def axis(self, kind: AxisKind, inverse: bool, test) -> DataFrame:
         i, j, k = kind.positions                            # x = t[i], y = t[j], z = t[k]
         x, y, z = (_POSITION_COLUMNS[n] for n in (i, j, k))
@@ -256,20 +284,20 @@ class SparkExecutor:
             triples = triples.filter(F.col(z) == test)
         elif test is not None:                              # axis::[e]
             starts, small = test
-            triples = triples.join(_hint(starts.select(F.col(ID).alias(z)), small), z, "left_semi")
-        pairs = triples.select(F.col(x).alias(START), F.col(y).alias(END))
+            triples = triples.join(_hint(starts.select(*self.k, F.col(ID).alias(z)), small), [*self.k, z],
+                                   "left_semi")
+        pairs = self._pairs(triples, x, y)
         return self.swap(pairs) if inverse else pairs
 
     def negated(self, excluded: list[int], inverse: bool) -> DataFrame:
-        pairs = (self.graph.triples.filter(~F.col(P).isin(excluded))
-                 .select(F.col(S).alias(START), F.col(O).alias(END)))
+        pairs = self._pairs(self.graph.triples.filter(~F.col(P).isin(excluded)), S, O)
         return self.swap(pairs) if inverse else pairs
 
     def diag(self, ids: DataFrame) -> DataFrame:
-        return ids.select(F.col(ID).alias(START), F.col(ID).alias(END))
+        return self._pairs(ids, ID, ID)
 
     def swap(self, pairs: DataFrame) -> DataFrame:
-        return pairs.select(F.col(END).alias(START), F.col(START).alias(END))
+        return self._pairs(pairs, END, START)
 
     def union(self, a: DataFrame, b: DataFrame) -> DataFrame:
         return a.unionAll(b)
@@ -280,8 +308,8 @@ class SparkExecutor:
     def semi(self, pairs: DataFrame, column: str, ids: DataFrame, small: bool) -> DataFrame:
         """The pairs whose ``column`` is in ``ids``, columns kept in order (a join on a column name
         puts that column first, and unions are by position)."""
-        keys = _hint(ids.select(F.col(ID).alias(column)), small)
-        return pairs.join(keys, column, "left_semi").select(*pairs.columns)
+        keys = _hint(ids.select(*self.k, F.col(ID).alias(column)), small)
+        return pairs.join(keys, [*self.k, column], "left_semi").select(*pairs.columns)
 
     def filter_eq(self, pairs: DataFrame, column: str, value: int) -> DataFrame:
         return pairs.filter(F.col(column) == value)
@@ -289,15 +317,15 @@ class SparkExecutor:
     def compose(self, left: DataFrame, right: DataFrame, right_small: bool = False,
                 left_small: bool = False) -> DataFrame:
         """{(x, y) | ∃z: (x, z) ∈ left, (z, y) ∈ right} (distinct)."""
-        l = _hint(left.select(START, F.col(END).alias(_MID)), left_small and not right_small)
-        r = _hint(right.select(F.col(START).alias(_MID), END), right_small)
-        return l.join(r, _MID).select(START, END).distinct()
+        l = _hint(left.select(*self.k, START, F.col(END).alias(_MID)), left_small and not right_small)
+        r = _hint(right.select(*self.k, F.col(START).alias(_MID), END), right_small)
+        return l.join(r, [*self.k, _MID]).select(*self.k, START, END).distinct()
 
     def column(self, pairs: DataFrame, column: str) -> DataFrame:
-        return pairs.select(F.col(column).alias(ID))
+        return pairs.select(*self.k, F.col(column).alias(ID))
 
     def minus(self, pairs: DataFrame, known: DataFrame, known_small: bool) -> DataFrame:
-        return pairs.join(_hint(known, known_small), [START, END], "left_anti").select(START, END)
+        return pairs.join(_hint(known, known_small), [*self.k, START, END], "left_anti").select(*self.k, START, END)
 
     def cut(self, pairs: DataFrame) -> tuple[DataFrame, int]:
         return cut_counted(pairs)
@@ -312,17 +340,15 @@ class SparkExecutor:
         store = self.graph.closures
         if path.test in (RDFS_SUBCLASSOF, RDFS_SUBPROPERTYOF):
             table = store.table(SUBCLASS if path.test == RDFS_SUBCLASSOF else SUBPROPERTY)
-            strict = table.filter(F.col(SUB) != F.col(SUP)).select(F.col(SUB).alias(START), F.col(SUP).alias(END))
+            strict = self._pairs(table.filter(F.col(SUB) != F.col(SUP)), SUB, SUP)
             prop = term_id(path.test)
-            cycles = (self.graph.triples.filter((F.col(P) == prop) & (F.col(S) == F.col(O)))
-                      .select(F.col(S).alias(START), F.col(O).alias(END)))
+            cycles = self._pairs(self.graph.triples.filter((F.col(P) == prop) & (F.col(S) == F.col(O))), S, O)
             pairs = strict.unionAll(cycles)
         else:
             prop = term_id(path.test)
             if not self.is_transitive(prop):
                 return None
-            pairs = (store.table(TRANSITIVE).filter(F.col(PROPERTY) == prop)
-                     .select(F.col(S).alias(START), F.col(O).alias(END)))
+            pairs = self._pairs(store.table(TRANSITIVE).filter(F.col(PROPERTY) == prop), S, O)
         return self.swap(pairs) if path.inverse else pairs
 
     def is_transitive(self, prop: int) -> bool:
@@ -341,18 +367,21 @@ def _arrays(pairs: DataFrame):
 
 # --- entry point -------------------------------------------------------------------------------
 
-def _end_value(value):
-    """A checked path end: None, an int id, or a one-column DataFrame of ids (column ``id``)."""
+def _end_value(value, keys: tuple[str, ...] = ()):
+    """A checked path end: None, an int id, or a DataFrame of ids (column ``id``): one column, or
+    over a keyed graph the key columns and one more (the ids of each key's end)."""
     if value is None:
         return None
     constant = constant_id(value, "a DataFrame")
     if constant is not None:
         return constant
     if isinstance(value, DataFrame):
-        if len(value.columns) != 1:
-            raise ValueError(f"a DataFrame path end must have exactly one column of ids; it has "
+        others = [c for c in value.columns if c not in keys]
+        if len(others) != 1 or len(value.columns) != len(keys) + 1:
+            wanted = f"the key columns {', '.join(keys)} and " if keys else ""
+            raise ValueError(f"a DataFrame path end must have {wanted}exactly one column of ids; it has "
                              f"{', '.join(value.columns) or 'no columns'}")
-        return value.select(F.col(value.columns[0]).cast("long").alias(ID))
+        return value.select(*keys, F.col(others[0]).cast("long").alias(ID))
     raise TypeError(f"a path end is None, an N-Triples term, an int id or a DataFrame, got {value!r}")
 
 
@@ -363,7 +392,7 @@ def _spark(graph: PathGraph, path: Path, ends, max_iterations: int) -> DataFrame
                    else End(ops.constants([value]), True, True) if isinstance(value, int)
                    else compiler.end(value, True)[0]
                    for value in ends)
-    return compiler.rel(path, left, right).select(START, END).distinct()
+    return compiler.rel(path, left, right).select(*ops.k, START, END).distinct()
 
 
 #: An in-memory answer of at most this many bytes (16 per pair) becomes a LocalRelation, embedded in
@@ -406,13 +435,18 @@ def evaluate(graph: PathGraph | DataFrame, path: Path, start=None, end=None, *,
     """⟦path⟧ over ``graph`` as distinct pairs ``(start, end)`` of ids, for the pattern
     ``start path end`` (SPARQL 1.1): ``start``/``end`` are None (a variable), an N-Triples term,
     an int id, or a DataFrame with one column of ids (the union over its ids). ``engine``: see the
-    module doc."""
+    module doc. Over a keyed graph (``PathGraph(keys=)``) the answer is ``(key columns, start,
+    end)``: each key's pairs over its graph, on Spark (``engine="local"`` is refused)."""
     if not isinstance(path, NODE_TYPES):
         raise TypeError(f"evaluate() needs a paths.algebra Path, got {path!r}")
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     graph = graph if isinstance(graph, PathGraph) else PathGraph(graph)
-    ends = (_end_value(start), _end_value(end))
+    ends = (_end_value(start, graph.key_columns), _end_value(end, graph.key_columns))
+    if graph.keys is not None:
+        if engine == "local":
+            raise ValueError("a keyed PathGraph (one graph per key) is evaluated on Spark; engine='local' has no key")
+        return _spark(graph, path, ends, max_iterations)
     if engine == "spark" or (engine == "auto" and graph.size() > local_max_triples()):
         return _spark(graph, path, ends, max_iterations)
     if engine == "local":

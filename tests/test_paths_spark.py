@@ -110,6 +110,52 @@ def test_against_reference(spark, graph, path, start, end, start_set, end_set, m
         assert decode(pairs, names) == expected(graph, p, s, o), (str(p), s, o, at, where)
 
 
+KEY = "_k"
+
+
+@settings(CHEAP, max_examples=examples(5, 100))
+@given(family=st.lists(graphs, min_size=1, max_size=2), path=paths, start=ends, end=ends, end_set=set_ends)
+def test_keyed_graph_is_each_keys_graph(spark, family, path, start, end, end_set):
+    """A keyed graph (``PathGraph(keys=)``: one graph per key, evaluated at once) gives each key
+    the pairs its own graph gives, in three binding modes (free, constants drawn, a DataFrame of
+    ends per key); a key with no triple is the empty graph, where a bound end still relates to
+    itself. One collect for all (each key's graph is the oracle's)."""
+    keys = list(range(len(family) + 1))                      # the last key holds no triple
+    rows = [(k, *(term_id(t) for t in triple)) for k, graph in enumerate(family) for triple in graph]
+    triples = spark.createDataFrame(rows, f"{KEY} long, s long, p long, o long")
+    graph = PathGraph(triples, keys=spark.createDataFrame([(k,) for k in keys], f"{KEY} long"))
+    ends_per_key = spark.createDataFrame([(k, term_id(t)) for k in keys for t in sorted(end_set)],
+                                         f"{KEY} long, node long")
+    cases = [(None, None), (start, end), (None, ends_per_key)]
+    union = None
+    for n, (s, o) in enumerate(cases):
+        frame = spark_paths.evaluate(graph, path, s, o).withColumn(CASE, F.lit(n))
+        union = frame if union is None else union.unionAll(frame)
+    got = union.collect()
+    names = {term_id(t): t for t in TERMS}
+    names.update({term_id(t): t for graph_k in family for triple in graph_k for t in triple})
+    for n, (s, o) in enumerate(cases):
+        o = end_set if n == 2 else o
+        for k in keys:
+            pairs = {(r[START], r[END]) for r in got if r[CASE] == n and r[KEY] == k}
+            own = family[k] if k < len(family) else set()
+            assert decode(pairs, names) == expected(own, path, s, o), (str(path), k, s, o)
+
+
+def test_keyed_graph_arguments_are_checked(spark):
+    triples = spark.createDataFrame([(1, term_id(e("a")), term_id(e("p")), term_id(e("b")))],
+                                    f"{KEY} long, s long, p long, o long")
+    graph = PathGraph(triples, keys=spark.createDataFrame([(1,)], f"{KEY} long"))
+    path = axis(AxisKind.NEXT)
+    with pytest.raises(ValueError, match="key columns _k and exactly one column"):
+        spark_paths.evaluate(graph, path, ids(spark, [e("a")]))   # the ends of no key
+    with pytest.raises(ValueError, match="evaluated on Spark"):
+        spark_paths.evaluate(graph, path, engine="local")
+    with pytest.raises(ValueError, match="cannot be named"):
+        PathGraph(triples.withColumnRenamed(KEY, "start"), keys=spark.createDataFrame([(1,)], "start long"))
+    assert spark_paths.evaluate(graph, path, e("a")).collect() == [(1, term_id(e("a")), term_id(e("b")))]
+
+
 # --- targeted cases ----------------------------------------------------------------------------
 
 # DESIGN.md's background D and its namespace: the fixture of the reference evaluator's tests.
