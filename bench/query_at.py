@@ -5,6 +5,7 @@
                              [--spark-max-events 100000] [--network real|example]
                              [--parts example,csparql,consuming,crossover]
                              [--consuming-events 2000] [--consuming-instants 40]
+                             [--keyed-instants 34]
 
 Four parts, each timed as wall-clock seconds of ``python -m jobs.cli query ...`` (imports,
 reading the files, the evaluation, printing the answers; a JVM only where Spark runs), the median
@@ -30,6 +31,15 @@ first, as a user's first run writes it (also where the environment asks Python n
    fleet's delays and arrivals (``scenarios.vienna_transit.write_stream``) on the real network
    (``../shared/data``; else the running example's map), at ``--instants`` instants spread over
    the stream, for each size in ``--events``; Spark is timed up to ``--spark-max-events``.
+5. **Keyed by the instant on Spark** (``--parts keyed``), inside one Spark session: the plan keyed
+   by the instant against the evaluation instant by instant (``evaluate_each``, the only way
+   Spark had for these before 2026-12-02), at ``--keyed-instants`` instants. (a) Part 2's stream
+   with a sensor hierarchy as the background (40 sensors, 10 rooms, 3 floors, a building) and a
+   property path over each instant's snapshot (``?sensor :partOf+ ?site``): each instant's
+   snapshot one key of one path evaluation (``paths.spark.PathGraph(keys=)``). (b) EP-SPARQL
+   rules closed at each of 10 instants without a dictionary (the driver engine decodes terms, so
+   it cannot take them): every rule at every instant in one plan per round
+   (``close_rules_at_instants``), over 100 ``:next`` events among 80 nodes.
 """
 from __future__ import annotations
 
@@ -51,13 +61,16 @@ from py4j.protocol import Py4JJavaError  # noqa: E402
 
 from cep import compile_query  # noqa: E402  (the repository, put on the path above)
 from cep.engines.spark import ordered  # noqa: E402
+from cep.engines.columns import STREAM_COLUMNS  # noqa: E402
 from cep.engines.spark.evaluate import evaluate_at_instants, evaluate_each  # noqa: E402
 from cep.io.streams import read_stream  # noqa: E402
 from jobs.spark import build_session  # noqa: E402
+from rdfcore.hashing import term_id  # noqa: E402
+from rdfcore.schema import ID, O, P, S, TERM  # noqa: E402
 from scenarios import vienna_transit as vt  # noqa: E402
 
 
-PARTS = ("example", "csparql", "consuming", "crossover")
+PARTS = ("example", "csparql", "consuming", "crossover", "keyed")
 #: the project's packages (their bytecode is written before the timed runs)
 PACKAGES = ("cep", "jobs", "paths", "rdfcore", "reasoner", "scenarios")
 
@@ -246,6 +259,86 @@ def crossover(work: Path, sizes: list[int], instants: int, spark_max: int, netwo
         line(f"{events:>9,} events x {len(at.split(','))} instants", ours, theirs,
              f"(auto ran on the {engine}; {len(out.splitlines()) - 1} answer rows)")
 
+CSR = "http://example.org/csr#"
+#: part 5 (a): a property path over each instant's snapshot (the window's triples and the hierarchy)
+SITE_QUERY = f"""PREFIX : <{CSR}>
+SELECT ?obs ?site FROM :hierarchy FROM STREAM <http://example.org/observations> [RANGE 5s STEP 1s]
+WHERE {{ ?obs :procedure ?sensor ; :result ?value . ?sensor :partOf+ ?site FILTER (?value > 90) }}
+"""
+#: part 5 (b): who reaches whom by a chain of :next events, each later than the one before
+CHAIN = f"PREFIX : <{CSR}> "
+CHAIN_RULES = [CHAIN + "CONSTRUCT { ?x :reach ?y } WHERE { ?x :next ?y }",
+               CHAIN + "CONSTRUCT { ?x :reach ?z } WHERE { { ?x :reach ?y } SEQ { ?y :next ?z } }"]
+CHAIN_QUERY = CHAIN + "SELECT ?x ?z WHERE { ?x :reach ?z }"
+
+
+def keyed_side_by_side(name: str, run_keyed, run_each, repeat: int) -> None:
+    """Median seconds of ``run_keyed()`` and ``run_each()`` (each returns its row count), in one
+    session, the keyed plan first (instant by instant may fill the JVM's heap)."""
+    one, each = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        rows_one = run_keyed()
+        one.append(time.perf_counter() - start)
+    ours = statistics.median(one)
+    for _ in range(repeat):
+        start = time.perf_counter()
+        rows_each = run_each()
+        each.append(time.perf_counter() - start)
+        assert rows_one == rows_each, f"keyed: {rows_one} rows, instant by instant: {rows_each}"
+    theirs = statistics.median(each)
+    print(f"{name:<44} keyed {ours:8.2f} s   instant by instant {theirs:8.2f} s   ratio {theirs / ours:6.1f}x  "
+          f"({rows_one} answer rows, the same on both)", flush=True)
+
+
+def keyed(instants: int, repeat: int) -> None:
+    """Part 5 (module doc)."""
+    spark = build_session("bench query_at keyed")
+    rng = random.Random(7)
+    terms: set = set()
+
+    def iri(local: str) -> str:
+        terms.add(f"<{CSR}{local}>")
+        return f"<{CSR}{local}>"
+
+    hierarchy = [(iri(f"sensor{i}"), iri("partOf"), iri(f"room{i % 10}")) for i in range(40)]
+    hierarchy += [(iri(f"room{r}"), iri("partOf"), iri(f"floor{r % 3}")) for r in range(10)]
+    hierarchy += [(iri(f"floor{f}"), iri("partOf"), iri("building")) for f in range(3)]
+    rows = []
+    for i in range(3750):                                  # part 2's observations, 4 triples each
+        t = rng.randrange(0, 600)
+        value = f'"{rng.randrange(0, 100)}"^^<http://www.w3.org/2001/XMLSchema#integer>'
+        terms.add(value)
+        for p, o in ((iri("procedure"), iri(f"sensor{rng.randrange(40)}")), (iri("result"), value)):
+            rows.append((len(rows), term_id(iri(f"obs{i}")), term_id(p), term_id(o), t, t))
+    schema = ", ".join(f"{c} long" for c in STREAM_COLUMNS)
+    streams = {"<http://example.org/observations>": spark.createDataFrame(rows, schema).cache()}
+    background = {f"<{CSR}hierarchy>": spark.createDataFrame(
+        [tuple(term_id(x) for x in triple) for triple in hierarchy], f"{S} long, {P} long, {O} long").cache()}
+    dictionary = spark.createDataFrame(sorted((term_id(t), t) for t in terms), f"{ID} long, {TERM} string").cache()
+    for frame in (*streams.values(), *background.values(), dictionary):
+        frame.count()
+    at = list(range(100, 100 + instants))
+    query = compile_query(SITE_QUERY)
+    keyed_side_by_side(
+        f"path over each snapshot, 15k triples, {instants} instants",
+        lambda: evaluate_at_instants(query, background, streams, at, time_unit="s", dictionary=dictionary).count(),
+        lambda: sum(f.count() for f in evaluate_each(query, background, streams, at, time_unit="s",
+                                                     dictionary=dictionary)), repeat)
+    chain = []
+    for t in range(100):                                   # one :next event per tick among 80 nodes
+        a, b = rng.randrange(80), rng.randrange(80)
+        chain.append((t, term_id(iri(f"n{a}")), term_id(iri("next")), term_id(iri(f"n{b}")), t, t))
+    chain_streams = {"<http://example.org/observations>": spark.createDataFrame(chain, schema).cache()}
+    rules = [compile_query(r, lang="epsparql") for r in CHAIN_RULES]
+    reach = compile_query(CHAIN_QUERY, lang="epsparql")
+    chain_at = [10 * (k + 1) for k in range(10)]
+    keyed_side_by_side(
+        f"rules, no dictionary, 100 events, {len(chain_at)} instants",
+        lambda: evaluate_at_instants(reach, {}, chain_streams, chain_at, rules=rules).count(),
+        lambda: sum(f.count() for f in evaluate_each(reach, {}, chain_streams, chain_at, rules=rules)), repeat)
+    spark.stop()
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -256,6 +349,7 @@ def main() -> int:
     ap.add_argument("--network", choices=("real", "example"), default=None)
     ap.add_argument("--consuming-events", type=int, default=2000)
     ap.add_argument("--consuming-instants", type=int, default=40)
+    ap.add_argument("--keyed-instants", type=int, default=34)
     ap.add_argument("--parts", default=",".join(PARTS), help="which parts to run, comma-separated (default all)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
@@ -275,6 +369,8 @@ def main() -> int:
         if "crossover" in parts:
             crossover(work, [int(n) for n in args.events.split(",")], args.instants, args.spark_max_events,
                       args.network, args.repeat)
+        if "keyed" in parts:
+            keyed(args.keyed_instants, args.repeat)
     return 0
 
 

@@ -2,8 +2,9 @@
 evaluator at every asked instant.
 
 A CQELS-CEP query whose answers are rows with lifetimes is evaluated once for all the instants
-(the lifetimes plan, read at each instant by one range join); the others are evaluated instant by
-instant (``evaluate_each``). Either way the rows tagged with instant t must be exactly
+(the lifetimes plan, read at each instant by one range join); the others at every instant at once
+too, in one plan keyed by the instant or in one Spark task, never instant by instant
+(``evaluate_each``). Either way the rows tagged with instant t must be exactly
 ``cep.engines.reference.evaluate(query, ..., at=t)`` (``evaluate_sequence`` for RSEP-QL's consuming
 policies). The instants asked lie before the first event, on event times, between them and after
 every window has emptied.
@@ -194,8 +195,8 @@ DRAWN = [
 ]
 
 
-#: a property path over a C-SPARQL snapshot: not keyed by the instant (``paths.spark`` has no
-#: instant key), so every instant in one Spark task (``cep.engines.spark.ordered``), as RSEPQL's
+#: a property path over a C-SPARQL snapshot: each instant's snapshot a graph of its own in one path
+#: evaluation (``paths.spark.PathGraph(keys=)``)
 CSPARQL_PATH = PREFIXES + "SELECT ?v ?s FROM STREAM :stream [RANGE 5ms STEP 1ms] WHERE { ?v (:p0|:p1)+ ?s }"
 
 
@@ -204,8 +205,8 @@ CSPARQL_PATH = PREFIXES + "SELECT ?v ?s FROM STREAM :stream [RANGE 5ms STEP 1ms]
                               "construct blank node", "cqels limit now rand"])
 def test_evaluation_instant_languages_at_instants_equal_reference(spark, monkeypatch, text):
     """C-SPARQL (its aggregate's counts are terms the evaluation computes), an RSEP-QL MATCH
-    whose chronological policy consumes what earlier instants used, a path over a snapshot (those
-    two in one Spark task), and queries that read the
+    whose chronological policy consumes what earlier instants used (in one Spark task), a path over
+    a snapshot, and queries that read the
     instant or draw from the solution in the plan keyed by the instant: each instant's answers
     are ``cep.engines.reference.evaluate_sequence``'s."""
     a, b = SUBJECTS[:2]
@@ -215,8 +216,7 @@ def test_evaluation_instant_languages_at_instants_equal_reference(spark, monkeyp
              (3, frozenset({(a, p0, h)}), 4, 4), (4, frozenset({(a, p1, m)}), 6, 6), (5, frozenset({(b, p1, m)}), 9, 9)]
     query = compile_query(text)
     assert one_pass_refusal(query) is not None
-    if keyed_refusal(query) is not None:   # in one task, not instant by instant
-        monkeypatch.setattr(E, "evaluate_each", None)
+    monkeypatch.setattr(E, "evaluate_each", None)   # in one task or one keyed plan, not instant by instant
     instants = [0, 1, 3, 4, 5, 6, 8, 9, 12, 20]
     computed: list = []
     frame = evaluate_at_instants(query, {None: spark.createDataFrame([], f"{S} long, {P} long, {O} long")},
@@ -229,6 +229,42 @@ def test_evaluation_instant_languages_at_instants_equal_reference(spark, monkeyp
     expected = R.evaluate_sequence(query, {None: set()}, {STREAM_IRI: items}, instants)
     assert_each_instant(got, {0: query}, instants, lambda _k, t: set(expected[instants.index(t)]))
     assert any(expected), "the case is not vacuous"
+
+
+#: property paths over each instant's graph (a C-SPARQL snapshot), with a variable and with a constant
+#: start (which relates to itself at every instant, an empty window's too), evaluated in the plan
+#: keyed by the instant (``paths.spark.PathGraph(keys=)``)
+KEYED_PATHS = {
+    "snapshot": (PREFIXES + "SELECT ?v ?s FROM STREAM :stream [RANGE 5ms STEP 1ms] WHERE { ?v (:p0/^:p1)+ ?s }",
+                 None),
+    "constant start": (PREFIXES + "SELECT ?s FROM STREAM :stream [RANGE 3ms STEP 2ms] WHERE { :a (:p0/^:p1)* ?s }",
+                       None),
+    "named stream graph": (PREFIXES + "SELECT ?v ?s FROM STREAM :stream [RANGE 4ms STEP 1ms] "
+                                      "WHERE { GRAPH :stream { ?v :p0/^:p2 ?s } }", None),
+}
+
+
+@settings(max_examples=examples(2), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                             HealthCheck.too_slow])
+@given(items=streams())
+@example(items=[(0, frozenset({(SUBJECTS[0], PREDICATES[0], OBJECTS[0])}), 2, 2),
+                (1, frozenset({(SUBJECTS[1], PREDICATES[1], OBJECTS[0]), (SUBJECTS[1], PREDICATES[0], OBJECTS[1])}),
+                 3, 3),
+                (2, frozenset({(SUBJECTS[2], PREDICATES[1], OBJECTS[1]), (SUBJECTS[2], PREDICATES[2], OBJECTS[0])}),
+                 4, 4)])
+def test_paths_over_each_instants_graph_in_one_keyed_plan(spark, monkeypatch, items):
+    """Without a dictionary the driver engine refuses these queries, and they are not evaluated
+    instant by instant either: each instant's graph is its own key of one path evaluation. Every
+    instant's answers are the reference's."""
+    monkeypatch.setattr(E, "evaluate_each", None)
+    queries = {k: compile_query(text, lang=lang) for k, (text, lang) in KEYED_PATHS.items()}
+    assert all(keyed_refusal(q) is None for q in queries.values())
+    instants = instants_of(items)
+    stream = stream_frame(spark, items)
+    frames = {k: evaluate_at_instants(q, {}, {STREAM_IRI: stream}, instants) for k, q in queries.items()}
+    got = per_instant(frames, TERMS.get)
+    expected = {k: R.evaluate_sequence(q, {}, {STREAM_IRI: items}, instants) for k, q in queries.items()}
+    assert_each_instant(got, queries, instants, lambda k, t: set(expected[k][instants.index(t)]))
 
 
 def test_instants_must_increase(spark):
@@ -250,9 +286,9 @@ def test_one_pass_refusal_says_why():
     assert "RSEP-QL" in keyed_refusal(compile_query(RSEPQL))
     # ... NOW() reading each row's instant, RAND() ... drawing from the solution without it ...
     assert all(keyed_refusal(compile_query(text)) is None for text in DRAWN)
-    # ... unless a path is matched on a snapshot
+    # ... a path matched on a snapshot too
     path = CSPARQL.replace("WHERE { ?v :p0 ?s }", "WHERE { ?v :p0+ ?s }")
-    assert "path" in keyed_refusal(compile_query(path))
+    assert keyed_refusal(compile_query(path)) is None
     assert "ORDER BY" in one_pass_refusal(compile_query(PER_INSTANT["limit"]))
     assert "interval" in one_pass_refusal(compile_query(PER_INSTANT["end time"]))
     duration = compile_query(PREFIXES + "SELECT ?v FROM NAMED WINDOW :W ON :stream [RANGE 8] WHERE { WINDOW :W "

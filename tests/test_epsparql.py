@@ -647,6 +647,43 @@ def test_rules_at_many_instants_in_one_task(spark, monkeypatch):
                              [3, 5], dictionary=dictionary, rules=[growing])
 
 
+def test_rules_without_a_covering_dictionary_are_closed_at_every_instant_in_one_keyed_plan(spark, monkeypatch):
+    """Rules the driver engine cannot close (no dictionary, or one that lacks the stream's terms):
+    each round of the closure evaluates every rule at every instant in one plan keyed by the
+    instant (``close_rules_at_instants``), never instant by instant, and each instant's answers
+    (the template's blank nodes included) are the reference's. The rounds stop when no instant
+    grows; rules that never reach a fixpoint are refused, naming the first instant still growing."""
+    from cep.engines.rules import RulesError
+    from cep.engines.spark import evaluate as E
+    from cep.engines.spark import keyed as K
+    from cep.engines.spark.evaluate import AT, close_rules_at_instants, evaluate_at_instants
+
+    monkeypatch.setattr(E, "evaluate_each", None)
+    closed: list = []
+    monkeypatch.setattr(E, "close_rules_at_instants", lambda *a, **k: closed.append(1) or close_rules_at_instants(*a, **k))
+    rules = [compile_query(r, lang="epsparql") for r in CHAIN_RULES]
+    via = compile_query(CHAIN + "SELECT ?x ?z ?b ?y WHERE { ?x :reach ?z . ?b :via ?y }", lang="epsparql")
+    instants = [1, 2, 3, 4, 5, 7]
+    constants = set(A.constants(via.form)) | {x for r in rules for x in A.constants(r.form)}
+    terms = {x for (_i, g, _a, _b) in CHAIN_ITEMS for tr in g for x in tr} | constants
+    lacking = spark.createDataFrame(sorted((term_id(t), t) for t in constants), f"{ID} long, {TERM} string")
+    stream = {STREAM_IRI: stream_frame(spark, CHAIN_ITEMS)}
+    expected = [R.evaluate(via, {}, {STREAM_IRI: CHAIN_ITEMS}, t, rules=rules) for t in instants]
+    assert any(expected) and not all(expected)
+    for dictionary in (None, lacking):
+        computed: list = []
+        frame = evaluate_at_instants(via, {}, stream, instants, dictionary=dictionary, terms=computed,
+                                     rules=rules).cache()
+        known = {term_id(t): t for t in terms}
+        for extra in computed:
+            known.update((r[ID], r[TERM]) for r in extra.collect())
+        assert [collect(frame.filter(frame[AT] == t).drop(AT), known) for t in instants] == expected
+    assert len(closed) == 2
+    growing = compile_query(CHAIN + "CONSTRUCT { [] :next ?x } WHERE { ?x :next ?y }", lang="epsparql")
+    with pytest.raises(RulesError, match="at instant 2 after 3 rounds"):   # at 0 no occurrence has ended
+        close_rules_at_instants([growing], {}, stream, K.Instants.of_times(spark, [0, 2, 5]), max_rounds=3)
+
+
 def test_rules_errors():
     from cep.engines.rules import RulesError
 

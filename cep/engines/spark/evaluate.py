@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from cep import algebra as A
 from cep.algebra.timeline import MIN_TIME
@@ -74,7 +75,8 @@ from rdfcore.hashing import term_id
 from rdfcore.schema import DICTIONARY, ID, INFERRED, O, P, S, TERM, require_columns
 from reasoner.store import Materialized
 
-__all__ = ["evaluate", "evaluate_at_instants", "evaluate_each", "evaluate_sequence", "one_pass_refusal",
+__all__ = ["evaluate", "evaluate_at_instants", "evaluate_each", "evaluate_sequence", "close_rules_at_instants",
+           "one_pass_refusal",
            "keyed_refusal", "AT",
            "evaluate_lifetimes", "Prepared", "window", "MIN_TIME"]
 
@@ -164,15 +166,15 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     joins, groups, ORDER BY and LIMIT work per instant.
 
     Any other query (an RSEP-QL consuming policy makes each evaluation depend on the earlier ones;
-    ``rules`` close the stream at each instant; a property path over a window's graph) is evaluated
-    in one Spark task, the driver engine's ordered pass over the instants
-    (``cep.engines.spark.ordered``), unless ``ordered.refusal`` says why not or the dictionary
-    lacks some input term. Then what carries from instant to instant is computed alone in that one
-    task — a consuming MATCH's events (what a MATCH consumes depends on its events only), each
-    instant's closure under ``rules`` (it depends on the stream and the rules only) — and the rest
-    of the query in the plan keyed by the instant, over them. Anything else is evaluated instant by instant (:func:`evaluate_each`),
-    the result reading the answers each evaluation materialised (no plan of an earlier instant
-    stays alive)."""
+    ``rules`` close the stream at each instant) is evaluated in one Spark task, the driver engine's
+    ordered pass over the instants (``cep.engines.spark.ordered``), unless ``ordered.refusal`` says
+    why not or the dictionary lacks some input term. Then what carries from instant to instant is
+    computed apart — a consuming MATCH's events in that one task (what a MATCH consumes depends on
+    its events only), each instant's closure under ``rules`` (it depends on the stream and the
+    rules only) in that task too, or where the driver engine refuses the rules, keyed by the
+    instant (:func:`close_rules_at_instants`) — and the rest of the query in the plan keyed by the
+    instant, over them. No query is evaluated instant by instant: that is :func:`evaluate_each`,
+    for the continuous runtime's consuming policies (their state carried between batches)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
     convention = A.check_window_convention(query, window_convention)
@@ -190,29 +192,26 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
                                                rules=rules, column=column, window_convention=convention)
             if out is not None:
                 return out
-        if keyed_refusal(query, matches_apart=True) is None:
-            derived = None
-            if rules and dictionary is not None and ordered.rules_refusal(rules) is None:
+        instants = K.Instants.of_times(_session(background, streams, dictionary), times)
+        made: list = []
+        derived = None
+        if rules:
+            if dictionary is not None and ordered.rules_refusal(rules) is None:
                 derived = ordered.derive_in_one_task(rules, streams, times, time_unit, dictionary)
-            if not rules or derived is not None:
-                instants = K.Instants.of_times(_session(background, streams, dictionary), times)
-                made = [derived[1]] if derived is not None else []
-                runtime = _Runtime(background, streams, None, time_unit, [dictionary, *made], since,
-                                   convention=convention, instants=instants)
-                runtime.check_streams(query)
-                if A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
-                    runtime.matched = ordered.match_in_one_task(query, streams, times, time_unit)
-                runtime.derived = None if derived is None else derived[0]
-                if terms is not None:
-                    terms.extend(made)
-                return _answers(runtime, query, terms).withColumnRenamed(K.INSTANT, column)
-        frames = evaluate_each(query, background, streams, times, time_unit, dictionary=dictionary, since=since,
-                               terms=terms, rules=rules, window_convention=convention)
-        out = None
-        for at, frame in zip(times, frames):
-            frame = frame.withColumn(column, F.lit(at).cast("long"))
-            out = frame if out is None else out.unionByName(frame)
-        return out
+            if derived is not None:
+                derived, made = derived[0], [derived[1]]
+            else:
+                derived = close_rules_at_instants(rules, background, streams, instants, time_unit,
+                                                  dictionary=dictionary, terms=made)
+        runtime = _Runtime(background, streams, None, time_unit, [dictionary, *made], since,
+                           convention=convention, instants=instants)
+        runtime.check_streams(query)
+        if A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
+            runtime.matched = ordered.match_in_one_task(query, streams, times, time_unit)
+        runtime.derived = derived
+        if terms is not None:
+            terms.extend(made)
+        return _answers(runtime, query, terms).withColumnRenamed(K.INSTANT, column)
     runtime = _Runtime(background, streams, None, time_unit, [dictionary], since, ops=L)
     runtime.keep_terms = terms is not None
     instants = runtime.spark.createDataFrame([(t,) for t in times], f"{column} long")
@@ -224,12 +223,13 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
 
 
 def one_pass_refusal(query: A.Query) -> str | None:
-    """Why :func:`evaluate_at_instants` evaluates ``query`` instant by instant and not all instants
-    at once, or None. C-SPARQL, RSEP-QL and EP-SPARQL define their answers at evaluation instants;
-    a CQELS-CEP query may be defined per instant (``cep.algebra.patterns.per_instant_only``); and
-    an expression that reads a solution's interval (getDURATION() ...) or draws from its hash
-    (RAND(), UUID(), BNODE()) would read the open end of a background or VALUES mapping's lifetime
-    ([t1, OPEN_END]) where one evaluation at t reads [t1, t]."""
+    """Why :func:`evaluate_at_instants` cannot read ``query``'s answers at every instant off their
+    lifetimes (:func:`evaluate_lifetimes`' plan) and keys it by the instant instead, or None.
+    C-SPARQL, RSEP-QL and EP-SPARQL define their answers at evaluation instants; a CQELS-CEP query
+    may be defined per instant (``cep.algebra.patterns.per_instant_only``); and an expression that
+    reads a solution's interval (getDURATION() ...) or draws from its hash (RAND(), UUID(), BNODE())
+    would read the open end of a background or VALUES mapping's lifetime ([t1, OPEN_END]) where one
+    evaluation at t reads [t1, t]."""
     if A.is_csparql(query):
         return "C-SPARQL answers at its windows' evaluation instants"
     if A.is_rsepql(query):
@@ -251,18 +251,15 @@ def keyed_refusal(query: A.Query, matches_apart: bool = False) -> str | None:
     evaluation instant, at all its instants in one plan keyed by the instant
     (``cep.engines.spark.keyed``), or None. That plan covers C-SPARQL's snapshots, EP-SPARQL's
     occurrences, CQELS-CEP's windows and RSEP-QL's MATCH and window graphs, with the operators over
-    them (GROUP BY over events, ORDER BY / LIMIT per instant); not a MATCH whose policy consumes
-    (what it used carries from one instant to the next), nor a property path over a window's graph
-    (``paths.spark`` knows no instant): those are evaluated instant by instant. What draws from a
+    them (GROUP BY over events, ORDER BY / LIMIT per instant), property paths over a window's or a
+    snapshot's graph included (each instant's graph apart: ``paths.spark.PathGraph(keys=)``); not a
+    MATCH whose policy consumes (what it used carries from one instant to the next). What draws from a
     solution's hash (RAND(), UUID(), STRUUID(), BNODE(), a CONSTRUCT template's blank nodes) leaves
     the instant out of the hash, and NOW() reads each row's instant, so they are keyed too.
     ``matches_apart``: the MATCHes' events are computed apart (``cep.engines.spark.ordered.match_in_one_task``),
     so a consuming policy does not stop the rest being keyed."""
     if not matches_apart and A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
         return "an RSEP-QL MATCH with a consuming policy carries what it used from one instant to the next"
-    if A.contains(query, lambda x: isinstance(x, (A.Snapshot, A.WindowGraph))
-                  and A.contains(x.pattern, lambda y: isinstance(y, A.PathPattern))):
-        return "a property path over a window's or a snapshot's graph is evaluated per instant"
     return None
 
 
@@ -830,8 +827,6 @@ class _Runtime:
 
     def values(self, node: A.Values, scope: "_Scope") -> DataFrame:
         """VALUES: one mapping per row, with the scope's interval (``cep.algebra.patterns.Values``)."""
-        from pyspark.sql.types import LongType, StructField, StructType
-
         columns, rows = values_rows(node)
         schema = StructType([StructField(c, LongType(), True) for c in columns])
         if columns:
@@ -951,13 +946,18 @@ class _Runtime:
         return out
 
     def path_part(self, tp: A.PathPattern, name, triples: DataFrame) -> DataFrame:
-        if self.store is not None and name is None:
+        """The matches of a property path over ``triples``; at many instants, when the triples carry
+        theirs (a snapshot's or a window's graph), each instant's graph apart (a keyed ``PathGraph``)."""
+        keyed = self.instants is not None and K.INSTANT in triples.columns
+        if keyed:
+            graph = PathGraph(triples, keys=self.instants.frame)
+        elif self.store is not None and name is None:
             graph = PathGraph(triples, closures=self.store)
         else:
             graph = PathGraph(triples)
         s_var, o_var = isinstance(tp.s, A.Var), isinstance(tp.o, A.Var)
         pairs = path_evaluate(graph, tp.path, start=None if s_var else tp.s, end=None if o_var else tp.o)
-        cols = []
+        cols = [F.col(K.INSTANT)] if keyed else []
         if s_var and o_var and tp.s == tp.o:
             pairs = pairs.filter(F.col(START) == F.col(END))
             cols.append(F.col(START).alias(var_column(tp.s.name)))
@@ -1049,6 +1049,45 @@ def _bgp_over_occurrences(node: A.BGP, items: DataFrame) -> DataFrame:
         part = I.canonical(triple_part(tp, items, keep)).distinct()
         out = part if out is None else I.cover_join(out, part)
     return out
+
+
+def close_rules_at_instants(rules: Sequence[A.Query], background, streams: Mapping, instants: "K.Instants",
+                            time_unit: str = "ms", *, dictionary=None, terms: list | None = None,
+                            max_rounds: int = MAX_ROUNDS) -> DataFrame:
+    """:func:`close_rules` at each of the ``instants`` at once: the occurrences the rules derive at
+    each instant, as rows (``INSTANT``, item, s, p, o, t_start, t_end), for the plan keyed by the
+    instant (``_Runtime.derived``). Each round evaluates every rule at every instant in one plan,
+    over the streams and what earlier rounds derived at that instant, and counts once; an instant
+    whose closure is complete derives nothing new in later rounds (its input is the same), so the
+    rounds end when no instant grows, and each instant's rows are :func:`close_rules`' there. The
+    item of a derived occurrence is named as :func:`close_rules` names it; the (id, term) rows of
+    the terms the rules compute are appended to ``terms``."""
+    terms = [] if terms is None else terms
+    schema = StructType([StructField(c, LongType(), False) for c in (K.INSTANT, *STREAM_COLUMNS)])
+    derived = instants.frame.sparkSession.createDataFrame([], schema)
+    count, known = 0, dictionary
+    for _round in range(max_rounds):
+        found_terms: list = []
+        found = None
+        for rule in rules:
+            runtime = _Runtime(background, streams, None, time_unit, [known], None, instants=instants)
+            runtime.derived = derived
+            part = _answers(runtime, rule, found_terms).select(K.INSTANT, S, P, O, T_START, T_END)
+            found = part if found is None else found.unionByName(part)
+        grown = (found.select(K.INSTANT, F.xxhash64(S, P, O, T_START, T_END).alias(ITEM), S, P, O, T_START, T_END)
+                 .unionByName(derived).distinct().localCheckpoint())
+        n = grown.count()
+        if found_terms:   # cut from their plans, as close_rules does
+            extra = merge_dictionaries(found_terms).localCheckpoint()
+            for more in found_terms:
+                more.unpersist()
+            terms.append(extra)
+            known = extra if known is None else known.unionByName(extra)
+        if n == count:
+            return derived
+        derived, previous, count = grown, derived, n
+    growing = grown.join(previous, list(grown.columns), "left_anti").agg(F.min(K.INSTANT)).first()[0]
+    raise no_fixpoint(rules, growing, max_rounds)
 
 
 def close_rules(rules: Sequence[A.Query], background, streams: Mapping, at: int, time_unit: str = "ms", *,

@@ -7,12 +7,11 @@ because what an instant sees depends on the evaluations before it:
 
 * an RSEP-QL MATCH whose policy consumes (chronological, recent; RSEP-QL §4.4): an instant does
   not see the stream triples earlier instants' answers used;
-* EP-SPARQL CONSTRUCT rules (``cep.engines.rules``), closed over the stream at each instant;
+* EP-SPARQL CONSTRUCT rules (``cep.engines.rules``), closed over the stream at each instant.
 
-and a property path over a window's graph (``paths.spark`` has no instant key). Evaluating them
-instant by instant costs n Spark evaluations (seconds each). Here the inputs — every background
-graph's triples, every stream's items and the dictionary, all as ids — are shuffled into one
-partition, and one ``mapInPandas`` task runs the driver engine's single ordered pass over the
+Evaluating them instant by instant costs n Spark evaluations (seconds each). Here the inputs —
+every background graph's triples, every stream's items and the dictionary, all as ids — are
+shuffled into one partition, and one ``mapInPandas`` task runs the driver engine's single ordered pass over the
 instants (the consumed set carried from each instant to the next, as the reference defines it),
 then writes the answers back as id rows. The driver holds none of the inputs or answers.
 
@@ -36,8 +35,8 @@ Three tasks, one mechanism (``_run``: the inputs in, the rows out, an error rais
   rules: the closure depends on the stream and the rules alone, and the query is keyed by the
   instant over the stream plus it.
 
-``cep.engines.spark.evaluate.evaluate_at_instants`` picks among them, and evaluates instant by
-instant only what none takes. Errors the driver engine raises for the inputs
+``cep.engines.spark.evaluate.evaluate_at_instants`` picks among them; what none takes is keyed by
+the instant (rules it cannot close: ``cep.engines.spark.evaluate.close_rules_at_instants``). Errors the driver engine raises for the inputs
 (``cep.engines.errors``, the rules' ``RulesError``: a missing stream, rules with no fixpoint) are
 raised on the caller's side with their class and message; any other failure is the task's, as
 Spark reports it.
@@ -103,7 +102,7 @@ def evaluate_in_one_task(query: A.Query, background: Mapping | None, streams: Ma
     (module doc). The caller checked :func:`refusal`. ``terms`` receives the (id, term) frame of the
     terms the answers computed (aggregates, blank nodes). None when ``dictionary`` does not cover
     every id of the inputs (the driver engine decodes the answers; Spark's evaluation needs only the
-    terms its FILTERs read): evaluate instant by instant then."""
+    terms its FILTERs read): the caller keys the query by the instant then."""
     form = query.form
     variables = [S, P, O] if isinstance(form, A.Construct) else [var_column(v.name) for v in form.variables]
     names = (_KIND, column, ORDER, *variables, T_START, T_END, ID, TERM)
