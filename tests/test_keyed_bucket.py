@@ -342,3 +342,29 @@ def test_keyed_dstream_and_rstream_equal_the_reference(label, window, pattern, s
     assert expected, "no seed gives this query an answer that goes: the test would prove nothing"
     assert set(stream_got(q, items, batches, buckets, emit)) == expected
 
+
+
+def test_a_step_with_answers_and_rejects_gives_rows_pyspark_can_serialize():
+    """The operator's output frame of a step with answers and late rows: every string column holds
+    Python strings and None (pandas 3 keeps strings in Arrow arrays, a concatenated column in a
+    chunked one, and PySpark 4.0.1's serializer fails on a chunked array inside the output struct:
+    a keyed job with a late row in a step that answers crashed)."""
+    import pyarrow as pa
+
+    from cep.continuous.keyed.operator import KeyedProcessor, output_schema
+
+    q = query(*QUERIES[0][1:3])
+    part = partition(plan(q))
+    program = B.Program(q, "ms", part.key, part.streams)
+    processor = KeyedProcessor(program, 1)
+    late = pd.concat([pd.DataFrame({"reason": ["late: one"], "stream": [0], "s_term": [SUBJECTS[0]],
+                                    "p_term": [PREDICATES[0]], "o_term": [OBJECTS[0]], "t1": [3]})] * 2,
+                     ignore_index=True)
+    answer = {name: OBJECTS[0] for name in program.names} | {"_start": 1, "_end": 2, "_at": 2, "_version": "v1"}
+    frame = processor._rows(B.Step([answer], late, B.BucketState.empty(program), None))
+    assert len(frame) == 3
+    for field in output_schema(program.names).fields:
+        column = pa.Array.from_pandas(frame[field.name], type=pa.from_numpy_dtype("int64")
+                                      if field.dataType.typeName() == "long" else pa.string())
+        assert isinstance(column, pa.Array), (field.name, type(column))
+    assert frame["_reject"].tolist() == [None, "late: one", "late: one"]

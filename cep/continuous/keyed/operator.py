@@ -226,8 +226,9 @@ class KeyedProcessor(StatefulProcessor):
             return pd.DataFrame()
         frame = pd.concat(parts, ignore_index=True)
         for c in (*columns, OUT_VERSION, REJECT, "_stream", "_s", "_p", "_o"):
-            if c not in frame:
-                frame[c] = None
+            # Python strings and None: pandas 3 keeps strings in Arrow arrays, a concatenated column
+            # in a chunked one, and PySpark 4.0.1 cannot put a chunked array into the output struct
+            frame[c] = frame[c].astype(object).where(frame[c].notna(), None) if c in frame else None
         for c in (OUT_START, OUT_END, OUT_AT, "_t"):
             frame[c] = frame[c].astype("Int64") if c in frame else pd.array([None] * len(frame), dtype="Int64")
         return frame[[f.name for f in output_schema(self.names).fields]]
