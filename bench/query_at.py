@@ -5,7 +5,7 @@
                              [--spark-max-events 100000] [--network real|example]
                              [--parts example,csparql,consuming,crossover]
                              [--consuming-events 2000] [--consuming-instants 40]
-                             [--keyed-instants 34]
+                             [--keyed-instants 34] [--split-sizes 2000,20000,200000]
 
 Four parts, each timed as wall-clock seconds of ``python -m jobs.cli query ...`` (imports,
 reading the files, the evaluation, printing the answers; a JVM only where Spark runs), the median
@@ -21,12 +21,11 @@ first, as a user's first run writes it (also where the environment asks Python n
 3. **A consuming RSEP-QL MATCH at many instants** (``--parts consuming``): Fig. 1's query
    (``ontologies/rsep_fig1_query.rq``, chronological) over a synthetic stream of ``--consuming-events``
    items at ``--consuming-instants`` instants. What an instant sees depends on what the earlier ones
-   consumed. Timed twice: the whole process, ``auto`` (the driver) against ``spark`` (the instants in
-   one Spark task, ``cep.engines.spark.ordered``); and inside one Spark session (the JVM's start
-   left out of both), that one task against the evaluation instant by instant
-   (``evaluate_each``), the only way Spark had before 2026-11-28; then the same query with a BIND
-   over its MATCH, which the driver engine refuses: the MATCH's events in the one task and the
-   rest in the plan keyed by the instant, against instant by instant.
+   consumed. Timed the whole process, ``auto`` (the driver) against ``spark``; then inside one
+   Spark session (the JVM's start left out of both) against the evaluation instant by instant
+   (``evaluate_each``, the only way Spark had before 2026-11-28), and the same with a BIND over
+   the MATCH, which the driver engine refuses. On Spark the MATCH's events split by its key (?y),
+   the rest keyed by the instant.
 4. **The crossover**: the Vienna query (``ontologies/vienna_example_query.rq``) over a synthetic
    fleet's delays and arrivals (``scenarios.vienna_transit.write_stream``) on the real network
    (``../shared/data``; else the running example's map), at ``--instants`` instants spread over
@@ -40,6 +39,10 @@ first, as a user's first run writes it (also where the environment asks Python n
    rules closed at each of 10 instants without a dictionary (the driver engine decodes terms, so
    it cannot take them): every rule at every instant in one plan per round
    (``close_rules_at_instants``), over 100 ``:next`` events among 80 nodes.
+6. **A consuming MATCH split by its key** (``--parts split``, ``--split-sizes``), inside one Spark
+   session: part 3's query and stream at each size, its events in a task per core, the stream's
+   triples shuffled by ``?y`` (``cep.engines.spark.ordered.match_split``), against the whole query
+   in one task (``evaluate_in_one_task``), after one warm-up round of each.
 """
 from __future__ import annotations
 
@@ -60,6 +63,7 @@ sys.path.insert(0, str(REPO))
 from py4j.protocol import Py4JJavaError  # noqa: E402
 
 from cep import compile_query  # noqa: E402  (the repository, put on the path above)
+from cep.algebra.windows import RSEPQL_WINDOWS  # noqa: E402
 from cep.engines.spark import ordered  # noqa: E402
 from cep.engines.columns import STREAM_COLUMNS  # noqa: E402
 from cep.engines.spark.evaluate import evaluate_at_instants, evaluate_each  # noqa: E402
@@ -70,7 +74,7 @@ from rdfcore.schema import ID, O, P, S, TERM  # noqa: E402
 from scenarios import vienna_transit as vt  # noqa: E402
 
 
-PARTS = ("example", "csparql", "consuming", "crossover", "keyed")
+PARTS = ("example", "csparql", "consuming", "crossover", "keyed", "split")
 #: the project's packages (their bytecode is written before the timed runs)
 PACKAGES = ("cep", "jobs", "paths", "rdfcore", "reasoner", "scenarios")
 
@@ -212,7 +216,7 @@ def consuming(work: Path, events: int, instants: int, repeat: int) -> None:
             rows_one = evaluate_at_instants(query_, {}, frames, at, dictionary=dictionary).count()
             one.append(time.perf_counter() - start)
         ours = statistics.median(one)
-        how = "one task" if query_ is q else "task+keyed"
+        how = "split+keyed"
         start = time.perf_counter()
         try:   # last: instant by instant may fill the JVM's heap (issue 37), which ends the session
             for _ in range(repeat):
@@ -340,6 +344,42 @@ def keyed(instants: int, repeat: int) -> None:
     spark.stop()
 
 
+def split_by_key(work: Path, sizes: list[int], instants: int, repeat: int) -> None:
+    """Part 6 (module doc)."""
+    spark = build_session("bench query_at split")
+    text = (REPO / "ontologies" / "rsep_fig1_query.rq").read_text(encoding="utf-8").replace(
+        "MATCH (", "MATCH CHRONOLOGICAL (")
+    q = compile_query(text)
+    assert ordered.match_split(q) is not None
+    for events in sizes:
+        stream = work / f"split{events}.jsonl"
+        last = consuming_stream(stream, events, random.Random(11))
+        step = max(1, last // instants)
+        at = list(range(step, last + 1, step))[:instants]
+        read = read_stream(spark, str(stream), prefixes=dict(q.prefixes), time_unit="ms")
+        frames = {"<http://example.org/rsep#S>": read.triples.cache()}
+        dictionary = read.dictionary.cache()
+        for frame in (*frames.values(), dictionary):   # read once, before the timed runs
+            frame.count()
+        split, whole = [], []
+        for _ in range(repeat + 1):          # the first round warms both up and is not counted
+            start = time.perf_counter()
+            rows_split = evaluate_at_instants(q, {}, frames, at, dictionary=dictionary).count()
+            split.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            rows_whole = ordered.evaluate_in_one_task(q, {}, frames, at, "ms", dictionary, terms=None, column="_at",
+                                                      window_convention=RSEPQL_WINDOWS).count()
+            whole.append(time.perf_counter() - start)
+            assert rows_split == rows_whole, f"split: {rows_split} rows, one task: {rows_whole}"
+        ours, theirs = statistics.median(split[1:]), statistics.median(whole[1:])
+        print(f"{f'consuming MATCH split by key, {events:,} items x {len(at)}':<44} split {ours:8.2f} s   "
+              f"one task {theirs:8.2f} s   ratio {theirs / ours:6.1f}x  ({rows_split} answer rows, the same on both; "
+              f"{spark.sparkContext.defaultParallelism} tasks)", flush=True)
+        for frame in (*frames.values(), dictionary):
+            frame.unpersist()
+    spark.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -350,6 +390,7 @@ def main() -> int:
     ap.add_argument("--consuming-events", type=int, default=2000)
     ap.add_argument("--consuming-instants", type=int, default=40)
     ap.add_argument("--keyed-instants", type=int, default=34)
+    ap.add_argument("--split-sizes", default="2000,20000,200000")
     ap.add_argument("--parts", default=",".join(PARTS), help="which parts to run, comma-separated (default all)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
@@ -371,6 +412,8 @@ def main() -> int:
                       args.network, args.repeat)
         if "keyed" in parts:
             keyed(args.keyed_instants, args.repeat)
+        if "split" in parts:
+            split_by_key(work, [int(n) for n in args.split_sizes.split(",")], args.consuming_instants, args.repeat)
     return 0
 
 

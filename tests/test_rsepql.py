@@ -22,7 +22,7 @@ from __future__ import annotations
 
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cep import CepSemanticError, CepSyntaxError, compile_query, parse
@@ -215,17 +215,20 @@ windows = st.sampled_from([A.All(), A.Range(A.Duration(4)), A.Range(A.Duration(6
 
 
 @st.composite
-def event_nodes(draw, depth=2, policy="unrestricted"):
+def event_nodes(draw, depth=2, policy="unrestricted", ends=((x, y), (y, z), (x, z), (y, y)),
+                kinds=("seq", "seq", "first", "last")):
+    """Nested SEQ / FIRST / LAST (``kinds``) of events, each one triple pattern with ``ends``."""
     if depth == 0 or draw(st.integers(0, 2)) == 0:
-        a, b = draw(st.sampled_from([(x, y), (y, z), (x, z), (y, y)]))
+        a, b = draw(st.sampled_from(ends))
         name = draw(st.sampled_from(["w1", "w2"]))
         return A.EventPattern(iri(name), STREAM, draw(windows), A.bgp(A.triple(a, draw(st.sampled_from(PREDS)), b)))
-    kind = draw(st.sampled_from(["seq", "seq", "first", "last"]))
+    kind = draw(st.sampled_from(kinds))
+    inner = [draw(event_nodes(depth - 1, policy, ends, kinds)) for _ in range(1 if kind in ("first", "last") else 2)]
     if kind == "first":
-        return A.FirstEvent(draw(event_nodes(depth - 1, policy)))
+        return A.FirstEvent(inner[0])
     if kind == "last":
-        return A.LastEvent(draw(event_nodes(depth - 1, policy)))
-    return A.EventSeq(draw(event_nodes(depth - 1, policy)), draw(event_nodes(depth - 1, policy)), policy)
+        return A.LastEvent(inner[0])
+    return A.EventSeq(inner[0], inner[1], policy)
 
 
 @st.composite
@@ -309,6 +312,70 @@ def test_consuming_match_apart_then_keyed(spark, monkeypatch, items, case, times
     got = [collect(frame.filter(frame[AT] == t).drop(AT), terms) for t in times]
     frame.unpersist()
     assert got == R.evaluate_sequence(query, {}, {STREAM: items}, times), f"{query} at {times}"
+
+
+@st.composite
+def keyed_cases(draw):
+    """A consuming MATCH over SEQs of events whose every triple pattern holds ?y (the key), at the
+    subject or the object."""
+    policy = draw(st.sampled_from(sorted(A.CONSUMING_POLICIES)))
+    node = draw(event_nodes(2, policy, ends=((y, x), (y, z), (x, y), (z, y)), kinds=("seq",)))
+    names = sorted(v.name for v in A.variables(node))
+    return A.Query(A.Project(tuple(A.Var(n) for n in names), False, A.Match(node, policy)))
+
+
+def test_which_matches_split_by_a_key():
+    """A consuming MATCH splits by the variable every event's triple patterns hold (Fig. 1's ?y: at
+    the object for :p, at the subject for :q), unless a
+    FIRST / LAST or a naive SEQ ranges over every key, or one triple could match two patterns with
+    the key at different positions."""
+    from cep.engines.spark.ordered import match_split
+
+    routes = match_split(compile_query(QUERY % "CHRONOLOGICAL"))
+    assert [(str(tp), at) for _stream, tp, at in routes] == [
+        (str(A.triple(x, iri("p"), y)), 2), (str(A.triple(y, iri("q"), z)), 0)]
+    assert match_split(compile_query(QUERY % "NAIVE")) is None
+    assert match_split(compile_query((QUERY % "RECENT").replace("EVENT :w1", "FIRST EVENT :w1"))) is None
+    assert match_split(compile_query((QUERY % "RECENT").replace("?y :q ?z", "?w :q ?z"))) is None    # no shared key
+    # ?x :p ?y and ?y :p ?z: (a :p a) would belong to two keys
+    assert match_split(compile_query((QUERY % "RECENT").replace("?y :q ?z", "?y :p ?z"))) is None
+    assert match_split(compile_query((QUERY % "RECENT").replace("?x :p ?y", "?y :p ?x"))) is not None
+
+
+@settings(max_examples=examples(2, 100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                                  HealthCheck.too_slow])
+@given(items=rsep_streams(), cases=st.lists(keyed_cases(), min_size=2, max_size=2),
+       times=st.lists(st.integers(0, 14), min_size=4, max_size=4, unique=True))
+@example(items=ITEMS, cases=[compile_query(QUERY % "CHRONOLOGICAL"), compile_query(QUERY % "RECENT")],
+         times=[6, 8, 10, 12])
+def test_consuming_match_split_by_its_key_equals_the_reference(spark, monkeypatch, items, cases, times):
+    """A consuming MATCH whose events all hold one key runs as a task per core, the stream's
+    triples shuffled by their key (``cep.engines.spark.ordered.match_split``), the rest keyed by
+    the instant; each instant's answers are the reference's, what earlier instants consumed
+    taken out."""
+    from cep.engines.spark import evaluate as E
+    from cep.engines.spark import ordered
+    from cep.engines.spark.evaluate import AT, evaluate_at_instants
+    from rdfcore.schema import ID, TERM
+
+    monkeypatch.setattr(E, "evaluate_each", None)   # not instant by instant
+    monkeypatch.setattr(ordered, "evaluate_in_one_task", None)   # not the whole query in one task
+    tasks: list = []
+    run = ordered._run
+    monkeypatch.setattr(ordered, "_run", lambda *a, **k: tasks.append(k.get("tasks", 1)) or run(*a, **k))
+    times = sorted(times)
+    stream = stream_frame(spark, items)
+    terms = {term_id(x): x for x in SUBJ + PREDS + [x for (_k, g, _a, _b) in items for tr in g for x in tr]}
+    dictionary = spark.createDataFrame(sorted(terms.items()), f"{ID} long, {TERM} string")
+    for query in cases:
+        split = ordered.match_split(query) is not None
+        if not split:
+            continue   # one task for the whole query: tests above
+        frame = evaluate_at_instants(query, {}, {STREAM: stream}, times, dictionary=dictionary).cache()
+        got = [collect(frame.filter(frame[AT] == t).drop(AT), terms) for t in times]
+        frame.unpersist()
+        assert got == R.evaluate_sequence(query, {}, {STREAM: items}, times), f"{query} at {times}"
+        assert tasks[-1] == spark.sparkContext.defaultParallelism > 1
 
 
 def test_one_task_errors_and_refusals(spark, monkeypatch):

@@ -170,7 +170,8 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     ordered pass over the instants (``cep.engines.spark.ordered``), unless ``ordered.refusal`` says
     why not or the dictionary lacks some input term. Then what carries from instant to instant is
     computed apart — a consuming MATCH's events in that one task (what a MATCH consumes depends on
-    its events only), each instant's closure under ``rules`` (it depends on the stream and the
+    its events only; in a task per core when they split by a key, ``ordered.match_split``, which
+    is then preferred to the whole query's one task), each instant's closure under ``rules`` (it depends on the stream and the
     rules only) in that task too, or where the driver engine refuses the rules, keyed by the
     instant (:func:`close_rules_at_instants`) — and the rest of the query in the plan keyed by the
     instant, over them. No query is evaluated instant by instant: that is :func:`evaluate_each`,
@@ -187,12 +188,17 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
                            instants=K.Instants.of_times(_session(background, streams, dictionary), times))
         return _answers(runtime, query, terms).withColumnRenamed(K.INSTANT, column)
     if rules or one_pass_refusal(query) is not None:
-        if ordered.refusal(query, background, dictionary, since, convention, rules) is None:
+        spark = _session(background, streams, dictionary)
+        consuming = A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES)
+        tasks = spark.sparkContext.defaultParallelism
+        # a consuming MATCH whose events split by a key: its events in a task per core, the rest keyed
+        split = consuming and not rules and tasks > 1 and ordered.match_split(query) is not None
+        if not split and ordered.refusal(query, background, dictionary, since, convention, rules) is None:
             out = ordered.evaluate_in_one_task(query, background, streams, times, time_unit, dictionary, terms=terms,
                                                rules=rules, column=column, window_convention=convention)
             if out is not None:
                 return out
-        instants = K.Instants.of_times(_session(background, streams, dictionary), times)
+        instants = K.Instants.of_times(spark, times)
         made: list = []
         derived = None
         if rules:
@@ -206,8 +212,8 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
         runtime = _Runtime(background, streams, None, time_unit, [dictionary, *made], since,
                            convention=convention, instants=instants)
         runtime.check_streams(query)
-        if A.contains(query, lambda x: isinstance(x, A.Match) and x.policy in A.CONSUMING_POLICIES):
-            runtime.matched = ordered.match_in_one_task(query, streams, times, time_unit)
+        if consuming:
+            runtime.matched = ordered.match_in_one_task(query, streams, times, time_unit, tasks=tasks)
         runtime.derived = derived
         if terms is not None:
             terms.extend(made)

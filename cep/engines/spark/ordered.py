@@ -16,10 +16,13 @@ instants (the consumed set carried from each instant to the next, as the referen
 then writes the answers back as id rows. The driver holds none of the inputs or answers.
 
 Parallelism is one task, like Flink CEP's parallelism 1 for an unkeyed pattern: a consuming MATCH's
-FIRST / LAST and its chronological / recent choices range over every event of the window, so the
-consumed set is one sequential state that a split by key would change unless every event pattern
-binds the key and no selection crosses keys (not analysed here). The task's memory bounds the
-inputs: the stream's items as an int64 matrix, the background as id triples, the dictionary's terms.
+FIRST / LAST and its chronological / recent choices may range over every event of the window, so the
+consumed set is one sequential state. Unless the MATCHes split by a key (:func:`match_split`: every
+event's triple patterns hold the key, no FIRST / LAST or naive SEQ, no triple that could belong to
+two keys), as Flink CEP's ``keyBy``: then the stream triples are shuffled by their key into a task
+per core, each running the same ordered pass over its keys (:func:`match_in_one_task`). The task's
+memory bounds the inputs: the stream's items as an int64 matrix, the background as id triples, the
+dictionary's terms.
 
 Three tasks, one mechanism (``_run``: the inputs in, the rows out, an error raised as its class):
 
@@ -63,7 +66,8 @@ from cep.engines.spark.filters import ORDER
 from rdfcore.hashing import term_id
 from rdfcore.schema import ID, O, P, S, TERM
 
-__all__ = ["refusal", "rules_refusal", "evaluate_in_one_task", "match_in_one_task", "derive_in_one_task"]
+__all__ = ["refusal", "rules_refusal", "evaluate_in_one_task", "match_in_one_task", "derive_in_one_task",
+           "match_split"]
 
 #: the input rows' kinds: a background triple (key = the graph's position), a stream item's triple
 #: (key = the stream's position), a dictionary term
@@ -116,17 +120,24 @@ def evaluate_in_one_task(query: A.Query, background: Mapping | None, streams: Ma
     return out.filter(F.col(_KIND) == _ANSWER).select(*keep)
 
 
-def match_in_one_task(query: A.Query, streams: Mapping, times: Sequence[int], time_unit: str) -> dict:
+def match_in_one_task(query: A.Query, streams: Mapping, times: Sequence[int], time_unit: str,
+                      tasks: int = 1) -> dict:
     """The events of every MATCH of ``query`` at each of ``times``, what earlier instants consumed
     taken out (``cep.engines.driver.rsepql.match_rows``), computed in one Spark task over the
     streams' items (ids only: no dictionary): {MATCH node: DataFrame of its variable columns,
     ``INSTANT``, ``T_START``, ``T_END``}, the relation the plan keyed by the instant
     (``cep.engines.spark.keyed``) evaluates a MATCH to. The rest of the query is then evaluated in
-    that plan: a consuming policy's state is the MATCH's alone."""
+    that plan: a consuming policy's state is the MATCH's alone.
+
+    ``tasks`` > 1: when the MATCHes split by a key (:func:`match_split`), the stream triples are
+    shuffled by their key into that many tasks, each running the same ordered pass over its keys'
+    triples; else one task."""
     matches = [n for n in A.walk(query.form) if isinstance(n, A.Match)]
     variables = sorted({var_column(v.name) for m in matches for v in A.variables(m)})
     names = (_KIND, _KEY, INSTANT, *variables, T_START, T_END, ID, TERM)
-    out = _run(_Matches(query, (), tuple(streams), tuple(times), time_unit, (), None, names), None, None, streams)
+    split = match_split(query) if tasks > 1 else None
+    out = _run(_Matches(query, (), tuple(streams), tuple(times), time_unit, (), None, names), None, None, streams,
+               tasks=tasks if split is not None else 1, split=split)
     frames = {}
     for k, node in enumerate(matches):
         own = sorted(var_column(v.name) for v in A.variables(node))
@@ -154,9 +165,69 @@ def derive_in_one_task(rules, streams: Mapping, times: Sequence[int], time_unit:
     return derived, out.filter(F.col(_KIND) == _COMPUTED).select(ID, TERM)
 
 
-def _run(task: "_Task", dictionary: DataFrame | None, background: Mapping | None, streams: Mapping) -> DataFrame | None:
-    """``task`` over the inputs, in one partition, its output stored (``localCheckpoint``); None
-    when it found the dictionary lacking an input's term; raises the error it reported."""
+def match_split(query: A.Query) -> "tuple[tuple[A.Term, A.TriplePattern, int], ...] | None":
+    """How the stream triples of ``query``'s MATCHes split by a key into independent parts, or None.
+
+    The MATCHes' choices and what they consume stay inside one key when, in each MATCH, one
+    variable (the key) is in every triple pattern of every event: two events are compatible only
+    with the same key, so a SEQ pairs, and a chronological or recent policy picks and keeps, events
+    of one key (RSEP-QL eq. 7, 10, 11), and an answer uses, so consumes, triples of its key only.
+    Not split: FIRST / LAST, and naive SEQ (its LAST E1, LAST E2 range over every key).
+
+    A stream triple's key is then the value at the key's position of the pattern it matches. The
+    split is refused when one triple could match two patterns of one stream with the key at
+    different positions (their constants do not tell them apart): it would belong to two keys,
+    and what one consumed the other would still see. Returns (stream, pattern, position of the
+    key) for every event's triple pattern."""
+    routes = []
+    for match in (n for n in A.walk(query.form) if isinstance(n, A.Match)):
+        if match.policy == "naive" or A.contains(match, lambda x: isinstance(x, (A.FirstEvent, A.LastEvent)) or (
+                isinstance(x, A.EventSeq) and x.policy == "naive")):
+            return None
+        events = [e for e in A.walk(match) if isinstance(e, A.EventPattern)]
+        patterns = [(e.stream, tp) for e in events for tp in e.pattern.patterns]
+        if not patterns or any(not isinstance(tp, A.TriplePattern) for _stream, tp in patterns):
+            return None
+        shared = set.intersection(*({x for x in (tp.s, tp.p, tp.o) if isinstance(x, A.Var)} for _s, tp in patterns))
+        if not shared:
+            return None
+        key = min(shared, key=lambda v: v.name)
+        routes += [(stream, tp, (tp.s, tp.p, tp.o).index(key)) for stream, tp in patterns]
+    if not routes:
+        return None
+    for n, (stream, a, i) in enumerate(routes):
+        for other, b, j in routes[n + 1:]:
+            if other == stream and i != j and _may_overlap(a, b):
+                return None
+    return tuple(routes)
+
+
+def _may_overlap(a: A.TriplePattern, b: A.TriplePattern) -> bool:
+    """Whether some triple could match both patterns (no position holds two different constants)."""
+    return not any(not isinstance(x, A.Var) and not isinstance(y, A.Var) and x != y
+                   for x, y in zip((a.s, a.p, a.o), (b.s, b.p, b.o)))
+
+
+def _split_key(split, stream_names) -> F.Column:
+    """A stream triple's key under ``match_split``'s routes (the subject when it matches none)."""
+    positions = _LONGS[1:4]                                 # an item row's s, p, o
+    cases = []
+    for stream, tp, at in split:
+        if stream not in stream_names:
+            continue
+        matches = (F.col(_KIND) == _ITEM) & (F.col(_KEY) == stream_names.index(stream))
+        for column, x in zip(positions, (tp.s, tp.p, tp.o)):
+            if not isinstance(x, A.Var):
+                matches = matches & (F.col(column) == F.lit(term_id(x)).cast("long"))
+        cases.append(F.when(matches, F.col(positions[at])))
+    return F.coalesce(*cases, F.col(positions[0]))
+
+
+def _run(task: "_Task", dictionary: DataFrame | None, background: Mapping | None, streams: Mapping, *,
+         tasks: int = 1, split=None) -> DataFrame | None:
+    """``task`` over the inputs, in one partition (or ``tasks`` partitions by ``split``'s key:
+    :func:`match_in_one_task`), its output stored (``localCheckpoint``); None when it found the
+    dictionary lacking an input's term; raises the error it reported."""
     background = dict(background or {})
     parts = []
     if dictionary is not None:
@@ -176,7 +247,9 @@ def _run(task: "_Task", dictionary: DataFrame | None, background: Mapping | None
     for part in parts[1:]:
         inputs = inputs.unionByName(part)
     schema = ", ".join(f"`{c}` {'int' if c == _KIND else 'string' if c == TERM else 'long'}" for c in task.names)
-    out = inputs.repartition(1).mapInPandas(task, schema).localCheckpoint()
+    parted = inputs.repartition(tasks, _split_key(split, list(task.stream_names))) if tasks > 1 else \
+        inputs.repartition(1)
+    out = parted.mapInPandas(task, schema).localCheckpoint()
     failed = out.filter(F.col(_KIND).isin(_ERROR, _UNCOVERED)).select(_KIND, TERM).limit(1).collect()
     if failed and failed[0][_KIND] == _UNCOVERED:
         return None
