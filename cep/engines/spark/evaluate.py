@@ -171,10 +171,10 @@ def evaluate_at_instants(query, background, streams: Mapping, times, time_unit: 
     why not or the dictionary lacks some input term. Then what carries from instant to instant is
     computed apart — a consuming MATCH's events in that one task (what a MATCH consumes depends on
     its events only; in a task per core when they split by a key, ``ordered.match_split``, which
-    is then preferred to the whole query's one task), each instant's closure under ``rules`` (it depends on the stream and the
-    rules only) in that task too, or where the driver engine refuses the rules, keyed by the
-    instant (:func:`close_rules_at_instants`) — and the rest of the query in the plan keyed by the
-    instant, over them. No query is evaluated instant by instant: that is :func:`evaluate_each`,
+    is then preferred to the whole query's one task), each instant's closure under ``rules`` (it
+    depends on the stream and the rules only) in that task too, or where the driver engine
+    refuses the rules, keyed by the instant (:func:`close_rules_at_instants`) — and the rest of the
+    query in the plan keyed by the instant, over them. No query is evaluated instant by instant: that is :func:`evaluate_each`,
     for the continuous runtime's consuming policies (their state carried between batches)."""
     if isinstance(query, str):
         query = compile_query(query, prefixes)
