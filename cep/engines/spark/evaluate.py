@@ -1057,6 +1057,20 @@ def _bgp_over_occurrences(node: A.BGP, items: DataFrame) -> DataFrame:
     return out
 
 
+def _round_terms(found: list, terms: list, known: DataFrame | None) -> DataFrame | None:
+    """After a round of the rules' closure: the terms it computed (BIND, a sub-query's expr AS ?v,
+    blank nodes), merged and cut from their plan, appended to ``terms``; returns the dictionary
+    the next round reads (``known`` plus them). Cut, because a term computed by BIND reads the
+    dictionary, which holds the earlier rounds' terms, so their plans would nest round into round."""
+    if not found:
+        return known
+    extra = merge_dictionaries(found).localCheckpoint()
+    for more in found:
+        more.unpersist()
+    terms.append(extra)
+    return extra if known is None else known.unionByName(extra)
+
+
 def close_rules_at_instants(rules: Sequence[A.Query], background, streams: Mapping, instants: "K.Instants",
                             time_unit: str = "ms", *, dictionary=None, terms: list | None = None,
                             max_rounds: int = MAX_ROUNDS) -> DataFrame:
@@ -1083,12 +1097,7 @@ def close_rules_at_instants(rules: Sequence[A.Query], background, streams: Mappi
         grown = (found.select(K.INSTANT, F.xxhash64(S, P, O, T_START, T_END).alias(ITEM), S, P, O, T_START, T_END)
                  .unionByName(derived).distinct().localCheckpoint())
         n = grown.count()
-        if found_terms:   # cut from their plans, as close_rules does
-            extra = merge_dictionaries(found_terms).localCheckpoint()
-            for more in found_terms:
-                more.unpersist()
-            terms.append(extra)
-            known = extra if known is None else known.unionByName(extra)
+        known = _round_terms(found_terms, terms, known)
         if n == count:
             return derived
         derived, previous, count = grown, derived, n
@@ -1120,15 +1129,7 @@ def close_rules(rules: Sequence[A.Query], background, streams: Mapping, at: int,
         grown = (found.select(F.xxhash64(S, P, O, T_START, T_END).alias(ITEM), S, P, O, T_START, T_END)
                  .unionByName(derived).distinct().localCheckpoint())
         n = grown.count()
-        if found_terms:
-            # the terms this round computed (BIND, a sub-query's expr AS ?v, blank nodes), cut
-            # from their plan: a term computed by BIND reads the dictionary, which holds the
-            # earlier rounds' terms, so their plans would nest round into round
-            extra = merge_dictionaries(found_terms).localCheckpoint()
-            for more in found_terms:
-                more.unpersist()
-            terms.append(extra)
-            known = extra if known is None else known.unionByName(extra)
+        known = _round_terms(found_terms, terms, known)
         if n == count:
             return current
         derived, count = grown, n
