@@ -59,7 +59,7 @@ def test_plain_lines_parse_as_spark_parses_them(spark, tmp_path):
     lines = [random_line(rng) for _ in range(1500)]
     path = tmp_path / "stream.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    stream = read_stream(spark, path, PREFIXES, "ms")
+    stream = read_stream(spark, path, PREFIXES, "ms", plain=False)   # Spark's expressions alone
     file = str(path.resolve())
     spark_rows = defaultdict(list)
     for r in stream.terms.collect():
@@ -92,3 +92,37 @@ def test_item_ids_and_blank_node_scopes_match_spark(spark):
     got = df.select(F.xxhash64("file", "line").alias("id"), file_scope(F.col("file")).alias("scope")).collect()
     assert [r["id"] for r in got] == [item_id(f, n) for f, n in rows]
     assert [r["scope"] for r in got] == [bnode_scope(f) for f, _ in rows]
+
+
+def test_python_first_parse_gives_the_spark_parse_rows(spark, tmp_path):
+    """``parse_lines`` with its plain lines parsed in Python on the executors (``plain``, the
+    default) against Spark's expressions alone: on random JSON Lines and timestamped N-Triples
+    lines in two files (each its format by extension, and a file of another one), the same terms
+    and the same rejects, reasons and raw text included."""
+    from cep.io.lineparse import parse_tsnt
+    from cep.io.streams import parse_lines
+    from rdfcore.loading import read_lines, with_line_numbers
+    from rdfcore.schema import FILE, LINE, RAW
+    from tests.test_cep_linescan import _nt_line
+
+    rng = random.Random(12)
+    jsonl = [random_line(rng) for _ in range(1200)]
+    tsnt = [_nt_line(rng).replace("\r", " ") for _ in range(1200)]
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.nt", tmp_path / "c.csv"]
+    for path, lines in zip(paths, (jsonl, tsnt, jsonl[:20])):
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    raw = read_lines(spark, paths)
+    lines = with_line_numbers(raw, raw).select(FILE, LINE, RAW)
+    got = {}
+    for plain in (True, False):
+        terms, rejects = parse_lines(lines, PREFIXES, "ms", plain=plain)
+        got[plain] = (sorted(tuple(r) for r in terms.collect()), sorted(tuple(r) for r in rejects.collect()))
+    assert got[True] == got[False]
+    terms, rejects = got[True]
+    # both branches taken in both formats: lines Python parses, lines it leaves to Spark
+    file_b = str(paths[1].resolve())
+    python_nt = sum(bool(parse_tsnt(line, file_b, 0, {})) for line in tsnt)
+    python_jsonl = sum(bool(parse_jsonl(line, str(paths[0].resolve()), 0, PREFIXES)) for line in jsonl)
+    assert python_nt > 150 and python_jsonl > 300, (python_nt, python_jsonl)
+    assert {r[0] for r in rejects} == {str(p.resolve()) for p in paths} and len(rejects) > 300
+    assert len({r[-2] for r in terms}) == 2      # accepted lines of both formats

@@ -59,13 +59,16 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
 
 from cep.algebra.patterns import TIME_UNITS
 # the stream-item column (a long id shared by the triples of one item) and the stream's columns
 from cep.engines.columns import ITEM, STREAM_COLUMNS
-from cep.io.formats import EXTENSIONS, FORMATS, JSONL, detect_stream_format
+from cep.io.formats import EXTENSIONS, FORMATS, JSONL, TSNT, detect_stream_format
+from cep.io.lineparse import parse_jsonl, parse_tsnt
 # The N-Triples grammar pieces and term normalisation of the static loader, reused as they are.
 from rdfcore.loading import (canonical_term, column_after, invalid_utf8, read_lines, reject_reason, scope_bnode,
                              with_line_numbers)
@@ -133,9 +136,10 @@ class Stream:
 
 
 def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, str] | None = None,
-                time_unit: str = "ms", fmt: str | None = None) -> Stream:
+                time_unit: str = "ms", fmt: str | None = None, *, plain: bool = True) -> Stream:
     """Read one stream file (module doc). Raises :class:`RDFLoadError` for a missing file or an
-    unknown format, ``ValueError`` for an unknown time unit; bad lines become rejects."""
+    unknown format, ``ValueError`` for an unknown time unit; bad lines become rejects. ``plain``:
+    :func:`parse_lines`."""
     check_time_unit(time_unit)
     path = location(path, "stream file")
     if not path.is_file():
@@ -143,7 +147,7 @@ def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, st
     fmt = detect_stream_format(path, fmt)
     raw = read_lines(spark, [path])
     lines = with_line_numbers(raw, raw).select(FILE, LINE, RAW)
-    terms, rejects = parse_lines(lines, prefixes, time_unit, fmt)
+    terms, rejects = parse_lines(lines, prefixes, time_unit, fmt, plain=plain)
     terms = terms.select(*STREAM_COLUMNS)
     triples = encode_items(terms)
     dictionary = build_dictionary(terms.select(S, P, O), check=False)
@@ -162,7 +166,7 @@ def file_scope(file: Column) -> Column:
 
 
 def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit: str,
-                fmt: str | None = None) -> tuple[DataFrame, DataFrame]:
+                fmt: str | None = None, *, plain: bool = True) -> tuple[DataFrame, DataFrame]:
     """Stream lines ``(file, line, raw)`` → ``(terms, rejects)`` (module doc).
 
     ``terms`` is ``(item, s, p, o, t_start, t_end, file, line)`` with N-Triples strings, ``rejects`` is
@@ -170,6 +174,12 @@ def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit:
     with another extension is rejected line by line, with the reason). Both the file reader and the
     continuous runtime (``cep.continuous.runner``) read lines through here: one parser, one item id
     ``xxhash64(file, line)`` (stable when a file is read again).
+
+    ``plain``: parse the plain lines in Python on the executors first (``cep.io.lineparse``, a
+    pandas UDF, ~20x cheaper a line than the Spark expressions, which are interpreted where they
+    hold lambdas), and every other line with the Spark expressions; the same rows either way
+    (``tests/test_cep_lineparse.py``). False: Spark's expressions alone, for lines already known
+    not to be plain, or where the executors cannot import the project (no ``--py-files``).
     """
     check_time_unit(time_unit)
     parts = []
@@ -179,7 +189,8 @@ def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit:
         if fmt is not None and fmt != kind:
             continue
         mine = lines if fmt is not None else lines.filter(_extension_in(kind))
-        rows, reason = _jsonl(mine, prefixes, time_unit, scope) if kind == JSONL else _tsnt(mine, time_unit, scope)
+        rows, reason = (_jsonl(mine, prefixes, time_unit, scope, plain) if kind == JSONL
+                        else _tsnt(mine, time_unit, scope, plain))
         parts.append(rows.select(FILE, LINE, RAW, "_triples", "_t1", "_t2", reason.alias(REASON)))
     checked = parts[0]
     for part in parts[1:]:
@@ -320,11 +331,12 @@ def _triple_struct(s: Column, p: Column, o: Column) -> Column:
 
 # --- JSON Lines -----------------------------------------------------------------------------
 
-def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Column) -> tuple[DataFrame, Column]:
+def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Column,
+           plain: bool) -> tuple[DataFrame, Column]:
     """Rows with ``_triples`` (array of (s, p, o) structs), ``_t1``, ``_t2`` and the reject reason.
 
     The line is parsed in stages, each bound once (:func:`bound`): the JSON object; its graph and
-    timestamps; its terms resolved; the reason."""
+    timestamps; its terms resolved; the reason. ``plain``: :func:`_parsed_rows`."""
     prefix_map = (F.create_map(*[F.lit(x) for k, v in prefixes.items() for x in (k, v)]) if prefixes else None)
     content = lines.filter(~F.col(RAW).rlike(_BLANK))
     line = F.struct(F.col(RAW).alias("raw"), F.json_object_keys(F.col(RAW)).alias("keys"),
@@ -392,13 +404,55 @@ def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Co
         return F.struct(F.transform(z["resolved"], lambda r: r["t"]).alias("triples"), t1.alias("t1"), t2.alias("t2"),
                         reason.alias("reason"))
 
-    return _parsed_rows(content, once(bound(bound(bound(line, parsed), terms), checked)))
+    return _parsed_rows(content, bound(bound(bound(line, parsed), terms), checked),
+                        _plain_lines(JSONL, prefixes) if plain else None)
 
 
-def _parsed_rows(content: DataFrame, parsed: Column) -> tuple[DataFrame, Column]:
+#: what the plain-line parser gives a line: whether it is plain, and then its triples and times
+_PLAIN_TYPE = StructType([StructField("plain", BooleanType()),
+                          StructField("triples", ArrayType(StructType([StructField(c, StringType()) for c in (S, P, O)]))),
+                          StructField("t1", LongType()), StructField("t2", LongType())])
+
+
+def _plain_lines(kind: str, prefixes: Mapping[str, str]):
+    """A pandas UDF of ``(raw, file)``: each line parsed by ``cep.io.lineparse`` (``kind``'s
+    parser), ``plain`` false where it leaves the line to Spark's expressions (a blank line among
+    them: the content filters ahead of it decide those)."""
+    prefixes = dict(prefixes)
+
+    def parse(raw: pd.Series, file: pd.Series) -> pd.DataFrame:
+        cache: dict = {}
+        plain, triples, t1, t2 = [], [], [], []
+        for text, name in zip(raw.tolist(), file.tolist()):
+            got = (parse_jsonl(text, name, 0, prefixes, cache) if kind == JSONL else parse_tsnt(text, name, 0, cache)) \
+                if isinstance(text, str) and isinstance(name, str) else None
+            if got:
+                plain.append(True)
+                triples.append([{S: g[1], P: g[2], O: g[3]} for g in got])
+                t1.append(got[0][4])
+                t2.append(got[0][5])
+            else:
+                plain.append(False)
+                triples.append(None)
+                t1.append(None)
+                t2.append(None)
+        return pd.DataFrame({"plain": plain, "triples": triples, "t1": pd.array(t1, dtype="Int64"),
+                             "t2": pd.array(t2, dtype="Int64")})
+
+    return F.pandas_udf(parse, _PLAIN_TYPE)
+
+
+def _parsed_rows(content: DataFrame, parsed: Column, fast=None) -> tuple[DataFrame, Column]:
     """``content``'s lines with the columns of ``parsed`` (a struct of ``triples``, ``t1``, ``t2``,
-    ``reason``), and the reason."""
-    rows = content.select(FILE, LINE, RAW, parsed.alias("_parsed"))
+    ``reason``), and the reason. ``fast``: :func:`_plain_lines`' UDF, whose plain lines skip
+    ``parsed`` (a CASE WHEN evaluates the branch it takes only)."""
+    if fast is not None:
+        content = content.select("*", fast(F.col(RAW), F.col(FILE)).alias("_plain"))
+        quick = F.col("_plain")
+        parsed = F.when(quick["plain"], F.struct(quick["triples"].alias("triples"), quick["t1"].alias("t1"),
+                                                 quick["t2"].alias("t2"), F.lit(None).cast("string").alias("reason"))
+                        ).otherwise(parsed)
+    rows = content.select(FILE, LINE, RAW, once(parsed).alias("_parsed"))
     rows = rows.select(FILE, LINE, RAW, F.col("_parsed")["triples"].alias("_triples"),
                        F.col("_parsed")["t1"].alias("_t1"), F.col("_parsed")["t2"].alias("_t2"), "_parsed")
     return rows, F.col("_parsed")["reason"]
@@ -406,9 +460,9 @@ def _parsed_rows(content: DataFrame, parsed: Column) -> tuple[DataFrame, Column]
 
 # --- timestamped N-Triples ------------------------------------------------------------------
 
-def _tsnt(lines: DataFrame, time_unit: str, scope: Column) -> tuple[DataFrame, Column]:
+def _tsnt(lines: DataFrame, time_unit: str, scope: Column, plain: bool) -> tuple[DataFrame, Column]:
     """Rows with ``_triples`` (one (s, p, o) struct), ``_t1``, ``_t2`` and the reject reason
-    (computed in stages, each bound once, as :func:`_jsonl` does)."""
+    (computed in stages, each bound once, as :func:`_jsonl` does; ``plain``: :func:`_parsed_rows`)."""
     content = lines.filter(~F.col(RAW).rlike(NT_BLANK_OR_COMMENT))
 
     def split(raw: Column) -> Column:
@@ -441,4 +495,5 @@ def _tsnt(lines: DataFrame, time_unit: str, scope: Column) -> tuple[DataFrame, C
         return F.struct(F.when(good, F.array(triple)).alias("triples"), y["ticks"].alias("t1"),
                         y["ticks"].alias("t2"), reason.alias("reason"))
 
-    return _parsed_rows(content, once(bound(bound(bound(F.col(RAW), split), stamped), checked)))
+    return _parsed_rows(content, bound(bound(bound(F.col(RAW), split), stamped), checked),
+                        _plain_lines(TSNT, {}) if plain else None)
