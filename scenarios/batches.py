@@ -115,7 +115,7 @@ def parse_slow(spark, slow: list, prefixes: dict, time_unit: str) -> tuple[list,
     terms, rejects = [], []
     for kind in sorted({fmt for *_x, fmt in slow}, key=lambda k: (k is None, k or "")):
         mine = frame.filter(F.col("_fmt") == kind if kind is not None else F.col("_fmt").isNull())
-        parsed, bad = parse_lines(mine.select(FILE, LINE, RAW), prefixes, time_unit, kind, plain=False)
+        parsed, bad = parse_lines(mine.select(FILE, LINE, RAW), prefixes, time_unit, kind)
         terms += [(r[S], r[P], r[O], r["t_start"], r["t_end"], r[FILE], r[LINE])
                   for r in parsed.select(S, P, O, "t_start", "t_end", FILE, LINE).collect()]
         rejects += [(r[FILE], r[LINE], r[REASON], r[RAW]) for r in bad.collect()]

@@ -126,3 +126,24 @@ def test_python_first_parse_gives_the_spark_parse_rows(spark, tmp_path):
     assert python_nt > 150 and python_jsonl > 300, (python_nt, python_jsonl)
     assert {r[0] for r in rejects} == {str(p.resolve()) for p in paths} and len(rejects) > 300
     assert len({r[-2] for r in terms}) == 2      # accepted lines of both formats
+
+
+def test_read_stream_parses_in_python_first_from_a_size_on(spark, tmp_path, monkeypatch):
+    """``read_stream`` puts the Python stage into its plan for a file of ``PLAIN_MIN_BYTES`` or
+    more (a process's first Python stage costs seconds, which a small file does not repay), and
+    gives the same rows either way."""
+    from cep.io import streams
+    from cep.io.streams import read_stream
+
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"s": ":a1", "p": ":delayAt", "o": ":m", "t": 1}\n{"s": ":a1", "p": "bad", "o": ":m", "t": 2}\n',
+                    encoding="utf-8")
+    got = {}
+    for limit in (path.stat().st_size + 1, path.stat().st_size):
+        monkeypatch.setattr(streams, "PLAIN_MIN_BYTES", limit)
+        stream = read_stream(spark, path, PREFIXES)
+        plan = stream.terms._jdf.queryExecution().executedPlan().toString()
+        got[limit <= path.stat().st_size] = ("ArrowEvalPython" in plan, sorted(tuple(r) for r in stream.terms.collect()),
+                                             sorted(tuple(r) for r in stream.rejects.collect()))
+    assert got[True][0] and not got[False][0]
+    assert got[True][1:] == got[False][1:] and len(got[True][1]) == 1 and len(got[True][2]) == 1

@@ -313,13 +313,12 @@ class Runner:
             parts.append(with_line_numbers(mine, mine).select(*columns))
         return union_all(parts)
 
-    def _parsed(self, numbered: DataFrame, plain: bool = True) -> tuple[list[DataFrame], list[DataFrame]]:
-        """Each source's lines parsed with its format: ([terms per source], [rejects per source]);
-        ``plain``: ``cep.io.streams.parse_lines`` (False for lines the driver found not plain)."""
+    def _parsed(self, numbered: DataFrame) -> tuple[list[DataFrame], list[DataFrame]]:
+        """Each source's lines parsed with its format: ([terms per source], [rejects per source])."""
         terms, rejects = [], []
         for i, source in enumerate(self.sources):
             mine = numbered.filter(F.col(SOURCE) == i).select(FILE, LINE, RAW)
-            t, r = parse_lines(mine, self.prefixes, self.plan.time_unit, source.fmt, plain=plain)
+            t, r = parse_lines(mine, self.prefixes, self.plan.time_unit, source.fmt)
             terms.append(t.withColumn(STREAM, F.lit(source.stream)))
             rejects.append(r)
         return terms, rejects
@@ -420,7 +419,7 @@ class Runner:
                 items.append((stream, item, ids[s_], ids[p_], ids[o_], t1, t2, s_, p_, o_, file, line))
         if slow:
             frame = self.spark.createDataFrame(slow, f"{FILE} string, {LINE} long, {RAW} string, {SOURCE} int")
-            terms, bad = self._parsed(frame, plain=False)     # the lines the driver left: not plain
+            terms, bad = self._parsed(frame)
             parsed_items = _encode(union_all(terms)).select(*ITEM_COLUMNS, FILE, LINE,
                                                          F.lit(None).cast("string").alias(REASON))
             bad_rows = union_all(bad).select(*[F.lit(None).cast("string" if c in (STREAM, *TERM_COLUMNS.values()) else "long")

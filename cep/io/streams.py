@@ -79,7 +79,7 @@ from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START
 from rdfcore.vocab import RDF_TYPE
 
-__all__ = ["ITEM", "STREAM_COLUMNS", "Stream", "read_stream", "resolve_term"]
+__all__ = ["ITEM", "STREAM_COLUMNS", "Stream", "read_stream", "resolve_term", "parse_lines", "PLAIN_MIN_BYTES"]
 
 
 # JSON keys of an item
@@ -136,15 +136,17 @@ class Stream:
 
 
 def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, str] | None = None,
-                time_unit: str = "ms", fmt: str | None = None, *, plain: bool = True) -> Stream:
+                time_unit: str = "ms", fmt: str | None = None, *, plain: bool | None = None) -> Stream:
     """Read one stream file (module doc). Raises :class:`RDFLoadError` for a missing file or an
     unknown format, ``ValueError`` for an unknown time unit; bad lines become rejects. ``plain``:
-    :func:`parse_lines`."""
+    :func:`parse_lines` (None: for a file of at least :data:`PLAIN_MIN_BYTES`)."""
     check_time_unit(time_unit)
     path = location(path, "stream file")
     if not path.is_file():
         raise RDFLoadError(str(path), "no such file")
     fmt = detect_stream_format(path, fmt)
+    if plain is None:
+        plain = path.stat().st_size >= PLAIN_MIN_BYTES
     raw = read_lines(spark, [path])
     lines = with_line_numbers(raw, raw).select(FILE, LINE, RAW)
     terms, rejects = parse_lines(lines, prefixes, time_unit, fmt, plain=plain)
@@ -152,6 +154,11 @@ def read_stream(spark: SparkSession, path: str | Path, prefixes: Mapping[str, st
     triples = encode_items(terms)
     dictionary = build_dictionary(terms.select(S, P, O), check=False)
     return Stream(triples, terms, dictionary, rejects, str(path), fmt, time_unit)
+
+
+#: the file size from which ``read_stream`` parses the plain lines in Python first (``parse_lines``):
+#: ~100,000 lines, where the Spark expressions' ~4 s outweigh a process's first Python stage
+PLAIN_MIN_BYTES = 8 << 20
 
 
 def check_time_unit(time_unit: str) -> None:
@@ -166,7 +173,7 @@ def file_scope(file: Column) -> Column:
 
 
 def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit: str,
-                fmt: str | None = None, *, plain: bool = True) -> tuple[DataFrame, DataFrame]:
+                fmt: str | None = None, *, plain: bool = False) -> tuple[DataFrame, DataFrame]:
     """Stream lines ``(file, line, raw)`` → ``(terms, rejects)`` (module doc).
 
     ``terms`` is ``(item, s, p, o, t_start, t_end, file, line)`` with N-Triples strings, ``rejects`` is
@@ -176,10 +183,12 @@ def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit:
     ``xxhash64(file, line)`` (stable when a file is read again).
 
     ``plain``: parse the plain lines in Python on the executors first (``cep.io.lineparse``, a
-    pandas UDF, ~20x cheaper a line than the Spark expressions, which are interpreted where they
+    pandas UDF, ~15x cheaper a line than the Spark expressions, which are interpreted where they
     hold lambdas), and every other line with the Spark expressions; the same rows either way
-    (``tests/test_cep_lineparse.py``). False: Spark's expressions alone, for lines already known
-    not to be plain, or where the executors cannot import the project (no ``--py-files``).
+    (``tests/test_cep_lineparse.py``). It pays where there are many lines: a Python stage costs
+    ~0.2 s a job, and a process's first one ~5 s (its Python workers start). False (default):
+    Spark's expressions alone, also for lines already known not to be plain, and where the
+    executors cannot import the project (no ``--py-files``).
     """
     check_time_unit(time_unit)
     parts = []

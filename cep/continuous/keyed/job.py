@@ -358,9 +358,10 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
     streams = keyed.part.streams
     items, bad = {}, []
     for source in sources:
-        terms, _ = parse_lines(_lines(spark, source), prefixes, time_unit, source.fmt)
+        # the plain lines in Python first: the operator's Python workers are there anyway
+        terms, _ = parse_lines(_lines(spark, source), prefixes, time_unit, source.fmt, plain=True)
         items[source.stream] = parsed_items(terms, streams.index(source.stream), time_unit)
-        bad.append(parse_lines(_lines(spark, _uncapped(source)), prefixes, time_unit, source.fmt)[1])
+        bad.append(parse_lines(_lines(spark, _uncapped(source)), prefixes, time_unit, source.fmt, plain=True)[1])
     first = streams[0]
     items[first] = items[first].unionByName(parsed_items(_heartbeats(spark, checkpoint), 0, time_unit))
     unit = TIME_UNITS[time_unit]
