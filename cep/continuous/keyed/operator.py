@@ -293,17 +293,28 @@ def load_static(name: str) -> tuple[dict, dict]:
     return _STATIC[name]
 
 
+#: the state's Arrow IPC streams compressed (``dump_state``): most of a bucket's bytes are its items'
+#: terms and ids, and the state store writes every byte of it each micro-batch
+_IPC = pa.ipc.IpcWriteOptions(compression="zstd" if pa.Codec.is_available("zstd") else None)
+
+
 def dump_state(state: B.BucketState, buckets: int, static: Shipped | None = None) -> bytes:
     """A bucket's state as bytes: its tables as one Arrow IPC stream each, with their lengths, then
-    its closure version and the static side it reads (JSON)."""
+    its closure version and the static side it reads (JSON). Term columns are dictionary-encoded
+    (a stream repeats its subjects, predicates and objects) and the streams compressed: a quarter
+    of the plain bytes on the Vienna stream, and the state store's write of a bucket's state each
+    micro-batch costs by the byte (``docs/benchmarks.md``, the keyed operator)."""
     out = io.BytesIO()
     meta = np.array([-1 if state.first is None else 0, state.first or 0,
                      -1 if state.done is None else 0, state.done or 0, buckets], np.int64)
     out.write(meta.tobytes())
     for name in _TABLES:
-        table = pa.Table.from_pandas(getattr(state, name), preserve_index=False)
+        frame = getattr(state, name)
+        terms = [c for c in frame.columns if frame[c].dtype == object]
+        frame = frame.astype({c: "category" for c in terms}) if terms else frame
+        table = pa.Table.from_pandas(frame, preserve_index=False)
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
+        with pa.ipc.new_stream(sink, table.schema, options=_IPC) as writer:
             writer.write_table(table)
         data = sink.getvalue().to_pybytes()
         out.write(np.int64(len(data)).tobytes())
@@ -325,7 +336,11 @@ def load_state(data: bytes, buckets: int) -> tuple[B.BucketState, Shipped | None
     for name in _TABLES:
         size = int(np.frombuffer(data[at:at + 8], np.int64)[0])
         at += 8
-        tables[name] = pa.ipc.open_stream(data[at:at + size]).read_all().to_pandas()
+        frame = pa.ipc.open_stream(data[at:at + size]).read_all().to_pandas()
+        for c in frame.columns:
+            if isinstance(frame[c].dtype, pd.CategoricalDtype):   # terms (dump_state): strings and None again
+                frame[c] = frame[c].astype(object).where(frame[c].notna(), None)
+        tables[name] = frame
         at += size
     tail = json.loads(data[at:]) if len(data) > at else {}
     static = tail.get("static")
