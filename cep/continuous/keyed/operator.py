@@ -310,7 +310,8 @@ def dump_state(state: B.BucketState, buckets: int, static: Shipped | None = None
     out.write(meta.tobytes())
     for name in _TABLES:
         frame = getattr(state, name)
-        terms = [c for c in frame.columns if frame[c].dtype == object]
+        # strings as Python objects, or in pandas 3's Arrow-backed string dtype (rows from Spark)
+        terms = [c for c in frame.columns if frame[c].dtype == object or isinstance(frame[c].dtype, pd.StringDtype)]
         frame = frame.astype({c: "category" for c in terms}) if terms else frame
         table = pa.Table.from_pandas(frame, preserve_index=False)
         sink = pa.BufferOutputStream()
