@@ -1,7 +1,7 @@
 """Benchmark: the keyed operator (``cep.continuous.keyed.operator``) against the continuous runner
 (``cep.continuous.runner``, which re-evaluates the window each micro-batch), with a real fleet.
 
-    python bench/keyed.py [--vehicles 3000] [--events 200000] [--batches 10] [--per-minute 2000]
+    python bench/keyed.py [--job] [--vehicles 3000] [--events 200000] [--batches 10] [--per-minute 2000]
                           [--scales 1 10 30] [--fill 10] [--buckets 4] [--network real|example] [--esper] [--no-floor]
     python bench/keyed.py --scale-out [--vehicles ...] [--events ...] [--scales 1] ...
 
@@ -15,7 +15,10 @@ event-time minute, so the 10-minute window holds s times more events (window sca
 * **keyed**: ``answers()`` over ``spark.readStream.json`` of the files (one file per micro-batch,
   then a heartbeat file that closes the stream up to its last event time), written with
   ``foreachBatch``; total time, seconds per micro-batch (p50, from Spark's progress), and the
-  cost of the heartbeat's batch (a batch of one row: the fixed cost);
+  cost of the heartbeat's batch (a batch of one row: the fixed cost). With ``--job``, the keyed
+  job instead (``cep.continuous.job.run(..., engine="keyed")``, what ``query --continuous
+  --engine keyed`` runs): the runner's own files and sinks, parsed by the project's parser, its
+  end-of-input heartbeat its last batch;
 * **runner**: ``cep.continuous.job.run`` over the same files (the driver engine while the state is
   small, as it chooses): total time and seconds per batch;
 * the answer counts, which must be equal;
@@ -148,6 +151,22 @@ def run_floor(spark, directory: Path, checkpoint: Path, buckets: int, stateful: 
     return [(p["durationMs"].get("triggerExecution", 0) / 1000, p["numInputRows"]) for p in running.recentProgress]
 
 
+def run_keyed_job(spark, query, static, directory: Path, checkpoint: Path, buckets: int):
+    """The keyed job over ``directory``'s files (module doc, ``--job``): total time, seconds per
+    micro-batch and rows per batch as ``run_keyed`` gives them (the closing heartbeat's batch as a
+    batch of one row), the answer and reject counts."""
+    started = time.perf_counter()
+    summary = run(spark, query, [FileSource(STREAM, str(directory), max_files_per_trigger=1)],
+                  sink=CallbackSink(lambda *_: None), checkpoint=checkpoint, static=static, time_unit="m",
+                  rejects=checkpoint / "rejects", metrics=open(checkpoint.parent / f"{checkpoint.name}.metrics", "w"),
+                  engine="keyed", buckets=buckets)
+    total = time.perf_counter() - started
+    lines = [json.loads(line) for line in (checkpoint / "metrics.jsonl").read_text().splitlines()]
+    seconds = [m["seconds"] for m in lines]
+    rows = [2] * (len(lines) - 1) + [1]          # a file read whole is one row: the last batch is the heartbeat's
+    return total, seconds, rows, {"answers": summary.answers, "rejects": sum(summary.rejected.values())}
+
+
 def run_runner(spark, query, static, directory: Path, checkpoint: Path):
     started = time.perf_counter()
     summary = run(spark, query, [FileSource(STREAM, str(directory), max_files_per_trigger=1)],
@@ -161,6 +180,7 @@ def run_runner(spark, query, static, directory: Path, checkpoint: Path):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--job", action="store_true", help="the keyed job, not answers() (module doc)")
     ap.add_argument("--vehicles", type=int, default=3000)
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--batches", type=int, default=10)
@@ -202,7 +222,10 @@ def main(argv=None) -> int:
     vt.write_stream(work / "warm", 20, 50, 10, args.seed, world)
     last = expand(work / "warm", work / "warm-x", prefixes)
     heartbeat(work / "warm-x", last + 1)
-    run_keyed(spark, query, static, work / "warm-x", work / "warm-keyed", args.buckets)
+    if args.job:
+        run_keyed_job(spark, query, static, work / "warm", work / "warm-keyed-job", args.buckets)
+    else:
+        run_keyed(spark, query, static, work / "warm-x", work / "warm-keyed", args.buckets)
     if args.keyed_only:
         totals = {}
         for scale in args.scales:
@@ -231,8 +254,12 @@ def main(argv=None) -> int:
         measured = events - fill * batch_minutes * per_minute
         last = expand(work / name, work / f"{name}-x", prefixes)
         heartbeat(work / f"{name}-x", last + 1)
-        k_total, k_seconds, k_rows, counts = run_keyed(spark, query, static, work / f"{name}-x", work / f"{name}-keyed",
-                                                       args.buckets)
+        if args.job:
+            k_total, k_seconds, k_rows, counts = run_keyed_job(spark, query, static, work / name,
+                                                               work / f"{name}-keyed", args.buckets)
+        else:
+            k_total, k_seconds, k_rows, counts = run_keyed(spark, query, static, work / f"{name}-x",
+                                                           work / f"{name}-keyed", args.buckets)
         r_total, r_seconds, summary = run_runner(spark, query, static, work / name, work / f"{name}-runner")
         data = [s for s, n in zip(k_seconds, k_rows) if n > 1][fill:]
         beat = [s for s, n in zip(k_seconds, k_rows) if n == 1]

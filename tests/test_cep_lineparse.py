@@ -95,14 +95,15 @@ def test_item_ids_and_blank_node_scopes_match_spark(spark):
 
 
 def test_python_first_parse_gives_the_spark_parse_rows(spark, tmp_path):
-    """``parse_lines`` with its plain lines parsed in Python on the executors (``plain``, the
-    default) against Spark's expressions alone: on random JSON Lines and timestamped N-Triples
+    """``parse_lines`` with its plain lines parsed in Python on the executors (``plain``)
+    against Spark's expressions alone: on random JSON Lines and timestamped N-Triples
     lines in two files (each its format by extension, and a file of another one), the same terms
-    and the same rejects, reasons and raw text included."""
+    and the same rejects, reasons and raw text included; ``parse_lines_once`` gives both in one
+    frame."""
     from cep.io.lineparse import parse_tsnt
-    from cep.io.streams import parse_lines
+    from cep.io.streams import parse_lines, parse_lines_once
     from rdfcore.loading import read_lines, with_line_numbers
-    from rdfcore.schema import FILE, LINE, RAW
+    from rdfcore.schema import FILE, LINE, RAW, REASON
     from tests.test_cep_linescan import _nt_line
 
     rng = random.Random(12)
@@ -118,6 +119,12 @@ def test_python_first_parse_gives_the_spark_parse_rows(spark, tmp_path):
         terms, rejects = parse_lines(lines, PREFIXES, "ms", plain=plain)
         got[plain] = (sorted(tuple(r) for r in terms.collect()), sorted(tuple(r) for r in rejects.collect()))
     assert got[True] == got[False]
+    # the one-frame form a streaming query reads its lines once with: the same rows, split by reason
+    once = parse_lines_once(lines, PREFIXES, "ms", plain=True).collect()
+    assert sorted(tuple(r[:8]) for r in once if r[REASON] is None) == got[True][0]
+    assert all(r[RAW] is None for r in once if r[REASON] is None)
+    assert sorted((r[FILE], r[LINE], r[REASON], r[RAW]) for r in once if r[REASON] is not None) == got[True][1]
+    assert all(r["item"] is None and r["s"] is None and r["t_start"] is None for r in once if r[REASON] is not None)
     terms, rejects = got[True]
     # both branches taken in both formats: lines Python parses, lines it leaves to Spark
     file_b = str(paths[1].resolve())

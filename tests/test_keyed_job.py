@@ -85,19 +85,6 @@ def test_the_closing_heartbeat_knows_a_batch_whose_metrics_line_a_kill_lost(tmp_
         _largest_event_time(ckpt, delay, unit)
 
 
-def test_the_bad_lines_query_reads_the_sources_without_their_cap_per_batch():
-    """A line's rejection depends on the line alone: the bad lines query takes a backlog in one
-    batch; its other options stay (Kafka's security settings, say)."""
-    from cep.continuous.keyed.job import _uncapped
-    from cep.continuous.sources import FileSource, KafkaSource
-
-    files = FileSource(STREAM_IRI, "/in", max_files_per_trigger=1, fmt="jsonl")
-    assert _uncapped(files) == FileSource(STREAM_IRI, "/in", fmt="jsonl")
-    kafka = KafkaSource(STREAM_IRI, "h:1", "t", options=(("maxOffsetsPerTrigger", 5), ("kafka.security.protocol", "SSL")))
-    assert _uncapped(kafka).options == (("kafka.security.protocol", "SSL"),)
-    assert (_uncapped(kafka).topic, _uncapped(kafka).bootstrap) == ("t", "h:1")
-
-
 @pytest.mark.spark
 def test_a_files_lines_do_not_carry_its_whole_text(spark, tmp_path):
     """The explode of a file into lines keeps only the file name and the line count beside each

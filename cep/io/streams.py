@@ -79,7 +79,7 @@ from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, O, P, RAW, REASON, S, T_END, T_START
 from rdfcore.vocab import RDF_TYPE
 
-__all__ = ["ITEM", "STREAM_COLUMNS", "Stream", "read_stream", "resolve_term", "parse_lines", "PLAIN_MIN_BYTES"]
+__all__ = ["ITEM", "STREAM_COLUMNS", "Stream", "read_stream", "resolve_term", "parse_lines", "parse_lines_once", "PLAIN_MIN_BYTES"]
 
 
 # JSON keys of an item
@@ -190,6 +190,48 @@ def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit:
     Spark's expressions alone, also for lines already known not to be plain, and where the
     executors cannot import the project (no ``--py-files``).
     """
+    checked, unknown = _checked(lines, prefixes, time_unit, fmt, plain)
+    rejects = checked.filter(F.col(REASON).isNotNull()).select(FILE, LINE, REASON, RAW)
+    if unknown is not None:
+        rejects = rejects.unionByName(unknown)
+    item = F.xxhash64(F.col(FILE), F.col(LINE)).alias(ITEM)
+    terms = (checked.filter(F.col(REASON).isNull())
+             .select(item, F.explode("_triples").alias("_t"), F.col("_t1").alias(T_START), F.col("_t2").alias(T_END),
+                     FILE, LINE)
+             .select(ITEM, F.col("_t")[S].alias(S), F.col("_t")[P].alias(P), F.col("_t")[O].alias(O), T_START, T_END,
+                     FILE, LINE))
+    return terms, rejects
+
+
+def parse_lines_once(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit: str,
+                     fmt: str | None = None, *, plain: bool = False) -> DataFrame:
+    """``parse_lines``' terms and rejects as one DataFrame, for a consumer that reads its input
+    once (a streaming query): ``(item, s, p, o, t_start, t_end, file, line, reason, raw)``, a row
+    per triple of an accepted line (``reason`` and ``raw`` null) and one per rejected line
+    (``reason`` and ``raw`` set; ``item``, the terms and the times null)."""
+    checked, unknown = _checked(lines, prefixes, time_unit, fmt, plain)
+    good = F.col(REASON).isNull()
+    rows = checked.select(F.when(good, F.xxhash64(F.col(FILE), F.col(LINE))).alias(ITEM),
+                          F.explode_outer(F.when(good, F.col("_triples"))).alias("_t"),
+                          F.when(good, F.col("_t1")).alias(T_START), F.when(good, F.col("_t2")).alias(T_END),
+                          FILE, LINE, REASON, F.when(~good, F.col(RAW)).alias(RAW))
+    # an accepted line has a graph (an empty one is a reject): only a rejected line has no triple
+    rows = rows.filter(F.col("_t").isNotNull() | F.col(REASON).isNotNull())
+    rows = rows.select(ITEM, F.col("_t")[S].alias(S), F.col("_t")[P].alias(P), F.col("_t")[O].alias(O), T_START,
+                       T_END, FILE, LINE, REASON, RAW)
+    if unknown is not None:
+        none = F.lit(None)
+        rows = rows.unionByName(unknown.select(none.cast("long").alias(ITEM), *[none.cast("string").alias(c) for c in (S, P, O)],
+                                               none.cast("long").alias(T_START), none.cast("long").alias(T_END),
+                                               FILE, LINE, REASON, RAW))
+    return rows
+
+
+def _checked(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit: str, fmt: str | None,
+             plain: bool) -> tuple[DataFrame, DataFrame | None]:
+    """Each line of a known format with its triples, interval and reject reason (null when it is
+    accepted); and, for ``fmt`` None, the lines whose file has no stream format's extension as
+    ``(file, line, reason, raw)`` rejects."""
     check_time_unit(time_unit)
     parts = []
     scope = file_scope(F.col(FILE))
@@ -204,19 +246,12 @@ def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit:
     checked = parts[0]
     for part in parts[1:]:
         checked = checked.unionByName(part)
-    rejects = checked.filter(F.col(REASON).isNotNull()).select(FILE, LINE, REASON, RAW)
+    unknown = None
     if fmt is None:
         unknown = (lines.filter(~_extension_in(*FORMATS))
                    .select(FILE, LINE, F.lit(f"unknown stream format: the file's extension is none of "
                                              f"{', '.join(sorted(EXTENSIONS))}").alias(REASON), RAW))
-        rejects = rejects.unionByName(unknown)
-    item = F.xxhash64(F.col(FILE), F.col(LINE)).alias(ITEM)
-    terms = (checked.filter(F.col(REASON).isNull())
-             .select(item, F.explode("_triples").alias("_t"), F.col("_t1").alias(T_START), F.col("_t2").alias(T_END),
-                     FILE, LINE)
-             .select(ITEM, F.col("_t")[S].alias(S), F.col("_t")[P].alias(P), F.col("_t")[O].alias(O), T_START, T_END,
-                     FILE, LINE))
-    return terms, rejects
+    return checked, unknown
 
 
 def encode_items(terms: DataFrame) -> DataFrame:

@@ -1,20 +1,16 @@
 """A continuous CQELS-CEP query as a job on the keyed operator (``engine="keyed"`` of
 ``cep.continuous.job.run``, ``query --continuous --engine keyed``).
 
-The same sources, sinks, rejects, checkpoint and metrics as the per-batch runner, as two
-Structured Streaming queries under the checkpoint:
-
-* **answers** (``CHECKPOINT/keyed``): each source's lines, numbered in the stream itself (a file
-  is read whole, ``wholetext``, and split at ``\\n``, ``\\r\\n`` or ``\\r``, as Spark's line reader
-  splits; a Kafka message's line is its offset), parsed by the project's parser
-  (``cep.io.streams.parse_lines``: the same items, ids and terms as every other path), into the
-  operator (``cep.continuous.keyed.operator``); each micro-batch's answers go to the sink under
-  the batch's label (a replayed batch replaces its file: exactly once), its late rows to the
-  rejects directory with their reason;
-* **bad lines** (``CHECKPOINT/keyed-rejects``): the lines the parser rejects, with their reason,
-  file and line, to the rejects directory. It reads the sources without their cap per micro-batch
-  (``--max-per-trigger``): a backlog's bad lines are found in one batch, not in one per batch of
-  the answers query, each of which would plan and run the parser over the same files again.
+The same sources, sinks, rejects, checkpoint and metrics as the per-batch runner, as one
+Structured Streaming query under the checkpoint (``CHECKPOINT/keyed``): each source's lines,
+numbered in the stream itself (a file is read whole, ``wholetext``, and split at ``\\n``,
+``\\r\\n`` or ``\\r``, as Spark's line reader splits; a Kafka message's line is its offset),
+parsed by the project's parser (``cep.io.streams.parse_lines_once``: the same items, ids, terms
+and rejects as every other path), into the operator (``cep.continuous.keyed.operator``). Each
+micro-batch's answers go to the sink under the batch's label (a replayed batch replaces its file:
+exactly once); its rejects go to the rejects directory with their reason: the lines the parser
+rejected, with their file and line (``part-BATCH-lines.jsonl``), and the late rows
+(``part-BATCH-late.jsonl``). Each line is read and parsed once.
 
 **End of input.** The operator's instants become final as Spark's watermark passes them, and the
 watermark moves only when rows arrive. With ``available-now``, once the input is read, the job
@@ -50,7 +46,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
@@ -65,11 +61,11 @@ from cep.continuous.runner import RunSummary
 from cep.continuous.sinks import write_jsonl
 from cep.continuous.sources import FileSource, KafkaSource, check_sources
 from cep.continuous.state import METRICS_FILE, OUT_AT, OUT_END, OUT_START, OUT_VERSION
-from cep.io.streams import parse_lines
+from cep.io.streams import parse_lines_once
 from rdfcore import fs
 from rdfcore.fs import spark_path
 from rdfcore.locations import location
-from rdfcore.schema import FILE, LINE, RAW, REASON
+from rdfcore.schema import FILE, LINE, RAW
 
 __all__ = ["run_keyed", "numbered_lines", "write_heartbeat", "checkpoint_buckets", "HEARTBEATS"]
 
@@ -77,7 +73,7 @@ __all__ = ["run_keyed", "numbered_lines", "write_heartbeat", "checkpoint_buckets
 HEARTBEATS = "heartbeats"
 #: the static sides published while the job runs, under the checkpoint (another source)
 PUBLISHED = "published"
-_ANSWERS, _BAD_LINES = "keyed", "keyed-rejects"
+_ANSWERS = "keyed"
 _PARTITIONS = "spark.sql.shuffle.partitions"
 #: the checkpoint's record of what it was created with (module doc, Buckets)
 _RECORD = "keyed.json"
@@ -171,7 +167,7 @@ def _heartbeats(spark: SparkSession, checkpoint: Path) -> DataFrame:
 
 @dataclass
 class _Writer:
-    """What each micro-batch of the two queries writes (module doc)."""
+    """What each micro-batch writes (module doc)."""
 
     keyed: Keyed
     sink: object
@@ -185,26 +181,25 @@ class _Writer:
         label = f"{batch_id:010d}"
         rows = frame.collect()
         names = self.keyed.names
-        out, late = [], []
+        out, late, lines = [], [], []
         # the runner's order: instant, terms (unbound first), interval
         for r in sorted((r for r in rows if r[REJECT] is None),
                         key=lambda r: (r[OUT_AT], *[(r[n] is not None, r[n] or "") for n in names],
                                        r[OUT_START], r[OUT_END])):
             out.append({**{n: r[n] for n in names}, **{c: r[c] for c in (OUT_START, OUT_END, OUT_AT, OUT_VERSION)}})
+        for r in sorted((r for r in rows if r[REJECT] is not None and r["_file"] is not None),
+                        key=lambda r: (r["_file"], r["_line"])):
+            lines.append({"file": r["_file"], "line": r["_line"], "reason": r[REJECT], "raw": r["_raw"]})
         for r in rows:
-            if r[REJECT] is not None:
+            if r[REJECT] is not None and r["_file"] is None:
                 late.append({"stream": r["_stream"], "s": r["_s"], "p": r["_p"], "o": r["_o"], "t": r["_t"],
                              "reason": r[REJECT]})
         n = self.sink.write(label, out)
         if self.on_answers is not None:
             self.on_answers(label, out)
         self.summary.answers += n
+        self._rejected(label + "-lines", lines)
         self._rejected(label + "-late", late)
-
-    def bad_lines(self, frame: DataFrame, batch_id: int) -> None:
-        rows = frame.orderBy(FILE, LINE).collect()
-        self._rejected(f"{batch_id:010d}-lines", [{"file": r[FILE], "line": r[LINE], "reason": r[REASON],
-                                                   "raw": r[RAW]} for r in rows])
 
     def _rejected(self, label: str, rows: list[dict]) -> None:
         if not rows:
@@ -325,15 +320,6 @@ def _lines(spark: SparkSession, source: FileSource | KafkaSource) -> DataFrame:
     return numbered_lines(spark, source) if isinstance(source, FileSource) else source.lines(spark).select(FILE, LINE, RAW)
 
 
-def _uncapped(source: FileSource | KafkaSource) -> FileSource | KafkaSource:
-    """``source`` without its cap on new input per micro-batch, for the bad lines query (module
-    doc): a line's rejection depends on the line alone, so that query takes whatever is new in one
-    batch rather than parsing the files again once per batch of the answers query."""
-    if isinstance(source, FileSource):
-        return replace(source, max_files_per_trigger=None)
-    return replace(source, options=tuple((k, v) for k, v in source.options if k != "maxOffsetsPerTrigger"))
-
-
 def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink,
               checkpoint: str | Path, static=None, trigger: str = "available-now", lateness: int = 0,
               time_unit: str = "ms", rejects: str | Path | None = None, on_answers: Callable | None = None,
@@ -356,26 +342,20 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
     writer = _Writer(keyed, sink, location(rejects, "the rejects directory") if rejects else None, on_answers,
                      metrics, checkpoint, summary)
     streams = keyed.part.streams
-    items, bad = {}, []
+    items = {}
     for source in sources:
         # the plain lines in Python first: the operator's Python workers are there anyway
-        terms, _ = parse_lines(_lines(spark, source), prefixes, time_unit, source.fmt, plain=True)
-        items[source.stream] = parsed_items(terms, streams.index(source.stream), time_unit)
-        bad.append(parse_lines(_lines(spark, _uncapped(source)), prefixes, time_unit, source.fmt, plain=True)[1])
+        rows = parse_lines_once(_lines(spark, source), prefixes, time_unit, source.fmt, plain=True)
+        items[source.stream] = parsed_items(rows, streams.index(source.stream), time_unit)
     first = streams[0]
     items[first] = items[first].unionByName(parsed_items(_heartbeats(spark, checkpoint), 0, time_unit))
     unit = TIME_UNITS[time_unit]
-    bad_lines = bad[0]
-    for more in bad[1:]:
-        bad_lines = bad_lines.unionByName(more)
 
     refresh = _Refresh(spark, keyed, checkpoint)
     published = _published(spark, checkpoint)
 
-    def once(lines: bool = True) -> None:
+    def once() -> None:
         queries = [_start(keyed.run(items, published), writer.answers, checkpoint / _ANSWERS, trigger)]
-        if lines:
-            queries.append(_start(bad_lines, writer.bad_lines, checkpoint / _BAD_LINES, trigger))
         _await(queries, timeout, lambda progress: writer.progress(progress, unit), refresh)
 
     # a new checkpoint's state partitions (the buckets' groups) as many as the cores, not the
@@ -390,7 +370,7 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
             path = checkpoint / HEARTBEATS / f"heartbeat-{closing:020d}.json"
             if not path.exists():
                 write_heartbeat(checkpoint, closing)
-                once(lines=False)      # the heartbeat only: no line was added
+                once()      # the heartbeat only: no line was added
     finally:
         spark.conf.set(_PARTITIONS, previous)
     summary.max_time = largest

@@ -32,7 +32,8 @@ PySpark 4.0.1 it fails with pyarrow 26.
 
 The output has the SELECT's variables (strings, null when unbound), ``_start``, ``_end``, ``_at``,
 ``_version``, and ``_reject`` (null for an answer; for a rejected row its reason, with the row in
-``_stream``, ``_s``, ``_p``, ``_o``, ``_t``).
+``_stream``, ``_s``, ``_p``, ``_o``, ``_t``; for a line the parser rejected (``parsed_items``),
+its ``_file``, ``_line`` and ``_raw`` text).
 """
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ from cep.engines.spark.evaluate import Prepared
 from cep.io.streams import resolve_term
 from cep.lowering.languages import compile_query
 from rdfcore.hashing import term_id
+from rdfcore.schema import REASON
 
 __all__ = ["answers", "prepare", "Keyed", "parsed_items", "check_streams", "ROCKSDB", "route_items", "KeyedProcessor", "output_schema", "REJECT", "BROADCAST_ROWS",
            "Shipped", "STATIC", "dump_state", "load_state"]
@@ -77,7 +79,9 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 #: the output column that tells a reject (its reason) from an answer (null)
 REJECT = "_reject"
 _REJECT_ROW = (("_stream", StringType()), ("_s", StringType()), ("_p", StringType()), ("_o", StringType()),
-               ("_t", LongType()))
+               ("_t", LongType()), ("_file", StringType()), ("_line", LongType()), ("_raw", StringType()))
+#: where a rejected line came from (``parsed_items``): null in every other row
+_WHERE = (("file", StringType()), ("line", LongType()), ("raw", StringType()))
 _POSITIONS = ("s", "p", "o")
 #: the most rows a background pattern may have: each bucket gets the static side with the operator
 BROADCAST_ROWS = 2_000_000
@@ -118,7 +122,7 @@ def route_items(items: DataFrame, part: Partition, buckets: int, streams: tuple)
     return rows.select(bucket.cast("int").alias("bucket"), *key_columns, F.col("stream").cast("long").alias("stream"),
                        "item", *[ids[c].alias(c) for c in _POSITIONS], "t1", "t2",
                        *[F.col(c).alias(f"{c}_term") for c in _POSITIONS], (F.col("_pos") == 0).alias("primary"),
-                       "bad")
+                       "bad", *[c for c, _t in _WHERE])
 
 
 def output_schema(names: tuple[str, ...]) -> StructType:
@@ -219,17 +223,20 @@ class KeyedProcessor(StatefulProcessor):
             rejects = rejects[rejects["primary"].to_numpy(bool)] if "primary" in rejects else rejects
             streams = [str(self.program.streams[int(c)]) for c in rejects["stream"].tolist()]
             times = [None if t != t else int(t) for t in rejects["t1"].tolist()]
+            where = {f"_{c}": rejects[c].tolist() if c in rejects else None for c, _t in _WHERE}
+            if where["_line"] is not None:
+                where["_line"] = [None if n != n or n is None else int(n) for n in where["_line"]]
             parts.append(pd.DataFrame({REJECT: rejects["reason"].tolist(), "_stream": streams,
                                        "_s": rejects["s_term"].tolist(), "_p": rejects["p_term"].tolist(),
-                                       "_o": rejects["o_term"].tolist(), "_t": times}))
+                                       "_o": rejects["o_term"].tolist(), "_t": times, **where}))
         if not parts:
             return pd.DataFrame()
         frame = pd.concat(parts, ignore_index=True)
-        for c in (*columns, OUT_VERSION, REJECT, "_stream", "_s", "_p", "_o"):
+        for c in (*columns, OUT_VERSION, REJECT, "_stream", "_s", "_p", "_o", "_file", "_raw"):
             # Python strings and None: pandas 3 keeps strings in Arrow arrays, a concatenated column
             # in a chunked one, and PySpark 4.0.1 cannot put a chunked array into the output struct
             frame[c] = frame[c].astype(object).where(frame[c].notna(), None) if c in frame else None
-        for c in (OUT_START, OUT_END, OUT_AT, "_t"):
+        for c in (OUT_START, OUT_END, OUT_AT, "_t", "_line"):
             frame[c] = frame[c].astype("Int64") if c in frame else pd.array([None] * len(frame), dtype="Int64")
         return frame[[f.name for f in output_schema(self.names).fields]]
 
@@ -382,18 +389,27 @@ def source_items(frame: DataFrame, stream: int, time_unit: str) -> DataFrame:
     return judged.select("stream", "item",
                          *[F.when(F.col("bad").isNull(), F.col(f"_{c}")["v"]).otherwise(F.col(c)).alias(c)
                            for c in _POSITIONS],
-                         "t1", "t2", "bad", F.timestamp_millis(F.coalesce(F.col("t1"), F.lit(0)) * F.lit(unit)).alias("_time"))
+                         "t1", "t2", "bad", *[F.lit(None).cast(t).alias(c) for c, t in _WHERE],
+                         F.timestamp_millis(F.coalesce(F.col("t1"), F.lit(0)) * F.lit(unit)).alias("_time"))
 
 
 def parsed_items(terms: DataFrame, stream: int, time_unit: str) -> DataFrame:
-    """Stream items the project's own parser read (``cep.io.streams.parse_lines``' terms: ``item``,
-    ``s``, ``p``, ``o``, ``t_start``, ``t_end``, already checked and normalised) as
-    ``route_items`` takes them, with ``_time``; heartbeat rows (``s`` null) pass as they are."""
+    """Stream items the project's own parser read as ``route_items`` takes them, with ``_time``:
+    ``cep.io.streams.parse_lines``' terms (``item``, ``s``, ``p``, ``o``, ``t_start``, ``t_end``,
+    already checked and normalised), or ``parse_lines_once``' rows, whose rejected lines (``reason``)
+    reach the operator's rejects with their ``file``, ``line`` and ``raw`` text; heartbeat rows
+    (``s`` null, no reason) pass as they are."""
     unit = TIME_UNITS[time_unit]
+    once = REASON in terms.columns
+    bad = F.col(REASON) if once else F.lit(None).cast("string")
+    # where a line came from, for its reject alone: an item's rows do not carry it through the shuffle
+    where = [F.when(F.col(REASON).isNotNull(), F.col(c)).alias(c) if once else F.lit(None).cast(t).alias(c)
+             for c, t in _WHERE]
+    # a rejected line has no time: 0 leaves the watermark (the largest event time) where it is
     return terms.select(F.lit(stream).alias("stream"), F.col("item").cast("long").alias("item"),
                         *[F.col(c) for c in _POSITIONS], F.col("t_start").alias("t1"), F.col("t_end").alias("t2"),
-                        F.lit(None).cast("string").alias("bad"),
-                        F.timestamp_millis(F.col("t_start") * F.lit(unit)).alias("_time"))
+                        bad.alias("bad"), *where,
+                        F.timestamp_millis(F.coalesce(F.col("t_start"), F.lit(0)) * F.lit(unit)).alias("_time"))
 
 
 def keyed_answers(items: Mapping, program: B.Program, part: Partition, *, lateness: int, buckets: int,
