@@ -53,6 +53,7 @@ from typing import TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from cep.algebra.windows import TIME_UNITS
 from cep.continuous.keyed.operator import REJECT, Keyed, check_streams, parsed_items, prepare
@@ -252,6 +253,26 @@ def _start(frame: DataFrame, on_batch: Callable, checkpoint: Path, trigger: str)
     raise ContinuousError(f"unknown trigger {trigger!r}; expected available-now or interval:SECONDS")
 
 
+def new_progress(query, seen: int) -> list:
+    """``query``'s progress (``StreamingQueryProgress``) of the micro-batches after batch ``seen``,
+    oldest first, of those Spark still holds (``spark.sql.streaming.numRecentProgressUpdates``).
+
+    Read from the JVM's progress one batch id at a time, and a new one as its JSON: PySpark's
+    ``recentProgress`` converts every progress Spark holds (up to 100, each through dozens of py4j
+    calls) on every call, and polled every 0.1 s that took most of a core from a two-core
+    machine's executors."""
+    last = query._jsq.lastProgress()
+    if last is None or last.batchId() <= seen:
+        return []
+    recent = query._jsq.recentProgress()
+    newer = []
+    for k in range(len(recent) - 1, -1, -1):
+        if recent[k].batchId() <= seen:
+            break
+        newer.append(StreamingQueryProgress.fromJson(json.loads(recent[k].json())))
+    return newer[::-1]
+
+
 def _await(queries: Sequence, timeout: float | None, on_progress: Callable, on_tick: Callable) -> None:
     """Wait for ``queries`` (``timeout`` seconds at most, else until they stop), reporting the
     first one's progress as it comes and calling ``on_tick`` between polls; stop them all; raise
@@ -261,10 +282,9 @@ def _await(queries: Sequence, timeout: float | None, on_progress: Callable, on_t
 
     def report() -> None:
         nonlocal seen
-        for progress in queries[0].recentProgress:
-            if progress.batchId > seen:
-                seen = progress.batchId
-                on_progress(progress)
+        for progress in new_progress(queries[0], seen):
+            seen = progress.batchId
+            on_progress(progress)
 
     try:
         while any(q.isActive for q in queries) and (deadline is None or time.monotonic() < deadline):
