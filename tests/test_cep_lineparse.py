@@ -97,7 +97,7 @@ def test_item_ids_and_blank_node_scopes_match_spark(spark):
 def test_python_first_parse_gives_the_spark_parse_rows(spark, tmp_path):
     """``parse_lines`` with its plain lines parsed in Python on the executors (``plain``)
     against Spark's expressions alone: on random JSON Lines and timestamped N-Triples
-    lines in two files (each its format by extension, and a file of another one), the same terms
+    lines in three files (each its format by extension, and a file of another one), the same terms
     and the same rejects, reasons and raw text included; ``parse_lines_once`` gives both in one
     frame."""
     from cep.io.lineparse import parse_tsnt
@@ -109,8 +109,9 @@ def test_python_first_parse_gives_the_spark_parse_rows(spark, tmp_path):
     rng = random.Random(12)
     jsonl = [random_line(rng) for _ in range(1200)]
     tsnt = [_nt_line(rng).replace("\r", " ") for _ in range(1200)]
-    paths = [tmp_path / "a.jsonl", tmp_path / "b.nt", tmp_path / "c.csv"]
-    for path, lines in zip(paths, (jsonl, tsnt, jsonl[:20])):
+    # an extension in capitals is its format too (Spark's and Python's lower case alike)
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.nt", tmp_path / "c.csv", tmp_path / "d.NDJSON"]
+    for path, lines in zip(paths, (jsonl, tsnt, jsonl[:20], jsonl[-200:])):
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     raw = read_lines(spark, paths)
     lines = with_line_numbers(raw, raw).select(FILE, LINE, RAW)
@@ -132,7 +133,7 @@ def test_python_first_parse_gives_the_spark_parse_rows(spark, tmp_path):
     python_jsonl = sum(bool(parse_jsonl(line, str(paths[0].resolve()), 0, PREFIXES)) for line in jsonl)
     assert python_nt > 150 and python_jsonl > 300, (python_nt, python_jsonl)
     assert {r[0] for r in rejects} == {str(p.resolve()) for p in paths} and len(rejects) > 300
-    assert len({r[-2] for r in terms}) == 2      # accepted lines of both formats
+    assert len({r[-2] for r in terms}) == 3      # accepted lines of both formats, in the three files of one
 
 
 def test_read_stream_parses_in_python_first_from_a_size_on(spark, tmp_path, monkeypatch):

@@ -56,6 +56,7 @@ would run a Spark job here); ``jobs.query`` checks the union of all dictionaries
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -190,10 +191,8 @@ def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit:
     Spark's expressions alone, also for lines already known not to be plain, and where the
     executors cannot import the project (no ``--py-files``).
     """
-    checked, unknown = _checked(lines, prefixes, time_unit, fmt, plain)
+    checked = _checked(lines, prefixes, time_unit, fmt, plain)
     rejects = checked.filter(F.col(REASON).isNotNull()).select(FILE, LINE, REASON, RAW)
-    if unknown is not None:
-        rejects = rejects.unionByName(unknown)
     item = F.xxhash64(F.col(FILE), F.col(LINE)).alias(ITEM)
     terms = (checked.filter(F.col(REASON).isNull())
              .select(item, F.explode("_triples").alias("_t"), F.col("_t1").alias(T_START), F.col("_t2").alias(T_END),
@@ -209,7 +208,7 @@ def parse_lines_once(lines: DataFrame, prefixes: Mapping[str, str] | None, time_
     once (a streaming query): ``(item, s, p, o, t_start, t_end, file, line, reason, raw)``, a row
     per triple of an accepted line (``reason`` and ``raw`` null) and one per rejected line
     (``reason`` and ``raw`` set; ``item``, the terms and the times null)."""
-    checked, unknown = _checked(lines, prefixes, time_unit, fmt, plain)
+    checked = _checked(lines, prefixes, time_unit, fmt, plain)
     good = F.col(REASON).isNull()
     rows = checked.select(F.when(good, F.xxhash64(F.col(FILE), F.col(LINE))).alias(ITEM),
                           F.explode_outer(F.when(good, F.col("_triples"))).alias("_t"),
@@ -219,39 +218,33 @@ def parse_lines_once(lines: DataFrame, prefixes: Mapping[str, str] | None, time_
     rows = rows.filter(F.col("_t").isNotNull() | F.col(REASON).isNotNull())
     rows = rows.select(ITEM, F.col("_t")[S].alias(S), F.col("_t")[P].alias(P), F.col("_t")[O].alias(O), T_START,
                        T_END, FILE, LINE, REASON, RAW)
-    if unknown is not None:
-        none = F.lit(None)
-        rows = rows.unionByName(unknown.select(none.cast("long").alias(ITEM), *[none.cast("string").alias(c) for c in (S, P, O)],
-                                               none.cast("long").alias(T_START), none.cast("long").alias(T_END),
-                                               FILE, LINE, REASON, RAW))
     return rows
 
 
 def _checked(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit: str, fmt: str | None,
-             plain: bool) -> tuple[DataFrame, DataFrame | None]:
-    """Each line of a known format with its triples, interval and reject reason (null when it is
-    accepted); and, for ``fmt`` None, the lines whose file has no stream format's extension as
-    ``(file, line, reason, raw)`` rejects."""
+             plain: bool) -> DataFrame:
+    """Each line with its triples, interval and reject reason (null when it is accepted): parsed
+    as ``fmt``, or (``fmt`` None) as the format of its file's extension, a line of a file with none
+    of them rejected with the reason. One projection of every line whatever the formats (a CASE
+    WHEN on the file's extension), and with ``plain`` one Python UDF for all of them: a branch per
+    format, filtered and unioned, planned and ran the parser once per format in every micro-batch."""
     check_time_unit(time_unit)
-    parts = []
     scope = file_scope(F.col(FILE))
     prefixes = dict(prefixes or {})
-    for kind in FORMATS:
-        if fmt is not None and fmt != kind:
-            continue
-        mine = lines if fmt is not None else lines.filter(_extension_in(kind))
-        rows, reason = (_jsonl(mine, prefixes, time_unit, scope, plain) if kind == JSONL
-                        else _tsnt(mine, time_unit, scope, plain))
-        parts.append(rows.select(FILE, LINE, RAW, "_triples", "_t1", "_t2", reason.alias(REASON)))
-    checked = parts[0]
-    for part in parts[1:]:
-        checked = checked.unionByName(part)
-    unknown = None
-    if fmt is None:
-        unknown = (lines.filter(~_extension_in(*FORMATS))
-                   .select(FILE, LINE, F.lit(f"unknown stream format: the file's extension is none of "
-                                             f"{', '.join(sorted(EXTENSIONS))}").alias(REASON), RAW))
-    return checked, unknown
+    parsers = {JSONL: lambda: _jsonl(prefixes, time_unit, scope), TSNT: lambda: _tsnt(time_unit, scope)}
+    if fmt is not None:
+        parsed = parsers[fmt]()
+    else:
+        parsed = None
+        for kind in FORMATS:
+            mine = _extension_in(kind)
+            parsed = F.when(mine, parsers[kind]()) if parsed is None else parsed.when(mine, parsers[kind]())
+        reason = (f"unknown stream format: the file's extension is none of {', '.join(sorted(EXTENSIONS))}")
+        parsed = parsed.otherwise(F.struct(F.lit(None).cast(_TRIPLES_TYPE).alias("triples"),
+                                           F.lit(None).cast("long").alias("t1"), F.lit(None).cast("long").alias("t2"),
+                                           F.lit(reason).alias("reason")))
+    rows, reason = _parsed_rows(lines, parsed, _plain_lines(fmt, prefixes) if plain else None)
+    return rows.select(FILE, LINE, RAW, "_triples", "_t1", "_t2", reason.alias(REASON))
 
 
 def encode_items(terms: DataFrame) -> DataFrame:
@@ -375,14 +368,13 @@ def _triple_struct(s: Column, p: Column, o: Column) -> Column:
 
 # --- JSON Lines -----------------------------------------------------------------------------
 
-def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Column,
-           plain: bool) -> tuple[DataFrame, Column]:
-    """Rows with ``_triples`` (array of (s, p, o) structs), ``_t1``, ``_t2`` and the reject reason.
+def _jsonl(prefixes: dict[str, str], time_unit: str, scope: Column) -> Column:
+    """A JSON Lines line (``raw``) parsed: a struct of ``triples`` (array of (s, p, o) structs),
+    ``t1``, ``t2`` and the reject reason (no triple and no reason for a blank line).
 
     The line is parsed in stages, each bound once (:func:`bound`): the JSON object; its graph and
-    timestamps; its terms resolved; the reason. ``plain``: :func:`_parsed_rows`."""
+    timestamps; its terms resolved; the reason."""
     prefix_map = (F.create_map(*[F.lit(x) for k, v in prefixes.items() for x in (k, v)]) if prefixes else None)
-    content = lines.filter(~F.col(RAW).rlike(_BLANK))
     line = F.struct(F.col(RAW).alias("raw"), F.json_object_keys(F.col(RAW)).alias("keys"),
                     F.from_json(F.col(RAW), _JSON_SCHEMA).alias("j"))
 
@@ -448,28 +440,50 @@ def _jsonl(lines: DataFrame, prefixes: dict[str, str], time_unit: str, scope: Co
         return F.struct(F.transform(z["resolved"], lambda r: r["t"]).alias("triples"), t1.alias("t1"), t2.alias("t2"),
                         reason.alias("reason"))
 
-    return _parsed_rows(content, bound(bound(bound(line, parsed), terms), checked),
-                        _plain_lines(JSONL, prefixes) if plain else None)
+    return F.when(F.col(RAW).rlike(_BLANK), _nothing()).otherwise(bound(bound(bound(line, parsed), terms), checked))
 
 
+#: an item's graph: its triples
+_TRIPLES_TYPE = ArrayType(StructType([StructField(c, StringType()) for c in (S, P, O)]))
 #: what the plain-line parser gives a line: whether it is plain, and then its triples and times
-_PLAIN_TYPE = StructType([StructField("plain", BooleanType()),
-                          StructField("triples", ArrayType(StructType([StructField(c, StringType()) for c in (S, P, O)]))),
+_PLAIN_TYPE = StructType([StructField("plain", BooleanType()), StructField("triples", _TRIPLES_TYPE),
                           StructField("t1", LongType()), StructField("t2", LongType())])
 
 
-def _plain_lines(kind: str, prefixes: Mapping[str, str]):
+def _nothing() -> Column:
+    """What a line that holds no item (blank, or a comment) parses to: no triple, no reject."""
+    return F.struct(F.array().cast(_TRIPLES_TYPE).alias("triples"), F.lit(None).cast("long").alias("t1"),
+                    F.lit(None).cast("long").alias("t2"), F.lit(None).cast("string").alias("reason"))
+
+
+def _plain_lines(kind: str | None, prefixes: Mapping[str, str]):
     """A pandas UDF of ``(raw, file)``: each line parsed by ``cep.io.lineparse`` (``kind``'s
-    parser), ``plain`` false where it leaves the line to Spark's expressions (a blank line among
-    them: the content filters ahead of it decide those)."""
+    parser; None: the parser of its file's extension, :func:`_extension_in`), ``plain`` false
+    where it leaves the line to Spark's expressions (a blank line among them: the expressions
+    skip it; a file of another extension, or one not in ASCII: they decide)."""
     prefixes = dict(prefixes)
+    suffix = re.compile(r"(\.[^./]*)\Z")
+
+    def kind_of(name: str) -> str | None:
+        if kind is not None:
+            return kind
+        found = suffix.search(name)
+        return EXTENSIONS.get(found.group(1).lower()) if found and found.group(1).isascii() else None
 
     def parse(raw: pd.Series, file: pd.Series) -> pd.DataFrame:
-        cache: dict = {}
+        caches: dict = {JSONL: {}, TSNT: {}}     # each parser's terms (a prefix resolves in JSON Lines only)
+        kinds: dict = {}
         plain, triples, t1, t2 = [], [], [], []
         for text, name in zip(raw.tolist(), file.tolist()):
-            got = (parse_jsonl(text, name, 0, prefixes, cache) if kind == JSONL else parse_tsnt(text, name, 0, cache)) \
-                if isinstance(text, str) and isinstance(name, str) else None
+            got = None
+            if isinstance(text, str) and isinstance(name, str):
+                mine = kinds.get(name, False)
+                if mine is False:
+                    mine = kinds[name] = kind_of(name)
+                if mine == JSONL:
+                    got = parse_jsonl(text, name, 0, prefixes, caches[JSONL])
+                elif mine == TSNT:
+                    got = parse_tsnt(text, name, 0, caches[TSNT])
             if got:
                 plain.append(True)
                 triples.append([{S: g[1], P: g[2], O: g[3]} for g in got])
@@ -504,10 +518,10 @@ def _parsed_rows(content: DataFrame, parsed: Column, fast=None) -> tuple[DataFra
 
 # --- timestamped N-Triples ------------------------------------------------------------------
 
-def _tsnt(lines: DataFrame, time_unit: str, scope: Column, plain: bool) -> tuple[DataFrame, Column]:
-    """Rows with ``_triples`` (one (s, p, o) struct), ``_t1``, ``_t2`` and the reject reason
-    (computed in stages, each bound once, as :func:`_jsonl` does; ``plain``: :func:`_parsed_rows`)."""
-    content = lines.filter(~F.col(RAW).rlike(NT_BLANK_OR_COMMENT))
+def _tsnt(time_unit: str, scope: Column) -> Column:
+    """A timestamped N-Triples line (``raw``) parsed as :func:`_jsonl` parses its lines (one
+    (s, p, o) struct; no triple and no reason for a blank line or a comment), in stages, each
+    bound once."""
 
     def split(raw: Column) -> Column:
         # One regex evaluation per line: the four groups joined by LF (which no line contains).
@@ -539,5 +553,5 @@ def _tsnt(lines: DataFrame, time_unit: str, scope: Column, plain: bool) -> tuple
         return F.struct(F.when(good, F.array(triple)).alias("triples"), y["ticks"].alias("t1"),
                         y["ticks"].alias("t2"), reason.alias("reason"))
 
-    return _parsed_rows(content, bound(bound(bound(F.col(RAW), split), stamped), checked),
-                        _plain_lines(TSNT, {}) if plain else None)
+    return F.when(F.col(RAW).rlike(NT_BLANK_OR_COMMENT), _nothing()).otherwise(
+        bound(bound(bound(F.col(RAW), split), stamped), checked))
