@@ -15,6 +15,7 @@ local masters only (``spark.python.daemon.module``); on a cluster the workers ke
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
@@ -50,7 +51,17 @@ def main() -> None:
                 del sys.path_importer_cache[entry]
     from pyspark import daemon
 
+    daemon.gc = _YoungCollections()
     daemon.manager()
+
+
+class _YoungCollections:
+    """What the daemon's workers see as ``gc`` (module doc): after each task, a collection of the
+    young generations only; the old one is left to Python's own thresholds."""
+
+    @staticmethod
+    def collect(generation: int = 2) -> int:
+        return gc.collect(min(generation, 1))
 
 
 if __name__ == "__main__":

@@ -37,3 +37,23 @@ def test_local_workers_start_without_the_archives(spark):
     (row,) = spark.range(1).select(archives("id").alias("a")).collect()
     found, origin = row["a"].split("|")
     assert found == "" and ".zip" not in origin
+
+
+def test_the_daemons_collection_after_a_task_is_of_the_young_generations(monkeypatch):
+    """What the daemon calls as ``gc.collect()`` after each task collects generations 0 and 1
+    only, and the daemon is given it in place of the ``gc`` module (it uses nothing else of it)."""
+    import gc
+    import inspect
+
+    from pyspark import daemon
+
+    from jobs import pyworker
+
+    asked = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: asked.append(generation) or 0)
+    pyworker._YoungCollections.collect()
+    pyworker._YoungCollections.collect(0)
+    assert asked == [1, 0]
+    used = {line.split("gc.", 1)[1].split("(", 1)[0] for line in inspect.getsource(daemon).splitlines()
+            if "gc." in line and not line.lstrip().startswith("#")}
+    assert used == {"collect"}
