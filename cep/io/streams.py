@@ -60,7 +60,9 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
@@ -471,29 +473,41 @@ def _plain_lines(kind: str | None, prefixes: Mapping[str, str]):
         return EXTENSIONS.get(found.group(1).lower()) if found and found.group(1).isascii() else None
 
     def parse(raw: pd.Series, file: pd.Series) -> pd.DataFrame:
-        caches: dict = {JSONL: {}, TSNT: {}}     # each parser's terms (a prefix resolves in JSON Lines only)
+        from cep.io import linescan     # numba's kernels: loaded where a batch of lines is parsed
+
+        texts, names = raw.tolist(), file.tolist()
+        n = len(texts)
+        plain, triples, t1, t2 = [False] * n, [None] * n, [None] * n, [None] * n
         kinds: dict = {}
-        plain, triples, t1, t2 = [], [], [], []
-        for text, name in zip(raw.tolist(), file.tolist()):
-            got = None
+        mine: dict = {JSONL: [], TSNT: []}
+        for i, (text, name) in enumerate(zip(texts, names)):
             if isinstance(text, str) and isinstance(name, str):
-                mine = kinds.get(name, False)
-                if mine is False:
-                    mine = kinds[name] = kind_of(name)
-                if mine == JSONL:
-                    got = parse_jsonl(text, name, 0, prefixes, caches[JSONL])
-                elif mine == TSNT:
-                    got = parse_tsnt(text, name, 0, caches[TSNT])
-            if got:
-                plain.append(True)
-                triples.append([{S: g[1], P: g[2], O: g[3]} for g in got])
-                t1.append(got[0][4])
-                t2.append(got[0][5])
-            else:
-                plain.append(False)
-                triples.append(None)
-                t1.append(None)
-                t2.append(None)
+                known = kinds.get(name, False)
+                if known is False:
+                    known = kinds[name] = kind_of(name)
+                if known is not None:
+                    mine[known].append(i)
+        for fmt, rows in mine.items():
+            if not rows:
+                continue
+            cache: dict = {}        # each parser's terms (a prefix resolves in JSON Lines only)
+            lines = pa.array([texts[i] for i in rows], pa.string())
+            files = pa.array([names[i] for i in rows], pa.string())
+            # the common lines in one compiled pass (cep.io.linescan), the others one by one; a
+            # line that neither takes as it is stays for Spark's expressions
+            kind, found = (linescan.scan(lines, files, prefixes, cache) if fmt == JSONL
+                           else linescan.scan_tsnt(lines, files, cache))
+            for j, s_, p_, o_, a, b in zip(found.at.tolist(), *(found.terms[c].to_pylist() for c in (S, P, O)),
+                                          found.t1.tolist(), found.t2.tolist()):
+                i = rows[j]
+                plain[i], triples[i], t1[i], t2[i] = True, [{S: s_, P: p_, O: o_}], a, b
+            for j in np.nonzero(kind == linescan.SLOW)[0].tolist():
+                i = rows[j]
+                got = (parse_jsonl(texts[i], names[i], 0, prefixes, cache) if fmt == JSONL
+                       else parse_tsnt(texts[i], names[i], 0, cache))
+                if got:
+                    plain[i], triples[i] = True, [{S: g[1], P: g[2], O: g[3]} for g in got]
+                    t1[i], t2[i] = got[0][4], got[0][5]
         return pd.DataFrame({"plain": plain, "triples": triples, "t1": pd.array(t1, dtype="Int64"),
                              "t2": pd.array(t2, dtype="Int64")})
 
