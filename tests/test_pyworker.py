@@ -51,8 +51,8 @@ def test_the_daemons_collection_after_a_task_is_of_the_young_generations(monkeyp
 
     asked = []
     monkeypatch.setattr(gc, "collect", lambda generation=2: asked.append(generation) or 0)
-    pyworker._YoungCollections.collect()
-    pyworker._YoungCollections.collect(0)
+    pyworker.YoungCollections.collect()
+    pyworker.YoungCollections.collect(0)
     assert asked == [1, 0]
     used = {line.split("gc.", 1)[1].split("(", 1)[0] for line in inspect.getsource(daemon).splitlines()
             if "gc." in line and not line.lstrip().startswith("#")}

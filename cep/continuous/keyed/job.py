@@ -253,7 +253,7 @@ def _start(frame: DataFrame, on_batch: Callable, checkpoint: Path, trigger: str)
     raise ContinuousError(f"unknown trigger {trigger!r}; expected available-now or interval:SECONDS")
 
 
-def new_progress(query, seen: int) -> list:
+def _new_progress(query, seen: int) -> list:
     """``query``'s progress (``StreamingQueryProgress``) of the micro-batches after batch ``seen``,
     oldest first, of those Spark still holds (``spark.sql.streaming.numRecentProgressUpdates``).
 
@@ -282,7 +282,7 @@ def _await(queries: Sequence, timeout: float | None, on_progress: Callable, on_t
 
     def report() -> None:
         nonlocal seen
-        for progress in new_progress(queries[0], seen):
+        for progress in _new_progress(queries[0], seen):
             seen = progress.batchId
             on_progress(progress)
 
