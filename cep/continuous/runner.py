@@ -91,9 +91,11 @@ from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratc
 from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan, end_instant
 from cep.algebra.timeline import OPEN_END
 from cep.algebra.windows import WindowConvention
+from cep.engines.driver import columnar as COL
 from cep.engines.driver.walk import supports
 from cep.engines.spark import lifetimes as L
 from cep.engines.spark.evaluate import Prepared, evaluate_lifetimes
+from cep.io import linescan
 from cep.io.formats import JSONL, TSNT, detect_stream_format
 from cep.io.lineparse import parse_jsonl
 from cep.io.streams import parse_lines
@@ -350,7 +352,6 @@ class Runner:
         import numpy as np
         import pyarrow as pa
 
-        from cep.io import linescan
 
         none = F.lit(None).cast("long")
         if "_block" not in lines.columns:           # Kafka only: the offset is the line
@@ -440,7 +441,6 @@ class Runner:
         only for the text of late lines (rare)."""
         import pyarrow.compute as pc
 
-        from cep.engines.driver import columnar as COL
 
         parsed, bad = rows
         times = parsed.column(T_START).to_numpy()
@@ -478,7 +478,6 @@ class Runner:
     def _background_local(self):
         """The static side's background patterns as ``cep.engines.driver.columnar`` tables with their terms,
         collected once per closure version; None when they are larger than LOCAL_MAX_BACKGROUND."""
-        from cep.engines.driver import columnar as COL
 
         version, prepared, side = self._static()
         if self.background_local is not None and self.background_local[0] == version:
@@ -496,7 +495,6 @@ class Runner:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from cep.engines.driver import columnar as COL
 
         self.used = "local"
         ids = {c: items.column(c).to_numpy() for c in (ITEM, S, P, O, T_START, T_END)}
@@ -578,7 +576,6 @@ class Runner:
         constants, the fresh blank nodes, else from the state items' term columns."""
         import numpy as np
 
-        from cep.engines.driver import columnar as COL
 
         known = {**self.background_local[2], **{term_id(t): t for t in self.constants}, **fresh}
         terms = {i: known[i] for i in wanted if i in known}

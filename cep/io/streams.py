@@ -72,6 +72,7 @@ from cep.algebra.patterns import TIME_UNITS
 from cep.engines.columns import ITEM, STREAM_COLUMNS
 from cep.io.formats import EXTENSIONS, FORMATS, JSONL, TSNT, detect_stream_format
 from cep.io.lineparse import parse_jsonl, parse_tsnt
+from cep.io import linescan
 # The N-Triples grammar pieces and term normalisation of the static loader, reused as they are.
 from rdfcore.loading import (canonical_term, column_after, invalid_utf8, read_lines, reject_reason, scope_bnode,
                              with_line_numbers)
@@ -473,8 +474,6 @@ def _plain_lines(kind: str | None, prefixes: Mapping[str, str]):
         return EXTENSIONS.get(found.group(1).lower()) if found and found.group(1).isascii() else None
 
     def parse(raw: pd.Series, file: pd.Series) -> pd.DataFrame:
-        from cep.io import linescan     # numba's kernels: loaded where a batch of lines is parsed
-
         texts, names = raw.tolist(), file.tolist()
         n = len(texts)
         plain, triples, t1, t2 = [False] * n, [None] * n, [None] * n, [None] * n
