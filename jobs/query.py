@@ -84,6 +84,8 @@ intervals are not printed; ``--format`` does not apply).
   ``IRI=kafka://HOST:PORT/TOPIC[?format=jsonl|tsnt]`` a Kafka topic; ``--out`` console (default),
   a directory or ``kafka://HOST:PORT/TOPIC``; ``--checkpoint DIR`` (required), ``--trigger``,
   ``--lateness``, ``--closure``, ``--emit``, ``--max-per-trigger``, ``--engine``, ``--rejects DIR``.
+  A restart of a checkpoint with another engine, or other options that shape its state, is
+  refused before any JVM starts (``cep.continuous.record``).
 
 Expected failures — a query error, an unknown stream or graph, a missing file, a bad ``--at`` —
 print one ``error:`` line and exit with code 2.
@@ -110,6 +112,7 @@ from cep.algebra.patterns import (BGP, Duration, NamedGraph, Project, TIME_UNITS
                                   is_epsparql, rsep_windows, snapshots, stream_patterns, walk)  # noqa: E402
 from cep.continuous.keyed.keys import refusal as keyed_refusal  # noqa: E402
 from cep.continuous.plan import plan as continuous_plan  # noqa: E402
+from cep.continuous.record import check as check_checkpoint, engine_family, query_record  # noqa: E402
 from cep.engines.columns import var_column  # noqa: E402
 from cep.engines.rules import RulesError, check_rules  # noqa: E402
 from jobs.errors import job_main  # noqa: E402
@@ -719,6 +722,10 @@ def execute_continuous(p: Plan, args: argparse.Namespace) -> int:
     sources = []
     for iri, where in p.streams.items():
         sources.append(file_or_kafka_source(iri, where if isinstance(where, str) else str(where), args.max_per_trigger))
+    checkpoint = location(args.checkpoint, "--checkpoint")
+    if not is_hadoop(checkpoint):   # another engine or other options than it was created with: refused before
+        # any JVM starts (one on a Hadoop filesystem is checked by the run, before it streams)
+        check_checkpoint(checkpoint, query_record(engine_family(args.engine), cplan, sources, args.buckets))
     sink = sink_for(args.out)
     need_kafka(*sources, sink)
     spark = build_session("rsp-sidecar query --continuous")

@@ -56,6 +56,7 @@ import pyarrow.compute as pc
 
 from cep.io.lineparse import bnode_scope, parse_jsonl
 from cep.continuous.sinks import write_json_lines, write_jsonl
+from cep.continuous.record import MEMBERSHIP, claim, streams_record
 from cep.continuous.sources import FileSource, KafkaSource
 from cep.continuous.state import SPARK_DIR
 from cep.io.formats import JSONL, TSNT, detect_stream_format
@@ -496,8 +497,8 @@ def run(spark, sources: Sequence[FileSource | KafkaSource], *, store: str | Path
         raise MembershipError("no stream source given")
     store = location(store, "the closure store")
     checkpoint = location(checkpoint, "the checkpoint")
-    checkpoint.mkdir(parents=True, exist_ok=True)
     load_class_set(store, target)          # fail before streaming when the class or store is wrong
+    claim(checkpoint, {"engine": MEMBERSHIP, "streams": streams_record(sources)})    # Spark's offsets are theirs
     service = _Service(spark, sources, store, target, sink, checkpoint,
                        location(rejects, "the rejects directory") if rejects else None, time_unit,
                        dict(prefixes or {}), metrics, engine, on_answers)

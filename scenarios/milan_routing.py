@@ -43,6 +43,7 @@ from typing import TextIO
 
 from cep.io.lineparse import parse_jsonl
 from cep.continuous.sinks import write_json_lines, write_jsonl
+from cep.continuous.record import MILAN, claim, streams_record
 from cep.continuous.sources import FileSource, KafkaSource
 from cep.continuous.state import SPARK_DIR
 from cep.io.formats import JSONL, TSNT, detect_stream_format
@@ -471,7 +472,8 @@ def run(spark, sources: Sequence[FileSource | KafkaSource], *, network, plans: P
     if missing:
         raise RoutingError(f"the plans name stops not in the network: {', '.join(sorted(set(missing))[:5])}")
     checkpoint = location(checkpoint, "the checkpoint")
-    checkpoint.mkdir(parents=True, exist_ok=True)
+    # the state's event times are in time_unit, Spark's offsets the sources': a restart keeps them
+    claim(checkpoint, {"engine": MILAN, "time_unit": time_unit, "streams": streams_record(sources)})
     geometry = {st.iri: (st.lat, st.lon) for st in network.stops.values()}
     service = _Service(spark, sources, router, version, plans, sink, checkpoint,
                        location(rejects, "the rejects directory") if rejects else None, time_unit, metrics,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -120,3 +121,83 @@ def test_sigkill_then_restart_gives_exactly_the_uninterrupted_answers(spark, tmp
     got = answers(out)
     assert len(got) == len(set(got)), "an answer was written twice"
     assert got == expected
+
+
+# --- a restart with another engine or other options (cep.continuous.record) -----------------------
+
+def vienna(stream_dir: Path, ckpt: Path, out: Path, *more: str) -> list[str]:
+    """``query --continuous`` on the running example (in-process: the session's Spark)."""
+    return [str(QUERY), "--static", str(STATIC), "--stream", f"{STREAM}={stream_dir}", "--continuous",
+            "--checkpoint", str(ckpt), "--out", str(out), "--time-unit", "m", *more]
+
+
+def written(directory: Path) -> dict[str, str]:
+    return {f.name: f.read_text() for f in sorted(directory.glob("*"))}
+
+
+ENGINE_SWITCHES = [("auto", "keyed", "the per-batch engine (--engine auto, local or spark)", "the keyed engine"),
+                   ("keyed", "auto", "the keyed engine (--engine keyed)", "the per-batch engine")]
+
+
+@pytest.mark.parametrize("first, then, owner, asked", ENGINE_SWITCHES, ids=[f"{a}-then-{b}" for a, b, *_ in ENGINE_SWITCHES])
+def test_a_restart_with_another_engine_is_refused_before_it_writes_an_answer(spark, tmp_path, capsys, first, then,
+                                                                             owner, asked):
+    """The running example on one engine, then the same command on the other with the same
+    checkpoint and output: one ``error:`` line naming both engines and how to go on (exit 2, before
+    any Spark work), and the output directory as the first run left it (no answer twice)."""
+    from jobs import query as job
+
+    stream_dir, ckpt, out = tmp_path / "in", tmp_path / "ckpt", tmp_path / "out"
+    stream_dir.mkdir()
+    shutil.copy(REPO / "ontologies" / "vienna_example_stream.jsonl", stream_dir)
+    assert job.main(vienna(stream_dir, ckpt, out, "--engine", first)) == 0
+    assert [json.loads(a)["s"] for a in answers(out)] == ["<http://example.org/vienna#m>"]
+    before = written(out)
+    capsys.readouterr()
+    (stream_dir / "later.jsonl").write_text(json.dumps({"s": ":a2", "p": ":delayAt", "o": ":m", "t": 30}) + "\n")
+    assert job.main(vienna(stream_dir, ckpt, out, "--engine", then)) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"error: the checkpoint {ckpt} belongs to {owner} and this run asks for {asked}"), err
+    assert "or give this run a new checkpoint" in err[0]
+    assert written(out) == before
+
+
+def test_a_restart_goes_on_with_other_sinks_and_triggers_but_not_other_state_options(spark, tmp_path, capsys):
+    """What shapes the state is refused on a restart (the lateness, the time unit, the query, a
+    stream's directory), before any Spark work; another per-batch engine, trigger, files per
+    trigger, output and rejects directory go on from the checkpoint: only the new file is read,
+    and the answer it completes comes out once."""
+    from jobs import query as job
+
+    stream_dir, ckpt, out = tmp_path / "in", tmp_path / "ckpt", tmp_path / "out"
+    stream_dir.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    events = (REPO / "ontologies" / "vienna_example_stream.jsonl").read_text().splitlines(keepends=True)
+    (stream_dir / "a.jsonl").write_text("".join(events[:3]))                 # the answer needs the 4th
+    assert job.main(vienna(stream_dir, ckpt, out, "--engine", "local")) == 0
+    assert answers(out) == []
+    (stream_dir / "b.jsonl").write_text(events[3])
+    wider = vienna(stream_dir, ckpt, out)
+    wider[0] = str(tmp_path / "wider.rq")
+    (tmp_path / "wider.rq").write_text(QUERY.read_text().replace("10m", "12m"))
+    capsys.readouterr()
+    for args, why in ((vienna(stream_dir, ckpt, out, "--lateness", "2"),
+                       "written with --lateness 0; this run asks for --lateness 2"),
+                      (vienna(stream_dir, ckpt, out, "--time-unit", "s"),
+                       "written with --time-unit m; this run asks for --time-unit s"),
+                      (vienna(tmp_path / "elsewhere", ckpt, out),
+                       f"from files in {stream_dir}; this run asks for stream {STREAM} from files in {tmp_path / 'elsewhere'}"),
+                      (wider, f"written with the query in {ckpt / 'checkpoint.json'}; this run asks for another query")):
+        assert job.main(args) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith("error: the checkpoint") and why in err[0], err
+    assert answers(out) == []
+    metrics = len((ckpt / "metrics.jsonl").read_text().splitlines())
+    assert job.main(vienna(stream_dir, ckpt, tmp_path / "out2", "--engine", "spark", "--max-per-trigger", "1",
+                           "--trigger", "available-now", "--rejects", str(tmp_path / "rejects"))) == 0
+    read = [json.loads(line) for line in (ckpt / "metrics.jsonl").read_text().splitlines()[metrics:]]
+    assert sum(m["input_items"] for m in read) == 1 and {m["engine"] for m in read} == {"spark"}
+    assert answers(out) == []
+    assert [(a["s"], a["_start"], a["_end"]) for a in map(json.loads, answers(tmp_path / "out2"))] == \
+        [("<http://example.org/vienna#m>", 10, 16)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import zlib
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def test_a_keyed_checkpoint_keeps_the_bucket_count_it_was_created_with(tmp_path)
     (recorded / "keyed.json").write_text('{"buckets": 5}')
     assert checkpoint_buckets(recorded, None, 8) == (5, False)
     assert checkpoint_buckets(recorded, 5, 8) == (5, False)
-    with pytest.raises(ContinuousError, match="created with 5 buckets and this run asks for 6"):
+    with pytest.raises(ContinuousError, match="written with 5 buckets; this run asks for 6 buckets"):
         checkpoint_buckets(recorded, 6, 8)
     older = tmp_path / "older"                                        # a keyed checkpoint from before the record
     (older / "keyed").mkdir(parents=True)
@@ -58,6 +59,103 @@ def test_a_keyed_checkpoint_keeps_the_bucket_count_it_was_created_with(tmp_path)
     (recorded / "keyed.json").write_text("[5]")
     with pytest.raises(ContinuousError, match="not a keyed checkpoint record"):
         checkpoint_buckets(recorded, None, 2)
+
+
+VIENNA_QUERY = Path(__file__).resolve().parent.parent / "ontologies" / "vienna_example_query.rq"
+VIENNA_STREAM = "<http://example.org/publicTransport>"
+
+
+def _vienna_record(engine="per-batch", directory="in", lateness=0, time_unit="m", query=None, buckets=None, **source):
+    """The record a run of the running example would write (``cep.continuous.record.query_record``)."""
+    from cep import compile_query
+    from cep.continuous.plan import plan
+    from cep.continuous.record import query_record
+    from cep.continuous.sources import FileSource
+
+    cplan = plan(compile_query(query or VIENNA_QUERY.read_text()), time_unit, lateness, streams=[VIENNA_STREAM])
+    return query_record(engine, cplan, [FileSource(VIENNA_STREAM, str(directory), **source)], buckets)
+
+
+def test_a_checkpoint_refuses_another_engine_and_options_that_shape_its_state(tmp_path):
+    """``cep.continuous.record`` without Spark: the record written when the checkpoint is created,
+    each engine refused on the other's checkpoint (saying both and how to go on), each option that
+    shapes the state refused, the options a restart may change accepted; a checkpoint with no
+    state yet takes the record of the run that starts it."""
+    from cep.continuous.record import RECORD, CheckpointError, check, claim
+
+    ckpt = tmp_path / "ckpt"
+    per_batch = _vienna_record(directory=tmp_path / "in")
+    assert check(ckpt, per_batch) is None                                    # a new checkpoint
+    assert claim(ckpt, per_batch) == per_batch
+    written = json.loads((ckpt / RECORD).read_text())
+    assert written["engine"] == "per-batch" and written["lateness"] == 0 and written["time_unit"] == "m"
+    assert written["streams"] == {VIENNA_STREAM: f"files in {tmp_path / 'in'}"}
+    # no state yet (the run was refused before it streamed): the next run's record replaces it
+    keyed = _vienna_record("keyed", directory=tmp_path / "in", buckets=4)
+    assert claim(ckpt, keyed)["engine"] == "keyed"
+    assert claim(ckpt, per_batch)["engine"] == "per-batch"
+    (ckpt / "spark").mkdir()                                                  # now it holds the runner's progress
+    with pytest.raises(CheckpointError) as refused:
+        claim(ckpt, keyed)
+    assert str(refused.value).startswith(f"the checkpoint {ckpt} belongs to the per-batch engine (--engine auto, "
+                                         f"local or spark) and this run asks for the keyed engine (--engine keyed)")
+    assert "Restart with --engine auto, local or spark, or give this run a new checkpoint" in str(refused.value)
+    changed = [(dict(lateness=2), "written with --lateness 0; this run asks for --lateness 2"),
+               (dict(time_unit="s"), "written with --time-unit m; this run asks for --time-unit s"),
+               (dict(query=VIENNA_QUERY.read_text().replace("10m", "12m")),
+                f"written with the query in {ckpt / RECORD}; this run asks for another query"),
+               (dict(directory=tmp_path / "elsewhere"),
+                f"written with stream {VIENNA_STREAM} from files in {tmp_path / 'in'}; this run asks for stream "
+                f"{VIENNA_STREAM} from files in {tmp_path / 'elsewhere'}"),
+               (dict(fmt="tsnt"), "this run asks for stream " + VIENNA_STREAM + f" from files in {tmp_path / 'in'} (tsnt)"),
+               (dict(lateness=1, time_unit="s"), "written with --time-unit m and --lateness 0; this run asks for "
+                                                 "--time-unit s and --lateness 1. Its state follows what it was written "
+                                                 "with: restart with that (--time-unit, --lateness)")]
+    for options, why in changed:
+        with pytest.raises(CheckpointError, match=re.escape(why)):
+            claim(ckpt, _vienna_record(**{"directory": tmp_path / "in", **options}))
+    # what a restart may change: the per-batch engines among themselves (one record), the files per
+    # trigger; the directory named another way
+    assert claim(ckpt, _vienna_record(directory=tmp_path / "in", max_files_per_trigger=1)) == written
+    assert claim(ckpt, _vienna_record(directory=f"file://{tmp_path / 'in'}")) == written
+    assert json.loads((ckpt / RECORD).read_text()) == written
+    (ckpt / RECORD).write_text("[]")
+    with pytest.raises(CheckpointError, match="not a checkpoint record"):
+        check(ckpt, per_batch)
+
+
+def test_a_checkpoint_from_before_the_record_is_read_from_its_layout(tmp_path):
+    """A checkpoint created before ``checkpoint.json``: the per-batch runner's by its batch states
+    (their window convention), the keyed engine's by its query or ``keyed.json`` (its buckets);
+    one that says neither takes the record of its restart; one that holds both is refused."""
+    from cep.continuous.record import RECORD, CheckpointError, claim
+
+    runner = tmp_path / "runner"
+    (runner / "state" / "0000000003").mkdir(parents=True)
+    convention = {"bounds": "right-closed", "start": 0, "empty": "report"}
+    (runner / "state" / "0000000003" / "meta.json").write_text(json.dumps({"done": 4, "convention": convention}))
+    with pytest.raises(CheckpointError, match="belongs to the per-batch engine"):
+        claim(runner, _vienna_record("keyed", buckets=2))
+    assert claim(runner, _vienna_record(lateness=3))["lateness"] == 3         # accepted, and recorded
+    assert json.loads((runner / RECORD).read_text())["windows"] == convention
+    with pytest.raises(CheckpointError, match="--lateness 3; this run asks for --lateness 0"):
+        claim(runner, _vienna_record())
+    keyed = tmp_path / "keyed"
+    (keyed / "keyed").mkdir(parents=True)
+    with pytest.raises(CheckpointError, match="belongs to the keyed engine .--engine keyed. and this run asks for "
+                                              "the per-batch engine"):
+        claim(keyed, _vienna_record())
+    with pytest.raises(CheckpointError, match="written with 16 buckets; this run asks for 4 buckets"):
+        claim(keyed, _vienna_record("keyed", buckets=4))
+    assert claim(keyed, _vienna_record("keyed"))["buckets"] == 16
+    unknown = tmp_path / "unknown"                                            # Spark's progress, no state yet
+    (unknown / "spark").mkdir(parents=True)
+    assert claim(unknown, _vienna_record("keyed", buckets=2))["engine"] == "keyed"
+    both = tmp_path / "both"
+    (both / "keyed").mkdir(parents=True)
+    (both / "spark").mkdir()
+    with pytest.raises(CheckpointError, match="holds the state of more than one engine"):
+        claim(both, _vienna_record())
 
 
 def test_the_closing_heartbeat_knows_a_batch_whose_metrics_line_a_kill_lost(tmp_path):
@@ -153,7 +251,8 @@ def test_keyed_job_equals_union_of_instants_across_a_restart_with_rejects(spark,
     placed = write_stream(directory, [first])
     assert once(buckets=3).rejected == {}
     # the checkpoint keeps its bucket count: the restart below asks for none and runs with 3
-    assert json.loads((ckpt / "keyed.json").read_text()) == {"buckets": 3}
+    record = json.loads((ckpt / "checkpoint.json").read_text())
+    assert (record["engine"], record["buckets"]) == ("keyed", 3)
     # then: the rest (new files in the same directory), a line that is no JSON, and an item at an
     # instant the first run closed (its input ended there)
     staged = write_stream(tmp_path / "staged", rest)

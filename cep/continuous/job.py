@@ -19,6 +19,7 @@ from cep.continuous.sinks import DirectorySink
 from cep.continuous.sources import FileSource, KafkaSource, SOURCE, check_sources
 from cep.continuous.static import NoStatic
 from cep.continuous.plan import ISTREAM, LIFETIMES, ContinuousError, plan as make_plan
+from cep.continuous.record import PER_BATCH, claim, query_record
 from cep.engines.driver.walk import supports
 from cep.lowering.languages import compile_query
 from rdfcore.locations import location
@@ -57,6 +58,11 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     how many groups the keys are hashed into, fixed when the checkpoint is created (None: the
     checkpoint's, or twice the session's parallelism for a new one; ``cep.continuous.keyed.job``). A landmark ([ALL]) window's warning (``ContinuousPlan.warnings``) is
     printed to ``metrics`` (stderr by default) before the first batch.
+
+    The checkpoint records the engine and the options it was created with (``CHECKPOINT/checkpoint.json``,
+    ``cep.continuous.record``): a restart that asks for another engine (``auto``, ``spark`` and ``local``
+    share one state; ``keyed`` keeps its own) or other options that shape the state is refused with a
+    ``CheckpointError`` before Spark streams.
     """
     if isinstance(query, str):
         query = compile_query(query, prefixes)
@@ -83,7 +89,8 @@ def run(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource],
     used = [s for s in sources if s.stream in read]
     checkpoint = location(checkpoint, "the checkpoint")
     check_sources(used)
-    checkpoint.mkdir(parents=True, exist_ok=True)
+    # what the checkpoint was created with, before anything streams (cep.continuous.record)
+    claim(checkpoint, query_record(PER_BATCH, cplan, used))
     if isinstance(sink, DirectorySink):
         sink.directory.mkdir(parents=True, exist_ok=True)
     if cplan.mode == LIFETIMES:

@@ -89,8 +89,8 @@ from cep import algebra as A
 from cep.algebra.patterns import TIME_UNITS
 from cep.engines.columns import ITEM, LIFE_FROM, LIFE_TO, T_END, T_START, scratch, var_column
 from cep.continuous.plan import DSTREAM, ISTREAM, ContinuousError, ContinuousPlan, end_instant
+from cep.continuous.record import PER_BATCH, check
 from cep.algebra.timeline import OPEN_END
-from cep.algebra.windows import WindowConvention
 from cep.engines.driver import columnar as COL
 from cep.engines.driver.walk import supports
 from cep.engines.spark import lifetimes as L
@@ -176,17 +176,6 @@ def run_micro_batches(lines: DataFrame, on_batch: Callable, checkpoint: str | Pa
         raise failure() or RuntimeError(f"the streaming query failed: {streaming.exception()}")
 
 
-def _check_convention(state: StateStore, convention: WindowConvention, checkpoint) -> None:
-    """Refuse to go on from a checkpoint written under another window convention: its evaluated
-    instants, kept items and emitted answers follow the windows it was run with."""
-    recorded = state.latest_before(None)[1].convention
-    if recorded is not None and recorded != asdict(convention):
-        raise ContinuousError(f"the checkpoint {checkpoint} was written with {WindowConvention(**recorded)}; this run "
-                              f"asks for {convention}. Its state follows its windows: run with the options it was "
-                              f"written with (--window-bounds, --window-start, --empty-windows, --csparql-compat) "
-                              f"or start a new checkpoint")
-
-
 class Runner:
     #: why the static side cannot go to the driver-side engine (``_background_local`` gave None)
     too_large = f"the static side has more than {LOCAL_MAX_BACKGROUND} rows"
@@ -201,7 +190,9 @@ class Runner:
         self.rejects_dir = location(rejects, "the rejects directory") if rejects else None
         self.on_answers, self.metrics_out, self.prefixes = on_answers, metrics, prefixes
         self.state = StateStore(spark, checkpoint, asdict(cplan.convention))
-        _check_convention(self.state, cplan.convention, checkpoint)
+        # its evaluated instants, kept items and emitted answers follow the windows it was run with:
+        # the checkpoint's record (cep.continuous.record; job.run checks all of it) refuses others
+        check(checkpoint, {"engine": PER_BATCH, "windows": asdict(cplan.convention)})
         self.summary = RunSummary()
         self.prepared = None  # (version, cep.engines.spark.evaluate.Prepared)
         self.error: BaseException | None = None

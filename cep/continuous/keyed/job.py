@@ -29,11 +29,17 @@ are fixed when it starts, so a version published during a run reaches the next o
 plans the query with the current version.
 
 **Buckets.** The keys are hashed into a fixed number of buckets (``buckets``), fixed when the
-checkpoint is created and recorded in ``CHECKPOINT/keyed.json``: a restart reads it from there,
-and refuses another count (the keys would hash to other buckets than the ones holding their
-state). A new checkpoint's default is twice the session's parallelism: each bucket with rows or a
-timer is one Python call per micro-batch, so a few per core keep every core busy without paying
-that call many times over.
+checkpoint is created and recorded in the checkpoint's record (``CHECKPOINT/checkpoint.json``,
+``cep.continuous.record``; ``CHECKPOINT/keyed.json`` in a checkpoint created before it): a restart
+reads it from there, and refuses another count (the keys would hash to other buckets than the ones
+holding their state). A new checkpoint's default is twice the session's parallelism: each bucket
+with rows or a timer is one Python call per micro-batch, so a few per core keep every core busy
+without paying that call many times over.
+
+**The checkpoint's record.** The record also holds the engine (``keyed``) and the options that
+shape the state (the query, time unit, lateness, emit, streams and their sources): a restart that
+asks for another engine or other such options is refused before any Spark work
+(``cep.continuous.record``).
 
 Each micro-batch appends a metrics line to ``CHECKPOINT/metrics.jsonl`` (and ``metrics``) from
 Spark's own ``StreamingQueryProgress``: the rows the sources gave (a file read whole is one row;
@@ -57,12 +63,14 @@ from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from cep.algebra.windows import TIME_UNITS
 from cep.continuous.keyed.operator import REJECT, Keyed, check_streams, parsed_items, prepare
-from cep.continuous.plan import ISTREAM, ContinuousError
+from cep.continuous.plan import ISTREAM, ContinuousError, plan
+from cep.continuous.record import KEYED, check, claim, query_record
 from cep.continuous.runner import RunSummary
 from cep.continuous.sinks import write_jsonl
 from cep.continuous.sources import FileSource, KafkaSource, check_sources
 from cep.continuous.state import METRICS_FILE, OUT_AT, OUT_END, OUT_START, OUT_VERSION
 from cep.io.streams import parse_lines_once
+from cep.lowering.languages import compile_query
 from rdfcore import fs
 from rdfcore.fs import spark_path
 from rdfcore.locations import location
@@ -76,31 +84,17 @@ HEARTBEATS = "heartbeats"
 PUBLISHED = "published"
 _ANSWERS = "keyed"
 _PARTITIONS = "spark.sql.shuffle.partitions"
-#: the checkpoint's record of what it was created with (module doc, Buckets)
-_RECORD = "keyed.json"
-#: the bucket count of a checkpoint created before it was recorded (the operator's default then)
-_UNRECORDED_BUCKETS = 16
 
 
 def checkpoint_buckets(checkpoint: Path, asked: int | None, parallelism: int) -> tuple[int, bool]:
     """The bucket count to run ``checkpoint`` with (module doc, Buckets) and whether it is new (to
     be recorded once the query is planned): the recorded one; for a new checkpoint ``asked``, else
-    twice ``parallelism``. A ContinuousError when ``asked`` is not the recorded one."""
-    record = checkpoint / _RECORD
-    if record.exists():
-        try:
-            recorded = json.loads(record.read_text(encoding="utf-8"))["buckets"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ContinuousError(f"{record}: not a keyed checkpoint record ({exc}); expected {{\"buckets\": N}}") from None
-    elif (checkpoint / _ANSWERS).exists():
-        recorded = _UNRECORDED_BUCKETS
-    else:
-        return (asked if asked is not None else max(1, 2 * parallelism)), True
-    if asked is not None and asked != recorded:
-        raise ContinuousError(f"the checkpoint {checkpoint} was created with {recorded} buckets and this run asks for "
-                              f"{asked}: the bucket count is fixed when a checkpoint is created (leave it out, or "
-                              f"start a new checkpoint)")
-    return recorded, False
+    twice ``parallelism``. A ``cep.continuous.record.CheckpointError`` when ``asked`` is not the
+    recorded one, or the checkpoint is another engine's."""
+    found = check(checkpoint, {"engine": KEYED, "buckets": asked})
+    if found is not None and found.get("buckets") is not None:
+        return found["buckets"], False
+    return (asked if asked is not None else max(1, 2 * parallelism)), True
 
 
 def numbered_lines(spark: SparkSession, source: FileSource) -> DataFrame:
@@ -348,13 +342,17 @@ def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSo
     """``query`` continuously over ``sources`` on the keyed operator (module doc); the arguments
     are ``cep.continuous.job.run``'s; ``buckets``: module doc, Buckets (None: the checkpoint's)."""
     checkpoint = location(checkpoint, "the checkpoint")
-    buckets, new = checkpoint_buckets(checkpoint, buckets, spark.sparkContext.defaultParallelism)
+    if isinstance(query, str):
+        query = compile_query(query)
+    # the checkpoint's engine and options, before any Spark work (module doc, The checkpoint's record)
+    record = query_record(KEYED, plan(query, time_unit, lateness, emit=emit), sources, buckets)
+    check(checkpoint, record)
+    buckets, _new = checkpoint_buckets(checkpoint, buckets, spark.sparkContext.defaultParallelism)
+    record["buckets"] = buckets
     keyed = prepare(spark, query, static=static, lateness=lateness, time_unit=time_unit, buckets=buckets, emit=emit)
     check_streams(keyed, [s.stream for s in sources])
     check_sources(sources)
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    if new:
-        fs.write_atomically(checkpoint / _RECORD, json.dumps({"buckets": buckets}) + "\n")
+    claim(checkpoint, record)
     prefixes = dict(keyed.program.query.prefixes) if prefixes is None else dict(prefixes)
     if hasattr(sink, "bind"):
         sink.bind(spark)
