@@ -163,7 +163,7 @@ def run_keyed_job(spark, query, static, directory: Path, checkpoint: Path, bucke
     total = time.perf_counter() - started
     lines = [json.loads(line) for line in (checkpoint / "metrics.jsonl").read_text().splitlines()]
     seconds = [m["seconds"] for m in lines]
-    rows = [2] * (len(lines) - 1) + [1]          # a file read whole is one row: the last batch is the heartbeat's
+    rows = [m["source_rows"] for m in lines]     # a line is a row: the last batch is the heartbeat's one
     return total, seconds, rows, {"answers": summary.answers, "rejects": sum(summary.rejected.values())}
 
 

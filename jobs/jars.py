@@ -1,5 +1,6 @@
 """``rsp-sidecar setup``: fetch the JVM jars into the cache (the jar knowledge is ``rdfcore.jars``):
-GraphFrames' core (optional), the Spark Kafka connector (for ``query --continuous`` over Kafka) and,
+GraphFrames' core (optional), the Spark Kafka connector (for ``query --continuous`` over Kafka), the
+project's own file source (compiled against the installed Spark) and,
 with ``--kafka-broker``, Apache Kafka's broker for local tests and demos."""
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {exc}\nContinuing without it: only --stream/--out kafka://... need it.", file=sys.stderr)
     else:
         print("Kafka connector jars cached:\n  " + "\n  ".join(str(p) for p in paths))
+    try:
+        print(f"The project's file source, built for this Spark:\n  {jars.ordered_files_jar()}")
+    except jars.JarBuildFailed as exc:
+        print(f"warning: {exc}\nContinuing without it: only stream directories (--stream IRI=DIR) need it.",
+              file=sys.stderr)
     if args.kafka_broker:
         paths = jars.resolve_kafka_broker()
         print(f"Kafka broker cached: {len(paths)} jars in {paths[0].parent}")

@@ -120,6 +120,11 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
         # PySpark's daemon without the archives each Python task re-reads (jobs/pyworker.py)
         builder = builder.config("spark.python.daemon.module", "jobs.pyworker")
     extra = jars.cached_jars()
+    if SparkContext._active_spark_context is None:
+        try:   # the project's file source (cep.continuous.sources); without it, FileSource says why
+            extra.append(str(jars.ordered_files_jar()))
+        except jars.JarBuildFailed:
+            pass
     if extra:
         listed = [j for j in present.get("spark.jars", "").split(",") if j]
         builder = builder.config("spark.jars", ",".join(listed + [j for j in extra if j not in listed]))

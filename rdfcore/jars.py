@@ -19,6 +19,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from rdfcore import resources
 from rdfcore.errors import SidecarError
 
 MAVEN_REPO = os.environ.get("RSP_MAVEN_REPO", "https://repo1.maven.org/maven2")
@@ -281,3 +282,69 @@ def resolve_kafka_broker(*, repo: str = MAVEN_REPO) -> list[Path]:
     """Apache Kafka's broker with its whole classpath (for tests and the demo of ``--continuous``
     over Kafka), in its own directory under the cache."""
     return ivy_resolve(KAFKA_BROKER, cache_dir() / BROKER_DIR, skip_spark_provided=False, repo=repo)
+
+
+# --- The project's own JVM classes: Java sources compiled against the running Spark ---------------
+
+#: where compiled jars live, apart from the fetched ones (``cached_jars`` does not list them: each
+#: build is for one Spark version and one source text)
+BUILT_DIR = "built"
+
+
+class JarBuildFailed(SidecarError, RuntimeError):
+    """A Java source of the project's could not be compiled."""
+
+
+def java_tool(name: str) -> str:
+    """A JDK tool (``javac``): $JAVA_HOME's, else the one on PATH."""
+    return str(Path(os.environ["JAVA_HOME"]) / "bin" / name) if os.environ.get("JAVA_HOME") else name
+
+
+def built_jar(source: Path) -> Path:
+    """``source`` (one ``.java`` file) compiled against the installed PySpark's jars, as a jar
+    cached under ``cache_dir()/built``, named for the source's hash and the Spark version: a new
+    source text or another Spark builds again; a second call finds the jar. Raises
+    :class:`JarBuildFailed` naming what is missing (no JDK's ``javac``) or what javac said."""
+    import hashlib
+    import subprocess
+    import tempfile
+    import zipfile
+
+    import pyspark
+
+    text = source.read_bytes()
+    digest = hashlib.sha256(text + pyspark.__version__.encode()).hexdigest()[:16]
+    target = cache_dir() / BUILT_DIR / f"{source.stem}-{pyspark.__version__}-{digest}.jar"
+    if target.is_file():
+        return target
+    javac = java_tool("javac")
+    if shutil.which(javac) is None:
+        raise JarBuildFailed(f"cannot build {source.name}: no javac ({javac}); install a JDK 17 or set JAVA_HOME to one")
+    with tempfile.TemporaryDirectory(prefix="rsp-javac-") as scratch:
+        classes = Path(scratch) / "classes"
+        done = subprocess.run([javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-cp",
+                               str(spark_jars_dir() / "*"), "-d", str(classes), str(source)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise JarBuildFailed(f"cannot build {source.name} against PySpark {pyspark.__version__}'s jars: "
+                                 f"javac said:\n{done.stderr.strip() or done.stdout.strip()}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
+            jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: rsp-sidecar\n\n")
+            for path in sorted(classes.rglob("*.class")):
+                jar.write(path, path.relative_to(classes).as_posix())
+        os.replace(partial, target)
+    return target
+
+
+#: the project's streaming file source, a resource of ``cep.continuous`` (``cep.continuous.sources.FileSource``)
+ORDERED_FILES_SOURCE = ("cep.continuous", "OrderedFiles.java")
+#: the source's format name, and where it logs the order it gave the files (under its checkpoint directory)
+ORDERED_FILES = "rspsidecar.OrderedFiles"
+ORDERED_LOG = "ordered"
+
+
+def ordered_files_jar() -> Path:
+    """The jar of the ordered file source, built for the installed Spark."""
+    return built_jar(resources.path(*ORDERED_FILES_SOURCE))

@@ -2,17 +2,19 @@
 
 * :func:`batch_files` — the files a file source read in a batch, from Spark's own checkpoint, so
   the driver reads them itself (no Spark job);
-* :func:`numbered_lines` — otherwise, the batch's lines through Spark, numbered as
-  ``cep.continuous.runner`` numbers them (a Kafka offset is the line);
+* :func:`numbered_lines` — otherwise, the batch's lines through Spark, as the sources number them
+  (a file's line, a Kafka offset);
 * :func:`parse_slow` — lines the driver-side parsers leave alone, parsed (or rejected, with the
   reason) by Spark's parser, the one definition of the formats.
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from rdfcore.errors import SidecarError
+from rdfcore.jars import ORDERED_LOG
 from rdfcore.locations import local_path, location
 from rdfcore.schema import FILE, LINE, O, P, RAW, REASON, S
 
@@ -21,42 +23,26 @@ __all__ = ["batch_files", "numbered_lines", "parse_slow", "run_batches"]
 
 def batch_files(spark_checkpoint: str | Path, batch_id: int, source: int = 0) -> list[Path] | None:
     """The files file source ``source`` read in ``batch_id``, from Spark's checkpoint: the batch's
-    offsets (``offsets/<id>``, ``offsets/<id-1>``: the source's log offsets) and the source's file
-    log (``sources/<n>/<k>`` or the compacted ``<k>.compact``). None whenever that record is not
-    there or not in the form Spark 3-4 write it, or names a file that is not local: the caller
-    then reads the batch through Spark. The checkpoint itself may be on a Hadoop filesystem."""
+    offsets (``offsets/<id>``, ``offsets/<id-1>``: counts of files in the source's order) and the
+    order the source logged (``sources/<n>/ordered``, as ``cep/continuous/OrderedFiles.java``
+    writes it). None whenever that record is not there or not in that form, or names a file that
+    is not local: the caller then reads the batch through Spark. The checkpoint itself may be on a
+    Hadoop filesystem."""
     root = location(spark_checkpoint, "the checkpoint")
     try:
         end = _log_offset(root / "offsets" / str(batch_id), source)
-        start = _log_offset(root / "offsets" / str(batch_id - 1), source) if batch_id > 0 else -1
+        start = _log_offset(root / "offsets" / str(batch_id - 1), source) if batch_id > 0 else 0
         if end is None:
             return None
-        start = -1 if start is None else start
-        wanted = set(range(start + 1, end + 1))
-        found: dict[int, list[str]] = {}
-        log = root / "sources" / str(source)
-        for k in sorted(wanted):
-            if k in found:
-                continue
-            plain = log / str(k)
-            if plain.exists():
-                found[k] = [e["path"] for e in _log_entries(plain)]
-                continue
-            compact = min((p for p in log.glob("*.compact") if p.name.split(".")[0].isdigit()
-                           and int(p.name.split(".")[0]) >= k), key=lambda p: int(p.name.split(".")[0]), default=None)
-            if compact is None:
-                return None
-            for entry in _log_entries(compact):
-                if entry["batchId"] in wanted:
-                    found.setdefault(entry["batchId"], []).append(entry["path"])
-            if k not in found:
-                return None
+        start = 0 if start is None else start
+        files = ordered_entries(root / "sources" / str(source) / ORDERED_LOG, end)
+        if files is None:
+            return None
         paths = []
-        for k in sorted(wanted):
-            for url in found.get(k, []):
-                if not url.startswith("file:"):
-                    return None
-                paths.append(local_path(url, "a stream file"))
+        for url in files[start:end]:
+            if not url.startswith("file:"):
+                return None
+            paths.append(local_path(url, "a stream file"))
         return paths
     except (OSError, ValueError, KeyError, TypeError, SidecarError):
         return None
@@ -71,34 +57,42 @@ def _log_offset(path, source: int) -> int | None:
     text = lines[2 + source]
     if text == "-":
         return None
-    return int(json.loads(text)["logOffset"])
+    return int(json.loads(text)["files"])
 
 
-def _log_entries(path) -> list[dict]:
+_SEGMENT = re.compile(r"(\d{20})(?:-(\d{20}))?\.files")
+
+
+def ordered_entries(log, upto: int) -> list[str] | None:
+    """The first ``upto`` files (their URIs) in the order the ordered file source logged in
+    directory ``log``: the last merged segment (``0…-END.files``), then the segments that follow
+    it, each starting where the one before ended (``START.files``). None when the log holds fewer."""
+    single, merged = {}, {}
+    for path in log.iterdir():
+        m = _SEGMENT.fullmatch(path.name)
+        if m and m.group(2) is None:
+            single[int(m.group(1))] = path
+        elif m and int(m.group(1)) == 0:
+            merged[int(m.group(2))] = path
+    files: list[str] = []
+    if merged:
+        files += _segment(merged[max(merged)])
+    while len(files) < upto and len(files) in single:
+        files += _segment(single[len(files)])
+    return files if len(files) >= upto else None
+
+
+def _segment(path) -> list[str]:
     lines = path.read_text(encoding="utf-8").splitlines()
     if not lines or lines[0] != "v1":
-        raise ValueError(f"unexpected file source log {path}")
-    return [json.loads(line) for line in lines[1:] if line.strip()]
-
+        raise ValueError(f"unexpected file order log {path}")
+    return [line.split("\t", 2)[2] for line in lines[1:] if line]
 
 
 def numbered_lines(lines, sources):
-    """The batch's lines as (FILE, LINE, RAW, _source): a Kafka offset is its line, file lines are
-    numbered from their blocks (``rdfcore.loading.with_line_numbers``)."""
-    from pyspark.sql import functions as F
-
-    from rdfcore.sparkutil import union_all
-    from cep.continuous.sources import KafkaSource
-    from rdfcore.loading import with_line_numbers
-
-    kinds = {isinstance(s, KafkaSource) for s in sources}
-    parts = []
-    if True in kinds:
-        parts.append(lines.filter(F.col(LINE).isNotNull()).select(FILE, LINE, RAW, "_source"))
-    if False in kinds:
-        rows = lines.filter(F.col(LINE).isNull()).drop(LINE).withColumn("_row", F.monotonically_increasing_id())
-        parts.append(with_line_numbers(rows, rows).select(FILE, LINE, RAW, "_source"))
-    return union_all(parts)
+    """The batch's lines as (FILE, LINE, RAW, _source): every source numbers its lines (a file's
+    per file, from 1; a Kafka message's line is its offset)."""
+    return lines.select(FILE, LINE, RAW, "_source")
 
 
 def parse_slow(spark, slow: list, prefixes: dict, time_unit: str) -> tuple[list, list]:
@@ -124,7 +118,7 @@ def parse_slow(spark, slow: list, prefixes: dict, time_unit: str) -> tuple[list,
 
 def run_batches(spark, sources, on_batch, checkpoint: Path, trigger: str, timeout: float | None, failure) -> None:
     """Run ``on_batch(lines, batch_id)`` on every micro-batch of ``sources`` (their lines as
-    ``(raw, file, line, _block, _source)``), with the trigger, checkpoint and error handling of
+    ``(raw, file, line, _source)``), with the trigger, checkpoint and error handling of
     ``cep.continuous.runner.run_micro_batches``."""
     from pyspark.sql import functions as F
 
@@ -135,10 +129,5 @@ def run_batches(spark, sources, on_batch, checkpoint: Path, trigger: str, timeou
     check_sources(sources)
     frames = []
     for i, source in enumerate(sources):
-        frame = source.lines(spark).withColumn("_source", F.lit(i))
-        if LINE not in frame.columns:
-            frame = frame.withColumn(LINE, F.lit(None).cast("long"))
-        if "_block" not in frame.columns:
-            frame = frame.withColumn("_block", F.lit(None).cast("long"))
-        frames.append(frame.select(RAW, FILE, LINE, "_block", "_source"))
+        frames.append(source.lines(spark).withColumn("_source", F.lit(i)).select(RAW, FILE, LINE, "_source"))
     run_micro_batches(union_all(frames), on_batch, checkpoint, trigger, timeout, failure)

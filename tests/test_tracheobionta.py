@@ -408,9 +408,9 @@ def test_restart_continues_exactly_once_and_a_refreshed_closure_is_picked_up(spa
     assert versions == {"v000001", "v000002"}
 
 
-def test_many_batches_read_their_files_from_the_compacted_source_log(spark, taxa, closure, tmp_path):
-    """Spark compacts its file-source log every 10 batches; the driver path still finds each
-    batch's files there (no batch falls back to collecting through Spark)."""
+def test_many_batches_read_their_files_from_the_source_log(spark, taxa, closure, tmp_path):
+    """The driver path finds each batch's files in the order the file source logged
+    (``scenarios.batches.batch_files``): no batch falls back to collecting through Spark."""
     from cep.continuous.sinks import DirectorySink
     from cep.continuous.sources import FileSource
     from scenarios.membership import run
@@ -421,7 +421,7 @@ def test_many_batches_read_their_files_from_the_compacted_source_log(spark, taxa
     summary = run(spark, [FileSource("<urn:p>", str(stream), max_files_per_trigger=1)], store=closure,
                   target=TRACHEOBIONTA, sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt")
     assert summary.batches == 11 and summary.driver_batches == 11
-    assert any(p.name.endswith(".compact") for p in (tmp_path / "ckpt" / "spark" / "sources" / "0").iterdir())
+    assert any(p.name.endswith(".files") for p in (tmp_path / "ckpt" / "spark" / "sources" / "0" / "ordered").iterdir())
     want, _ = oracle(spark, sorted(f.resolve() for f in stream.glob("*.nt")), below(taxa))
     assert sorted(got(tmp_path / "out")) == sorted(want)
 

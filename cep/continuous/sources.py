@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from cep.continuous.state import STREAM
 from cep.continuous.plan import ContinuousError
 from rdfcore.fs import spark_path
-from rdfcore.jars import JarUnavailable, KAFKA_CONNECTOR, cache_dir
+from rdfcore.jars import JarBuildFailed, JarUnavailable, KAFKA_CONNECTOR, ORDERED_FILES, cache_dir, ordered_files_jar
 from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, RAW
 
@@ -20,31 +20,79 @@ from rdfcore.schema import FILE, LINE, RAW
 SOURCE = "_source"
 
 
+
+
 @dataclass(frozen=True)
 class FileSource:
     """The files of stream ``stream`` (an IRI term) as they appear in ``directory``: each new file is
     read whole in one micro-batch (JSON Lines or timestamped N-Triples, by extension; ``fmt``
-    forces one)."""
+    forces one). Files are read in a deterministic order: by modification time, ties by their path
+    under the directory; a file first seen after others is read after them whatever its time
+    (``cep/continuous/OrderedFiles.java``; docs/continuous.md, "The order of a directory's
+    files"). Lines come numbered (1-based, per file); invalid UTF-8 sequences arrive as U+FFFD and
+    are rejected by the parsers."""
 
     stream: str
     directory: str
     fmt: str | None = None
     max_files_per_trigger: int | None = None
 
-    #: lines carry a file block and are numbered per batch (``rdfcore.loading.with_line_numbers``)
-    numbered = False
+    #: lines come numbered per file by the source itself
+    numbered = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "directory", str(location(self.directory, f"stream {self.stream}")))
 
     def lines(self, spark: SparkSession) -> DataFrame:
-        reader = spark.readStream.format("text")
+        """(RAW, FILE, LINE, STREAM): the lines of each new file, in the source's order."""
+        reader = spark.readStream.format(ORDERED_FILES)
         if self.max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", str(self.max_files_per_trigger))
-        file_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
-        return reader.load(spark_path(self.directory)).select(
-            F.col("value").alias(RAW), file_path.alias(FILE),
-            F.col("_metadata.file_block_start").alias("_block"), F.lit(self.stream).alias(STREAM))
+        try:
+            frame = reader.load(spark_path(self.directory))
+        except Exception as exc:  # noqa: BLE001 - Spark raises its own AnalysisException type
+            if not _add_ordered_jar(spark, exc):
+                raise ordered_missing(exc) from None
+            try:
+                frame = reader.load(spark_path(self.directory))
+            except Exception as again:  # noqa: BLE001
+                raise ordered_missing(again) from None
+        return frame.select(F.col("value").alias(RAW), F.col("file").alias(FILE), F.col("line").alias(LINE),
+                            F.lit(self.stream).alias(STREAM))
+
+
+def _add_ordered_jar(spark: SparkSession, exc: BaseException) -> bool:
+    """When the session lacks the ordered file source (a JVM started before the project could put
+    the jar on its classpath: spark-submit's driver, a session built elsewhere), add the jar to
+    the session (``ADD JAR``: the driver's session class loader and the executors) if it can be
+    built; True when it was added."""
+    if not _source_missing(exc):
+        return False
+    try:
+        jar = ordered_files_jar()
+    except JarBuildFailed:
+        return False
+    spark.sql(f"ADD JAR '{jar}'")
+    return True
+
+
+def _source_missing(exc: BaseException) -> bool:
+    text = str(exc)
+    return ORDERED_FILES in text and ("DATA_SOURCE_NOT_FOUND" in text or "Failed to find" in text
+                                      or "ClassNotFound" in text)
+
+
+def ordered_missing(exc: BaseException) -> BaseException:
+    """Spark's "data source not found" for the ordered file source as a clear error; anything else as is."""
+    if _source_missing(exc):
+        try:
+            jar = f"the jar {ordered_files_jar()}"
+        except JarBuildFailed as failed:
+            jar = f"its jar (which cannot be built here: {failed})"
+        return ContinuousError(
+            f"the project's file source {ORDERED_FILES} is not on this Spark session's classpath: build the "
+            f"session with jobs.spark.build_session (it adds the jar), or pass {jar} to --jars / spark.jars")
+    return exc
 
 
 @dataclass(frozen=True)

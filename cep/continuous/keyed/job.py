@@ -3,8 +3,8 @@
 
 The same sources, sinks, rejects, checkpoint and metrics as the per-batch runner, as one
 Structured Streaming query under the checkpoint (``CHECKPOINT/keyed``): each source's lines,
-numbered in the stream itself (a file is read whole, ``wholetext``, and split at ``\\n``,
-``\\r\\n`` or ``\\r``, as Spark's line reader splits; a Kafka message's line is its offset),
+numbered by the source (a file's lines by the project's ordered file source, in the order of
+``cep.continuous.sources.FileSource``; a Kafka message's line is its offset),
 parsed by the project's parser (``cep.io.streams.parse_lines_once``: the same items, ids, terms
 and rejects as every other path), into the operator (``cep.continuous.keyed.operator``). Each
 micro-batch's answers go to the sink under the batch's label (a replayed batch replaces its file:
@@ -42,7 +42,7 @@ asks for another engine or other such options is refused before any Spark work
 (``cep.continuous.record``).
 
 Each micro-batch appends a metrics line to ``CHECKPOINT/metrics.jsonl`` (and ``metrics``) from
-Spark's own ``StreamingQueryProgress``: the rows the sources gave (a file read whole is one row;
+Spark's own ``StreamingQueryProgress``: the rows the sources gave (a line of a file is one row;
 a Kafka message one), the operator's state rows and memory, the watermark and the largest event
 time (in ticks), the batch's duration.
 """
@@ -76,7 +76,7 @@ from rdfcore.fs import spark_path
 from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, RAW
 
-__all__ = ["run_keyed", "numbered_lines", "write_heartbeat", "checkpoint_buckets", "HEARTBEATS"]
+__all__ = ["run_keyed", "write_heartbeat", "checkpoint_buckets", "HEARTBEATS"]
 
 #: the operator's heartbeat source, under the checkpoint
 HEARTBEATS = "heartbeats"
@@ -95,24 +95,6 @@ def checkpoint_buckets(checkpoint: Path, asked: int | None, parallelism: int) ->
     if found is not None and found.get("buckets") is not None:
         return found["buckets"], False
     return (asked if asked is not None else max(1, 2 * parallelism)), True
-
-
-def numbered_lines(spark: SparkSession, source: FileSource) -> DataFrame:
-    """The lines of each new file of ``source`` as ``(file, line, raw)``, 1-based, numbered in the
-    stream (module doc): no empty line after a final terminator, as ``rdfcore.sources.split_lines``."""
-    reader = spark.readStream.format("text").option("wholetext", "true")
-    if source.max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", str(source.max_files_per_trigger))
-    path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
-    files = reader.load(spark_path(source.directory)).select(F.col("value"), path.alias(FILE))
-    parts = F.split(F.col("value"), "\r\n|\n|\r")
-    # the line count beside the lines, computed before the explode: a column the explode's output
-    # needs is copied into every line's row, and the file's text or its array of lines is
-    # megabytes (a 100,000-line file ran a 1 GB heap out of memory)
-    split = files.select(FILE, parts.alias("_parts")).select(FILE, "_parts", F.size("_parts").alias("_n"))
-    lines = split.select(FILE, "_n", F.posexplode("_parts").alias("_pos", RAW))
-    last_empty = (F.col("_pos") == F.col("_n") - 1) & (F.col(RAW) == "")
-    return lines.filter(~last_empty).select(FILE, (F.col("_pos") + 1).cast("long").alias(LINE), RAW)
 
 
 def write_heartbeat(checkpoint: str | Path, t: int) -> Path:
@@ -331,7 +313,7 @@ def _committed_watermark(query_checkpoint: Path) -> int | None:
 
 
 def _lines(spark: SparkSession, source: FileSource | KafkaSource) -> DataFrame:
-    return numbered_lines(spark, source) if isinstance(source, FileSource) else source.lines(spark).select(FILE, LINE, RAW)
+    return source.lines(spark).select(FILE, LINE, RAW)
 
 
 def run_keyed(spark: SparkSession, query, sources: Sequence[FileSource | KafkaSource], *, sink,
