@@ -55,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cep.io.lineparse import bnode_scope, parse_jsonl
+from cep.io.linescan import with_valid_utf8
 from cep.continuous.sinks import write_json_lines, write_jsonl
 from cep.continuous.record import MEMBERSHIP, claim, streams_record
 from cep.continuous.sources import FileSource, KafkaSource
@@ -392,7 +393,8 @@ class _Service:
             return 0
         for (file, source), group in _groups(table):
             kind = self._format(file, self.sources[source].fmt)
-            texts, numbers = group.column(RAW).combine_chunks(), group.column(LINE).combine_chunks()
+            # Kafka's bytes as they are: a message of invalid UTF-8 as U+FFFD, rejected by the parser
+            texts, numbers = with_valid_utf8(group.column(RAW)), group.column(LINE).combine_chunks()
             if kind == TSNT:
                 part, slow_lines = _classify(texts, numbers, file, bnode_scope(file), classes, processed_at)
                 answers.add(part)

@@ -296,31 +296,52 @@ def test_late_items_are_rejected_with_reason_and_counted(spark, tmp_path):
     assert {r["v"] for r in got} == {SUBJECTS[0], SUBJECTS[2]}
 
 
-def test_running_example_continuously(spark, tmp_path):
+@pytest.mark.parametrize("shape, engine", [("files", "auto"), ("bytes", "auto"), ("bytes", "spark"),
+                                           ("bytes", "keyed")])
+def test_running_example_continuously(spark, tmp_path, shape, engine):
     """DESIGN.md's running example, streamed: over all instants the one answer is ?s = :m on
-    [10, 16] (t=14 gives none; t=16 gives :m)."""
+    [10, 16] (t=14 gives none; t=16 gives :m). Issue 59's malformed lines stand between its events
+    (``tests/running_example.py``: invalid UTF-8, NUL, broken JSON, bad timestamps, a 5 MB line...),
+    each rejected with its file, line and reason while the run goes on: from files (one event and
+    its share of the malformed lines a file, four micro-batches), and as a Kafka topic hands lines
+    over (a Spark string of the bytes as they are, invalid UTF-8 included) to the driver-side
+    engine, to Spark's and to the keyed operator."""
     from cep.continuous.job import run
     from cep.continuous.sinks import DirectorySink
     from cep.continuous.sources import FileSource
     from cep.continuous.static import StaticFiles
+    from tests.running_example import MALFORMED_LINES, raw_bytes_source, with_malformed_lines
 
-    stream_dir = tmp_path / "stream"
-    stream_dir.mkdir()
+    stream = "<http://example.org/publicTransport>"
     lines = (REPO / "ontologies" / "vienna_example_stream.jsonl").read_text().splitlines()
-    for i, line in enumerate(lines):  # one event per file: four micro-batches
-        path = stream_dir / f"e{i}.jsonl"
-        path.write_text(line + "\n")
-        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+    expected = {}
+    if shape == "files":
+        stream_dir = tmp_path / "stream"
+        stream_dir.mkdir()
+        for i, line in enumerate(lines):  # one event per file: four micro-batches
+            data, reasons = with_malformed_lines([line], MALFORMED_LINES[i::len(lines)])
+            path = stream_dir / f"e{i}.jsonl"
+            path.write_bytes(data)
+            os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+            expected.update({(path.name, n): why for n, why in reasons.items()})
+        source = FileSource(stream, str(stream_dir), max_files_per_trigger=1)
+    else:
+        data, reasons = with_malformed_lines(lines)
+        source = raw_bytes_source(stream, tmp_path / "topic", data)
+        expected = {("kafka:raw/0", n): why for n, why in reasons.items()}
     query = (REPO / "ontologies" / "vienna_example_query.rq").read_text()
-    summary = run(spark, query, [FileSource("<http://example.org/publicTransport>", str(stream_dir),
-                                            max_files_per_trigger=1)],
-                  static=StaticFiles({None: [REPO / "ontologies" / "vienna_example.ttl"]}),
+    summary = run(spark, query, [source], static=StaticFiles({None: [REPO / "ontologies" / "vienna_example.ttl"]}),
                   sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt", time_unit="m",
-                  metrics=open(os.devnull, "w"))
+                  rejects=tmp_path / "rejects", metrics=open(os.devnull, "w"), engine=engine)
     rows = [json.loads(line) for f in sorted((tmp_path / "out").glob("*.jsonl")) for line in f.read_text().splitlines()]
     assert [(r["s"], r["_start"], r["_end"], r["_at"]) for r in rows] == [("<http://example.org/vienna#m>", 10, 16, 16)]
     assert rows[0]["_version"].startswith("files:")
     assert summary.answers == 1
+    rejects = {(Path(r["file"]).name if shape == "files" else r["file"], r["line"]): r["reason"]
+               for f in (tmp_path / "rejects").glob("*.jsonl") for r in map(json.loads, f.read_text().splitlines())}
+    assert sorted(rejects) == sorted(expected)
+    assert all(rejects[k].startswith(why) for k, why in expected.items()), rejects
+    assert summary.rejected == {"bad input": len(MALFORMED_LINES)}
 
 
 class ClosureSwap:

@@ -238,3 +238,38 @@ def test_timestamped_ntriples_lines_parse_in_python_as_the_scanner_reads_them():
             assert strict[i] and got == [(item_id(file, number), plain.terms["s"][k].as_py(), plain.terms["p"][k].as_py(),
                                           plain.terms["o"][k].as_py(), int(plain.t1[k]), int(plain.t2[k]))], raw
     assert counts[J.BLANK] > 50 and counts[J.PLAIN] > 500 and counts[J.SLOW] > 1000, counts
+
+
+def _bad_bytes(line: str, rng: random.Random) -> bytes:
+    """``line`` with a byte sequence that is not UTF-8 put at a random place (inside a term, most
+    of the time: the scanners' terms are where bytes above 0x7F may stand)."""
+    data = line.encode("utf-8")
+    at = rng.randrange(len(data) + 1)
+    bad = rng.choice([b"\xff", b"\xfe\xff", b"\xc3", b"\x80", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+                      b"\xf0\x9f\x98"])
+    return data[:at] + bad + data[at:]
+
+
+def test_lines_of_invalid_utf8_are_never_plain_and_read_as_with_u_fffd():
+    """Bytes that are not UTF-8 in a line (a Kafka message's bytes reach the scanners as they
+    are): both compiled scanners give such a line the kind they give it with U+FFFD for its bad
+    bytes, never plain (no parser takes a line holding U+FFFD); ``with_valid_utf8`` gives that
+    line, and the valid lines themselves (the same array when every line is valid)."""
+    from cep.io import tsntscan
+
+    rng = random.Random(59)
+    for lines in (TRICKY + _lines(rng, 2000), [_nt_line(rng) for _ in range(2000)]):
+        raw = [_bad_bytes(x, rng) if rng.random() < 0.5 else x.encode("utf-8") for x in lines]
+        bytes_as_they_are = pa.array(raw, pa.binary()).view(pa.string())
+        replaced = pa.array([x.decode("utf-8", errors="replace") for x in raw], pa.string())
+        valid = J.with_valid_utf8(bytes_as_they_are)
+        assert valid.to_pylist() == replaced.to_pylist()
+        assert J.with_valid_utf8(replaced) is replaced
+        bad = np.array([x != x.decode("utf-8", errors="replace").encode("utf-8") for x in raw])
+        files = pa.array(["/d/a.jsonl"] * len(raw))
+        for scan in (lambda a: J.scan(a, files, PREFIXES, {})[0], lambda a: J.scan_tsnt(a, files, {})[0],
+                     lambda a: tsntscan.scan(a, tsntscan.TermSet(pa.array(["<http://x/p>"])),
+                                             tsntscan.TermSet(pa.array(["<http://x/o>"])))[0]):
+            kind = scan(bytes_as_they_are)
+            assert (kind == scan(replaced)).all()
+            assert bad.sum() > 500 and not (kind[bad] == J.PLAIN).any()

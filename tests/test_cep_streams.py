@@ -172,6 +172,28 @@ def test_jsonl_every_reject_with_its_line(jsonl):
         assert got["file"].endswith("events.jsonl")
 
 
+@pytest.mark.parametrize("plain", [False, True])
+def test_malformed_lines_are_rejected_with_their_line_and_reason(spark, tmp_path, plain):
+    """Issue 59's lines (``tests/running_example.py``) between the running example's events,
+    read by Spark's expressions and with the Python parser first (``plain``: a line that is not
+    UTF-8 is left to the expressions, Arrow cannot hand it to pandas): every malformed line a
+    reject with its line, reason and text (bad bytes as U+FFFD), every event an item."""
+    from tests.running_example import with_malformed_lines
+
+    events = (Path(__file__).resolve().parent.parent / "ontologies" / "vienna_example_stream.jsonl").read_text()
+    data, reasons = with_malformed_lines(events.splitlines())
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data)
+    stream = read_stream(spark, path, prefixes={"": "http://example.org/vienna#"}, time_unit="m", plain=plain)
+    rejects = {r[LINE]: r for r in stream.rejects.collect()}
+    assert sorted(rejects) == sorted(reasons)
+    lines = data.split(b"\n")
+    for line, reason in reasons.items():
+        assert rejects[line][REASON].startswith(reason), (line, rejects[line][REASON])
+        assert rejects[line]["raw"] == lines[line - 1].decode("utf-8", errors="replace")
+    assert sorted(r[T_START] for r in stream.terms.collect()) == [10, 12, 14, 16]
+
+
 def test_ids_are_the_dictionary_hashes(tsnt):
     stream = tsnt["stream"]
     assert list(stream.triples.columns) == list(STREAM_COLUMNS)

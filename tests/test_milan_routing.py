@@ -210,30 +210,37 @@ def test_routes_searched_on_spark_are_the_same(spark, tmp_path):
 
 
 def test_bad_late_and_unknown_events_are_rejected_with_reasons(spark, tmp_path):
+    """With issue 59's malformed lines between the events (``tests/running_example.py``: invalid
+    UTF-8, NUL, broken JSON, bad timestamps, a 5 MB line...), each rejected with its line and reason."""
     from cep.continuous.sinks import DirectorySink
     from cep.continuous.sources import FileSource
     from scenarios.milan_routing import run
+    from tests.running_example import with_malformed_lines
 
     net = small_network(random.Random(4))
     iri = sorted(st.iri for st in net.stops.values())
     plans = Plans({agent_iri("a0"): (iri[0], [iri[1]])})
     stream = tmp_path / "in"
     stream.mkdir()
-    (stream / "a.jsonl").write_text("\n".join([
+    data, malformed = with_malformed_lines([
         json.dumps({"s": agent_iri("a0"), "p": REQUESTS, "o": f"<{M}next>", "t": 10}),
         json.dumps({"s": agent_iri("ghost"), "p": REQUESTS, "o": f"<{M}next>", "t": 11}),
         json.dumps({"s": f"<{M}conn/nope>", "p": TRAFFIC, "o": CLOSED, "t": 12}),
         json.dumps({"s": agent_iri("a0"), "p": f"<{M}dances>", "o": iri[2], "t": 13}),
         "not json",
-    ]) + "\n", encoding="utf-8")
+    ])
+    (stream / "a.jsonl").write_bytes(data)
     kw = dict(network=net, plans=plans, sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt",
               rejects=tmp_path / "rej")
     run(spark, [FileSource("<urn:m>", str(stream), max_files_per_trigger=1)], **kw)
     (stream / "b.jsonl").write_text(json.dumps({"s": agent_iri("a0"), "p": REQUESTS, "o": f"<{M}next>", "t": 5}) + "\n")
     os.utime(stream / "b.jsonl", (2_000_000_000, 2_000_000_000))
     summary = run(spark, [FileSource("<urn:m>", str(stream), max_files_per_trigger=1)], **kw)
-    reasons = sorted(r["reason"].split(" ")[0] + " " + r["reason"].split(" ")[1]
-                     for p in (tmp_path / "rej").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines()))
+    rows = [r for p in (tmp_path / "rej").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines())]
+    bad = {r["line"]: r["reason"] for r in rows if r["file"].endswith("a.jsonl") and r["line"] in malformed}
+    assert sorted(bad) == sorted(malformed) and all(bad[n].startswith(why) for n, why in malformed.items()), bad
+    reasons = sorted(r["reason"].split(" ")[0] + " " + r["reason"].split(" ")[1] for r in rows
+                     if not (r["file"].endswith("a.jsonl") and r["line"] in malformed))
     assert reasons == ["bad JSON:", "late: event", "unknown agent", "unknown connection", "unknown predicate"]
     assert summary.rejected == 1 and len(outputs(tmp_path / "out")) == 1
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from jobs import query as job
-from tests.running_example import EXAMPLE_6, VIENNA
+from tests.running_example import EXAMPLE_6, VIENNA, with_malformed_lines
 
 REPO = Path(__file__).resolve().parent.parent
 XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
@@ -43,6 +43,10 @@ STREAM_JSONL = "\n".join([
     '{"s": ":a1", "p": ":delayAt", "o": ":m"}',
     '{"s": ":a1", "p": ":delayAt", "o": ":m", "t": 16}',
 ]) + "\n"
+# The JSON Lines file: those lines with issue 59's malformed lines between them (invalid UTF-8, NUL,
+# broken JSON, bad timestamps, a 5 MB line, ...: tests/running_example.py), each a reject.
+STREAM_BYTES, MALFORMED = with_malformed_lines(STREAM_JSONL.splitlines())
+NO_T = STREAM_BYTES.split(b"\n").index(STREAM_JSONL.splitlines()[3].encode()) + 1     # the line without "t"
 STREAM_TSNT = "".join(f'<{VIENNA}{v}> <{VIENNA}delayAt> <{VIENNA}{s}> "{t}" .\n'
                       for v, s, t in (("a1", "m", 10), ("d1", "h", 12), ("d1", "h", 14), ("a1", "m", 16)))
 
@@ -51,9 +55,20 @@ STREAM_TSNT = "".join(f'<{VIENNA}{v}> <{VIENNA}delayAt> <{VIENNA}{s}> "{t}" .\n'
 def files(tmp_path):
     (tmp_path / "q.rq").write_text(EXAMPLE_6, encoding="utf-8")
     (tmp_path / "map.ttl").write_text(BACKGROUND_RDFS, encoding="utf-8")
-    (tmp_path / "s.jsonl").write_text(STREAM_JSONL, encoding="utf-8")
+    (tmp_path / "s.jsonl").write_bytes(STREAM_BYTES)
     (tmp_path / "s.nt").write_text(STREAM_TSNT, encoding="utf-8")
     return tmp_path
+
+
+def _check_rejects(rows: list[dict]) -> None:
+    """The rejects of s.jsonl: the line without "t" and every malformed line, each with the file,
+    its line and its reason."""
+    got = {r["line"]: r for r in rows}
+    assert len(got) == len(rows) and sorted(got) == sorted([NO_T, *MALFORMED])
+    assert "missing or null key 't'" in got[NO_T]["reason"] and got[NO_T]["raw"] == STREAM_JSONL.splitlines()[3]
+    for line, reason in MALFORMED.items():
+        assert got[line]["reason"].startswith(reason), (line, got[line]["reason"])
+    assert all(r["file"].endswith("s.jsonl") for r in rows)
 
 
 def _run(capsys, argv):
@@ -74,7 +89,7 @@ def test_example_6_at_14_has_no_answer(spark, files, capsys):
 
 def test_example_6_at_16_exactly_m_from_10_to_16(spark, files, capsys):
     """t=16: exactly ?s = :m, interval [10, 16]; :a1 is a :subway only by RDFS entailment here,
-    the stream has a bad line (reported, written to --rejects, not loaded)."""
+    the stream has bad lines (reported, written to --rejects, not loaded)."""
     rejects = files / "rejects.jsonl"
     code, out, err = _run(capsys, [files / "q.rq", "--static", f"ex:transportationMap={files / 'map.ttl'}",
                                    "--stream", f"ex:publicTransport={files / 's.jsonl'}",
@@ -87,10 +102,8 @@ def test_example_6_at_16_exactly_m_from_10_to_16(spark, files, capsys):
         "_start": {"type": "literal", "datatype": XSD_INTEGER, "value": "10"},
         "_end": {"type": "literal", "datatype": XSD_INTEGER, "value": "16"},
     }]
-    assert "1 rejected line(s)" in err
-    (reject,) = [json.loads(line) for line in rejects.read_text(encoding="utf-8").splitlines()]
-    assert reject["line"] == 4 and "missing or null key 't'" in reject["reason"]
-    assert reject["file"].endswith("s.jsonl") and reject["raw"] == STREAM_JSONL.splitlines()[3]
+    assert f"{1 + len(MALFORMED)} rejected line(s)" in err
+    _check_rejects([json.loads(line) for line in rejects.read_text(encoding="utf-8").splitlines()])
 
 
 def test_parse_at():
@@ -201,7 +214,7 @@ SELECT ?_start WHERE { WINDOW :W ON :st [RANGE 5] { ?_start :p ?o } }
 
 def test_continuous_example_6_from_a_directory(spark, files, capsys):
     """--continuous over a directory of stream files, available-now: the running example's one
-    answer (?s = :m on [10, 16], reported at 16), the bad line in the rejects directory, the
+    answer (?s = :m on [10, 16], reported at 16), the bad lines in the rejects directory, the
     answers in the --out directory as JSON Lines, and the run summary on stderr."""
     stream_dir = files / "in"
     stream_dir.mkdir()
@@ -214,10 +227,9 @@ def test_continuous_example_6_from_a_directory(spark, files, capsys):
     assert code == 0, err
     rows = [json.loads(line) for f in sorted(out_dir.glob("*.jsonl")) for line in f.read_text().splitlines()]
     assert [(r["s"], r["_start"], r["_end"], r["_at"]) for r in rows] == [(f"<{VIENNA}m>", 10, 16, 16)]
-    (reject,) = [json.loads(line) for f in sorted(rejects.glob("*.jsonl")) for line in f.read_text().splitlines()]
-    assert reject["line"] == 4 and "missing or null key 't'" in reject["reason"]
+    _check_rejects([json.loads(line) for f in sorted(rejects.glob("*.jsonl")) for line in f.read_text().splitlines()])
     summary = json.loads([line for line in err.splitlines() if line.startswith('{"continuous"')][-1])["continuous"]
-    assert summary["answers"] == 1 and summary["rejected"] == {"bad input": 1}
+    assert summary["answers"] == 1 and summary["rejected"] == {"bad input": 1 + len(MALFORMED)}
     metrics = [json.loads(line) for line in (files / "ckpt" / "metrics.jsonl").read_text().splitlines()]
     assert {"input_items", "rejected", "answers", "state_items", "seconds", "watermark"} <= set(metrics[0])
 

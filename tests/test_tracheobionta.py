@@ -312,7 +312,10 @@ def got_rejects(directory: Path) -> set[tuple]:
 
 
 def tricky_files(directory: Path) -> list[Path]:
-    """Lines the bulk path leaves to Spark: blank nodes, tabs, ISO times, comments, JSON Lines."""
+    """Lines the bulk path leaves to Spark: blank nodes, tabs, ISO times, comments, JSON Lines, bad
+    bytes; and issue 59's malformed lines (``tests/running_example.py``) as a file of their own."""
+    from tests.running_example import with_malformed_lines
+
     directory.mkdir(parents=True, exist_ok=True)
     vascular, moss = class_iri("species:Abies_alba"), class_iri("division:Bryophyta")
     nt = directory / "tricky.nt"
@@ -327,6 +330,8 @@ def tricky_files(directory: Path) -> list[Path]:
         f'<{EX}\\u00e9> {RDF_TYPE} {TRACHEOBIONTA} "10" .',
         f'<{EX}f> {RDF_TYPE} "no class" "11" .',
     ]) + "\n", encoding="utf-8")
+    with nt.open("ab") as out:             # a typed plant whose IRI holds bytes that are not UTF-8
+        out.write(f"<{EX}".encode() + b"\xff\xc3> " + f'{RDF_TYPE} {TRACHEOBIONTA} "12" .\n'.encode())
     js = directory / "tricky.jsonl"
     js.write_text("\n".join([
         json.dumps({"s": "ex:g", "p": "a", "o": TRACHEOBIONTA, "t": 12}),
@@ -334,28 +339,47 @@ def tricky_files(directory: Path) -> list[Path]:
         json.dumps({"s": "ex:j", "p": "a", "o": TRACHEOBIONTA}),
         json.dumps({"s": "ex:k", "p": "a", "o": TRACHEOBIONTA, "t": "1970-01-01T00:00:02Z"}),
     ]) + "\n", encoding="utf-8")
-    return [nt, js]
+    malformed = directory / "malformed.jsonl"
+    malformed.write_bytes(with_malformed_lines([])[0])
+    return [nt, js, malformed]
 
 
-@pytest.mark.parametrize("engine", ["auto", "spark"])
+@pytest.mark.parametrize("engine", ["auto", "spark", "auto+bytes"])
 def test_answers_and_rejects_are_those_the_semantics_defines(spark, taxa, closure, tmp_path, engine):
+    """``auto+bytes``: also a topic of messages holding issue 59's malformed lines as a Kafka topic
+    hands them over (Spark strings of the bytes as they are): the batches then are collected
+    through Spark (``_collected``), and each message is a reject with its offset and reason."""
     from cep.continuous.sinks import DirectorySink
     from cep.continuous.sources import FileSource
     from scenarios.membership import run
     from scenarios.plant_stream import Mix, generate
+    from tests.running_example import MALFORMED_LINES, raw_bytes_source, with_malformed_lines
 
     stream = tmp_path / "in"
     generate(taxa, stream, 3000, files=3, seed=3, mix=Mix(bad=0.04))
     files = sorted(stream.glob("*.nt")) + tricky_files(stream)
-    summary = run(spark, [FileSource("<urn:plants>", str(stream), max_files_per_trigger=2)], store=closure,
-                  target=TRACHEOBIONTA, sink=DirectorySink(tmp_path / "out"), checkpoint=tmp_path / "ckpt",
-                  rejects=tmp_path / "rejects", prefixes={"ex": EX}, engine=engine)
+    sources = [FileSource("<urn:plants>", str(stream), max_files_per_trigger=2)]
+    if engine == "auto+bytes":
+        sources.append(raw_bytes_source("<urn:plants>", tmp_path / "topic", with_malformed_lines([])[0]))
+    summary = run(spark, sources, store=closure, target=TRACHEOBIONTA, sink=DirectorySink(tmp_path / "out"),
+                  checkpoint=tmp_path / "ckpt", rejects=tmp_path / "rejects", prefixes={"ex": EX},
+                  engine=engine.split("+")[0])
     want, want_rejects = oracle(spark, [f.resolve() for f in files], below(taxa))
+    malformed = {(str(files[-1].resolve()), n, why) for n, why in with_malformed_lines([])[1].items()}
+    if engine == "auto+bytes":
+        malformed |= {("kafka:raw/0", n, why) for n, why in with_malformed_lines([])[1].items()}
     rows = got(tmp_path / "out")
     assert len(rows) == len(set(rows)), "an answer was written twice"
     assert set(rows) == want
-    assert got_rejects(tmp_path / "rejects") == want_rejects
-    assert summary.answers == len(want) and summary.rejected == len(want_rejects) > 100
+    rejects = got_rejects(tmp_path / "rejects")
+    assert {r for r in rejects if r[0] != "kafka:raw/0"} == want_rejects
+    # each malformed line with its file, line and reason (issue 59); the bad bytes of tricky.nt too
+    by_line = {(f, n): why for f, n, why in rejects}
+    assert sorted(k for k in by_line if k[0] == "kafka:raw/0") == sorted((f, n) for f, n, _ in malformed
+                                                                          if f == "kafka:raw/0")
+    assert all(by_line[f, n].startswith(why) for f, n, why in malformed) and len(malformed) >= len(MALFORMED_LINES)
+    assert by_line[str((stream / "tricky.nt").resolve()), 10] == "invalid UTF-8 byte sequence"
+    assert summary.answers == len(want) and summary.rejected == len(rejects) > 100
     assert summary.batches == 3
     if engine == "auto":
         assert summary.driver_batches == 3 and summary.spark_batches == 0

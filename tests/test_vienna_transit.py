@@ -27,26 +27,35 @@ def _term(x: str) -> str:
 
 
 def test_the_real_network_answers_as_the_reference_does_at_every_minute(spark, shared_data, tmp_path):
-    """On the per-batch runner and on the keyed operator (``--engine keyed``). The background handed to the reference is cut to what the query can touch — the subway
+    """On the per-batch runner and on the keyed operator (``--engine keyed``), with a file of issue
+    59's malformed lines among the stream's (``tests/running_example.py``), each rejected with its
+    file, line and reason. The background handed to the reference is cut to what the query can touch — the subway
     connections (``:means :subway``) with their ``:beg``/``:end``, and the fleet's types — which
     leaves its answers unchanged and keeps it fast; the service reads the whole network."""
     from cep.engines import reference
     from cep.lowering.languages import compile_query
     from jobs.vienna_transit import main
     from scenarios import vienna_transit as vt
+    from tests.running_example import with_malformed_lines
 
     net = tmp_path / "net"
     world = vt.real_network(net, str(shared_data), vehicles=12, subways=6)
     stream = tmp_path / "in"
     minutes = 40
     vt.write_stream(stream, minutes, 8, 10, 5, world)
+    data, malformed = with_malformed_lines([])
+    (stream / "malformed.ndjson").write_bytes(data)       # JSON Lines too, left out of the reference's *.jsonl
     got = {}
     # the per-batch runner, file by file; the keyed operator (keyed by the stop), two files a batch
     for engine, files in (("auto", "1"), ("keyed", "2")):
         assert main(["--stream", str(stream), "--checkpoint", str(tmp_path / f"ck-{engine}"), "--out",
                      str(tmp_path / f"out-{engine}"), "--network-dir", str(net), "--data-dir", str(shared_data),
-                     "--vehicles", "12", "--subways", "6", "--max-per-trigger", files, "--engine", engine]) == 0
+                     "--vehicles", "12", "--subways", "6", "--max-per-trigger", files, "--engine", engine,
+                     "--rejects", str(tmp_path / f"rejects-{engine}")]) == 0
         got[engine] = answers(tmp_path / f"out-{engine}")
+        rejects = {r["line"]: r["reason"] for f in (tmp_path / f"rejects-{engine}").glob("*.jsonl")
+                   for r in map(json.loads, f.read_text().splitlines()) if r.get("file", "").endswith("malformed.ndjson")}
+        assert sorted(rejects) == sorted(malformed) and all(rejects[n].startswith(why) for n, why in malformed.items())
         assert len(got[engine]) == len(set(got[engine])), f"an answer was emitted twice ({engine})"
 
     triples = []

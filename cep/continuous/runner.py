@@ -339,7 +339,9 @@ class Runner:
         One cheap Spark job collects the raw lines (through Arrow). JSON Lines and timestamped
         N-Triples are read by the compiled scanners (``cep.io.linescan``); the JSON lines they leave
         by ``cep.io.lineparse``; every other line by Spark's parser (``cep.io.streams``; a second job,
-        only when there are such lines), which also gives the reasons of the rejects."""
+        only when there are such lines), which also gives the reasons of the rejects. A line of
+        invalid UTF-8 (bytes Spark hands over as they are: Kafka's; or U+FFFD, what a decoder put for
+        them) is rejected here with that parser's reason (``linescan.with_valid_utf8``)."""
         import numpy as np
         import pyarrow as pa
 
@@ -372,7 +374,8 @@ class Runner:
         row_formats = [formats[k] for k in zip(sources.tolist(), codes.tolist())]
         jsonl = np.array([f == JSONL for f in row_formats], np.bool_)
         tsnt = np.array([f == TSNT for f in row_formats], np.bool_)
-        texts = collected.column(RAW)
+        # a line of invalid UTF-8 (Kafka's bytes, a file's) as U+FFFD, which every parser rejects
+        texts = linescan.with_valid_utf8(collected.column(RAW))
         streams = pa.array([src.stream for src in self.sources], pa.string())
         cache: dict = {}                # term text → N-Triples term, for this batch's lines
         parts = []
@@ -399,6 +402,10 @@ class Runner:
         slow_texts = texts.take(pa.array(slow_rows, pa.int64())).to_pylist()
         for i, text in zip(slow_rows.tolist(), slow_texts):
             file, line, source = names[codes[i]], int(numbers[i]), int(sources[i])
+            if "\ufffd" in text and (jsonl[i] or (tsnt[i] and not text.lstrip(" \t").startswith("#"))):
+                # what Spark's parser says first (cep.io.streams: after a blank line or a comment)
+                rejects.append((file, line, linescan.INVALID_UTF8, text))
+                continue
             parsed = parse_jsonl(text, file, line, self.prefixes, cache) if jsonl[i] else None
             if parsed is None:
                 slow.append((file, line, text, source))

@@ -41,10 +41,11 @@ sessions built by ``jobs.spark``). ``t_start``/``t_end`` hold those ticks as lon
 ``t_end`` the item is an atomic event, ``t_end == t_start``. Numbers with a fraction or an
 exponent are rejected (choose a finer ``time_unit``).
 
-Rejects: a bad line — not a JSON object, an unknown or missing key, an unknown prefix, a
-malformed term, a bad timestamp, ``t_end`` before ``t``, a malformed N-Triples statement — is
-not loaded: it goes to ``rejects`` with the file, its 1-based line number, the reason and the raw
-text, and ``rejected`` counts it. A graph item with one bad triple is rejected whole.
+Rejects: a bad line — invalid UTF-8 (or U+FFFD, what a decoder puts for bad bytes), not a JSON
+object, an unknown or missing key, an unknown prefix, a malformed term, a bad timestamp, ``t_end``
+before ``t``, a malformed N-Triples statement — is not loaded: it goes to ``rejects`` with the
+file, its 1-based line number, the reason and the raw text (bad bytes shown as U+FFFD), and
+``rejected`` counts it. A graph item with one bad triple is rejected whole.
 
 Ids: terms are encoded as ``rdfcore.dictionary`` does (``xxhash64`` of the N-Triples form, the
 same id as in the static closure tables); literals are canonicalised (lower-case language tag,
@@ -89,7 +90,10 @@ __all__ = ["ITEM", "STREAM_COLUMNS", "Stream", "read_stream", "resolve_term", "p
 # JSON keys of an item
 _K_S, _K_P, _K_O, _K_T, _K_T_END, _K_TRIPLES = "s", "p", "o", "t", "t_end", "triples"
 _KEYS = (_K_S, _K_P, _K_O, _K_T, _K_T_END, _K_TRIPLES)
-_JSON_SCHEMA = ", ".join(f"{k} string" for k in _KEYS)  # every value as its JSON text
+# every value as its JSON text, and the line itself in _CORRUPT when Spark's JSON reader cannot
+# parse it (its keys may still be listed: json_object_keys skips over a string holding a NUL)
+_CORRUPT = "_corrupt_record"
+_JSON_SCHEMA = ", ".join(f"{k} string" for k in (*_KEYS, _CORRUPT))
 
 # Prefixed names, SPARQL 1.1 [139] PNAME_NS / [140] PNAME_LN (local part: any IRI characters).
 _PN_PREFIX = r"(?:\p{L}(?:[\p{L}\p{N}_.\-]*[\p{L}\p{N}_\-])?)?"
@@ -195,7 +199,7 @@ def parse_lines(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit:
     executors cannot import the project (no ``--py-files``).
     """
     checked = _checked(lines, prefixes, time_unit, fmt, plain)
-    rejects = checked.filter(F.col(REASON).isNotNull()).select(FILE, LINE, REASON, RAW)
+    rejects = checked.filter(F.col(REASON).isNotNull()).select(FILE, LINE, REASON, _shown(F.col(RAW)).alias(RAW))
     item = F.xxhash64(F.col(FILE), F.col(LINE)).alias(ITEM)
     terms = (checked.filter(F.col(REASON).isNull())
              .select(item, F.explode("_triples").alias("_t"), F.col("_t1").alias(T_START), F.col("_t2").alias(T_END),
@@ -216,12 +220,18 @@ def parse_lines_once(lines: DataFrame, prefixes: Mapping[str, str] | None, time_
     rows = checked.select(F.when(good, F.xxhash64(F.col(FILE), F.col(LINE))).alias(ITEM),
                           F.explode_outer(F.when(good, F.col("_triples"))).alias("_t"),
                           F.when(good, F.col("_t1")).alias(T_START), F.when(good, F.col("_t2")).alias(T_END),
-                          FILE, LINE, REASON, F.when(~good, F.col(RAW)).alias(RAW))
+                          FILE, LINE, REASON, F.when(~good, _shown(F.col(RAW))).alias(RAW))
     # an accepted line has a graph (an empty one is a reject): only a rejected line has no triple
     rows = rows.filter(F.col("_t").isNotNull() | F.col(REASON).isNotNull())
     rows = rows.select(ITEM, F.col("_t")[S].alias(S), F.col("_t")[P].alias(P), F.col("_t")[O].alias(O), T_START,
                        T_END, FILE, LINE, REASON, RAW)
     return rows
+
+
+def _shown(raw: Column) -> Column:
+    """A rejected line's text as valid UTF-8 (bad bytes as U+FFFD): whoever reads the rejects
+    through Arrow (a pandas operator, ``toArrow``) can decode it."""
+    return F.make_valid_utf8(raw)
 
 
 def _checked(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit: str, fmt: str | None,
@@ -243,9 +253,7 @@ def _checked(lines: DataFrame, prefixes: Mapping[str, str] | None, time_unit: st
             mine = _extension_in(kind)
             parsed = F.when(mine, parsers[kind]()) if parsed is None else parsed.when(mine, parsers[kind]())
         reason = (f"unknown stream format: the file's extension is none of {', '.join(sorted(EXTENSIONS))}")
-        parsed = parsed.otherwise(F.struct(F.lit(None).cast(_TRIPLES_TYPE).alias("triples"),
-                                           F.lit(None).cast("long").alias("t1"), F.lit(None).cast("long").alias("t2"),
-                                           F.lit(reason).alias("reason")))
+        parsed = parsed.otherwise(_rejected(reason))
     rows, reason = _parsed_rows(lines, parsed, _plain_lines(fmt, prefixes) if plain else None)
     return rows.select(FILE, LINE, RAW, "_triples", "_t1", "_t2", reason.alias(REASON))
 
@@ -419,8 +427,8 @@ def _jsonl(prefixes: dict[str, str], time_unit: str, scope: Column) -> Column:
         missing_spo = F.concat_ws(", ", *[F.when(~present[k], F.lit(k)) for k in (_K_S, _K_P, _K_O)])
         any_spo = present[_K_S] | present[_K_P] | present[_K_O]
         reason = (
-            F.when(invalid_utf8(raw), F.lit("invalid UTF-8 byte sequence"))
-            .when(keys.isNull() | ~raw.rlike(r"^\s*\{.*\}\s*$"),
+            F.when(keys.isNull() | ~raw.rlike(r"^\s*\{.*\}\s*$")
+                  | (j[_CORRUPT].isNotNull() & ~F.array_contains(keys, _CORRUPT)),
                   F.when(raw.rlike(r"^\s*\{"), F.lit("bad JSON: not a well-formed JSON object"))
                   .otherwise(F.lit("bad JSON: expected one JSON object {...} per line")))
             .when(F.size(unknown) > 0, F.concat(F.lit("unknown key(s) "), F.array_join(unknown, ", "),
@@ -443,7 +451,8 @@ def _jsonl(prefixes: dict[str, str], time_unit: str, scope: Column) -> Column:
         return F.struct(F.transform(z["resolved"], lambda r: r["t"]).alias("triples"), t1.alias("t1"), t2.alias("t2"),
                         reason.alias("reason"))
 
-    return F.when(F.col(RAW).rlike(_BLANK), _nothing()).otherwise(bound(bound(bound(line, parsed), terms), checked))
+    return (F.when(F.col(RAW).rlike(_BLANK), _nothing()).when(invalid_utf8(F.col(RAW)), _rejected(linescan.INVALID_UTF8))
+            .otherwise(bound(bound(bound(line, parsed), terms), checked)))
 
 
 #: an item's graph: its triples
@@ -451,6 +460,14 @@ _TRIPLES_TYPE = ArrayType(StructType([StructField(c, StringType()) for c in (S, 
 #: what the plain-line parser gives a line: whether it is plain, and then its triples and times
 _PLAIN_TYPE = StructType([StructField("plain", BooleanType()), StructField("triples", _TRIPLES_TYPE),
                           StructField("t1", LongType()), StructField("t2", LongType())])
+
+
+def _rejected(reason: str) -> Column:
+    """What a line rejected before it is parsed parses to: no triple, no times, ``reason``. A line
+    that is not UTF-8 is (its bytes give the reason, the first of every format's): no regular
+    expression of the parse runs over it, however long it is."""
+    return F.struct(F.lit(None).cast(_TRIPLES_TYPE).alias("triples"), F.lit(None).cast("long").alias("t1"),
+                    F.lit(None).cast("long").alias("t2"), F.lit(reason).alias("reason"))
 
 
 def _nothing() -> Column:
@@ -518,7 +535,10 @@ def _parsed_rows(content: DataFrame, parsed: Column, fast=None) -> tuple[DataFra
     ``reason``), and the reason. ``fast``: :func:`_plain_lines`' UDF, whose plain lines skip
     ``parsed`` (a CASE WHEN evaluates the branch it takes only)."""
     if fast is not None:
-        content = content.select("*", fast(F.col(RAW), F.col(FILE)).alias("_plain"))
+        # a line that is not UTF-8 stays with the expressions (which reject it): Arrow cannot hand
+        # its bytes to pandas as a string, and one such line failed the whole batch's task
+        valid = F.when(F.is_valid_utf8(F.col(RAW)), F.col(RAW))
+        content = content.select("*", fast(valid, F.col(FILE)).alias("_plain"))
         quick = F.col("_plain")
         parsed = F.when(quick["plain"], F.struct(quick["triples"].alias("triples"), quick["t1"].alias("t1"),
                                                  quick["t2"].alias("t2"), F.lit(None).cast("string").alias("reason"))
@@ -555,8 +575,7 @@ def _tsnt(time_unit: str, scope: Column) -> Column:
         triple = _triple_struct(scope_bnode(parts[0], scope), parts[1],
                                 bound(y["object"], lambda o: scope_bnode(o, scope)))
         reason = (
-            F.when(invalid_utf8(raw), F.lit("invalid UTF-8 byte sequence"))
-            .when(~raw.rlike(NT_OBJECT), reject_reason(raw))  # subject / predicate / object, from the loader
+            F.when(~raw.rlike(NT_OBJECT), reject_reason(raw))  # subject / predicate / object, from the loader
             .when(~raw.rlike(_BEFORE_TS + "\""),
                   at(column_after(rf"{NT_OBJECT}{NT_WS}\.?", raw), "expected a quoted timestamp \"...\" after the object"))
             .when(~raw.rlike(_UP_TO_TS), at(column_after(_BEFORE_TS, raw), "malformed timestamp literal"))
@@ -566,5 +585,6 @@ def _tsnt(time_unit: str, scope: Column) -> Column:
         return F.struct(F.when(good, F.array(triple)).alias("triples"), y["ticks"].alias("t1"),
                         y["ticks"].alias("t2"), reason.alias("reason"))
 
-    return F.when(F.col(RAW).rlike(NT_BLANK_OR_COMMENT), _nothing()).otherwise(
+    return F.when(F.col(RAW).rlike(NT_BLANK_OR_COMMENT), _nothing()).when(
+        invalid_utf8(F.col(RAW)), _rejected(linescan.INVALID_UTF8)).otherwise(
         bound(bound(bound(F.col(RAW), split), stamped), checked))

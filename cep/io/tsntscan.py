@@ -35,15 +35,16 @@ BLANK, PLAIN, SLOW = 0, 1, 2
 
 
 def _classes(end: str, bad: str, ranges=()) -> np.ndarray:
-    """A byte's class inside a term: 0 ordinary, 1 the closing byte, 2 not allowed, 3 0xEF (the
-    first byte of U+FFFD, EF BF BD, which a term may not hold: checked with the next two)."""
+    """A byte's class inside a term: 0 ordinary, 1 the closing byte, 2 not allowed, 3 above 0x7F:
+    the first of a UTF-8 sequence, checked whole (``_utf8``: a term holds valid UTF-8 and no U+FFFD,
+    which the expression excludes and which is what Spark's regular expressions see for bad bytes)."""
     out = np.zeros(256, np.uint8)
+    out[0x80:] = 3
     for c in bad:
         out[ord(c)] = 2
     for lo, hi in ranges:
         out[lo:hi + 1] = 2
     out[ord(end)] = 1
-    out[0xEF] = 3
     return out
 
 
@@ -179,6 +180,36 @@ def _strings(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array
 
 
 @jit
+def _utf8(d, p, e):
+    """The length of the UTF-8 sequence starting at ``d[p]`` (a byte above 0x7F), or 0 when it is
+    not one (a stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF, cut short)
+    or is U+FFFD."""
+    c = d[p]
+    if c < 0xC2 or c > 0xF4:
+        return 0
+    n = 2 if c < 0xE0 else (3 if c < 0xF0 else 4)
+    if p + n > e:
+        return 0
+    lo, hi = 0x80, 0xBF
+    if c == 0xE0:
+        lo = 0xA0
+    elif c == 0xED:
+        hi = 0x9F
+    elif c == 0xF0:
+        lo = 0x90
+    elif c == 0xF4:
+        hi = 0x8F
+    if d[p + 1] < lo or d[p + 1] > hi:
+        return 0
+    for k in range(2, n):
+        if d[p + k] < 0x80 or d[p + k] > 0xBF:
+            return 0
+    if c == 0xEF and d[p + 1] == 0xBF and d[p + 2] == 0xBD:
+        return 0
+    return n
+
+
+@jit
 def _until(d, p, e, classes):
     """From ``p`` (after a term's opening byte): the position after its closing byte, or -1."""
     while p < e:
@@ -187,8 +218,11 @@ def _until(d, p, e, classes):
             p += 1
         elif k == 1:
             return p + 1
-        elif k == 3 and not (p + 2 < e and d[p + 1] == 0xBF and d[p + 2] == 0xBD):
-            p += 1
+        elif k == 3:
+            n = _utf8(d, p, e)
+            if n == 0:
+                return -1
+            p += n
         else:
             return -1
     return -1
