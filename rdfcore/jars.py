@@ -300,11 +300,12 @@ def java_tool(name: str) -> str:
     return str(Path(os.environ["JAVA_HOME"]) / "bin" / name) if os.environ.get("JAVA_HOME") else name
 
 
-def built_jar(source: Path) -> Path:
-    """``source`` (one ``.java`` file) compiled against the installed PySpark's jars, as a jar
-    cached under ``cache_dir()/built``, named for the source's hash and the Spark version: a new
-    source text or another Spark builds again; a second call finds the jar. Raises
-    :class:`JarBuildFailed` naming what is missing (no JDK's ``javac``) or what javac said."""
+def built_jar(source: Path, classpath: str | None = None) -> Path:
+    """``source`` (one ``.java`` file) compiled against the installed PySpark's jars (or
+    ``classpath``: a running JVM's, where PySpark comes from a zip without its jars, as in a YARN
+    container), as a jar cached under ``cache_dir()/built``, named for the source's hash and the
+    Spark version: a new source text or another Spark builds again; a second call finds the jar.
+    Raises :class:`JarBuildFailed` naming what is missing (no JDK's ``javac``) or what javac said."""
     import hashlib
     import subprocess
     import tempfile
@@ -317,13 +318,16 @@ def built_jar(source: Path) -> Path:
     target = cache_dir() / BUILT_DIR / f"{source.stem}-{pyspark.__version__}-{digest}.jar"
     if target.is_file():
         return target
+    if classpath is None and not spark_jars_dir().is_dir():
+        raise JarBuildFailed(f"cannot build {source.name}: PySpark has no jars directory here ({spark_jars_dir()}); "
+                             f"give the class path of a running Spark")
     javac = java_tool("javac")
     if shutil.which(javac) is None:
         raise JarBuildFailed(f"cannot build {source.name}: no javac ({javac}); install a JDK 17 or set JAVA_HOME to one")
     with tempfile.TemporaryDirectory(prefix="rsp-javac-") as scratch:
         classes = Path(scratch) / "classes"
         done = subprocess.run([javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-cp",
-                               str(spark_jars_dir() / "*"), "-d", str(classes), str(source)],
+                               classpath or str(spark_jars_dir() / "*"), "-d", str(classes), str(source)],
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise JarBuildFailed(f"cannot build {source.name} against PySpark {pyspark.__version__}'s jars: "
@@ -345,6 +349,6 @@ ORDERED_FILES = "rspsidecar.OrderedFiles"
 ORDERED_LOG = "ordered"
 
 
-def ordered_files_jar() -> Path:
-    """The jar of the ordered file source, built for the installed Spark."""
-    return built_jar(resources.path(*ORDERED_FILES_SOURCE))
+def ordered_files_jar(classpath: str | None = None) -> Path:
+    """The jar of the ordered file source, built for the installed Spark (``built_jar``)."""
+    return built_jar(resources.path(*ORDERED_FILES_SOURCE), classpath)

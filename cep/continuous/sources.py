@@ -71,7 +71,10 @@ def _add_ordered_jar(spark: SparkSession, exc: BaseException) -> bool:
     try:
         jar = ordered_files_jar()
     except JarBuildFailed:
-        return False
+        try:   # PySpark from a zip without its jars (a YARN container): the JVM's own class path
+            jar = ordered_files_jar(spark.sparkContext._jvm.System.getProperty("java.class.path"))
+        except JarBuildFailed:
+            return False
     spark.sql(f"ADD JAR '{jar}'")
     return True
 
