@@ -73,7 +73,7 @@ def test_without_a_limit_one_batch_holds_every_file_in_order(spark, tmp_path):
     _write(src, "b.jsonl", b"b\n", mtime=SAME + 1)
     _write(src / "sub", "a.jsonl", b"a\n")
     _write(src, "z.jsonl", b"z\n")
-    rows = _run(spark, src, ckpt, max_files=None)
+    rows = _run(spark, f"file://{src}", ckpt, max_files=None)     # a file: URL names the same directory
     assert {b for b, *_ in rows} == {0}
     assert [str(p).rsplit("/in/", 1)[1] for p in batch_files(ckpt, 0)] == ["sub/a.jsonl", "z.jsonl", "b.jsonl"]
 

@@ -105,7 +105,6 @@ from rdfcore import fs
 from rdfcore.errors import SidecarError
 from rdfcore.fs import spark_path
 from rdfcore.locations import location
-from rdfcore.loading import with_line_numbers
 from rdfcore.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 from rdfcore.sparkutil import union_all
 
@@ -292,19 +291,9 @@ class Runner:
 
     # -- input ---------------------------------------------------------------------------------
     def _numbered(self, lines: DataFrame) -> DataFrame:
-        """The batch's lines as (FILE, LINE, RAW, STREAM, SOURCE): Kafka's offset is the line,
-        file lines are numbered from their blocks."""
-        columns = (FILE, LINE, RAW, STREAM, SOURCE)
-        kinds = {s.numbered for s in self.sources}
-        parts = []
-        if True in kinds:
-            mine = lines if kinds == {True} else lines.filter(F.col(LINE).isNotNull())
-            parts.append(mine.select(*columns))
-        if False in kinds:
-            mine = lines if kinds == {False} else lines.filter(F.col(LINE).isNull()).drop(LINE)
-            mine = mine.withColumn("_row", F.monotonically_increasing_id())
-            parts.append(with_line_numbers(mine, mine).select(*columns))
-        return union_all(parts)
+        """The batch's lines as (FILE, LINE, RAW, STREAM, SOURCE): every source numbers its lines
+        (a file's per file, a Kafka message's line is its offset)."""
+        return lines.select(FILE, LINE, RAW, STREAM, SOURCE)
 
     def _parsed(self, numbered: DataFrame) -> tuple[list[DataFrame], list[DataFrame]]:
         """Each source's lines parsed with its format: ([terms per source], [rejects per source])."""
@@ -346,20 +335,14 @@ class Runner:
         import pyarrow as pa
 
 
-        none = F.lit(None).cast("long")
-        if "_block" not in lines.columns:           # Kafka only: the offset is the line
-            raw = lines.select(RAW, FILE, LINE, none.alias("_block"), none.alias("_row"), SOURCE)
-        else:                                       # file lines carry their block and row
-            line = F.col(LINE) if LINE in lines.columns else none
-            raw = lines.select(RAW, FILE, line.alias(LINE), "_block",
-                               F.monotonically_increasing_id().alias("_row"), SOURCE)
+        raw = lines.select(RAW, FILE, LINE, SOURCE)     # every source numbers its lines
         # through Arrow: a Row object per line cost more than parsing the line
         collected = (raw.limit(LOCAL_MAX_BATCH + 1) if self.engine == "auto" else raw).toArrow()
         if self.engine == "auto" and collected.num_rows > LOCAL_MAX_BATCH:
             return None
         files = collected.column(FILE).combine_chunks()
         sources = collected.column(SOURCE).to_numpy().astype(np.int64)
-        numbers = _line_numbers(files, collected.column(LINE), collected.column("_block"), collected.column("_row"))
+        numbers = collected.column(LINE).to_numpy().astype(np.int64)
         # each (source, file)'s format, and where JSON Lines are
         encoded = files.dictionary_encode()
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -809,27 +792,6 @@ def _located_schema():
     import pyarrow as pa
 
     return pa.schema([*item_schema(), (FILE, pa.string()), (LINE, pa.int64())])
-
-
-def _line_numbers(files, lines, blocks, rows):
-    """Each collected line's number (int64 numpy): Kafka's offset where ``lines`` has it, else the
-    line's rank in its file by (block, row), from 1, as ``rdfcore.loading.with_line_numbers``
-    numbers a file's lines."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    out = pc.fill_null(lines, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    if lines.null_count == 0:
-        return out
-    missing = np.nonzero(np.asarray(lines.is_null()))[0]
-    codes = files.take(missing).dictionary_encode().indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    block = blocks.take(missing).to_numpy(zero_copy_only=False).astype(np.int64)
-    row = rows.take(missing).to_numpy(zero_copy_only=False).astype(np.int64)
-    order = np.lexsort((row, block, codes))
-    sorted_codes = codes[order]
-    first = np.searchsorted(sorted_codes, sorted_codes, side="left")     # each group's first position
-    out[missing[order]] = np.arange(len(order)) - first + 1
-    return out
 
 
 def _min(a, b):

@@ -37,9 +37,6 @@ class FileSource:
     fmt: str | None = None
     max_files_per_trigger: int | None = None
 
-    #: lines come numbered per file by the source itself
-    numbered = True
-
     def __post_init__(self) -> None:
         object.__setattr__(self, "directory", str(location(self.directory, f"stream {self.stream}")))
 
@@ -115,8 +112,6 @@ class KafkaSource:
     fmt: str = "jsonl"
     starting_offsets: str = "earliest"
     options: tuple = ()     # ((key, value), ...)
-
-    numbered = True
 
     def lines(self, spark: SparkSession) -> DataFrame:
         reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
