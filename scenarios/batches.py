@@ -89,7 +89,7 @@ def _segment(path) -> list[str]:
     return [line.split("\t", 2)[2] for line in lines[1:] if line]
 
 
-def numbered_lines(lines, sources):
+def numbered_lines(lines):
     """The batch's lines as (FILE, LINE, RAW, _source): every source numbers its lines (a file's
     per file, from 1; a Kafka message's line is its offset)."""
     return lines.select(FILE, LINE, RAW, "_source")

@@ -405,7 +405,7 @@ class _Service:
         return count
 
     def _numbered(self, lines):
-        return numbered_lines(lines, self.sources)
+        return numbered_lines(lines)
 
     def _slow(self, slow: list, classes: ClassSet, answers: _Answers, rejects: list, processed_at: int) -> None:
         """Lines only Spark's parser reads: parsed (and rejected, with reasons) there."""

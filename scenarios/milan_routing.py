@@ -296,7 +296,7 @@ class _Service:
                 for first, chunk in read_lines(file):
                     rows.extend((file, first + k, raw, kind) for k, raw in enumerate(chunk.to_pylist()))
         else:
-            for r in numbered_lines(lines, self.sources).collect():
+            for r in numbered_lines(lines).collect():
                 src = self.sources[r["_source"]]
                 rows.append((r[FILE], r[LINE], r[RAW], src.fmt or _format(r[FILE])))
         events, slow = [], []

@@ -20,8 +20,6 @@ from rdfcore.schema import FILE, LINE, RAW
 SOURCE = "_source"
 
 
-
-
 @dataclass(frozen=True)
 class FileSource:
     """The files of stream ``stream`` (an IRI term) as they appear in ``directory``: each new file is
