@@ -30,16 +30,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cep.continuous.job import run  # noqa: E402  (the repository on the path first)
+from bench.file_source import SAME, local_session  # noqa: E402  (the repository on the path first)
+from cep.continuous.job import run  # noqa: E402
 from cep.continuous.sinks import CallbackSink  # noqa: E402
 from cep.continuous.sources import FileSource  # noqa: E402
 from cep.continuous.static import StaticFiles  # noqa: E402
 from cep.lowering.languages import compile_query  # noqa: E402
-from jobs.spark import build_session  # noqa: E402
 from scenarios import vienna_transit as vt  # noqa: E402
 
 STREAM = "<http://example.org/publicTransport>"
-SAME = 1_767_225_600
 
 
 def write_case(source: Path, target: Path, same: bool) -> None:
@@ -73,9 +72,7 @@ def main(argv=None) -> int:
     ap.add_argument("--engines", nargs="+", default=["auto", "keyed"])
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
-    spark = build_session("bench file order", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
-                                               "spark.ui.enabled": "false"})
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session("bench file order", "ERROR")
     work = Path(tempfile.mkdtemp(prefix="bench-file-order-"))
     world = vt.real_network(work, vehicles=args.vehicles, subways=args.vehicles // 3)
     query, static = compile_query(world.query), StaticFiles(world.static)

@@ -3,8 +3,8 @@ micro-batch, on the same files (issue 59: "measure what it costs per micro-batch
 
     python bench/file_source.py [--files 20] [--rows 20000] [--repeat 2]
 
-``--files`` files of ``--rows`` JSON Lines each (stream events of the Vienna shape, ~120 bytes a
-line, 3,000 vehicles), every file with the same modification time (what ``cp -p``, ``tar x`` or
+``--files`` files of ``--rows`` JSON Lines each (``bench/state_floor.py``'s rows: ~100 bytes a
+line, 3,000 subjects, event time rising), every file with the same modification time (what ``cp -p``, ``tar x`` or
 an object store's one-second times give), read one file a micro-batch (``maxFilesPerTrigger`` 1,
 ``Trigger.AvailableNow``) by two queries in one local[2] session, each counting its batch's lines
 with ``foreachBatch``:
@@ -22,9 +22,6 @@ are compared (a source whose order differs between runs is not repeatable).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import random
 import statistics
 import sys
 import tempfile
@@ -36,23 +33,18 @@ sys.path.insert(0, str(ROOT))
 
 from pyspark.sql import functions as F  # noqa: E402
 
+from bench.state_floor import write_files  # noqa: E402  (the repository on the path first)
 from jobs.spark import build_session  # noqa: E402
 
 SAME = 1_767_225_600
 
 
-def write_files(directory: Path, files: int, rows: int, seed: int) -> None:
-    rnd = random.Random(seed)
-    t = 0
-    for b in range(files):
-        path = directory / f"part-{b:05d}.jsonl"
-        with open(path, "w", encoding="utf-8") as f:
-            for _ in range(rows):
-                t += 3
-                v, s = rnd.randrange(3000), rnd.randrange(200)
-                f.write(json.dumps({"s": f"<http://example.org/vienna#v{v}>", "p": "<http://example.org/vienna#delayAt>",
-                                    "o": f"<http://example.org/vienna#st{s}>", "t": t}) + "\n")
-        os.utime(path, (SAME, SAME))
+def local_session(app: str, log_level: str = "OFF"):
+    """The benchmarks' warm local[2] session (also ``bench/file_order.py``'s)."""
+    spark = build_session(app, {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
+                                "spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel(log_level)
+    return spark
 
 
 def run(spark, kind: str, directory: Path, checkpoint: Path) -> tuple[list[float], float, list[str], int]:
@@ -87,13 +79,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args(argv)
-    spark = build_session("bench file source", {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2",
-                                                "spark.ui.enabled": "false"})
-    spark.sparkContext.setLogLevel("OFF")
+    spark = local_session("bench file source")
     work = Path(tempfile.mkdtemp(prefix="bench-file-source-"))
     data = work / "in"
     data.mkdir()
-    write_files(data, args.files, args.rows, 1)
+    write_files(data, args.files, args.rows, 1, same_time=SAME)
     expected = sorted(p.name for p in data.iterdir())
     print(f"pyspark {spark.version}; {args.files} files of {args.rows:,} lines, one modification time; "
           f"one file a micro-batch, local[2]")

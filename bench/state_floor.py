@@ -52,7 +52,9 @@ _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 _CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 
-def write_files(directory: Path, batches: int, rows: int, seed: int) -> None:
+def write_files(directory: Path, batches: int, rows: int, seed: int, same_time: int | None = None) -> None:
+    """``batches`` files ``bNNNN.jsonl`` of ``rows`` JSON rows (3,000 subjects, event time rising),
+    with rising modification times, or every one ``same_time`` (``bench/file_source.py``)."""
     rnd = random.Random(seed)
     t = 0
     for b in range(batches):
@@ -62,7 +64,8 @@ def write_files(directory: Path, batches: int, rows: int, seed: int) -> None:
                 t += 3
                 f.write(json.dumps({"s": f"<http://example.org/s{rnd.randrange(3000)}>", "p": "<http://example.org/p>",
                                     "o": f"<http://example.org/o{i}>", "t": t}) + "\n")
-        os.utime(path, (1_000 + b, 1_000 + b))
+        stamp = 1_000 + b if same_time is None else same_time
+        os.utime(path, (stamp, stamp))
 
 
 class ChunkedState(StatefulProcessor):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import version
 
 from rdfcore import jars
 
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("Kafka connector jars cached:\n  " + "\n  ".join(str(p) for p in paths))
     try:
-        print(f"The project's file source, built for this Spark:\n  {jars.ordered_files_jar()}")
+        print(f"The project's file source, built for this Spark:\n  {jars.ordered_files_jar(version('pyspark'))}")
     except jars.JarBuildFailed as exc:
         print(f"warning: {exc}\nContinuing without it: only stream directories (--stream IRI=DIR) need it.",
               file=sys.stderr)

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO
 
-from pyspark import SparkConf, SparkContext
+from pyspark import SparkConf, SparkContext, __version__ as PYSPARK_VERSION
 from pyspark.sql import SparkSession
 
 from rdfcore import jars, resources
@@ -122,7 +122,7 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
     extra = jars.cached_jars()
     if SparkContext._active_spark_context is None:
         try:   # the project's file source (cep.continuous.sources); without it, FileSource says why
-            extra.append(str(jars.ordered_files_jar()))
+            extra.append(str(jars.ordered_files_jar(PYSPARK_VERSION)))
         except jars.JarBuildFailed:
             pass
     if extra:

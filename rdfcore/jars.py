@@ -12,11 +12,15 @@ to supply it by hand on a cluster.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import shutil
+import subprocess
+import tempfile
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 from rdfcore import resources
@@ -193,9 +197,6 @@ def ivy_resolve(artifact: Artifact, directory: Path, *, skip_spark_provided: boo
     Apache Ivy, which PySpark ships, does the Maven resolution) into ``directory``; with
     ``skip_spark_provided`` the jars PySpark already has (by artifact name) are left out. A second
     call finds the marker file and downloads nothing. Raises :class:`JarUnavailable`."""
-    import subprocess
-    import tempfile
-
     marker = directory / f".resolved-{artifact.name}-{artifact.version}"
     if marker.exists():
         return [directory / line for line in marker.read_text(encoding="utf-8").split()]
@@ -300,22 +301,16 @@ def java_tool(name: str) -> str:
     return str(Path(os.environ["JAVA_HOME"]) / "bin" / name) if os.environ.get("JAVA_HOME") else name
 
 
-def built_jar(source: Path, classpath: str | None = None) -> Path:
+def built_jar(source: Path, spark_version: str, classpath: str | None = None) -> Path:
     """``source`` (one ``.java`` file) compiled against the installed PySpark's jars (or
     ``classpath``: a running JVM's, where PySpark comes from a zip without its jars, as in a YARN
-    container), as a jar cached under ``cache_dir()/built``, named for the source's hash and the
-    Spark version: a new source text or another Spark builds again; a second call finds the jar.
+    container), as a jar cached under ``cache_dir()/built``, named for the source's hash and
+    ``spark_version`` (the Spark those jars are): a new source text or another Spark builds again;
+    a second call finds the jar.
     Raises :class:`JarBuildFailed` naming what is missing (no JDK's ``javac``) or what javac said."""
-    import hashlib
-    import subprocess
-    import tempfile
-    import zipfile
-
-    import pyspark
-
     text = source.read_bytes()
-    digest = hashlib.sha256(text + pyspark.__version__.encode()).hexdigest()[:16]
-    target = cache_dir() / BUILT_DIR / f"{source.stem}-{pyspark.__version__}-{digest}.jar"
+    digest = hashlib.sha256(text + spark_version.encode()).hexdigest()[:16]
+    target = cache_dir() / BUILT_DIR / f"{source.stem}-{spark_version}-{digest}.jar"
     if target.is_file():
         return target
     if classpath is None and not spark_jars_dir().is_dir():
@@ -330,7 +325,7 @@ def built_jar(source: Path, classpath: str | None = None) -> Path:
                                classpath or str(spark_jars_dir() / "*"), "-d", str(classes), str(source)],
                               capture_output=True, text=True)
         if done.returncode != 0:
-            raise JarBuildFailed(f"cannot build {source.name} against PySpark {pyspark.__version__}'s jars: "
+            raise JarBuildFailed(f"cannot build {source.name} against Spark {spark_version}'s jars: "
                                  f"javac said:\n{done.stderr.strip() or done.stdout.strip()}")
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.{os.getpid()}")
@@ -349,6 +344,6 @@ ORDERED_FILES = "rspsidecar.OrderedFiles"
 ORDERED_LOG = "ordered"
 
 
-def ordered_files_jar(classpath: str | None = None) -> Path:
-    """The jar of the ordered file source, built for the installed Spark (``built_jar``)."""
-    return built_jar(resources.path(*ORDERED_FILES_SOURCE), classpath)
+def ordered_files_jar(spark_version: str, classpath: str | None = None) -> Path:
+    """The jar of the ordered file source, built for Spark ``spark_version`` (``built_jar``)."""
+    return built_jar(resources.path(*ORDERED_FILES_SOURCE), spark_version, classpath)

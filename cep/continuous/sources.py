@@ -47,11 +47,11 @@ class FileSource:
             frame = reader.load(spark_path(self.directory))
         except Exception as exc:  # noqa: BLE001 - Spark raises its own AnalysisException type
             if not _add_ordered_jar(spark, exc):
-                raise ordered_missing(exc) from None
+                raise ordered_missing(spark, exc) from None
             try:
                 frame = reader.load(spark_path(self.directory))
             except Exception as again:  # noqa: BLE001
-                raise ordered_missing(again) from None
+                raise ordered_missing(spark, again) from None
         return frame.select(F.col("value").alias(RAW), F.col("file").alias(FILE), F.col("line").alias(LINE),
                             F.lit(self.stream).alias(STREAM))
 
@@ -64,10 +64,10 @@ def _add_ordered_jar(spark: SparkSession, exc: BaseException) -> bool:
     if not _source_missing(exc):
         return False
     try:
-        jar = ordered_files_jar()
+        jar = ordered_files_jar(spark.version)
     except JarBuildFailed:
         try:   # PySpark from a zip without its jars (a YARN container): the JVM's own class path
-            jar = ordered_files_jar(spark.sparkContext._jvm.System.getProperty("java.class.path"))
+            jar = ordered_files_jar(spark.version, spark.sparkContext._jvm.System.getProperty("java.class.path"))
         except JarBuildFailed:
             return False
     spark.sql(f"ADD JAR '{jar}'")
@@ -80,11 +80,11 @@ def _source_missing(exc: BaseException) -> bool:
                                       or "ClassNotFound" in text)
 
 
-def ordered_missing(exc: BaseException) -> BaseException:
+def ordered_missing(spark: SparkSession, exc: BaseException) -> BaseException:
     """Spark's "data source not found" for the ordered file source as a clear error; anything else as is."""
     if _source_missing(exc):
         try:
-            jar = f"the jar {ordered_files_jar()}"
+            jar = f"the jar {ordered_files_jar(spark.version)}"
         except JarBuildFailed as failed:
             jar = f"its jar (which cannot be built here: {failed})"
         return ContinuousError(
