@@ -6,7 +6,7 @@
     with KafkaBroker(Path("/tmp/kafka")) as broker:
         broker.bootstrap        # "127.0.0.1:PORT"
 
-The broker is Apache Kafka's own (``rdfcore.jars.KAFKA_BROKER``, fetched from Maven Central into
+The broker is Apache Kafka's own (``rdfcore.jars.kafka_broker``, fetched from Maven Central into
 the jar cache by ``rsp-sidecar setup --kafka-broker`` or on first use) in KRaft mode — broker and
 controller in one JVM, no ZooKeeper, no Docker: the directory gets a ``server.properties`` and a
 log directory formatted with ``kafka.tools.StorageTool``, then ``kafka.Kafka`` runs with ``java

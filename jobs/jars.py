@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib.metadata import version
 
 from rdfcore import jars
 
@@ -38,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("Kafka connector jars cached:\n  " + "\n  ".join(str(p) for p in paths))
     try:
-        print(f"The project's file source, built for this Spark:\n  {jars.ordered_files_jar(version('pyspark'))}")
+        print(f"The project's file source, built for this Spark:\n  {jars.ordered_files_jar(jars.installed_spark_version())}")
     except jars.JarBuildFailed as exc:
         print(f"warning: {exc}\nContinuing without it: only stream directories (--stream IRI=DIR) need it.",
               file=sys.stderr)
@@ -51,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
 
 def cluster_packages() -> str:
     """What to pass to spark-submit on a cluster, where the jar cache is not on the classpath."""
-    return ("On a cluster, pass the JVM dependencies to spark-submit as Maven coordinates:\n"
-            f"  --packages {jars.KAFKA_CONNECTOR.coordinate}    (Kafka sources and sinks)\n"
-            f"  --packages {jars.GRAPHFRAMES.coordinate}    (optional: --strategy graphframes; "
+    return ("On a cluster, pass the JVM dependencies to spark-submit as Maven coordinates (for the cluster's "
+            "Spark version; these are this PySpark's):\n"
+            f"  --packages {jars.kafka_connector().coordinate}    (Kafka sources and sinks)\n"
+            f"  --packages {jars.graphframes().coordinate}    (optional: --strategy graphframes; "
             "not on the Maven Central reachable here)")

@@ -119,7 +119,7 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
             and SparkContext._active_spark_context is None and _worker_can_import("jobs.pyworker"):
         # PySpark's daemon without the archives each Python task re-reads (jobs/pyworker.py)
         builder = builder.config("spark.python.daemon.module", "jobs.pyworker")
-    extra = jars.cached_jars()
+    extra = jars.cached_jars(PYSPARK_VERSION)
     if SparkContext._active_spark_context is None:
         try:   # the project's file source (cep.continuous.sources); without it, FileSource says why
             extra.append(str(jars.ordered_files_jar(PYSPARK_VERSION)))

@@ -1,13 +1,17 @@
-"""Fetch and cache the JVM jars the project needs (GraphFrames' core) from Maven Central.
+"""Fetch and cache the JVM jars the project needs from Maven Central, for the running Spark.
 
-GraphFrames' Python package (``graphframes-py``) only wraps the JVM library; the jar itself is
-published on Maven Central as ``io.graphframes:graphframes-spark4_2.13``. ``resolve`` downloads it
-with its runtime (compile-scope) dependencies, skipping what Spark already ships (Spark, Scala,
-slf4j), into a cache directory; ``jobs.spark.build_session`` puts every cached jar on the
-classpath and ``rsp-sidecar setup`` (``jobs.jars``) fetches them. This module sits in the library
-(below the CLI) because ``reasoner.closure`` names the artifact and its remedy when it is missing.
-When the jar cannot be had, :class:`JarUnavailable` says which artifact, from where, why, and how
-to supply it by hand on a cluster.
+Every fetched jar follows the installed PySpark's version: the Spark Kafka connector is that
+version's (``kafka_connector``), GraphFrames' core the release built for that Spark line
+(``graphframes``), and both are cached in a directory of their own per Spark version
+(``spark_cache_dir``), so two PySpark installations sharing one cache never put each other's jars
+on a classpath. GraphFrames' Python package (``graphframes-py``) only wraps the JVM library; the jar
+itself is published as ``io.graphframes:graphframes-spark4_2.13``. ``resolve`` downloads it with its
+runtime (compile-scope) dependencies, skipping what Spark already ships (Spark, Scala, slf4j);
+``jobs.spark.build_session`` puts every cached jar on the classpath and ``rsp-sidecar setup``
+(``jobs.jars``) fetches them. This module sits in the library (below the CLI) because
+``reasoner.closure`` names the artifact and its remedy when it is missing. When a jar cannot be
+had, :class:`JarUnavailable` says which artifact, from where, why, and how to supply it by hand on
+a cluster.
 """
 from __future__ import annotations
 
@@ -21,13 +25,13 @@ import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 import zipfile
+from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 
 from rdfcore import resources
 from rdfcore.errors import SidecarError
 
 MAVEN_REPO = os.environ.get("RSP_MAVEN_REPO", "https://repo1.maven.org/maven2")
-GRAPHFRAMES_VERSION = "0.10.0"  # pinned with pyspark 4.0.1 / graphframes-py 0.10.0 in pyproject
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +52,31 @@ class Artifact:
         return f"{repo}/{self.group.replace('.', '/')}/{self.name}/{self.version}/{self.name}-{self.version}.{ext}"
 
 
-GRAPHFRAMES = Artifact("io.graphframes", "graphframes-spark4_2.13", GRAPHFRAMES_VERSION)
+def installed_spark_version() -> str:
+    """The installed PySpark's version, read from its metadata (PySpark itself is not imported)."""
+    try:
+        return package_version("pyspark")
+    except PackageNotFoundError:
+        raise SidecarError("PySpark is not installed: install the project (bash scripts/install.sh)") from None
+
+
+def spark_line(spark_version: str) -> str:
+    """``4.2.0`` -> ``4.2``: the release line whose patch releases are binary compatible."""
+    return ".".join(spark_version.split(".")[:2])
+
+
+GRAPHFRAMES_NAME = "graphframes-spark4_2.13"
+#: GraphFrames' release for each Spark line: 0.10.0 is built against Spark 4.0.0; 0.12.2 (August
+#: 2026) is the newest release for Spark 4. No io.graphframes artifact is served from Maven Central
+#: as reached here, so none of them is tested here: GraphFrames stays optional.
+#: A newer Spark line than those named takes the last (the newest) release.
+GRAPHFRAMES_FOR_SPARK = {"4.0": "0.10.0", "4.1": "0.12.2", "4.2": "0.12.2"}
+
+
+def graphframes(spark_version: str | None = None) -> Artifact:
+    """GraphFrames' core for Spark ``spark_version`` (the installed one by default)."""
+    line = spark_line(spark_version or installed_spark_version())
+    return Artifact("io.graphframes", GRAPHFRAMES_NAME, GRAPHFRAMES_FOR_SPARK.get(line, list(GRAPHFRAMES_FOR_SPARK.values())[-1]))
 
 # Spark's own distribution provides these groups; fetching them again would shadow Spark's jars.
 _PROVIDED_GROUPS = ("org.apache.spark", "org.scala-lang", "org.slf4j", "org.apache.logging.log4j")
@@ -60,7 +88,7 @@ class JarUnavailable(SidecarError, RuntimeError):
     def __init__(self, artifact: Artifact, reason: str, cache: Path):
         self.artifact = artifact
         self.reason = reason
-        if artifact.name != GRAPHFRAMES.name:
+        if artifact.name != GRAPHFRAMES_NAME:
             what = KAFKA_WHAT.get(artifact.name, "JVM library")
             super().__init__(
                 f"{what} {artifact.coordinate} is not available: {reason}.\n"
@@ -88,9 +116,14 @@ def cache_dir() -> Path:
     return Path(explicit) if explicit else Path.home() / ".cache" / "rsp-sidecar" / "jars"
 
 
-def cached_jars() -> list[str]:
-    """All jars in the cache, as absolute paths (empty when nothing was fetched)."""
-    directory = cache_dir()
+def spark_cache_dir(spark_version: str | None = None) -> Path:
+    """Where the jars a Spark session of ``spark_version`` loads live (the connector, GraphFrames)."""
+    return cache_dir() / f"spark-{spark_version or installed_spark_version()}"
+
+
+def cached_jars(spark_version: str | None = None) -> list[str]:
+    """The jars cached for Spark ``spark_version``, as absolute paths (empty when nothing was fetched)."""
+    directory = spark_cache_dir(spark_version)
     return sorted(str(p) for p in directory.glob("*.jar")) if directory.is_dir() else []
 
 
@@ -122,12 +155,14 @@ def _dependencies(pom: bytes, owner: Artifact) -> list[Artifact]:
     return found
 
 
-def resolve(artifact: Artifact = GRAPHFRAMES, *, repo: str = MAVEN_REPO, timeout: float = 30.0) -> list[Path]:
-    """Download ``artifact`` and its runtime dependencies into the cache; return their paths.
+def resolve(artifact: Artifact | None = None, *, repo: str = MAVEN_REPO, timeout: float = 30.0) -> list[Path]:
+    """Download ``artifact`` (GraphFrames for the installed Spark by default) and its runtime
+    dependencies into the installed Spark's cache; return their paths.
 
     Already cached jars are not downloaded again. Raises :class:`JarUnavailable` on any failure.
     """
-    directory = cache_dir()
+    artifact = artifact or graphframes()
+    directory = spark_cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     todo, seen, paths = [artifact], set(), []
     while todo:
@@ -156,16 +191,19 @@ def resolve(artifact: Artifact = GRAPHFRAMES, *, repo: str = MAVEN_REPO, timeout
 
 # --- Kafka: the Structured Streaming connector and, for tests and demos, a broker ----------------
 
-#: the Spark Kafka connector; 4.0.0 because 4.0.1's spark-token-provider POM does not resolve from
-#: Maven Central as reached here (4.0.0 runs on pyspark 4.0.1: same minor release)
-KAFKA_CONNECTOR = Artifact("org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.0.0")
-#: Apache Kafka's broker (KRaft mode), the version of the connector's kafka-clients
-KAFKA_BROKER = Artifact("org.apache.kafka", "kafka_2.13", "3.9.0")
+KAFKA_CONNECTOR_NAME = "spark-sql-kafka-0-10_2.13"
+#: Apache Kafka's broker (KRaft mode), at the version of the connector's kafka-clients
+KAFKA_BROKER_NAME = "kafka_2.13"
 #: Hadoop's test clusters (HDFS, YARN) in one JVM, for the cluster tests (``devcluster.hadoop_cluster``); its
 #: version is that of the Hadoop client PySpark bundles (see :func:`hadoop_version`)
 HADOOP_MINICLUSTER_NAME = "hadoop-client-minicluster"
-KAFKA_WHAT = {KAFKA_CONNECTOR.name: "The Spark Kafka connector", KAFKA_BROKER.name: "The Kafka broker",
+KAFKA_WHAT = {KAFKA_CONNECTOR_NAME: "The Spark Kafka connector", KAFKA_BROKER_NAME: "The Kafka broker",
               HADOOP_MINICLUSTER_NAME: "Hadoop's mini cluster"}
+
+
+def kafka_connector(spark_version: str | None = None) -> Artifact:
+    """The Spark Kafka connector of Spark ``spark_version`` (the installed one by default)."""
+    return Artifact("org.apache.spark", KAFKA_CONNECTOR_NAME, spark_version or installed_spark_version())
 #: where the broker's own classpath is cached (never on Spark's classpath: its Scala and Jackson differ)
 BROKER_DIR = "kafka-broker"
 
@@ -241,10 +279,26 @@ def ivy_resolve(artifact: Artifact, directory: Path, *, skip_spark_provided: boo
     return kept
 
 
-def resolve_kafka_connector(*, repo: str = MAVEN_REPO) -> list[Path]:
-    """The Kafka connector's jars (those PySpark lacks) into the cache, which sessions put on their
-    classpath (``jobs.spark.build_session``)."""
-    return ivy_resolve(KAFKA_CONNECTOR, cache_dir(), skip_spark_provided=True, repo=repo)
+def resolve_kafka_connector(spark_version: str | None = None, *, repo: str = MAVEN_REPO) -> list[Path]:
+    """The Kafka connector's jars (those PySpark lacks) for Spark ``spark_version`` (the installed
+    one by default) into that Spark's cache, which its sessions put on their classpath
+    (``jobs.spark.build_session``). The connector of the same version first; when that version
+    does not resolve, the first release of the same line (``4.0.1``'s token-provider POM is not
+    served from Maven Central as reached here; ``4.0.0``'s connector runs on it: patch releases
+    of a line are binary compatible)."""
+    spark_version = spark_version or installed_spark_version()
+    directory = spark_cache_dir(spark_version)
+    try:
+        return ivy_resolve(kafka_connector(spark_version), directory, skip_spark_provided=True, repo=repo)
+    except JarUnavailable as exc:
+        first = f"{spark_line(spark_version)}.0"
+        if first == spark_version:
+            raise
+        try:
+            return ivy_resolve(kafka_connector(first), directory, skip_spark_provided=True, repo=repo)
+        except JarUnavailable:
+            raise JarUnavailable(kafka_connector(spark_version), f"{exc.reason}; nor does {first}, the first release "
+                                 f"of Spark {spark_line(spark_version)}", directory) from None
 
 
 def hadoop_version() -> str:
@@ -279,10 +333,19 @@ def resolve_hadoop_minicluster(*, repo: str = MAVEN_REPO) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def kafka_broker(*, repo: str = MAVEN_REPO) -> Artifact:
+    """Apache Kafka's broker at the version of the installed Spark's connector's kafka-clients."""
+    clients = [p for p in resolve_kafka_connector(repo=repo) if _unversioned(p) == "kafka-clients"]
+    if not clients:
+        raise JarUnavailable(Artifact("org.apache.kafka", KAFKA_BROKER_NAME, "?"),
+                             "the Spark Kafka connector's jars name no kafka-clients to match", spark_cache_dir())
+    return Artifact("org.apache.kafka", KAFKA_BROKER_NAME, clients[0].name[len("kafka-clients-"):-len(".jar")])
+
+
 def resolve_kafka_broker(*, repo: str = MAVEN_REPO) -> list[Path]:
     """Apache Kafka's broker with its whole classpath (for tests and the demo of ``--continuous``
     over Kafka), in its own directory under the cache."""
-    return ivy_resolve(KAFKA_BROKER, cache_dir() / BROKER_DIR, skip_spark_provided=False, repo=repo)
+    return ivy_resolve(kafka_broker(repo=repo), cache_dir() / BROKER_DIR, skip_spark_provided=False, repo=repo)
 
 
 # --- The project's own JVM classes: Java sources compiled against the running Spark ---------------

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rdfcore.errors import FixpointError, SidecarError
-from rdfcore.jars import GRAPHFRAMES, JarUnavailable, cache_dir
+from rdfcore.jars import JarUnavailable, graphframes, spark_cache_dir
 from rdfcore.schema import (ANCESTORS, COMP_SUB, COMP_SUP, CYCLIC, GF_COMPONENT, GF_DST, GF_ID, GF_SRC, GOT,
                              KNOWN, MID, OLD_ANCESTORS, SUB, SUP)
 from rdfcore.sparkutil import cut, cut_counted
@@ -85,8 +85,8 @@ def closure_graphframes(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     """SCC condensation + ancestor-set propagation with GraphFrames (see module doc)."""
     spark = edges.sparkSession
     if not graphframes_available(spark):
-        raise GraphFramesUnavailable(str(JarUnavailable(GRAPHFRAMES, "its classes are not on this Spark session's "
-                                                                     "classpath", cache_dir())))
+        raise GraphFramesUnavailable(str(JarUnavailable(graphframes(spark.version), "its classes are not on this Spark "
+                                                        "session's classpath", spark_cache_dir(spark.version))))
     from graphframes import GraphFrame
     from graphframes.lib import AggregateMessages as AM
 

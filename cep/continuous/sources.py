@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from cep.continuous.state import STREAM
 from cep.continuous.plan import ContinuousError
 from rdfcore.fs import spark_path
-from rdfcore.jars import JarBuildFailed, JarUnavailable, KAFKA_CONNECTOR, ORDERED_FILES, cache_dir, ordered_files_jar
+from rdfcore.jars import JarBuildFailed, JarUnavailable, ORDERED_FILES, kafka_connector, ordered_files_jar, spark_cache_dir
 from rdfcore.locations import location
 from rdfcore.schema import FILE, LINE, RAW
 
@@ -153,7 +153,7 @@ def kafka_missing(exc: BaseException) -> BaseException:
     """Spark's "data source kafka not found" as the jar cache's clear error; anything else as is."""
     text = str(exc)
     if "DATA_SOURCE_NOT_FOUND" in text or re.search(r"Failed to find (the )?data source: kafka", text):
-        return JarUnavailable(KAFKA_CONNECTOR, "its classes are not on this Spark session's classpath", cache_dir())
+        return JarUnavailable(kafka_connector(), "its classes are not on this Spark session's classpath", spark_cache_dir())
     return exc
 
 
