@@ -1,10 +1,11 @@
 """Benchmark: what a Python stateful operator costs per micro-batch on this machine, for PySpark's
-two APIs, with a state of the keyed operator's size (issue 38: "measure both before you commit").
+two APIs, with a state of the keyed operator's size (issue 38: "measure both before you commit"),
+beside Spark's own floors (issue 60).
 
     python bench/state_floor.py [--batches 6] [--rows 20000] [--buckets 4] [--state 2000000] [--repeat 2]
 
 The same files (``--batches`` files of ``--rows`` JSON rows, one file a micro-batch, event time
-rising) are read by four streaming queries in one local[2] session, each written with
+rising) are read by seven streaming queries in one local[2] session, each written with
 ``foreachBatch`` and a count:
 
 * **stateless**: the rows read, given a bucket (``pmod(xxhash64(s), buckets)``) and counted;
@@ -12,7 +13,12 @@ rising) are read by four streaming queries in one local[2] session, each written
   per bucket, the stored state read and replaced by ``--state`` bytes in 256 KiB list rows, as
   ``cep.continuous.keyed.operator.KeyedProcessor`` keeps a bucket's state;
 * **applyInPandasWithState** with the HDFS-backed and with the RocksDB store (event-time timeout):
-  per bucket, the state read and replaced by one row holding ``--state`` bytes, a timeout set.
+  per bucket, the state read and replaced by one row holding ``--state`` bytes, a timeout set;
+* Spark's floors without the project's state (issue 60's table, to compare Spark versions): a
+  **no-op transformWithStateInPandas** (per bucket, the rows counted, no state), a **JVM
+  aggregation** in update mode (a count per subject: 3,000 keys), and a **JVM stream-stream
+  interval join** (the stream with itself on the subject, the right side within 30 s after the
+  left, both sides' watermarks at 0).
 
 Each query's per-batch seconds (Spark's ``triggerExecution``, the first data batch left out: it
 plans and starts the workers) are printed as p50, with the state operator's summed update time.
@@ -91,6 +97,19 @@ class ChunkedState(StatefulProcessor):
         pass
 
 
+class NoState(StatefulProcessor):
+    """Per bucket: the rows counted, nothing stored (the Python stateful operator's own floor)."""
+
+    def init(self, handle) -> None:
+        pass
+
+    def handleInputRows(self, key, rows, timerValues):
+        yield pd.DataFrame({"bucket": [int(key[0])], "n": [sum(len(frame) for frame in rows)]})
+
+    def close(self) -> None:
+        pass
+
+
 def one_row_state(size: int):
     blobs: list = []
 
@@ -139,28 +158,39 @@ def main(argv=None) -> int:
                 .withWatermark("_time", "0 milliseconds")
                 .withColumn("bucket", F.pmod(F.xxhash64("s"), F.lit(args.buckets)).cast("int")))
 
+    def interval_join():
+        left = source().select(F.col("s").alias("ls"), F.col("_time").alias("lt"))
+        right = source().select(F.col("s").alias("rs"), F.col("_time").alias("rt"))
+        return left.join(right, F.expr("ls = rs AND rt >= lt AND rt <= lt + interval 30 seconds"))
+
+    # (name, state store, the query, output mode)
     cases = [
-        ("stateless", HDFS, lambda: source().select("bucket")),
+        ("stateless", HDFS, lambda: source().select("bucket"), "append"),
         ("transformWithStateInPandas, RocksDB", ROCKSDB,
          lambda: source().groupBy("bucket").transformWithStateInPandas(ChunkedState(args.state), "bucket int, n long",
-                                                                       "Append", "EventTime")),
+                                                                       "Append", "EventTime"), "append"),
+        ("transformWithStateInPandas, no-op", ROCKSDB,
+         lambda: source().groupBy("bucket").transformWithStateInPandas(NoState(), "bucket int, n long",
+                                                                       "Append", "EventTime"), "append"),
         ("applyInPandasWithState, HDFS-backed", HDFS,
          lambda: source().groupBy("bucket").applyInPandasWithState(one_row_state(args.state), "bucket int, n long",
                                                                    "n long, blob binary", "Append",
-                                                                   GroupStateTimeout.EventTimeTimeout)),
+                                                                   GroupStateTimeout.EventTimeTimeout), "append"),
         ("applyInPandasWithState, RocksDB", ROCKSDB,
          lambda: source().groupBy("bucket").applyInPandasWithState(one_row_state(args.state), "bucket int, n long",
                                                                    "n long, blob binary", "Append",
-                                                                   GroupStateTimeout.EventTimeTimeout)),
+                                                                   GroupStateTimeout.EventTimeTimeout), "append"),
+        ("JVM aggregation, update mode (3,000 keys)", HDFS, lambda: source().groupBy("s").count(), "update"),
+        ("JVM stream-stream interval join", HDFS, interval_join, "append"),
     ]
     floors = {}
     for run in range(args.repeat):
-        for number, (name, provider, frame) in enumerate(cases):
+        for number, (name, provider, frame, mode) in enumerate(cases):
             spark.conf.set(_PROVIDER, provider)
             spark.conf.set(_CHANGELOG, "true")
             checkpoint = work / f"ckpt-{run}-{number}"
             try:
-                query = (frame().writeStream.foreachBatch(lambda batch, _id: batch.count())
+                query = (frame().writeStream.outputMode(mode).foreachBatch(lambda batch, _id: batch.count())
                          .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
                 query.awaitTermination()
             except Exception as e:  # noqa: BLE001 - reported in the table (module doc)
@@ -176,7 +206,7 @@ def main(argv=None) -> int:
     base = floors["stateless"][0]
     print("| query | p50 per batch | state updates (summed over tasks) | over stateless |")
     print("| --- | --- | --- | --- |")
-    for name, _provider, _frame in cases:
+    for name, _provider, _frame, _mode in cases:
         figure = floors[name]
         if isinstance(figure, str):
             print(f"| {name} | {figure} | | |")

@@ -323,12 +323,14 @@ def resolve_hadoop_minicluster(*, repo: str = MAVEN_REPO) -> list[Path]:
     """Hadoop's mini cluster (beside PySpark's own Hadoop client jars, which it runs with) in its
     own directory under the cache: never on a Spark session's classpath. YARN's services also need
     Bouncy Castle's PKIX classes (at the version of PySpark's bcprov) and JAXB 2.3, which neither
-    jar set has."""
+    jar set has; Hadoop 3.5's (PySpark 4.2's) test utilities, which the mini YARN cluster calls at
+    start, also JUnit 5's assertions."""
     directory = cache_dir() / "hadoop-minicluster"
     found = ivy_resolve(hadoop_minicluster(), directory, skip_spark_provided=True, repo=repo)
     for extra in (Artifact("org.bouncycastle", "bcpkix-jdk18on", _bouncycastle_version()),
                   Artifact("javax.xml.bind", "jaxb-api", "2.3.1"),
-                  Artifact("org.glassfish.jaxb", "jaxb-runtime", "2.3.9")):
+                  Artifact("org.glassfish.jaxb", "jaxb-runtime", "2.3.9"),
+                  Artifact("org.junit.jupiter", "junit-jupiter-api", "5.11.4")):
         found += ivy_resolve(extra, directory, skip_spark_provided=extra.group == "org.bouncycastle", repo=repo)
     return list(dict.fromkeys(found))
 

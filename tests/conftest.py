@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-import tests.hypothesis_profiles  # noqa: F401  (registers the profiles before --hypothesis-profile loads one)
 from ontologies.data import data_dir
+from tests.hypothesis_profiles import thorough  # (registers the profiles before --hypothesis-profile loads one)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -15,7 +15,16 @@ def pytest_collection_modifyitems(config, items):
     a fast run that starts no JVM. ``fixturenames`` is the closure of the fixtures a test uses, so
     a test is marked when it asks for ``spark`` directly or through another fixture (``data``,
     ``store``, ...). Tests that start Spark in a subprocess (CLI runs, spark-submit) are marked in
-    their files."""
+    their files.
+
+    Tests marked ``thorough`` are left out (deselected) unless the hypothesis profile is
+    ``thorough``: each is a second check of a property that one default test per engine already
+    checks (the answers equal the reference at every instant, docs/development.md)."""
+    if not thorough():
+        extra = [item for item in items if item.get_closest_marker("thorough") is not None]
+        if extra:
+            config.hook.pytest_deselected(items=extra)
+            items[:] = [item for item in items if item.get_closest_marker("thorough") is None]
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)

@@ -52,8 +52,10 @@ def alive(rows, t):
     return {(mu, t1, t if t2 == OPEN_END else t2) for (mu, t1, t2, a, b) in rows if a <= t <= b}
 
 
-# 2 drawn examples and the explicit one by default (each is a batch of random queries on Spark); the
-# thorough profile draws 100
+# Under the thorough profile only, drawing 100: the lifetimes plan is what evaluate_at_instants
+# reads at each instant, and tests/test_cep_at_instants.py::test_sequences_at_instants_equal_reference
+# checks it at every instant against the reference, with this test's generator and explicit example
+@pytest.mark.thorough
 @settings(max_examples=examples(2, 100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                                   HealthCheck.too_slow])
 @given(drawn=streams_and_cases())

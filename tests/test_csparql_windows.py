@@ -433,6 +433,7 @@ def random_cases(draw):
 @settings(max_examples=examples(1), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                          HealthCheck.too_slow])
 @given(drawn=random_cases())
+@pytest.mark.thorough   # the boundary items above check each convention on Spark at every instant
 @pytest.mark.parametrize("keyed", [True, False], ids=["every instant in one plan", "instant by instant"])
 def test_random_conventions_spark_equals_reference(spark, keyed, drawn):
     streams, convention, instants = drawn
@@ -478,7 +479,9 @@ def test_query_job_at_instants_with_the_options(spark, tmp_path, capsys):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("engine", ["local", "spark"])
+# Spark's per-batch engine under the thorough profile: the same Spark path (evaluate_sequence at
+# the instants, the runner's state) runs in tests/test_continuous_instants.py's alternating run
+@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.thorough)])
 def test_continuous_with_the_options_equals_reference(spark, tmp_path, engine):
     """``--continuous`` (the runtime ``query --continuous`` runs) with each option: on the driver's
     engine and on Spark, the rows are the reference's at the evaluation instants, which the

@@ -1034,6 +1034,10 @@ def test_continuous_plan_needs_a_horizon():
     assert plan(compile_query(Q1), horizon=5, streams=["<http://s>"]).lookback == 5
 
 
+# A second check of the plan keyed by the instant (cep.engines.spark.keyed), under the thorough
+# profile: random EP-SPARQL patterns are checked on Spark by test_random_patterns_spark_equals_reference,
+# and the keyed plan at every instant by tests/test_cep_at_instants.py and tests/test_csparql_windows.py
+@pytest.mark.thorough
 @settings(max_examples=examples(2), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                              HealthCheck.too_slow])
 @given(items=ep_streams(), patterns=st.lists(ep_patterns(), min_size=4, max_size=4),

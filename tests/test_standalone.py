@@ -93,26 +93,17 @@ def test_jobs_on_a_standalone_cluster_whose_executors_see_no_driver_file(spark, 
         got = {tuple(r) for r in store.open_version(spark, str(base / "store")).table(name, decoded=True).collect()}
         assert got == {tuple(r) for r in store.open_version(spark, tmp_path / "store").table(name, decoded=True).collect()}
 
-    # the continuous query over that store, its stream, checkpoint and answers on HDFS: the
-    # executors read the stream files; the batches are small, so they are evaluated on the driver
-    # (engine auto), whose state goes to HDFS too (the Spark engine on HDFS: tests/test_hdfs.py)
-    query = resources.path("ontologies", "vienna_example_query.rq")
-    done = submit(standalone, "query", str(query), "--closure", str(base / "store"), "--stream",
-                  f"{STREAM}={base / 'in'}", "--continuous", "--checkpoint", str(base / "ckpt"),
-                  "--out", str(base / "out"), "--time-unit", "m", "--max-per-trigger", "1",
-                  "--trigger", "available-now", cwd=tmp_path, checkpoints=str(base / "checkpoints"))
-    assert done.returncode == 0, done.report
-    got = answers(base / "out")
-    assert got == local_answers(spark, tmp_path, tmp_path / "store", max_per_trigger=1) and got
-    lines = metrics(base / "ckpt")
-    assert len(lines) == 3 and {m["engine"] for m in lines} == {"local"}
-
-    # the same query on the keyed operator: its processor runs in the executor's Python, from the
+    # the continuous query over that store, its stream, checkpoint and answers on HDFS, on the
+    # keyed operator (the driver-side engine's state on HDFS, both engines' answers equal to the
+    # local run's: tests/test_hdfs.py): its processor runs in the executor's Python, from the
     # project's zip (--py-files), its state in RocksDB checkpointed to HDFS, its static side
     # shipped from the driver as a file. One file per micro-batch, and after the first batch its
     # executor is killed (SIGKILL, as a lost host: issue 38's fault test): the worker starts a new
     # one, the lost tasks run again there from the state on HDFS, and the run ends with the same
     # answers, none twice
+    query = resources.path("ontologies", "vienna_example_query.rq")
+    got = local_answers(spark, tmp_path, tmp_path / "store", max_per_trigger=1)
+    assert got, "the example has answers, or the test proves nothing"
     artifact, _launcher = package.build(tmp_path / "package")
     job = submit(standalone, "query", str(query), "--closure", str(base / "store"), "--stream",
                  f"{STREAM}={base / 'in'}", "--continuous", "--engine", "keyed", "--checkpoint",

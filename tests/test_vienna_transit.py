@@ -90,21 +90,9 @@ def test_an_unknown_centre_is_refused_with_suggestions(shared_data, tmp_path):
 
 
 def test_the_paper_example_gives_m_over_10_16(spark, tmp_path):
-    """``--example`` through ``spark-submit jobs/vienna_transit.py`` (the job file as spark-submit
-    runs it, in a JVM of its own); in-process ``main`` when spark-submit is not on PATH. One run:
-    the in-process ``main`` is run on the real network above, and the example's answer is the same
-    either way."""
-    import shutil
-    import subprocess
+    """``--example``: the service on the paper's map (in-process, the shared session; a job file
+    run by spark-submit in a JVM of its own is tests/test_standalone.py's and tests/test_yarn.py's)."""
+    from jobs.vienna_transit import main
 
-    argv = ["--example", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "out")]
-    if shutil.which("spark-submit") is None:
-        from jobs.vienna_transit import main
-
-        assert main(argv) == 0
-    else:
-        repo = Path(__file__).resolve().parent.parent
-        done = subprocess.run(["spark-submit", "--master", "local[1]", str(repo / "jobs" / "vienna_transit.py"), *argv],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert main(["--example", "--checkpoint", str(tmp_path / "ck"), "--out", str(tmp_path / "out")]) == 0
     assert answers(tmp_path / "out") == [(f"<{V}m>", 10, 16)]
