@@ -115,6 +115,11 @@ def build_session(app_name: str = "rsp-sidecar", conf: Mapping[str, str] | None 
         # datanode's host name (127.0.0.1, the executor being "localhost") waited forever once
         # the stage's other tasks had finished
         builder = builder.config("spark.locality.wait", "0s")
+    if master.startswith("local") and SparkContext._active_spark_context is None:
+        # local workers run this driver's interpreter: PySpark's default is whatever `python3` is
+        # first on PATH, another installation (without this PySpark, or with another version of
+        # it) when the driver runs from a virtual environment that is not activated
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local") and not present.contains("spark.python.daemon.module") \
             and SparkContext._active_spark_context is None and _worker_can_import("jobs.pyworker"):
         # PySpark's daemon without the archives each Python task re-reads (jobs/pyworker.py)

@@ -17,7 +17,8 @@ kill it. This script parses that table and
   any non-equivalent row is stale.
 * ``[IDS...]`` (default: every non-equivalent row): applies each mutant (OLD replaced by NEW at
   the located offset), runs its killing tests with
-  ``python3 -m pytest -x -q -p no:cacheprovider -o addopts= --hypothesis-seed=0 TESTS`` and
+  ``python3 -m pytest -x -q -p no:cacheprovider -o addopts= --hypothesis-seed=0
+  --hypothesis-profile=mutation TESTS`` (no shrinking: the failing example is the kill) and
   restores the file's original bytes (and modification time) afterwards, whatever happens
   (a failure, a timeout, Ctrl-C, SIGTERM). Pytest's exit code 1 means killed, 0 survived, any
   other code an error (2 interrupted or a collection error, 3 internal error, 4 usage error such
@@ -345,7 +346,7 @@ def restore(path: Path, original: bytes, times_ns: tuple[int, int]) -> None:
 
 def pytest_command(tests: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-            "--hypothesis-seed=0", *tests]
+            "--hypothesis-seed=0", "--hypothesis-profile=mutation", *tests]
 
 
 def stop(process: subprocess.Popen[str]) -> None:

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 THOROUGH = "thorough"
+MUTATION = "mutation"
 ENV = "RSP_HYPOTHESIS"
 
 settings.register_profile(THOROUGH, deadline=None, max_examples=200)
+# scripts/mutation.py: the default counts, but a failing example is the kill (no shrinking: on a
+# Spark test, shrinking a killed mutant's example took minutes) and no example database
+settings.register_profile(MUTATION, phases=(Phase.explicit, Phase.generate), database=None)
 
 if os.environ.get(ENV):                      # the command line's --hypothesis-profile, if any, wins
     settings.load_profile(os.environ[ENV])
