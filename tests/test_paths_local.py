@@ -48,6 +48,14 @@ def test_running_example():
                                                (v("h"), v("g"))}
 
 
+def test_a_nested_sequence_is_tested_from_its_end():
+    """``self::[:p/:q/:r]`` holds at the nodes where a p, q, r chain starts: the nested sequence is
+    walked back from its last step. Kills ``_starts`` walking the sequence forwards (C06)."""
+    graph = {(e("a"), e("p"), e("b")), (e("b"), e("q"), e("c")), (e("c"), e("r"), e("d")), (e("x"), e("p"), e("a"))}
+    path = lower(parse("self::[:p/:q/:r]", {"": EX}))
+    assert answer(graph, path, None, None) == expected(graph, path, None, None) == {(e("a"), e("a"))}
+
+
 def test_constants_outside_the_graph():
     graph = {(e("a"), e("p"), e("b"))}
     k = ABSENT
