@@ -76,7 +76,9 @@ GRAPHFRAMES_FOR_SPARK = {"4.0": "0.10.0", "4.1": "0.12.2", "4.2": "0.12.2"}
 def graphframes(spark_version: str | None = None) -> Artifact:
     """GraphFrames' core for Spark ``spark_version`` (the installed one by default)."""
     line = spark_line(spark_version or installed_spark_version())
-    return Artifact("io.graphframes", GRAPHFRAMES_NAME, GRAPHFRAMES_FOR_SPARK.get(line, list(GRAPHFRAMES_FOR_SPARK.values())[-1]))
+    newest = list(GRAPHFRAMES_FOR_SPARK.values())[-1]
+    return Artifact("io.graphframes", GRAPHFRAMES_NAME, GRAPHFRAMES_FOR_SPARK.get(line, newest))
+
 
 # Spark's own distribution provides these groups; fetching them again would shadow Spark's jars.
 _PROVIDED_GROUPS = ("org.apache.spark", "org.scala-lang", "org.slf4j", "org.apache.logging.log4j")
@@ -204,6 +206,8 @@ KAFKA_WHAT = {KAFKA_CONNECTOR_NAME: "The Spark Kafka connector", KAFKA_BROKER_NA
 def kafka_connector(spark_version: str | None = None) -> Artifact:
     """The Spark Kafka connector of Spark ``spark_version`` (the installed one by default)."""
     return Artifact("org.apache.spark", KAFKA_CONNECTOR_NAME, spark_version or installed_spark_version())
+
+
 #: where the broker's own classpath is cached (never on Spark's classpath: its Scala and Jackson differ)
 BROKER_DIR = "kafka-broker"
 
