@@ -124,7 +124,7 @@ def background_queries() -> dict:
     }
 
 
-@settings(max_examples=examples(3), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(2, 30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                              HealthCheck.too_slow])
 @given(items=streams(), triples=backgrounds())
 def test_background_and_negation_at_instants_equal_reference(spark, items, triples):

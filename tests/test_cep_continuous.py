@@ -243,12 +243,12 @@ def test_construct_template_blank_nodes_are_those_of_each_instant(spark, tmp_pat
 def test_rstream_and_dstream_equal_the_changes_between_instants(spark, tmp_path, emit):
     """Rstream: at each instant t where ⟦Q, t⟧ differs from ⟦Q, t − 1⟧, all of ⟦Q, t⟧; Dstream:
     ⟦Q, t − 1⟧ − ⟦Q, t⟧ at t. A negated head makes answers appear without an arrival and the
-    window makes them leave; three batches, so the set alive at a batch's last instant is carried
+    window makes them leave; two batches, so the set alive at a batch's last instant is carried
     to the next (guards a change at a batch boundary reported twice or lost)."""
     query = _query(A.Range(A.Duration(4)), A.sequence(ELEMENT_B, ELEMENT_A, negated=0))
     names = [var.name for var in query.form.variables]
     items = random_items(random.Random(11), 16, 14)
-    got, _summary, ids = run_continuous(spark, tmp_path, query, chunked(items, 3), emit=emit)
+    got, _summary, ids = run_continuous(spark, tmp_path, query, chunked(items, 2), emit=emit)
     items = relabeled(items, ids)
     times = [t for (_i, _g, t1, _t2) in items for t in (t1,)]
     expected, previous = set(), set()

@@ -47,7 +47,10 @@ def _answers(spark, tmp_path, engine: str, name: str):
     return sorted((a["s"], a["_start"], a["_end"]) for a in got), late, summary
 
 
-@pytest.mark.parametrize("engine", ["auto", "spark", "keyed"])
+# the Spark engine reads with the auto engine's source and runner (only a batch's evaluation
+# differs, which tests/test_cep_continuous.py checks against the reference): under the thorough
+# profile only
+@pytest.mark.parametrize("engine", ["auto", pytest.param("spark", marks=pytest.mark.thorough), "keyed"])
 def test_files_with_one_modification_time_are_read_in_name_order_on_every_engine(spark, tmp_path, engine):
     _stream_files(tmp_path / "in")
     runs = [_answers(spark, tmp_path, engine, str(k)) for k in range(2)]

@@ -30,7 +30,7 @@ EQC, EQP, INV = f"<{OWL_NS}equivalentClass>", f"<{OWL_NS}equivalentProperty>", f
 SYM, TRANS = f"<{OWL_NS}SymmetricProperty>", f"<{OWL_NS}TransitiveProperty>"
 
 
-@settings(max_examples=examples(3), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(2, 30), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.integers(min_value=0, max_value=10**6), min_size=4, max_size=8))
 @pytest.mark.spark
 def test_local_tables_equal_spark_tables(spark, seeds):
