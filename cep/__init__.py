@@ -18,12 +18,23 @@ Three trees, three modules (DESIGN.md "Engineering rules"):
 
 The front end (parser, syntax, algebra, lower) does not import pyspark.
 """
+from cep.algebra import Query
 from cep.lowering.languages import compile_query, lower
+from cep.planner import rewrite
+from cep.planner.explain import explain as explain_text
 from cep.syntax.parser import CepSemanticError, CepSyntaxError, parse
 
 compile = compile_query  # noqa: A001 - the name the issue asks for; shadows the builtin only here
 
-__all__ = ["parse", "lower", "compile", "compile_query", "CepSyntaxError", "CepSemanticError", "evaluate"]
+__all__ = ["parse", "lower", "compile", "compile_query", "CepSyntaxError", "CepSemanticError", "evaluate", "explain"]
+
+
+def explain(query, lang: str | None = None) -> str:
+    """The plan of ``query`` (text or ``cep.algebra.Query``) as ``query --explain`` prints it,
+    without the engine: as written, as the planner rewrites it (``cep.planner``) and why."""
+    if not isinstance(query, Query):
+        query = compile_query(query, lang=lang)
+    return explain_text(rewrite(query))
 
 
 def __getattr__(name):  # PEP 562: the Spark runtime is imported only when asked for

@@ -110,11 +110,14 @@ from cep import CepSyntaxError, compile_query  # noqa: E402
 from cep import algebra as A  # noqa: E402
 from cep.algebra.patterns import (BGP, Duration, NamedGraph, Project, TIME_UNITS, Var, background_patterns, is_csparql,
                                   is_epsparql, rsep_windows, snapshots, stream_patterns, walk)  # noqa: E402
-from cep.continuous.keyed.keys import refusal as keyed_refusal  # noqa: E402
-from cep.continuous.plan import plan as continuous_plan  # noqa: E402
+from cep.continuous.keyed.keys import partition, refusal as keyed_refusal  # noqa: E402
+from cep.continuous.plan import LIFETIMES, plan as continuous_plan  # noqa: E402
 from cep.continuous.record import check as check_checkpoint, engine_family, query_record  # noqa: E402
 from cep.engines.columns import var_column  # noqa: E402
+from cep.engines.driver.walk import supports  # noqa: E402
 from cep.engines.rules import RulesError, check_rules  # noqa: E402
+from cep.planner import Logical, rewrite  # noqa: E402
+from cep.planner.explain import explain as explain_text  # noqa: E402
 from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from jobs.streaming import file_or_kafka_source, kafka_url, need_kafka, sink_for, trigger_for  # noqa: E402
@@ -179,6 +182,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "small; else Spark), local (the driver), spark; with --continuous, where each "
                              "micro-batch is evaluated, or keyed: the whole query as one Spark stateful operator on "
                              "the executors (CQELS-CEP SELECT or CONSTRUCT; --emit rstream in one bucket)")
+    parser.add_argument("--explain", action="store_true",
+                        help="print the query's plan instead of evaluating it: the query as written and as the "
+                             "planner rewrites it (each step with its reason), and where it runs and why")
     parser.add_argument("--buckets", type=int, metavar="N",
                         help="with --engine keyed: how many groups the keys are hashed into, fixed when the checkpoint "
                              "is created (default: the checkpoint's; for a new one twice the cores)")
@@ -303,6 +309,10 @@ class Plan:
     instants: list[int] = field(default_factory=list)   # --at T1,T2,...: more than one
     rules: tuple = ()                  # --rules: EP-SPARQL CONSTRUCT rules (cep.engines.rules)
     convention: A.WindowConvention = A.RSEPQL_WINDOWS   # --window-bounds, --window-start, --empty-windows
+
+    def planned(self):
+        """The planner's rewrite of ``query`` (``cep.planner.logical``): what ``--at`` evaluates."""
+        return rewrite(self.query)
 
 
 def window_convention(args: argparse.Namespace, time_unit: str) -> A.WindowConvention:
@@ -473,14 +483,12 @@ def _reject_line(file: str, line: int, reason: str, raw: str) -> str:
     return json.dumps({"file": file, "line": line, "reason": reason, "raw": raw}, ensure_ascii=False) + "\n"
 
 
-def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engine: str) -> int:
-    """``execute`` on the driver, with no JVM (``cep.engines.driver.answers``); returns the number of
-    answers. Raises ``NotOnDriver`` (before writing anything) when the query or its inputs are not
-    for the driver: with ``engine`` "auto", inputs larger than ``LOCAL_STATIC_BYTES`` /
-    ``LOCAL_STREAM_BYTES`` too."""
+def _not_on_driver(p: Plan, query, engine: str) -> str | None:
+    """Why ``--at`` does not evaluate ``query`` (``p``'s, as planned) on the driver under ``engine``
+    (auto or local), or None."""
     from cep.engines.driver import answers as D
 
-    why = D.refusal(p.query, p.convention, p.rules)
+    why = D.refusal(query, p.convention, p.rules)
     files = [f for paths in p.graphs.values() for f in paths] + list(p.streams.values())
     if why is None and any(is_hadoop(f) for f in files):
         why = "a file on a Hadoop filesystem (read through Spark)"
@@ -491,6 +499,18 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
             why = (f"the inputs are larger than the driver engine takes under --engine auto ({static:,} bytes of static "
                    f"files, at most {LOCAL_STATIC_BYTES:,}; {stream:,} bytes of stream files, at most "
                    f"{LOCAL_STREAM_BYTES:,})")
+    return why
+
+
+def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engine: str) -> int:
+    """``execute`` on the driver, with no JVM (``cep.engines.driver.answers``); returns the number of
+    answers. Raises ``NotOnDriver`` (before writing anything) when the query or its inputs are not
+    for the driver: with ``engine`` "auto", inputs larger than ``LOCAL_STATIC_BYTES`` /
+    ``LOCAL_STREAM_BYTES`` too."""
+    from cep.engines.driver import answers as D
+
+    query = p.planned().query
+    why = _not_on_driver(p, query, engine)
     if why is not None:
         raise D.NotOnDriver(why)
     graphs, terms, static_rejects = D.read_static(p.graphs)
@@ -499,7 +519,7 @@ def execute_local(p: Plan, out: TextIO, fmt: str, rejects_path: str | None, engi
     if None not in graphs:
         graphs[None] = D.static.StaticGraph(frozenset())
     instants = p.instants or [p.at]
-    answers = D.answers_at(p.query, graphs, streams, instants, p.time_unit, terms, window_convention=p.convention,
+    answers = D.answers_at(query, graphs, streams, instants, p.time_unit, terms, window_convention=p.convention,
                            rules=p.rules)
     reported = [(f"static {graph or 'default graph'}", static_rejects[graph]) for graph, paths in p.graphs.items()
                 if any(str(f).lower().endswith((".nt", ".ntriples")) for f in paths)]
@@ -600,7 +620,7 @@ def execute(p: Plan, out: TextIO, fmt: str = "tsv", rejects_path: str | None = N
     from rdfcore.loading import load
 
     spark = build_session("rsp-sidecar query")
-    query = p.query
+    query = p.planned().query
     background, dictionaries, reject_frames = {}, [], []
     for graph, files in p.graphs.items():
         loaded = load(spark, files)
@@ -683,7 +703,7 @@ def parse_lateness(text: str, time_unit: str, option: str = "--lateness") -> int
 
 
 def _check_continuous(args: argparse.Namespace) -> None:
-    if not args.checkpoint:
+    if not args.checkpoint and not getattr(args, "explain", False):
         raise QueryError("--continuous needs --checkpoint DIR (where the run keeps its state and progress)")
     if args.closure and args.static:
         raise QueryError("--closure STORE_DIR and --static files both give the background; pass one of them")
@@ -757,8 +777,56 @@ def _evaluate(p: Plan, out: TextIO, args: argparse.Namespace) -> None:
     execute(p, out, args.format, args.rejects)
 
 
+def explain(p: Plan, args: argparse.Namespace) -> str:
+    """``--explain``: the plan as text (``cep.planner.explain``), with the engine that would run it and why."""
+    if p.at is not None:
+        logical = p.planned()
+        if args.engine == "keyed":
+            raise QueryError("--engine keyed runs continuous queries (--continuous); --at evaluates with auto, local or spark")
+        why = None if args.engine == "spark" else _not_on_driver(p, logical.query, args.engine)
+        if args.engine == "spark":
+            engine = ["Spark (--engine spark): one plan for every asked instant"]
+        elif why is None:
+            engine = ["the driver, with no JVM (cep.engines.driver): one evaluation for every asked instant"]
+        elif args.engine == "local":
+            raise QueryError(f"--engine local: the driver engine cannot evaluate this: {why}")
+        else:
+            engine = [f"Spark, because {why}"]
+        return explain_text(logical, engine)
+    from cep.continuous.runner import LOCAL_MAX_BACKGROUND, LOCAL_MAX_BATCH, LOCAL_MAX_ROWS
+    cplan = continuous_plan(p.query, p.time_unit, parse_lateness(args.lateness, args.time_unit), emit=args.emit,
+                            horizon=None if args.horizon is None else parse_lateness(args.horizon, p.time_unit, "--horizon"),
+                            streams=list(p.streams), rules=p.rules,
+                            every=None if args.every is None else parse_lateness(args.every, p.time_unit, "--every"),
+                            window_convention=p.convention)
+    logical = Logical(cplan.written or cplan.query, cplan.query, cplan.planning)
+    if args.engine == "keyed":
+        why = keyed_refusal(cplan)
+        if why is not None:
+            raise QueryError(f"--engine keyed: the keyed operator cannot run this query: {why}")
+        part = partition(cplan)
+        engine = ["the keyed operator: the whole query as one Spark stateful operator (cep.continuous.keyed)",
+                  f"key: {', '.join('?' + k for k in part.key)}; the keys hashed into buckets" if part.key
+                  else f"one bucket: {part.single}"]
+    elif cplan.mode != LIFETIMES:
+        engine = ["one evaluation per evaluation instant, each micro-batch (cep.continuous.instants): "
+                  + ("on Spark (--engine spark)" if args.engine == "spark" else "on the driver when the query allows it")]
+    else:
+        why = "--engine spark" if args.engine == "spark" else (
+            supports(cplan.query) or (None if cplan.emit == "istream" else f"--emit {cplan.emit}"))
+        engine = [f"each micro-batch on Spark, because {why}" if why else
+                  f"each micro-batch on the driver (cep.engines.driver.columnar) while the state holds at most "
+                  f"{LOCAL_MAX_ROWS:,} triples, the batch at most {LOCAL_MAX_BATCH:,} lines and the background "
+                  f"patterns at most {LOCAL_MAX_BACKGROUND:,} rows each; on Spark otherwise"]
+    return explain_text(logical, engine)
+
+
 def run(args: argparse.Namespace) -> int:
     p = plan(args)
+    if getattr(args, "explain", False):
+        sys.stdout.write(explain(p, args))
+        sys.stdout.flush()
+        return 0
     if p.at is None:
         execute_continuous(p, args)
         return 0

@@ -98,7 +98,7 @@ from the stored keys, never from recomputed history.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from cep import algebra as A
 from cep.algebra import windows as W
@@ -106,6 +106,7 @@ from cep.algebra.windows import RSEPQL_WINDOWS, WindowConvention
 from cep.algebra.timeline import MIN_TIME, close_instant
 from rdfcore.errors import SidecarError
 from cep.engines.rules import RulesError, check_rules
+from cep.planner import rewrite
 
 __all__ = ["ContinuousError", "WindowRule", "ContinuousPlan", "plan", "EMITS", "ISTREAM", "RSTREAM", "DSTREAM",
            "LIFETIMES", "INSTANTS", "evaluation_instants", "end_instant", "keep_from", "keep_bounds", "LANDMARK",
@@ -169,6 +170,11 @@ class ContinuousPlan:
     #: C-SPARQL: how the windows are bounded, when they close and whether empty ones report
     #: (``cep.algebra.WindowConvention``; checked against the query by ``plan``)
     convention: WindowConvention = RSEPQL_WINDOWS
+    #: the query as written, when ``query`` is the planner's rewrite of it (``cep.planner.logical``;
+    #: the checkpoint records the query as written); None: ``query`` is as written
+    written: A.Query | None = field(default=None, compare=False)
+    #: the planner's steps (``cep.planner.logical.Step``): what it rewrote, and why
+    planning: tuple = field(default=(), compare=False)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -276,9 +282,12 @@ def plan(query: A.Query, time_unit: str = "ms", lateness: int = 0, emit: str = I
                               "evaluate it once (--at T) instead")
     windows = tuple(dict.fromkeys(_rule(p.stream, p.window, f"window {p.name} on {p.stream}", time_unit)
                                   for p in patterns))
+    logical = rewrite(query)       # the engines evaluate the planner's rewrite; the record keeps the query
+    planned = dict(written=query if logical.changed else None, planning=logical.steps)
     if why is not None:     # one evaluation per content change (module doc)
-        return _report_every(ContinuousPlan(query, time_unit, lateness, windows, emit, INSTANTS, cqels=True), every)
-    return ContinuousPlan(query, time_unit, lateness, windows, emit)
+        return _report_every(ContinuousPlan(logical.query, time_unit, lateness, windows, emit, INSTANTS, cqels=True,
+                                            **planned), every)
+    return ContinuousPlan(logical.query, time_unit, lateness, windows, emit, **planned)
 
 
 def _report_every(cplan: ContinuousPlan, every: int | None) -> ContinuousPlan:

@@ -112,7 +112,7 @@ def query_record(engine: str, cplan: ContinuousPlan, sources: Sequence, buckets:
     """The record of a continuous query's checkpoint (module doc): ``engine`` (``PER_BATCH`` or
     ``KEYED``), the plan's options, the sources of the streams it reads; ``buckets`` (keyed; None:
     whatever the checkpoint holds)."""
-    query = cplan.query
+    query = cplan.written or cplan.query     # as written: a planner that rewrites it otherwise is no new query
     text = str(query)
     if query.registration is not None:
         text = f"REGISTER {query.registration[0]} {query.registration[1]} AS {text}"

@@ -487,7 +487,7 @@ def prepare(spark: SparkSession, query, *, static=None, lateness: int = 0, time_
     if part.single is not None:
         buckets = 1
     rels, terms, version = _static_side(spark, cplan, (static or NoStatic()).current(spark))
-    program = B.Program(query, time_unit, part.key, part.streams, version=version, emit=cplan.emit)
+    program = B.Program(cplan.query, time_unit, part.key, part.streams, version=version, emit=cplan.emit)
     _check_names(program.names)
     shipped = ship_static(spark, rels, terms, version)
     provider = spark.conf.get(_PROVIDER, None)
