@@ -102,8 +102,11 @@ def esper(spark, planned: A.Query, side, stream_dir: Path) -> dict | None:
                 terms = side.dictionary.join(ids, "id", "left_semi").collect()
                 sets[column] = ",".join(sorted(t["term"].split("#", 1)[1].rstrip(">") for t in terms))
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+    for column, names in sets.items():     # in files: 33,333 subways exceed a command line
+        (stream_dir.parent / f"{column}.csv").write_text(names, encoding="utf-8")
     done = subprocess.run([java, "-cp", os.pathsep.join(map(str, classpath)), str(ROOT / "bench" / "esper" / "ViennaDelays.java"),
-                           "all", "10", sets["v_v"], sets["v_s"], *sorted(str(f) for f in stream_dir.iterdir())],
+                           "all", "10", f"@{stream_dir.parent / 'v_v.csv'}", f"@{stream_dir.parent / 'v_s.csv'}",
+                           *sorted(str(f) for f in stream_dir.iterdir())],
                           capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         print(f"  Esper: failed: {done.stderr.strip()[-500:]}")

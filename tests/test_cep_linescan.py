@@ -273,3 +273,25 @@ def test_lines_of_invalid_utf8_are_never_plain_and_read_as_with_u_fffd():
             kind = scan(bytes_as_they_are)
             assert (kind == scan(replaced)).all()
             assert bad.sum() > 500 and not (kind[bad] == J.PLAIN).any()
+
+
+def test_setup_compiles_the_kernels_once_for_every_later_process():
+    """``rsp-sidecar setup`` compiles the kernels (``cep.io.kernels``) into numba's cache beside
+    their modules: after one process has run it (the install's setup, so it compiles nothing here
+    unless a kernel changed since), a second process runs none of the compiler's passes (each kernel
+    it calls is loaded), as a service's first micro-batch then does."""
+    import subprocess
+    import sys
+
+    code = ("from numba.core import event\n"
+            "passes = [0]\n"
+            "class Count(event.Listener):\n"
+            "    def on_start(self, ev): passes[0] += 1\n"
+            "    def on_end(self, ev): pass\n"
+            "event.register('numba:run_pass', Count())\n"
+            "from cep.io.kernels import compile_all\n"
+            "compile_all()\n"
+            "print(passes[0])\n")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
+    assert int(runs[1].stdout.strip().splitlines()[-1]) == 0, "the second process compiled a kernel"

@@ -14,7 +14,7 @@ whole-column operations:
   searches per left key, expanded with ``repeat`` (a join key of several variables is hashed to
   one int64, then the pairs are checked column by column, so a hash collision costs nothing but
   the check);
-* a negation's free runs (``_runs``) are one compiled pass (numba) over the blockers sorted by
+* a negation's free runs (``free_runs``) are one compiled pass (numba) over the blockers sorted by
   row and start — the sweep of ``cep.engines.driver.rows._free_runs``, for every row at once;
 * windows of point events (t1 = t2, the common case) are closed forms per column; an interval
   event's growing/shrinking lifetimes come from ``cep.engines.driver.rows``'s generators, row by row.
@@ -278,7 +278,7 @@ def union(left: Table, right: Table) -> Table:
 
 
 @numba.njit(nogil=True, cache=True)
-def _runs(a, b, rows, xs, ys):   # pragma: no cover - compiled; run through subtract
+def free_runs(a, b, rows, xs, ys):   # pragma: no cover - compiled; run through subtract
     """For each row i, the maximal runs of [a[i], b[i]] no block covers; blocks ``(rows, xs, ys)``
     sorted by row then start, clipped to their row's [a, b]. Returns (row, lo, hi) arrays."""
     cap = len(a) + len(rows)
@@ -314,7 +314,7 @@ def subtract(data: np.ndarray, rows: np.ndarray, xs: np.ndarray, ys: np.ndarray)
     inside = (xs <= rb) & (ys >= ra) & (xs <= ys)
     rows, xs, ys = rows[inside], np.maximum(xs[inside], ra[inside]), np.minimum(ys[inside], rb[inside])
     order = np.lexsort((xs, rows))
-    at, lo, hi = _runs(np.ascontiguousarray(a), np.ascontiguousarray(b), rows[order], xs[order], ys[order])
+    at, lo, hi = free_runs(np.ascontiguousarray(a), np.ascontiguousarray(b), rows[order], xs[order], ys[order])
     return np.column_stack([data[at, :_A], lo, hi]) if len(at) else data[:0]
 
 
