@@ -794,6 +794,7 @@ def explain(p: Plan, args: argparse.Namespace) -> str:
             engine = [f"Spark, because {why}"]
         return explain_text(logical, engine)
     from cep.continuous.runner import LOCAL_MAX_BACKGROUND, LOCAL_MAX_BATCH, LOCAL_MAX_ROWS
+
     cplan = continuous_plan(p.query, p.time_unit, parse_lateness(args.lateness, args.time_unit), emit=args.emit,
                             horizon=None if args.horizon is None else parse_lateness(args.horizon, p.time_unit, "--horizon"),
                             streams=list(p.streams), rules=p.rules,

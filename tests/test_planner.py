@@ -177,3 +177,33 @@ def test_random_rewritten_queries_on_the_driver_equal_the_reference_on_the_writt
         answered += hits
     assert rewritten >= 5, "too few random queries were rewritten: the test would prove little"
     assert answered, "no random query has an answer: the test would prove nothing"
+
+
+# --- query --explain --------------------------------------------------------------------------
+
+ONTOLOGIES = __import__("pathlib").Path(__file__).resolve().parent.parent / "ontologies"
+
+
+def _explain(capsys, *more: str) -> str:
+    from jobs import query as job
+
+    assert job.main([str(ONTOLOGIES / "vienna_example_query.rq"), "--static",
+                     f"ex:transportationMap={ONTOLOGIES / 'vienna_example.ttl'}", "--stream",
+                     f"ex:publicTransport={ONTOLOGIES if 'continuous' in ' '.join(more) else ONTOLOGIES / 'vienna_example_stream.jsonl'}",
+                     "--time-unit", "m", "--explain", *more]) == 0
+    return capsys.readouterr().out
+
+
+def test_explain_prints_the_split_background_and_the_engine_without_evaluating(capsys):
+    out = _explain(capsys, "--at", "16")
+    written, rewritten = out.split("== Query, as the engines evaluate it ==")
+    assert "?v rdf:type :subway . ?s" in written                       # one relation, as written
+    assert "BACKGROUND(ex:transportationMap, {?v rdf:type :subway})" in rewritten
+    assert "- split: " in out and "- order: joined in this order: the event clauses ⋈ [?v] ⋈ [?s]" in out
+    assert "== Engine ==\nthe driver, with no JVM" in out
+    assert "?s\t" not in out                                            # nothing evaluated
+    keyed = _explain(capsys, "--continuous", "--engine", "keyed")
+    assert "the keyed operator" in keyed and "key: ?s" in keyed and "- split: " in keyed
+    runner = _explain(capsys, "--continuous")
+    assert "each micro-batch on the driver" in runner
+    assert "on Spark, because --emit rstream" in _explain(capsys, "--continuous", "--emit", "rstream")
