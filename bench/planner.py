@@ -29,7 +29,6 @@ import importlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,12 +37,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.file_source import local_session  # noqa: E402  (the repository on the path first)
+from bench import esper_vienna  # noqa: E402  (the repository on the path first)
+from bench.file_source import local_session  # noqa: E402
 from cep import algebra as A  # noqa: E402
 from cep.continuous.job import run  # noqa: E402
 from cep.continuous.sinks import CallbackSink  # noqa: E402
 from cep.continuous.sources import FileSource  # noqa: E402
 from cep.continuous.static import StaticFiles  # noqa: E402
+from cep.engines.spark.evaluate import Prepared  # noqa: E402
 from cep.lowering.languages import compile_query  # noqa: E402
 from cep.planner import Logical, rewrite  # noqa: E402
 from scenarios import vienna_transit as vt  # noqa: E402
@@ -55,8 +56,6 @@ continuous_plan = importlib.import_module("cep.continuous.plan")
 
 def background_rows(spark, query, side) -> list[int]:
     """The rows of each background pattern of ``query`` (``Prepared.background_lifetimes``)."""
-    from cep.engines.spark.evaluate import Prepared
-
     frames = Prepared(query, side.background, "m", dictionary=side.dictionary).background_lifetimes()
     return [frame.count() for frame in frames.values()]
 
@@ -78,40 +77,6 @@ def one_run(spark, query, static, directory: Path, checkpoint: Path, engine: str
 def as_written(query: A.Query) -> Logical:
     """The planner switched off: the query as the lowering wrote it (the before)."""
     return Logical(query, query)
-
-
-def esper(spark, planned: A.Query, side, stream_dir: Path) -> dict | None:
-    """Esper on the files (module doc): {"seconds", "answers"}, or None when it cannot run."""
-    from pyspark.sql import functions as F
-
-    from cep.engines.spark.evaluate import Prepared
-    from rdfcore import jars
-
-    try:
-        classpath = [p for name in ("esper-compiler", "esper-runtime")
-                     for p in jars.ivy_resolve(jars.Artifact("com.espertech", name, "8.9.0"),
-                                               jars.cache_dir() / "esper", skip_spark_provided=False)]
-    except jars.JarUnavailable as exc:
-        print(f"  Esper: not run ({exc})")
-        return None
-    sets = {}
-    for frame in Prepared(planned, side.background, "m", dictionary=side.dictionary).background_lifetimes().values():
-        for column in ("v_v", "v_s"):
-            if column in frame.columns:
-                ids = frame.select(F.col(column).alias("id")).distinct()
-                terms = side.dictionary.join(ids, "id", "left_semi").collect()
-                sets[column] = ",".join(sorted(t["term"].split("#", 1)[1].rstrip(">") for t in terms))
-    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
-    for column, names in sets.items():     # in files: 33,333 subways exceed a command line
-        (stream_dir.parent / f"{column}.csv").write_text(names, encoding="utf-8")
-    done = subprocess.run([java, "-cp", os.pathsep.join(map(str, classpath)), str(ROOT / "bench" / "esper" / "ViennaDelays.java"),
-                           "all", "10", f"@{stream_dir.parent / 'v_v.csv'}", f"@{stream_dir.parent / 'v_s.csv'}",
-                           *sorted(str(f) for f in stream_dir.iterdir())],
-                          capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        print(f"  Esper: failed: {done.stderr.strip()[-500:]}")
-        return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None) -> int:
@@ -171,8 +136,10 @@ def main(argv=None) -> int:
                   f"others {before['p50']:.2f} s, {len(before['answers']):,} answers"
                   + ("" if answers is None or before["answers"] == answers else " — ERROR: not the planned answers"))
             row["written"], row["written_first"] = before["seconds"], before["first"]
-        result = esper(spark, planned, side, stream)
-        if result is not None:
+        result, why = esper_vienna.run("all", esper_vienna.static_sets(planned, side), stream.iterdir(), stream.parent)
+        if result is None:
+            print(f"  Esper: {why}")
+        else:
             check = "equal to ours" if answers is not None and result["answers"] == len(answers) else \
                 f"ERROR: ours {len(answers or ()):,}"
             print(f"  baseline Esper 8.9, every a -> every b: {result['seconds']:.2f} s, {result['answers']:,} answers "

@@ -52,6 +52,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import esper_vienna  # noqa: E402  (the repository on the path first)
+
 STREAM = "<http://example.org/publicTransport>"
 
 
@@ -256,38 +258,13 @@ def _ratio(ours: float, theirs: float) -> str:
 
 
 def esper_baseline(spark, query, side, stream_dir: Path, ours: float, our_answers: int, events: int) -> None:
-    """Esper on the same files (module doc); prints its figures and the ratio."""
-    import subprocess
-
-    from pyspark.sql import functions as F
-
-    from cep.engines.spark.evaluate import Prepared
-    from rdfcore import jars
-
-    try:
-        classpath = [p for name in ("esper-compiler", "esper-runtime")
-                     for p in jars.ivy_resolve(jars.Artifact("com.espertech", name, "8.9.0"),
-                                               jars.cache_dir() / "esper", skip_spark_provided=False)]
-    except jars.JarUnavailable as exc:
-        print(f"Esper baseline: not run ({exc})")
-        return
-    # the static side as Esper gets it: the subways and the stops our background pattern gives
-    (frame,) = Prepared(query, side.background, "m", dictionary=side.dictionary).background_lifetimes().values()
-    local = {}
-    for column in ("v_v", "v_s"):
-        ids = frame.select(F.col(column).alias("id")).distinct()
-        terms = side.dictionary.join(ids, "id", "left_semi").collect()
-        local[column] = ",".join(sorted(t["term"].split("#", 1)[1].rstrip(">") for t in terms))
-    files = sorted(str(f) for f in stream_dir.iterdir())
-    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+    """Esper on the same files (module doc, ``bench.esper_vienna``); prints its figures and the ratio."""
+    sets = esper_vienna.static_sets(query, side)
     for mode, label in (("all", "every a -> every b (all pairs)"), ("next", "every a -> b (skip-till-next-match)")):
-        done = subprocess.run([java, "-cp", os.pathsep.join(map(str, classpath)),
-                               str(ROOT / "bench" / "esper" / "ViennaDelays.java"), mode, "10", local["v_v"],
-                               local["v_s"], *files], capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            print(f"Esper baseline ({label}): failed: {done.stderr.strip()[-500:]}")
+        result, why = esper_vienna.run(mode, sets, stream_dir.iterdir(), stream_dir.parent, timeout=600)
+        if result is None:
+            print(f"Esper baseline ({label}): {why}")
             continue
-        result = json.loads(done.stdout.strip().splitlines()[-1])
         check = "equal to ours" if result["answers"] == our_answers else f"ours: {our_answers}"
         print(f"baseline Esper, {label}: {result['seconds']:.2f} s ({events / result['seconds']:,.0f} events/s; "
               f"EPL compile {result['compile_seconds']:.2f} s apart), {result['answers']} answers ({check})"

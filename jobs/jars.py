@@ -47,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
         paths = jars.resolve_kafka_broker()
         print(f"Kafka broker cached: {len(paths)} jars in {paths[0].parent}")
     print(cluster_packages())
-    from cep.io.kernels import compile_all    # numba: loaded here only, not for a jar fetch's start-up
+    # here, not at the top: jobs.package imports this module for cluster_packages, and numba,
+    # numpy and the query front end stay off its start-up
+    from cep.io.kernels import compile_all
 
     print(f"The stream scanners' compiled kernels cached ({compile_all():.1f} s)")
     return 0

@@ -118,6 +118,7 @@ from cep.engines.driver.walk import supports  # noqa: E402
 from cep.engines.rules import RulesError, check_rules  # noqa: E402
 from cep.planner import Logical, rewrite  # noqa: E402
 from cep.planner.explain import explain as explain_text  # noqa: E402
+from cep.planner.limits import LOCAL_MAX_BACKGROUND, LOCAL_MAX_BATCH, LOCAL_MAX_ROWS  # noqa: E402
 from jobs.errors import job_main  # noqa: E402
 from jobs.results import FORMATS, write_results  # noqa: E402
 from jobs.streaming import file_or_kafka_source, kafka_url, need_kafka, sink_for, trigger_for  # noqa: E402
@@ -793,8 +794,6 @@ def explain(p: Plan, args: argparse.Namespace) -> str:
         else:
             engine = [f"Spark, because {why}"]
         return explain_text(logical, engine)
-    from cep.continuous.runner import LOCAL_MAX_BACKGROUND, LOCAL_MAX_BATCH, LOCAL_MAX_ROWS
-
     cplan = continuous_plan(p.query, p.time_unit, parse_lateness(args.lateness, args.time_unit), emit=args.emit,
                             horizon=None if args.horizon is None else parse_lateness(args.horizon, p.time_unit, "--horizon"),
                             streams=list(p.streams), rules=p.rules,

@@ -37,7 +37,7 @@ version and cached (``cep.engines.spark.evaluate.Prepared``): each batch only jo
 
 Two engines, one state. Spark's fixed cost — building and planning a handful of plans, seconds per
 batch on 2 cores whatever its size — dominates a small batch. With ``engine="auto"`` (the default)
-a batch runs on the driver instead while it is small (state ≤ ``LOCAL_MAX_ROWS`` triples, batch ≤
+a batch runs on the driver instead while it is small (``cep.planner.limits``: state ≤ ``LOCAL_MAX_ROWS`` triples, batch ≤
 ``LOCAL_MAX_BATCH`` lines, the static side's background patterns ≤ ``LOCAL_MAX_BACKGROUND`` rows,
 collected once per closure version) and the query allows it (``cep.engines.driver.walk.supports``:
 no EXISTS, NOW() or timestamp() in a condition; Istream): one cheap job collects the raw lines,
@@ -107,22 +107,11 @@ from rdfcore.fs import spark_path
 from rdfcore.locations import location
 from rdfcore.schema import FILE, ID, LINE, O, P, RAW, REASON, S, TERM
 from rdfcore.sparkutil import union_all
+from cep.planner.limits import LOCAL_MAX_BACKGROUND, LOCAL_MAX_BATCH, LOCAL_MAX_ROWS  # noqa: F401 (re-exported)
 
 
 __all__ = ["Runner", "RunSummary", "run_micro_batches", "keep_items", "ENGINES", "LOCAL_MAX_ROWS", "LOCAL_MAX_BATCH",
            "LOCAL_MAX_BACKGROUND"]
-
-
-#: ``engine="auto"`` evaluates a batch on the driver (``cep.engines.driver.columnar``) while the state holds at
-#: most LOCAL_MAX_ROWS triples (a pyarrow table and numpy columns: ~100 bytes a triple, plus the
-#: pairs a SEQ forms), the batch at most LOCAL_MAX_BATCH lines (parsed into Python objects) and the
-#: static side's background patterns at most LOCAL_MAX_BACKGROUND rows; larger ones go to Spark
-LOCAL_MAX_ROWS = 2_000_000
-
-LOCAL_MAX_BATCH = 500_000
-
-
-LOCAL_MAX_BACKGROUND = 500_000
 
 ENGINES = ("auto", "spark", "local")
 

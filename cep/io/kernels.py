@@ -13,6 +13,9 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from cep.engines.driver import columnar
+from cep.io import linescan, tsntscan
+
 __all__ = ["compile_all"]
 
 _JSON = ['{"s": ":a", "p": ":delayAt", "o": ":b", "t": 1}', '{"s": "<http://e/a>", "p": ":p", "o": "\\"x\\"@en", "t": 2}',
@@ -23,9 +26,6 @@ _TSNT = ['<http://e/a> <http://e/p> <http://e/b> "1" .', '_:b <http://e/p> "x"@e
 
 def compile_all() -> float:
     """Call every cached kernel once (module doc); returns the seconds it took."""
-    from cep.engines.driver import columnar
-    from cep.io import linescan, tsntscan
-
     started = time.perf_counter()
     for lines, read in ((_JSON, lambda raw, files: linescan.scan(raw, files, {"": "http://e/"}, {})),
                         (_TSNT, lambda raw, files: linescan.scan_tsnt(raw, files, {}))):
